@@ -1,0 +1,35 @@
+"""Exceptions raised by the migration rules.
+
+The tree (one per package; third-party errors are chained with ``raise ... from``)::
+
+    TranslateError                 base of every error raised by ``translate``
+    ├── CatalogError               a catalog file is malformed (names the file, key and rule)
+    ├── InputError                 an object cannot be read as the kind it claims to be
+    ├── SelectorError              a CEL selector does not compile or fails at evaluation
+    └── InventoryError             a device-plugin inventory cannot become ResourceSlices
+
+Findings about a pod (something that cannot be translated) are *not* exceptions: they are
+returned in the plan, so a whole manifest set is always processed.
+"""
+
+from __future__ import annotations
+
+
+class TranslateError(Exception):
+    """Base class of every error raised by the ``translate`` package."""
+
+
+class CatalogError(TranslateError):
+    """A catalog (shipped or user-supplied) violates its schema or a rule."""
+
+
+class InputError(TranslateError):
+    """An input object is not a well-formed instance of its kind."""
+
+
+class SelectorError(TranslateError):
+    """A CEL selector failed to compile or raised an error when evaluated."""
+
+
+class InventoryError(TranslateError):
+    """A device-plugin inventory cannot be turned into ResourceSlices."""
