@@ -1,0 +1,1 @@
+"""The migration rules: pure functions from legacy device requests to DRA objects."""

@@ -1,0 +1,334 @@
+"""The translation catalog: legacy extended resource names -> DRA device classes, as data.
+
+The catalog ships as ``translate/data/catalog.yaml``; a user file may *add* resources and
+MIG profile aliases, never redefine a shipped resource (pluto-style: extensible, not
+overridable). Loading validates every key and raises :class:`CatalogError` naming the
+source, the key and the rule.
+
+Shapes:
+    Catalog.lookup("nvidia.com/mig-1g.10gb.me") -> ResourceMapping(kind="mig",
+        profile="1g.10gb.me", device_class="nvidia-mig-1g.10gb.me.dra-bridge.io", ...)
+    Catalog.device_classes() -> list of DeviceClass dicts (internal form, API-version free)
+
+Names are matched exactly, or by a full-match pattern with one ``{profile}`` placeholder:
+never by prefix (``nvidia.com/gpu-10gb`` is not ``nvidia.com/gpu``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from typing import Any, Literal, cast
+
+import yaml
+
+from translate import expressions as ex
+from translate.errors import CatalogError
+from translate.names import is_dns_subdomain
+
+Kind = Literal["gpu", "mig", "shared", "slicing"]
+Target = Literal["bridge", "vendor"]
+KINDS: tuple[str, ...] = ("gpu", "mig", "shared", "slicing")
+#: A MIG profile as the device plugin spells it in resource names (``+`` becomes ``.``).
+PROFILE_RE = r"[1-9][0-9]*g\.[0-9]+gb(?:\.me|\.gfx)?"
+CATALOG_API_VERSION = "catalog.dra-bridge.io/v1"
+BRIDGE_RESOURCE_ATTRIBUTE = "resourceName"
+
+
+@dataclass(frozen=True)
+class VendorTarget:
+    """The vendor DRA driver for a resource: its driver name, its own DeviceClass, and the
+    attribute values (``{name: value}`` under the driver's domain) that identify the device."""
+
+    driver: str
+    device_class: str
+    match: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ResourceMapping:
+    """How one concrete legacy resource name becomes DRA requests.
+
+    ``device_class`` is the class a request names; ``selectors`` are CEL expressions the
+    request adds (empty for our own classes, which select by resource name; the MIG profile
+    test when targeting the vendor class). ``profile_aliases`` lists every spelling of the
+    MIG profile as the vendor driver publishes it (``+me``, alias table applied).
+    """
+
+    resource_name: str
+    kind: Kind
+    device_class: str
+    selectors: tuple[str, ...]
+    vendor: VendorTarget | None
+    gfd: str | None
+    profile: str | None = None
+    profile_aliases: tuple[str, ...] = ()
+    fail_requests_greater_than_one: bool = False
+    reason: str = ""
+    class_selector: str = ""
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One ``resources[]`` entry of a catalog file (``name`` or ``pattern``)."""
+
+    name: str | None
+    pattern: str | None
+    kind: Kind
+    device_class: str
+    vendor: VendorTarget | None
+    gfd: str | None
+    fail_requests_greater_than_one: bool
+    reason: str
+    source: str
+    regex: re.Pattern[str] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A validated catalog. Build it with :func:`load_catalog`."""
+
+    bridge_driver: str
+    target: Target
+    entries: tuple[CatalogEntry, ...]
+    profile_aliases: tuple[frozenset[str], ...]
+    mig_profiles: tuple[str, ...]
+
+    def with_target(self, target: Target) -> Catalog:
+        """The same catalog aimed at ``bridge`` classes or the vendor's own classes."""
+        return replace(self, target=target)
+
+    def lookup(self, resource_name: str) -> ResourceMapping | None:
+        """The mapping for an exact legacy resource name, or None when the catalog lacks it."""
+        for entry in self.entries:
+            if entry.name is not None and entry.name == resource_name:
+                return self._mapping(entry, resource_name, None)
+        for entry in self.entries:
+            if entry.regex is not None:
+                m = entry.regex.fullmatch(resource_name)
+                if m:
+                    return self._mapping(entry, resource_name, m.group("profile"))
+        return None
+
+    def aliases(self, profile: str) -> tuple[str, ...]:
+        """Every spelling of a MIG profile as the vendor driver publishes it, sorted.
+
+        ``1g.10gb.me`` -> ``("1g.10gb+me", "1g.12gb+me")``: the suffix is kept and the alias
+        table is applied to the base profile.
+        """
+        base, suffix = profile, ""
+        for s in (".me", ".gfx"):
+            if profile.endswith(s):
+                base, suffix = profile[: -len(s)], "+" + s[1:]
+        names = {base}
+        for group in self.profile_aliases:
+            if base in group:
+                names |= group
+        return tuple(sorted(n + suffix for n in names))
+
+    def _mapping(self, entry: CatalogEntry, name: str, profile: str | None) -> ResourceMapping:
+        aliases = self.aliases(profile) if profile else ()
+        if entry.kind == "slicing":
+            return ResourceMapping(name, entry.kind, "", (), None, entry.gfd, reason=entry.reason)
+        our_class = entry.device_class.replace("{profile}", profile or "")
+        class_selector = self._class_selector(entry, name, aliases)
+        selectors: tuple[str, ...] = ()
+        device_class = our_class
+        if self.target == "vendor" and entry.vendor is not None:
+            device_class = entry.vendor.device_class
+            tests = [ex.string_attribute_in(entry.vendor.driver, k, [v]) for k, v in entry.vendor.match]
+            if aliases:
+                tests.append(ex.string_attribute_in(entry.vendor.driver, "profile", aliases))
+            # A vendor class may serve several legacy resources (gpu.intel.com: i915 and xe;
+            # mig.nvidia.com: every profile): the request repeats the device test.
+            selectors = (ex.all_of(tests),)
+        return ResourceMapping(
+            resource_name=name,
+            kind=entry.kind,
+            device_class=device_class,
+            selectors=selectors,
+            vendor=entry.vendor,
+            gfd=entry.gfd,
+            profile=profile,
+            profile_aliases=aliases,
+            fail_requests_greater_than_one=entry.fail_requests_greater_than_one,
+            reason=entry.reason,
+            class_selector=class_selector,
+        )
+
+    def _class_selector(self, entry: CatalogEntry, name: str, aliases: tuple[str, ...]) -> str:
+        names = [name]
+        if entry.regex is not None and aliases:
+            names = sorted({entry.pattern.replace("{profile}", a.replace("+", "."))  # type: ignore[union-attr]
+                            for a in aliases})
+        bridge = ex.all_of([
+            f"device.driver == {ex.literal(self.bridge_driver)}",
+            ex.string_attribute_in(self.bridge_driver, BRIDGE_RESOURCE_ATTRIBUTE, names),
+        ])
+        if entry.vendor is None:
+            return bridge
+        tests = [f"device.driver == {ex.literal(entry.vendor.driver)}"]
+        tests += [ex.string_attribute_in(entry.vendor.driver, k, [v]) for k, v in entry.vendor.match]
+        if aliases:
+            tests.append(ex.string_attribute_in(entry.vendor.driver, "profile", aliases))
+        return ex.any_of([bridge, ex.all_of(tests)])
+
+    def device_classes(self, profiles: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Our DeviceClass objects (``resource.k8s.io`` spec, the same in every version):
+        one per exact resource, one per MIG profile (``profiles`` or the catalog's list)."""
+        out: dict[str, dict[str, Any]] = {}
+        wanted = tuple(profiles) if profiles is not None else self.mig_profiles
+        for entry in self.entries:
+            if entry.kind == "slicing":
+                continue
+            names = [entry.name] if entry.name else [
+                entry.pattern.replace("{profile}", p) for p in wanted  # type: ignore[union-attr]
+            ]
+            for n in names:
+                m = self.with_target("bridge").lookup(n)
+                if m is None or m.kind == "slicing":
+                    continue
+                out[m.device_class] = {
+                    "kind": "DeviceClass",
+                    "metadata": {
+                        "name": m.device_class,
+                        "labels": {"app.kubernetes.io/managed-by": "dra-bridge"},
+                        "annotations": {"dra-bridge.io/legacy-resource": n},
+                    },
+                    "spec": {"selectors": [{"cel": {"expression": m.class_selector}}]},
+                }
+        return [out[k] for k in sorted(out)]
+
+
+def _fail(source: str, key: str, rule: str) -> CatalogError:
+    return CatalogError(f"{source}: {key}: {rule}")
+
+
+def _entry(raw: object, source: str, key: str) -> CatalogEntry:
+    if not isinstance(raw, Mapping):
+        raise _fail(source, key, "must be a mapping")
+    allowed = {"name", "pattern", "kind", "deviceClass", "vendor", "gfd",
+               "failRequestsGreaterThanOne", "reason"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise _fail(source, f"{key}.{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+    name, pattern = raw.get("name"), raw.get("pattern")
+    if (name is None) == (pattern is None):
+        raise _fail(source, key, "exactly one of name and pattern must be set")
+    regex = None
+    if pattern is not None:
+        if not isinstance(pattern, str) or pattern.count("{profile}") != 1:
+            raise _fail(source, f"{key}.pattern", "must be a string with exactly one {profile}")
+        head, tail = pattern.split("{profile}")
+        regex = re.compile(re.escape(head) + f"(?P<profile>{PROFILE_RE})" + re.escape(tail))
+    elif not isinstance(name, str) or "/" not in name:
+        raise _fail(source, f"{key}.name", "must be an extended resource name like vendor.com/gpu")
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise _fail(source, f"{key}.kind", f"must be one of {', '.join(KINDS)}")
+    device_class = raw.get("deviceClass", "")
+    vendor = None
+    if kind != "slicing":
+        probe = str(device_class).replace("{profile}", "1g.5gb")
+        if not isinstance(device_class, str) or not is_dns_subdomain(probe):
+            raise _fail(source, f"{key}.deviceClass", "must be a DNS subdomain (a DeviceClass name)")
+        if pattern is None and "{profile}" in device_class:
+            raise _fail(source, f"{key}.deviceClass", "{profile} is only allowed with pattern")
+        vendor = _vendor(raw.get("vendor"), source, f"{key}.vendor")
+    elif not raw.get("reason"):
+        raise _fail(source, f"{key}.reason", "required for kind slicing (say why it cannot move)")
+    fail_gt_one = raw.get("failRequestsGreaterThanOne", False)
+    if not isinstance(fail_gt_one, bool):
+        raise _fail(source, f"{key}.failRequestsGreaterThanOne", "must be a boolean")
+    gfd = raw.get("gfd")
+    if gfd not in (None, "nvidia"):
+        raise _fail(source, f"{key}.gfd", "must be nvidia or absent")
+    return CatalogEntry(name, pattern, cast(Kind, kind), device_class, vendor, gfd, fail_gt_one,
+                        str(raw.get("reason", "")), source, regex)
+
+
+def _vendor(raw: object, source: str, key: str) -> VendorTarget | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or set(raw) - {"driver", "deviceClass", "match"}:
+        raise _fail(source, key, "must be a mapping with driver, deviceClass and match")
+    driver, dclass, match = raw.get("driver"), raw.get("deviceClass"), raw.get("match", {})
+    if not isinstance(driver, str) or not is_dns_subdomain(driver) or len(driver) > 63:
+        raise _fail(source, f"{key}.driver", "must be a DNS subdomain of at most 63 characters")
+    if not isinstance(dclass, str) or not is_dns_subdomain(dclass):
+        raise _fail(source, f"{key}.deviceClass", "must be a DNS subdomain")
+    if not isinstance(match, Mapping) or not all(
+        isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", k) and isinstance(v, str)
+        for k, v in match.items()
+    ):
+        raise _fail(source, f"{key}.match", "must map attribute identifiers to string values")
+    return VendorTarget(driver, dclass, tuple(sorted(match.items())))
+
+
+def _parse(doc: object, source: str) -> dict[str, Any]:
+    if not isinstance(doc, Mapping):
+        raise _fail(source, "(top level)", "must be a mapping")
+    allowed = {"apiVersion", "kind", "bridgeDriver", "target", "migProfileAliases",
+               "migProfiles", "resources"}
+    unknown = sorted(set(doc) - allowed)
+    if unknown:
+        raise _fail(source, unknown[0], f"unknown key (allowed: {', '.join(sorted(allowed))})")
+    if doc.get("apiVersion") != CATALOG_API_VERSION or doc.get("kind") != "Catalog":
+        raise _fail(source, "apiVersion/kind", f"must be {CATALOG_API_VERSION} / Catalog")
+    return dict(doc)
+
+
+def _profiles(raw: object, source: str, key: str) -> list[str]:
+    if not isinstance(raw, list) or not all(isinstance(p, str) and re.fullmatch(PROFILE_RE, p) for p in raw):
+        raise _fail(source, key, f"must be a list of MIG profiles matching {PROFILE_RE}")
+    return list(raw)
+
+
+def load_catalog(user_text: str | None = None, user_source: str = "user catalog") -> Catalog:
+    """Load the shipped catalog, extended by an optional user catalog (YAML text).
+
+    Raises CatalogError (source, key, rule) for malformed files, a user entry that
+    redefines a shipped resource or pattern, or a YAML syntax error.
+    """
+    shipped = resources.files("translate").joinpath("data/catalog.yaml").read_text("utf-8")
+    docs = [(shipped, "translate/data/catalog.yaml")]
+    if user_text is not None:
+        docs.append((user_text, user_source))
+    entries: list[CatalogEntry] = []
+    aliases: list[frozenset[str]] = []
+    profiles: list[str] = []
+    bridge_driver, target = "dra-bridge.io", "bridge"
+    for text, source in docs:
+        try:
+            doc = _parse(yaml.safe_load(text), source)
+        except yaml.YAMLError as exc:
+            raise CatalogError(f"{source}: not valid YAML: {exc}") from exc
+        if source != user_source:
+            bridge_driver = str(doc.get("bridgeDriver", bridge_driver))
+        if "target" in doc:
+            if doc["target"] not in ("bridge", "vendor"):
+                raise _fail(source, "target", "must be bridge or vendor")
+            target = doc["target"]
+        for i, group in enumerate(doc.get("migProfileAliases", []) or []):
+            aliases.append(frozenset(_profiles(group, source, f"migProfileAliases[{i}]")))
+        profiles += _profiles(doc.get("migProfiles", []) or [], source, "migProfiles")
+        raw_entries = doc.get("resources", []) or []
+        if not isinstance(raw_entries, list):
+            raise _fail(source, "resources", "must be a list")
+        for i, raw in enumerate(raw_entries):
+            entry = _entry(raw, source, f"resources[{i}]")
+            ident = entry.name or entry.pattern
+            if any((e.name or e.pattern) == ident for e in entries):
+                raise _fail(source, f"resources[{i}]", f"{ident} is already defined (entries may be added, not redefined)")
+            entries.append(entry)
+    merged: list[frozenset[str]] = []
+    for group in aliases:
+        overlapping = [g for g in merged if g & group]
+        for g in overlapping:
+            merged.remove(g)
+            group = group | g
+        merged.append(group)
+    return Catalog(bridge_driver, cast(Target, target), tuple(entries), tuple(merged),
+                   tuple(dict.fromkeys(profiles)))
