@@ -321,7 +321,8 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
             entry = _entry(raw, source, f"resources[{i}]")
             ident = entry.name or entry.pattern
             if any((e.name or e.pattern) == ident for e in entries):
-                raise _fail(source, f"resources[{i}]", f"{ident} is already defined (entries may be added, not redefined)")
+                raise _fail(source, f"resources[{i}]",
+                            f"{ident} is already defined (entries may be added, not redefined)")
             entries.append(entry)
     merged: list[frozenset[str]] = []
     for group in aliases:
