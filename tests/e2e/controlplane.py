@@ -1,0 +1,358 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler, each in its own process group.
+
+No kubelet runs: tests create kubelet-less nodes (see ``kubeapi.create_fake_node``).
+The binaries come from ``DRA_BRIDGE_K8S_BIN`` or from ``hack/control-plane.sh build``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import yaml
+
+from tests.e2e.certs import CertificateAuthority, KeyPair, service_account_keys
+from tests.e2e.kubeapi import KubeClient
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO_ROOT / "hack" / "control-plane.sh"
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+#: resource.k8s.io/v1 plus the older shapes, so tests can prove them against a real server.
+DEFAULT_RUNTIME_CONFIG = "resource.k8s.io/v1=true,resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
+#: The node-lifecycle controller would taint kubelet-less nodes unreachable and evict pods.
+DISABLED_CONTROLLERS = ("node-lifecycle-controller",)
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+class BinariesMissing(RuntimeError):
+    """The control-plane binaries are neither given nor built."""
+
+
+def find_binaries() -> Path:
+    """The directory holding all four binaries: ``$DRA_BRIDGE_K8S_BIN`` or the build cache."""
+    given = os.environ.get("DRA_BRIDGE_K8S_BIN")
+    if given:
+        directory = Path(given)
+        source = f"DRA_BRIDGE_K8S_BIN={given}"
+    else:
+        proc = subprocess.run(["bash", str(BUILD_SCRIPT), "env"], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BinariesMissing(
+                "the test control plane is not built: run `hack/control-plane.sh build` "
+                "(the first build compiles etcd and Kubernetes from the Go module proxy, "
+                "roughly 30-45 minutes on 2 cores) or set DRA_BRIDGE_K8S_BIN to a directory "
+                f"with {', '.join(BINARIES)}. ({proc.stderr.strip()})"
+            )
+        directory = Path(proc.stdout.strip())
+        source = "hack/control-plane.sh env"
+    missing = [b for b in BINARIES if not os.access(directory / b, os.X_OK)]
+    if missing:
+        raise BinariesMissing(f"{source}: {directory} lacks {', '.join(missing)}")
+    return directory
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: own process group, SIGKILL when pytest dies."""
+    os.setsid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Component:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    _log_fh: IO[bytes]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(grace)
+        # The group may hold children even after the leader exited.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+        self._log_fh.close()
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 64 * 1024))
+            data = fh.read().decode(errors="replace")
+    except OSError as err:
+        return f"<cannot read {path}: {err}>"
+    return "\n".join(data.splitlines()[-lines:])
+
+
+@dataclass
+class ControlPlane:
+    """Starts and stops the four components; exposes what a test needs to reach them."""
+
+    bin_dir: Path
+    runtime_config: str = DEFAULT_RUNTIME_CONFIG
+    extra_apiserver_args: Sequence[str] = ()
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dra-cp-")))
+    components: dict[str, Component] = field(default_factory=dict)
+    server: str = ""
+    version: str = ""
+    startup_seconds: float = 0.0
+
+    @property
+    def log_dir(self) -> Path:
+        return self.workdir / "logs"
+
+    @property
+    def pki(self) -> Path:
+        return self.workdir / "pki"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "admin.kubeconfig"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.pki / "ca.crt"
+
+    @property
+    def client_cert(self) -> Path:
+        return self.pki / "admin.crt"
+
+    @property
+    def client_key(self) -> Path:
+        return self.pki / "admin.key"
+
+    def client(self) -> KubeClient:
+        return KubeClient(self.server, self.ca_file, self.client_cert, self.client_key)
+
+    # -- start-up -------------------------------------------------------------------------
+
+    def start(self, timeout: float = 90.0) -> None:
+        began = time.monotonic()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.version = self._version()
+        try:
+            self._start_all(time.monotonic() + timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+
+    def _version(self) -> str:
+        out = subprocess.run(
+            [str(self.bin_dir / "kube-apiserver"), "--version"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
+        return out.split()[-1]
+
+    def _start_all(self, deadline: float) -> None:
+        ca = CertificateAuthority(self.pki)
+        sa = service_account_keys(self.pki)
+        serving = ca.issue(
+            "apiserver",
+            "kube-apiserver",
+            server=True,
+            dns_names=(
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ),
+            ip_addresses=("127.0.0.1", "10.96.0.1"),
+        )
+        admin = ca.issue("admin", "dra-bridge-tests", organization="system:masters", client=True)
+        kcm = ca.issue("controller-manager", "system:kube-controller-manager", client=True)
+        sched = ca.issue("scheduler", "system:kube-scheduler", client=True)
+
+        etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
+        self.server = f"https://127.0.0.1:{api_port}"
+        self._write_kubeconfig(self.kubeconfig, "dra-bridge-tests", admin)
+        kcm_config = self._write_kubeconfig(
+            self.workdir / "controller-manager.kubeconfig", "kube-controller-manager", kcm
+        )
+        sched_config = self._write_kubeconfig(self.workdir / "scheduler.kubeconfig", "kube-scheduler", sched)
+
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        self._spawn(
+            "etcd",
+            [
+                "--name=test",
+                f"--data-dir={self.workdir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-cluster=test=http://127.0.0.1:{etcd_peer}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+        self._wait_http("etcd", f"{etcd_url}/health", deadline)
+
+        self._spawn(
+            "kube-apiserver",
+            [
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--cert-dir={self.workdir / 'apiserver-certs'}",
+                f"--tls-cert-file={serving.cert}",
+                f"--tls-private-key-file={serving.key}",
+                f"--client-ca-file={ca.cert_file}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={sa.cert}",
+                f"--service-account-signing-key-file={sa.key}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--authorization-mode=Node,RBAC",
+                f"--runtime-config={self.runtime_config}",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--v=1",
+                *self.extra_apiserver_args,
+            ],
+        )
+        self._wait_http("kube-apiserver", f"{self.server}/readyz", deadline, tls=True)
+
+        common = ["--leader-elect=false", "--bind-address=127.0.0.1", "--profiling=false", "--v=1"]
+        self._spawn(
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={kcm_config}",
+                f"--authentication-kubeconfig={kcm_config}",
+                f"--authorization-kubeconfig={kcm_config}",
+                f"--secure-port={free_port()}",
+                f"--cert-dir={self.workdir / 'kcm-certs'}",
+                f"--service-account-private-key-file={sa.key}",
+                f"--root-ca-file={ca.cert_file}",
+                f"--cluster-signing-cert-file={ca.cert_file}",
+                f"--cluster-signing-key-file={ca.pair.key}",
+                "--use-service-account-credentials=true",
+                "--controllers=" + ",".join(["*", *(f"-{c}" for c in DISABLED_CONTROLLERS)]),
+                *common,
+            ],
+        )
+        self._spawn(
+            "kube-scheduler",
+            [
+                f"--kubeconfig={sched_config}",
+                f"--authentication-kubeconfig={sched_config}",
+                f"--authorization-kubeconfig={sched_config}",
+                f"--secure-port={free_port()}",
+                f"--cert-dir={self.workdir / 'scheduler-certs'}",
+                *common,
+            ],
+        )
+        # Both components answer /healthz only once their informers are wired up.
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            port = self._flag(name, "--secure-port")
+            self._wait_http(name, f"https://127.0.0.1:{port}/healthz", deadline, tls=True, verify=False)
+
+    def _flag(self, component: str, flag: str) -> str:
+        for arg in self.components[component].proc.args[1:]:  # type: ignore[union-attr]
+            if str(arg).startswith(f"{flag}="):
+                return str(arg).split("=", 1)[1]
+        raise KeyError(flag)
+
+    def _write_kubeconfig(self, path: Path, user: str, pair: KeyPair) -> Path:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "test",
+            "clusters": [
+                {"name": "test", "cluster": {"server": self.server, "certificate-authority": str(self.ca_file)}}
+            ],
+            "users": [{"name": user, "user": {"client-certificate": str(pair.cert), "client-key": str(pair.key)}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": user}}],
+        }
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        log = self.log_dir / f"{name}.log"
+        fh = log.open("ab")
+        proc = subprocess.Popen(
+            [str(self.bin_dir / name), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            preexec_fn=_die_with_parent,
+        )
+        self.components[name] = Component(name, proc, log, fh)
+
+    def _wait_http(self, name: str, url: str, deadline: float, *, tls: bool = False, verify: bool = True) -> None:
+        ctx: ssl.SSLContext | None = None
+        if tls:
+            if verify:
+                ctx = ssl.create_default_context(cafile=str(self.ca_file))
+                ctx.load_cert_chain(str(self.client_cert), str(self.client_key))
+            else:
+                ctx = ssl._create_unverified_context()
+        last = ""
+        while time.monotonic() < deadline:
+            comp = self.components[name]
+            if not comp.alive():
+                raise RuntimeError(
+                    f"{name} exited with {comp.proc.returncode} during start-up; log {comp.log}:\n{tail(comp.log)}"
+                )
+            try:
+                with urllib.request.urlopen(url, timeout=5, context=ctx) as resp:
+                    if resp.status == 200:
+                        return
+                    last = f"HTTP {resp.status}"
+            except OSError as err:
+                last = str(err)
+            time.sleep(0.25)
+        raise TimeoutError(
+            f"{name} not ready at {url}: {last}; log {self.components[name].log}:\n{tail(self.components[name].log)}"
+        )
+
+    # -- diagnostics and teardown ----------------------------------------------------------
+
+    def log_tails(self, lines: int = 30) -> str:
+        parts = []
+        for comp in self.components.values():
+            state = "running" if comp.alive() else f"exited {comp.proc.returncode}"
+            parts.append(f"----- {comp.name} ({state}) {comp.log} -----\n{tail(comp.log, lines)}")
+        return "\n".join(parts)
+
+    def stop(self, *, keep_workdir: bool = False) -> None:
+        for comp in reversed(list(self.components.values())):
+            comp.stop()
+        if not keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
