@@ -85,6 +85,7 @@ class Component:
     name: str
     proc: subprocess.Popen[bytes]
     log: Path
+    args: list[str]
     _log_fh: IO[bytes]
 
     def alive(self) -> bool:
@@ -283,9 +284,9 @@ class ControlPlane:
             self._wait_http(name, f"https://127.0.0.1:{port}/healthz", deadline, tls=True, verify=False)
 
     def _flag(self, component: str, flag: str) -> str:
-        for arg in self.components[component].proc.args[1:]:  # type: ignore[union-attr]
-            if str(arg).startswith(f"{flag}="):
-                return str(arg).split("=", 1)[1]
+        for arg in self.components[component].args:
+            if arg.startswith(f"{flag}="):
+                return arg.split("=", 1)[1]
         raise KeyError(flag)
 
     def _write_kubeconfig(self, path: Path, user: str, pair: KeyPair) -> Path:
@@ -313,7 +314,7 @@ class ControlPlane:
             cwd=self.workdir,
             preexec_fn=_die_with_parent,
         )
-        self.components[name] = Component(name, proc, log, fh)
+        self.components[name] = Component(name, proc, log, args, fh)
 
     def _wait_http(self, name: str, url: str, deadline: float, *, tls: bool = False, verify: bool = True) -> None:
         ctx: ssl.SSLContext | None = None

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 Obj = dict[str, Any]
+ObjList = list[Obj]
 
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
@@ -125,13 +126,13 @@ class KubeClient:
         path: str,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> list[Obj]:
+    ) -> ObjList:
         query: dict[str, str | int | bool] = {}
         if label_selector:
             query["labelSelector"] = label_selector
         if field_selector:
             query["fieldSelector"] = field_selector
-        items: list[Obj] = self.request("GET", path, query=query)["items"]
+        items: ObjList = self.request("GET", path, query=query)["items"]
         return items
 
     def create(self, path: str, obj: Obj, *, dry_run: bool = False) -> Obj:
@@ -146,7 +147,7 @@ class KubeClient:
     def patch(
         self,
         path: str,
-        patch: Obj | list[Obj],
+        patch: Obj | ObjList,
         patch_type: str = "merge",
         *,
         field_manager: str = "dra-bridge-tests",
@@ -170,7 +171,7 @@ class KubeClient:
     def get_status(self, path: str) -> Obj:
         return self.get(f"{path}/status")
 
-    def patch_status(self, path: str, patch: Obj | list[Obj], patch_type: str = "merge") -> Obj:
+    def patch_status(self, path: str, patch: Obj | ObjList, patch_type: str = "merge") -> Obj:
         return self.patch(f"{path}/status", patch, patch_type)
 
     def replace_status(self, path: str, obj: Obj) -> Obj:
@@ -202,7 +203,7 @@ def _show(value: Any, limit: int = 4000) -> str:
 
 
 def wait_for(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     timeout: float = 30.0,
     description: str = "condition",
     *,
@@ -218,9 +219,10 @@ def wait_for(
     last: Any = None
     while True:
         try:
-            last = condition()
-            if last:
-                return last
+            value = condition()
+            if value:
+                return value
+            last = value
         except ApiError as err:
             last = err
         if time.monotonic() >= deadline:
@@ -291,7 +293,7 @@ def create_fake_node(
     labels: Mapping[str, str] | None = None,
     capacity: Mapping[str, str] | None = None,
     allocatable: Mapping[str, str] | None = None,
-    taints: list[Obj] | None = None,
+    taints: ObjList | None = None,
 ) -> Obj:
     """Creates a kubelet-less Node that the scheduler can use.
 
