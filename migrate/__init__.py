@@ -1,0 +1,1 @@
+"""dra-migrate: the offline command line (convert, slices, classes)."""

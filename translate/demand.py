@@ -1,0 +1,97 @@
+"""Legacy device demand of a pod spec: which container asks for which extended resource.
+
+Reads ``resources.limits`` / ``resources.requests`` of app containers, init containers and
+native sidecars (init containers with ``restartPolicy: Always``). Extended resources need
+limits, and requests, when present, must equal them (core/v1 validation: "Limit must be set
+for non overcommitable resources"); a pod that breaks that is invalid and is left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from translate.catalog import Catalog, ResourceMapping
+from translate.findings import Finding
+from translate.layout import Role
+from translate.quantities import parse_count
+
+#: Resource names with a slash that are not device-plugin extended resources.
+_NOT_EXTENDED = ("kubernetes.io/", "requests.", "limits.")
+
+
+@dataclass(frozen=True)
+class ContainerDemand:
+    """``count`` devices of ``mapping.resource_name`` for one container; ``path`` locates its
+    resources (``spec.containers[0].resources``), ``field`` is ``containers`` or
+    ``initContainers``, ``index`` its position there."""
+
+    container: str
+    role: Role
+    field: str
+    index: int
+    mapping: ResourceMapping
+    count: int
+    legacy: str
+    path: str
+
+
+def is_extended(name: str) -> bool:
+    """True for an extended resource name (``vendor.example/name``) outside kubernetes.io."""
+    return "/" in name and not name.startswith(_NOT_EXTENDED) and not name.split("/", 1)[0].endswith(
+        "kubernetes.io")
+
+
+def containers(spec: Mapping[str, Any]) -> list[tuple[str, int, Role, Mapping[str, Any]]]:
+    """(field, index, role, container) for every init container and app container."""
+    out: list[tuple[str, int, Role, Mapping[str, Any]]] = []
+    for i, c in enumerate(spec.get("initContainers") or []):
+        if isinstance(c, Mapping):
+            out.append(("initContainers", i, "sidecar" if c.get("restartPolicy") == "Always" else "init", c))
+    for i, c in enumerate(spec.get("containers") or []):
+        if isinstance(c, Mapping):
+            out.append(("containers", i, "app", c))
+    return out
+
+
+def collect(spec: Mapping[str, Any], catalog: Catalog, path: str,
+            findings: list[Finding]) -> list[ContainerDemand]:
+    """Every catalogued device demand (count may be 0), appending findings for unknown
+    resources and invalid quantities."""
+    out: list[ContainerDemand] = []
+    for fld, index, role, c in containers(spec):
+        resources = c.get("resources") or {}
+        limits = resources.get("limits") or {}
+        requests = resources.get("requests") or {}
+        if not isinstance(limits, Mapping) or not isinstance(requests, Mapping):
+            continue
+        rpath = f"{path}spec.{fld}[{index}].resources"
+        for name in dict.fromkeys([*limits, *requests]):
+            if not isinstance(name, str) or not is_extended(name):
+                continue
+            where = "limits" if name in limits else "requests"
+            vpath = f"{rpath}.{where}[{name}]"
+            legacy = f"{name}: {limits.get(name, requests.get(name))}"
+            mapping = catalog.lookup(name)
+            if mapping is None:
+                findings.append(Finding(vpath, legacy, "ignored", "not in the translation catalog: left as it is"))
+                continue
+            if name not in limits:
+                findings.append(Finding(vpath, legacy, "unsupported",
+                                        "an extended resource in requests without limits is an invalid pod "
+                                        "(the API server rejects it): left unchanged"))
+                continue
+            try:
+                count = parse_count(limits[name])
+                if name in requests and parse_count(requests[name]) != count:
+                    findings.append(Finding(vpath, legacy, "unsupported",
+                                            "requests differ from limits, which extended resources forbid: "
+                                            "left unchanged"))
+                    continue
+            except ValueError as exc:
+                findings.append(Finding(vpath, legacy, "unsupported", f"invalid quantity: {exc}"))
+                continue
+            out.append(ContainerDemand(str(c.get("name", "")), role, fld, index, mapping, count, legacy,
+                                       f"{rpath}.limits[{name}]"))
+    return out

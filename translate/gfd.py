@@ -1,0 +1,196 @@
+"""GPU Feature Discovery labels -> guarded CEL selectors over the NVIDIA DRA driver's attributes.
+
+One label requirement (key, operator, values) becomes one selector, or None when the label
+has no device meaning (``gpu.count``, ``gpu.machine``, ...: those stay on the pod). The
+value formats follow /shared/reference/vendors.md 2.10:
+
+    nvidia.com/gpu.product        productName, compared in normalised form (see
+                                  expressions.normalized_product); ``-SHARED`` and
+                                  ``-MIG-<profile>`` suffixes stripped (the latter adds
+                                  ``type == "mig"`` and the profile test)
+    nvidia.com/gpu.memory         capacity memory: the label is MiB, rounded down
+                                  (In v  ->  v Mi <= memory < (v+1) Mi)
+    nvidia.com/gpu.family         architecture, lower case with dashes ("ada-lovelace")
+    nvidia.com/gpu.compute.*      cudaComputeCapability .major() / .minor()
+    nvidia.com/cuda.driver-version.*, cuda.driver.*     driverVersion (semver)
+    nvidia.com/cuda.runtime-version.*, cuda.runtime.*   cudaDriverVersion (semver)
+    nvidia.com/mig.strategy=single                      type == "mig"
+
+Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt (core/v1 NodeSelectorRequirement). NotIn
+and DoesNotExist hold for devices that lack the attribute, as they hold for unlabelled nodes.
+Version selectors need the CEL semver library, usable in new selectors from Kubernetes 1.34
+(introduced 1.33; k8s.io/apiserver pkg/cel/environment/base.go): on older targets they raise
+:class:`Untranslatable`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from translate import expressions as ex
+
+DOMAIN = "gpu.nvidia.com"
+SEMVER_MIN_MINOR = 34
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+class Untranslatable(Exception):
+    """A GPU label requirement that has device meaning but cannot become a selector here."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A node selector requirement: ``key``, ``operator`` and ``values`` (core/v1)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+
+_NODE_LEVEL = re.compile(
+    r"nvidia\.com/(gpu\.(count|machine|replicas|sharing-strategy|mode|clique|present|deploy\..*|slices\..*|"
+    r"engines\..*|multiprocessors)|gfd\.timestamp|device-plugin\.config|mps\.capable|mig\.capable|vgpu\..*|"
+    r"mig-.*|mig\.config.*)"
+)
+
+
+def is_gpu_label(key: str) -> bool:
+    """True for labels in GFD's ``nvidia.com/`` namespace (device-level or node-level)."""
+    return key.startswith("nvidia.com/")
+
+
+def _attr(name: str) -> str:
+    return ex.attribute(DOMAIN, name)
+
+
+def _product_selector(values: Sequence[str], aliases: Callable[[str], tuple[str, ...]]) -> str:
+    parts: list[str] = []
+    for value in values:
+        base, profile = value, None
+        if base.endswith("-SHARED"):
+            base = base[: -len("-SHARED")]
+        m = re.fullmatch(r"(.*)-MIG-(.+)", base)
+        if m:
+            base, profile = m.group(1), m.group(2)
+            if profile == "INVALID":
+                raise Untranslatable(f"{value!r} marks a node whose MIG configuration is invalid")
+        test = ex.product_in(DOMAIN, "productName", [base])
+        if profile is not None:
+            test = ex.all_of([test, ex.string_attribute_in(DOMAIN, "type", ["mig"]),
+                              ex.string_attribute_in(DOMAIN, "profile", aliases(profile))])
+        parts.append(test)
+    return ex.any_of(parts)
+
+
+def _int_values(req: Requirement) -> list[int]:
+    try:
+        return [int(v) for v in req.values]
+    except ValueError as exc:
+        raise Untranslatable(f"{req.key} {req.operator} {list(req.values)}: values must be integers") from exc
+
+
+def _memory_selector(req: Requirement) -> str:
+    cap = f"{ex.capacity(DOMAIN)}.memory"
+    has = ex.has_capacity(DOMAIN, "memory")
+
+    def cmp(mib: int) -> str:
+        return f"{cap}.compareTo(quantity({ex.literal(f'{mib}Mi')}))"
+
+    if req.operator in ("In", "NotIn"):
+        ranges = ex.any_of([f"({cmp(v)} >= 0 && {cmp(v + 1)} < 0)" for v in _int_values(req)])
+        test = f"({has} && {ranges})"
+        return test if req.operator == "In" else ex.negate(test)
+    (value,) = _int_values(req)
+    if req.operator == "Gt":
+        return f"({has} && {cmp(value + 1)} >= 0)"
+    return f"({has} && {cmp(value)} < 0)"
+
+
+def _semver_text(raw: str) -> str:
+    parts = [str(int(p)) for p in raw.split(".")] if re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", raw) else []
+    if not parts:
+        raise Untranslatable(f"{raw!r} is not a version")
+    return ".".join([*parts, "0", "0"][:3])
+
+
+def _version_selector(req: Requirement, attr: str, part: str | None) -> str:
+    ref, has = _attr(attr), ex.has_attribute(DOMAIN, attr)
+    if part is None:
+        if req.operator in ("Gt", "Lt"):
+            raise Untranslatable(f"{req.key} {req.operator}: Gt/Lt need a single integer")
+        versions = [_semver_text(v) for v in req.values]
+        test = f"({has} && " + ex.any_of([f"{ref}.compareTo(semver({ex.literal(v)})) == 0" for v in versions]) + ")"
+        return test if req.operator == "In" else ex.negate(test)
+    call = f"{ref}.{part}()"
+    values = _int_values(req)
+    if req.operator == "In":
+        return f"({has} && {call} in [{', '.join(map(str, values))}])"
+    if req.operator == "NotIn":
+        return ex.negate(f"({has} && {call} in [{', '.join(map(str, values))}])")
+    op = ">" if req.operator == "Gt" else "<"
+    return f"({has} && {call} {op} {values[0]})"
+
+
+_VERSION_LABELS: dict[str, tuple[str, str | None]] = {}
+for _prefix, _attribute in (("cuda.driver-version", "driverVersion"), ("cuda.driver", "driverVersion"),
+                            ("cuda.runtime-version", "cudaDriverVersion"), ("cuda.runtime", "cudaDriverVersion")):
+    for _suffix, _part in (("major", "major"), ("minor", "minor"), ("revision", "patch"), ("rev", "patch"),
+                           ("full", None)):
+        _VERSION_LABELS[f"nvidia.com/{_prefix}.{_suffix}"] = (_attribute, _part)
+_VERSION_LABELS["nvidia.com/gpu.compute.major"] = ("cudaComputeCapability", "major")
+_VERSION_LABELS["nvidia.com/gpu.compute.minor"] = ("cudaComputeCapability", "minor")
+
+
+def selector_for(req: Requirement, kubernetes_minor: int,
+                 aliases: Callable[[str], tuple[str, ...]]) -> str | None:
+    """The selector for one requirement, or None for labels without device meaning.
+
+    Raises Untranslatable for a device label this target cannot express (version selectors
+    before 1.34, non-integer Gt/Lt, an invalid MIG product).
+    """
+    key, op = req.key, req.operator
+    if op not in OPERATORS:
+        raise Untranslatable(f"unknown operator {op!r}")
+    if _NODE_LEVEL.fullmatch(key) or not is_gpu_label(key):
+        return None
+    if key == "nvidia.com/gpu.product":
+        if op in ("Exists", "DoesNotExist"):
+            test = ex.has_attribute(DOMAIN, "productName")
+            return test if op == "Exists" else ex.negate(test)
+        if op in ("Gt", "Lt"):
+            raise Untranslatable(f"{key} {op}: product names are not numbers")
+        test = _product_selector(req.values, aliases)
+        return test if op == "In" else ex.negate(test)
+    if key == "nvidia.com/gpu.memory":
+        if op in ("Exists", "DoesNotExist"):
+            test = ex.has_capacity(DOMAIN, "memory")
+            return test if op == "Exists" else ex.negate(test)
+        return _memory_selector(req)
+    if key == "nvidia.com/gpu.family":
+        if op in ("Gt", "Lt"):
+            raise Untranslatable(f"{key} {op}: families are not numbers")
+        if op in ("Exists", "DoesNotExist"):
+            test = ex.has_attribute(DOMAIN, "architecture")
+            return test if op == "Exists" else ex.negate(test)
+        ref = _attr("architecture")
+        names = ", ".join(ex.literal(v.lower()) for v in req.values)
+        test = (f"({ex.has_attribute(DOMAIN, 'architecture')} && type({ref}) == string && "
+                f"{ref}.lowerAscii().replace(\" \", \"-\") in [{names}])")
+        return test if op == "In" else ex.negate(test)
+    if key == "nvidia.com/mig.strategy":
+        if op == "In" and list(req.values) == ["single"]:
+            return ex.string_attribute_in(DOMAIN, "type", ["mig"])
+        return None
+    if key in _VERSION_LABELS:
+        attr, part = _VERSION_LABELS[key]
+        if op in ("Exists", "DoesNotExist"):
+            test = ex.has_attribute(DOMAIN, attr)
+            return test if op == "Exists" else ex.negate(test)
+        if kubernetes_minor < SEMVER_MIN_MINOR:
+            raise Untranslatable(
+                f"{key} needs the CEL semver library, usable in selectors from Kubernetes 1.{SEMVER_MIN_MINOR} "
+                f"(target is 1.{kubernetes_minor})")
+        return _version_selector(req, attr, part)
+    return None

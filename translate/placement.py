@@ -1,0 +1,164 @@
+"""Node selection on GPU labels -> device selectors, and HAMi annotations -> selectors.
+
+``nodeSelector`` entries and *required* node-affinity terms on GPU Feature Discovery labels
+become selectors for the pod's NVIDIA requests; a translated requirement leaves the pod only
+when that keeps the meaning:
+
+- ``nodeSelector``: each translated key is removed (the entries are AND-ed).
+- required node affinity: its ``nodeSelectorTerms`` are OR-ed. With one term, translated
+  expressions are removed from it. With several terms whose non-GPU parts are identical,
+  the selector is the OR of each term's GPU part and the terms collapse to one. When the
+  non-GPU parts differ the affinity stays as it is, with a ``partial`` finding.
+- preferred affinity is never changed.
+
+Node-level labels without device meaning (``gpu.count``, ``gpu.machine``, ...) stay.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from translate import expressions as ex
+from translate.findings import Finding
+from translate.gfd import DOMAIN, Requirement, Untranslatable, is_gpu_label, selector_for
+
+HAMI_USE_TYPE = "nvidia.com/use-gputype"
+HAMI_NOUSE_TYPE = "nvidia.com/nouse-gputype"
+HAMI_USE_UUID = "nvidia.com/use-gpuuuid"
+HAMI_NOUSE_UUID = "nvidia.com/nouse-gpuuuid"
+HAMI_ANNOTATIONS = (HAMI_USE_TYPE, HAMI_NOUSE_TYPE, HAMI_USE_UUID, HAMI_NOUSE_UUID)
+
+
+@dataclass
+class Placement:
+    """Result for one pod spec: NVIDIA device ``selectors`` to add, the new ``node_selector``
+    and ``affinity`` (None = remove the field), annotation keys to remove, findings."""
+
+    selectors: list[str] = field(default_factory=list)
+    node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
+    removed_annotations: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _describe(req: Requirement) -> str:
+    return f"{req.key} {req.operator} {list(req.values)}" if req.values else f"{req.key} {req.operator}"
+
+
+def _translate(req: Requirement, path: str, minor: int, aliases: Callable[[str], tuple[str, ...]],
+               out: Placement) -> str | None:
+    """Selector for a requirement (recording findings), or None when it stays on the pod."""
+    if not is_gpu_label(req.key):
+        return None
+    try:
+        sel = selector_for(req, minor, aliases)
+    except Untranslatable as exc:
+        out.findings.append(Finding(path, _describe(req), "unsupported", str(exc)))
+        return None
+    if sel is None:
+        out.findings.append(Finding(path, _describe(req), "ignored",
+                                    "node-level GPU label without a device attribute: stays on the pod"))
+        return None
+    out.findings.append(Finding(path, _describe(req), "translated",
+                                f"device selector over {DOMAIN} attributes"))
+    if req.key == "nvidia.com/gpu.product" and any(v.endswith("-SHARED") for v in req.values):
+        out.findings.append(Finding(path, _describe(req), "partial",
+                                    "the node shares each GPU by time-slicing: on the bridge the claim gets one "
+                                    "replica as before; after the move to the vendor driver it gets a whole GPU"))
+    return sel
+
+
+def place(spec: Mapping[str, Any], annotations: Mapping[str, str], path: str, kubernetes_minor: int,
+          aliases: Callable[[str], tuple[str, ...]]) -> Placement:
+    """Translate a pod spec's GPU node selection and HAMi annotations (pure)."""
+    out = Placement()
+    node_selector = dict(spec.get("nodeSelector") or {})
+    for key in list(node_selector):
+        req = Requirement(key, "In", (str(node_selector[key]),))
+        sel = _translate(req, f"{path}spec.nodeSelector[{key}]", kubernetes_minor, aliases, out)
+        if sel is not None:
+            out.selectors.append(sel)
+            del node_selector[key]
+    out.node_selector = node_selector or None
+    out.affinity = _affinity(spec.get("affinity"), path, kubernetes_minor, aliases, out)
+    _hami(annotations, path, out)
+    return out
+
+
+def _affinity(affinity: Any, path: str, minor: int, aliases: Callable[[str], tuple[str, ...]],
+              out: Placement) -> dict[str, Any] | None:
+    if not isinstance(affinity, Mapping):
+        return None
+    result = copy.deepcopy(dict(affinity))
+    required = (result.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = (required or {}).get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    if not isinstance(terms, list) or not terms:
+        return result
+    base = f"{path}spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    term_selectors: list[list[str]] = []
+    rests: list[dict[str, Any]] = []
+    scratch = Placement()
+    for t, term in enumerate(terms):
+        sels: list[str] = []
+        rest = copy.deepcopy(dict(term)) if isinstance(term, Mapping) else {}
+        kept = []
+        for e, expr in enumerate(rest.get("matchExpressions") or []):
+            req = Requirement(str(expr.get("key", "")), str(expr.get("operator", "")),
+                              tuple(str(v) for v in expr.get("values") or ()))
+            sel = _translate(req, f"{base}[{t}].matchExpressions[{e}]", minor, aliases, scratch)
+            if sel is None:
+                kept.append(expr)
+            else:
+                sels.append(sel)
+        if kept:
+            rest["matchExpressions"] = kept
+        else:
+            rest.pop("matchExpressions", None)
+        term_selectors.append(sels)
+        rests.append(rest)
+    if not any(term_selectors):
+        out.findings += scratch.findings
+        return result
+    if len(terms) > 1 and len({json.dumps(r, sort_keys=True) for r in rests}) > 1:
+        out.findings += [f for f in scratch.findings if f.outcome != "translated"]
+        out.findings.append(Finding(base, f"{len(terms)} terms", "partial",
+                                    "node affinity terms are OR-ed and differ outside their GPU labels: the "
+                                    "affinity stays as it is and the devices are not constrained by it"))
+        return result
+    out.findings += scratch.findings
+    out.selectors.append(ex.any_of([ex.all_of(s) for s in term_selectors]))
+    rest = rests[0]
+    node_affinity = result["nodeAffinity"]
+    if rest.get("matchExpressions") or rest.get("matchFields"):
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] = [rest]
+    else:
+        del node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]
+    if not node_affinity:
+        del result["nodeAffinity"]
+    return result or None
+
+
+def _hami(annotations: Mapping[str, str], path: str, out: Placement) -> None:
+    for key in HAMI_ANNOTATIONS:
+        if key not in annotations:
+            continue
+        raw = str(annotations[key])
+        values = [v.strip() for v in raw.split(",") if v.strip()]
+        apath = f"{path}metadata.annotations[{key}]"
+        if not values:
+            out.findings.append(Finding(apath, raw, "unsupported", "empty HAMi annotation"))
+            continue
+        if key in (HAMI_USE_TYPE, HAMI_NOUSE_TYPE):
+            # HAMi: a case-insensitive substring of the device model (pkg/device/devices.go CheckType).
+            ref = ex.attribute(DOMAIN, "productName")
+            contains = ex.any_of([f"{ref}.lowerAscii().contains({ex.literal(v.lower())})" for v in values])
+            test = f"({ex.has_attribute(DOMAIN, 'productName')} && type({ref}) == string && {contains})"
+        else:
+            test = ex.string_attribute_in(DOMAIN, "uuid", values)
+        out.selectors.append(test if key in (HAMI_USE_TYPE, HAMI_USE_UUID) else ex.negate(test))
+        out.removed_annotations.append(key)
+        out.findings.append(Finding(apath, raw, "translated", "HAMi device filter as a device selector"))

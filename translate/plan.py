@@ -1,0 +1,291 @@
+"""One plan, many front ends (design decision 1): a pod or pod template -> a Plan.
+
+    plan_pod(pod, catalog, options) -> Plan(templates, pod, findings, changed, plan_hash)
+
+``pod`` is any object with ``metadata`` and ``spec`` (a Pod, or the ``spec.template`` of a
+workload) as decoded from YAML/JSON; it is never mutated. ``Plan.pod`` is a new object: the
+migrated pod, or an equal copy of the input when nothing changes. ``Plan.templates`` are
+the ResourceClaimTemplates (rendered in ``options.api_version``) that must exist in the
+pod's namespace. The webhook, ``dra-migrate convert`` and ``report`` all call this.
+
+Idempotent: a pod carrying the conversion annotation, or without legacy requests, is left
+unchanged, so ``plan_pod(plan_pod(x).pod).pod == plan_pod(x).pod``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from translate.catalog import Catalog
+from translate.demand import ContainerDemand, collect
+from translate.findings import Finding, blocks_conversion, worst
+from translate.layout import MAX_DEVICES_PER_REQUEST, Demand, layout
+from translate.names import digest, resource_label, to_label, unique_labels
+from translate.placement import place
+from translate.render import CONVERTED_LABEL, MINOR_FOR_VERSION, normalize_api_version, render_template
+
+CONVERSION_ANNOTATION = "dra-bridge.io/conversion"
+MANAGED_BY_CONVERT = "dra-migrate"
+MANAGED_BY_WEBHOOK = "dra-bridge-webhook"
+MAX_REQUESTS_PER_CLAIM = 32
+DEFAULT_SCHEDULERS = ("", "default-scheduler")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to plan. ``api_version``: the resource.k8s.io version to render;
+    ``kubernetes_minor``: the target release's minor version (default: the one that
+    introduced ``api_version``); ``managed_by``: the templates' managed-by value;
+    ``hami_slicing``: ``unsupported`` or ``whole-devices``; ``keep_legacy_partial``: keep
+    pods whose translation would be partial on the device plugin; ``kep5004``: resource name
+    -> DeviceClass serving it through KEP-5004 (count-only pods are left to it)."""
+
+    api_version: str = "resource.k8s.io/v1"
+    kubernetes_minor: int | None = None
+    managed_by: str = MANAGED_BY_CONVERT
+    hami_slicing: Literal["unsupported", "whole-devices"] = "unsupported"
+    keep_legacy_partial: bool = False
+    kep5004: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def minor(self) -> int:
+        """The target Kubernetes minor version."""
+        if self.kubernetes_minor is not None:
+            return self.kubernetes_minor
+        return MINOR_FOR_VERSION[normalize_api_version(self.api_version)]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``templates`` to exist (namespace set when known), the ``pod`` to admit, ``findings``,
+    whether the pod ``changed``, and the ``plan_hash`` recorded in its annotation."""
+
+    templates: tuple[dict[str, Any], ...]
+    pod: dict[str, Any]
+    findings: tuple[Finding, ...]
+    changed: bool
+    plan_hash: str = ""
+
+    @property
+    def severity(self) -> int:
+        """The worst finding's severity (0-3)."""
+        return worst(self.findings)
+
+
+def _unchanged(pod: Mapping[str, Any], findings: list[Finding]) -> Plan:
+    return Plan((), copy.deepcopy(dict(pod)), tuple(findings), False)
+
+
+def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Options(),
+             namespace: str | None = None, path: str = "") -> Plan:
+    """Plan the migration of one pod or pod template (pure; see the module docstring).
+
+    ``path`` prefixes finding paths (``spec.template.`` for a Deployment). Never raises for
+    odd pods: problems become findings and the pod is left unchanged.
+    """
+    api_version = normalize_api_version(options.api_version)
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    if not isinstance(spec, Mapping) or not isinstance(meta, Mapping) or not isinstance(annotations, Mapping):
+        return _unchanged(pod, [Finding(path or ".", "", "ignored", "not a pod template: no spec")])
+    if CONVERSION_ANNOTATION in annotations:
+        return _unchanged(pod, [])
+    findings: list[Finding] = []
+    demands = collect(spec, catalog, path, findings)
+    wanted = [d for d in demands if d.count > 0]
+    if not wanted:
+        return _unchanged(pod, findings)
+    if spec.get("nodeName"):
+        findings.append(Finding(f"{path}spec.nodeName", str(spec["nodeName"]), "kept-legacy",
+                                "a pod with spec.nodeName skips the scheduler, so its claims could never be "
+                                "allocated: it stays on the device plugin"))
+    scheduler = str(spec.get("schedulerName") or "")
+    if scheduler not in DEFAULT_SCHEDULERS:
+        findings.append(Finding(f"{path}spec.schedulerName", scheduler, "kept-legacy",
+                                f"scheduler {scheduler!r} may not support DRA: the pod stays on the device plugin"))
+    if options.kep5004 and all(d.mapping.resource_name in options.kep5004 for d in wanted) and not (
+            _has_gpu_placement(spec, annotations)):
+        for d in wanted:
+            dclass = options.kep5004[d.mapping.resource_name]
+            findings.append(Finding(d.path, d.legacy, "ignored", f"served by KEP-5004 DeviceClass {dclass}"))
+        return _unchanged(pod, findings)
+    wanted, dropped = _apply_kinds(wanted, catalog, options, findings)
+    placement = place(spec, annotations, path, options.minor, catalog.aliases)
+    uses_gfd = any(d.mapping.gfd == "nvidia" for d in wanted)
+    if uses_gfd:
+        findings += placement.findings
+    if spec.get("priorityClassName") or spec.get("priority"):
+        findings.append(Finding(f"{path}spec.priorityClassName", str(spec.get("priorityClassName", "")), "partial",
+                                "the scheduler may not preempt lower-priority pods to free DRA devices "
+                                "(no DRA preemption on older releases)"))
+    if blocks_conversion(findings) or (options.keep_legacy_partial and worst(findings) >= 2):
+        reason = "kept on the device plugin: a finding above forbids a faithful translation"
+        findings.append(Finding(path or ".", "", "kept-legacy", reason))
+        return _unchanged(pod, findings)
+    return _build(pod, spec, annotations, wanted, dropped, placement if uses_gfd else None, options,
+                  api_version, namespace, findings)
+
+
+def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> bool:
+    text = json.dumps([spec.get("nodeSelector"), spec.get("affinity")])
+    return "nvidia.com/" in text or any(str(k).startswith("nvidia.com/") for k in annotations)
+
+
+def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Options,
+                 findings: list[Finding]) -> tuple[list[ContainerDemand], set[str]]:
+    """Apply per-kind rules; returns the demands to translate and the resource names to drop
+    without a request (HAMi slicing converted to whole devices)."""
+    out = []
+    dropped: set[str] = set()
+    for d in wanted:
+        m = d.mapping
+        if m.kind == "slicing":
+            if options.hami_slicing == "whole-devices":
+                findings.append(Finding(d.path, d.legacy, "partial",
+                                        f"{m.reason}; dropped: the container gets whole devices"))
+                dropped.add(m.resource_name)
+                continue
+            findings.append(Finding(d.path, d.legacy, "unsupported", m.reason))
+            continue
+        if m.kind == "shared":
+            if m.fail_requests_greater_than_one and d.count > 1:
+                findings.append(Finding(d.path, d.legacy, "unsupported",
+                                        "the device plugin fails shared requests greater than one "
+                                        "(failRequestsGreaterThanOne), and so would this claim"))
+                continue
+            if catalog.target == "vendor":
+                findings.append(Finding(d.path, d.legacy, "partial",
+                                        "a shared GPU becomes one whole device of the vendor driver "
+                                        "(it has no time-slicing replicas)"))
+                d = ContainerDemand(d.container, d.role, d.field, d.index, m, 1, d.legacy, d.path)
+            else:
+                findings.append(Finding(d.path, d.legacy, "partial",
+                                        f"{d.count} time-slicing replica(s) of the bridge, as the device plugin "
+                                        "counted; such a claim will not allocate after the move to the vendor "
+                                        "driver, which has no replicas"))
+        out.append(d)
+    return out, dropped
+
+
+def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
+           wanted: list[ContainerDemand], dropped: set[str], placement: Any, options: Options, api_version: str,
+           namespace: str | None, findings: list[Finding]) -> Plan:
+    # Requests, resource by resource in first-seen order.
+    requests: list[dict[str, Any]] = []
+    users: list[tuple[str, ...]] = []
+    owners: list[str] = []
+    by_resource: dict[str, list[ContainerDemand]] = {}
+    for d in wanted:
+        by_resource.setdefault(d.mapping.resource_name, []).append(d)
+    for name, ds in by_resource.items():
+        mapping = ds[0].mapping
+        sels = list(mapping.selectors) + (list(placement.selectors) if placement and mapping.gfd else [])
+        parts = layout([Demand(d.container, d.role, d.index, d.count) for d in ds], MAX_DEVICES_PER_REQUEST)
+        for part in parts:
+            owners.append(to_label(f"{part.owner}-{resource_label(name)}"))
+            requests.append({"deviceClassName": mapping.device_class, "count": part.count, "selectors": sels})
+            users.append(part.users)
+        findings += [Finding(d.path, d.legacy, "translated", f"DRA request for DeviceClass {mapping.device_class}")
+                     for d in ds]
+    for req, name in zip(requests, unique_labels(owners), strict=True):
+        req["name"] = name
+    # Claims: at most 32 devices and 32 requests each (resource.k8s.io/v1 limits).
+    claims: list[list[int]] = [[]]
+    for i, req in enumerate(requests):
+        current = claims[-1]
+        if current and (sum(requests[j]["count"] for j in current) + req["count"] > MAX_DEVICES_PER_REQUEST
+                        or len(current) >= MAX_REQUESTS_PER_CLAIM):
+            claims.append([])
+        claims[-1].append(i)
+    existing = [str(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, Mapping)]
+    claim_names = unique_labels(["gpu" if len(claims) == 1 else f"gpu-{n}" for n in range(len(claims))], existing)
+    internals = [{"requests": [{k: requests[i][k] for k in ("name", "deviceClassName", "count", "selectors")}
+                               for i in idx]} for idx in claims]
+    template_names = [f"dra-bridge-{digest({'managedBy': options.managed_by, 'spec': s}, 12)}" for s in internals]
+    templates = tuple(render_template(s, n, namespace, api_version, options.managed_by)
+                      for s, n in zip(internals, template_names, strict=True))
+    claim_of = {i: c for c, idx in enumerate(claims) for i in idx}
+
+    new = copy.deepcopy(dict(pod))
+    nspec = new["spec"]
+    original: dict[str, Any] = {"containers": {}}
+    converted = set(by_resource)
+    removed = converted | dropped
+    for fld in ("initContainers", "containers"):
+        for c in nspec.get(fld) or []:
+            res = c.get("resources") or {}
+            kept: dict[str, Any] = {}
+            for section in ("limits", "requests"):
+                block = res.get(section)
+                if not isinstance(block, dict):
+                    continue
+                moved = {k: v for k, v in block.items() if k in removed}
+                if moved:
+                    kept[section] = moved
+                    for k in moved:
+                        del block[k]
+                    if not block:
+                        del res[section]
+            if kept:
+                original["containers"][c.get("name", "")] = kept
+            refs = [{"name": claim_names[claim_of[i]], "request": requests[i]["name"]}
+                    for i, u in enumerate(users) if c.get("name") in u]
+            if refs:
+                res = c.setdefault("resources", res)
+                res.setdefault("claims", []).extend(refs)
+    nspec.setdefault("resourceClaims", []).extend(
+        {"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True))
+    _apply_placement(new, spec, annotations, placement, original)
+    _add_tolerations(nspec, sorted(converted))
+    plan_hash = digest({"templates": template_names, "pod": nspec}, 12)
+    meta = new.setdefault("metadata", {})
+    meta.setdefault("labels", {})[CONVERTED_LABEL] = "true"
+    meta.setdefault("annotations", {})[CONVERSION_ANNOTATION] = json.dumps(
+        {"plan": plan_hash, "templates": template_names, "original": original}, sort_keys=True,
+        separators=(",", ":"))
+    return Plan(templates, new, tuple(findings), True, plan_hash)
+
+
+def _apply_placement(new: dict[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
+                     placement: Any, original: dict[str, Any]) -> None:
+    if placement is None:
+        return
+    nspec = new["spec"]
+    if spec.get("nodeSelector") and placement.node_selector != spec.get("nodeSelector"):
+        removed = {k: v for k, v in spec["nodeSelector"].items() if k not in (placement.node_selector or {})}
+        original["nodeSelector"] = removed
+        if placement.node_selector:
+            nspec["nodeSelector"] = placement.node_selector
+        else:
+            del nspec["nodeSelector"]
+    if spec.get("affinity") is not None and placement.affinity != spec.get("affinity"):
+        original["affinity"] = spec["affinity"]
+        if placement.affinity:
+            nspec["affinity"] = placement.affinity
+        else:
+            del nspec["affinity"]
+    if placement.removed_annotations:
+        original["annotations"] = {k: annotations[k] for k in placement.removed_annotations}
+        for k in placement.removed_annotations:
+            del new["metadata"]["annotations"][k]
+
+
+def _add_tolerations(spec: dict[str, Any], resource_names: list[str]) -> None:
+    """The tolerations the ExtendedResourceToleration admission plugin gave the legacy pod
+    (key = resource name, Exists, NoSchedule), unless one already tolerates that taint."""
+    tolerations = spec.get("tolerations") or []
+    for name in resource_names:
+        covered = any(
+            isinstance(t, Mapping) and t.get("operator") == "Exists" and t.get("key") in (name, None, "")
+            and t.get("effect") in (None, "", "NoSchedule")
+            for t in tolerations
+        )
+        if not covered:
+            tolerations.append({"key": name, "operator": "Exists", "effect": "NoSchedule"})
+    if tolerations:
+        spec["tolerations"] = tolerations
