@@ -1,0 +1,146 @@
+"""``dra-migrate``: convert manifests, print what the bridge would publish, print our DeviceClasses.
+
+Exit codes (documented in MIGRATION.md):
+    0  success
+    1  error: unreadable file, YAML error (file:line), invalid catalog, unknown option
+    3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from migrate.manifests import ManifestError, dump, read_sources
+from migrate.report import findings_table
+from translate.catalog import Catalog, load_catalog
+from translate.errors import TranslateError
+from translate.findings import SEVERITY, Finding
+from translate.plan import Options
+from translate.render import normalize_api_version
+from translate.workloads import convert_object
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_FINDINGS = 3
+FAIL_ON = ("left-for-webhook", "partial", "unsupported")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dra-migrate", description="Migrate device-plugin GPU workloads to DRA.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    conv = sub.add_parser("convert", help="convert manifests (stdout) and list findings (stderr)")
+    conv.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR|-",
+                      help="manifest file, directory (recursive .yaml/.yml/.json) or - for stdin; repeatable")
+    conv.add_argument("--api-version", default="v1", help="resource.k8s.io version to render: v1, v1beta2, v1beta1")
+    conv.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
+    conv.add_argument("--target", choices=("bridge", "vendor"),
+                      help="DeviceClasses to use: ours (bridge, default) or the vendor driver's own")
+    conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    conv.add_argument("--include-custom-resources", action="store_true",
+                      help="also convert pod templates inside custom resources (RayCluster, PyTorchJob, ...)")
+    conv.add_argument("--hami-slicing", choices=("unsupported", "whole-devices"), default="unsupported",
+                      help="HAMi memory/core slicing: keep such pods legacy, or convert them to whole devices")
+    conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists")
+    classes = sub.add_parser("classes", help="print our DeviceClasses (what the chart installs)")
+    classes.add_argument("--api-version", default="v1")
+    classes.add_argument("--catalog", metavar="FILE")
+    classes.add_argument("--mig-profile", action="append", help="MIG profiles to render (default: the catalog's)")
+    slices = sub.add_parser("slices", help="print the ResourceSlices the bridge would publish for a node")
+    slices.add_argument("--node", required=True)
+    slices.add_argument("--podresources", required=True, metavar="FILE",
+                        help="AllocatableResourcesResponse in protobuf JSON (dra-bridge inventory --json)")
+    slices.add_argument("--node-labels", metavar="FILE", help="the node's labels, a YAML/JSON map")
+    slices.add_argument("--api-version", default="v1")
+    slices.add_argument("--catalog", metavar="FILE")
+    return parser
+
+
+def _catalog(path: str | None) -> Catalog:
+    if path is None:
+        return load_catalog()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read catalog: {exc}") from exc
+    return load_catalog(text, path)
+
+
+def convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run ``convert``: objects (with templates inserted before first use) to ``out``."""
+    catalog = _catalog(args.catalog)
+    if args.target:
+        catalog = catalog.with_target(args.target)
+    options = Options(api_version=normalize_api_version(args.api_version), hami_slicing=args.hami_slicing)
+    sources = args.filename or ["-"]
+    objects: list[Any] = []
+    rows: list[tuple[str, str, Finding]] = []
+    seen: set[tuple[str, str]] = set()
+    for doc in read_sources(sources):
+        result = convert_object(doc.obj, catalog, options, args.include_custom_resources)
+        for template in result.templates:
+            key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
+            if key not in seen:
+                seen.add(key)
+                objects.append(template)
+        objects.append(result.obj)
+        rows += [(doc.source, _object_name(doc.obj), f) for f in result.findings]
+    out.write(dump(objects, args.output))
+    if rows:
+        err.write(findings_table(rows))
+    if args.fail_on and any(f.severity >= SEVERITY[args.fail_on] for _, _, f in rows):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _object_name(obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return "?"
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = meta.get("name") or meta.get("generateName") or "?"
+    ns = meta.get("namespace")
+    return f"{obj.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
+
+
+def classes(args: argparse.Namespace, out: TextIO) -> int:
+    """Run ``classes``: our DeviceClass objects in the chosen API version."""
+    catalog = _catalog(args.catalog)
+    version = normalize_api_version(args.api_version)
+    objs = [{"apiVersion": version, **c} for c in catalog.device_classes(args.mig_profile)]
+    out.write(dump(objs, "yaml"))
+    return EXIT_OK
+
+
+def slices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run ``slices`` (implemented in migrate.slices_cmd)."""
+    from migrate.slices_cmd import run_slices
+
+    return run_slices(args.node, args.podresources, args.node_labels, normalize_api_version(args.api_version),
+                      args.catalog, out, err)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dra-migrate`` console script; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "convert":
+            return convert(args, sys.stdout, sys.stderr)
+        if args.command == "classes":
+            return classes(args, sys.stdout)
+        return slices(args, sys.stdout, sys.stderr)
+    except (ManifestError, TranslateError, ValueError) as exc:
+        print(f"dra-migrate: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

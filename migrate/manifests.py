@@ -1,0 +1,86 @@
+"""Reading and writing manifests: multi-document YAML/JSON files, directories, stdin.
+
+Errors raise :class:`ManifestError` naming the file (and line, for YAML syntax errors).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ManifestError(Exception):
+    """A manifest source cannot be read or parsed; the message names the file (and line)."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One object read from ``source`` (a path or ``-``), ``index`` = its position there."""
+
+    source: str
+    index: int
+    obj: Any
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that keeps timestamps as strings (Kubernetes objects carry RFC 3339 text)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, regexp) for tag, regexp in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _files(source: str) -> list[Path]:
+    path = Path(source)
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
+    if not path.exists():
+        raise ManifestError(f"{source}: no such file or directory")
+    return [path]
+
+
+def _parse(text: str, name: str) -> list[Any]:
+    try:
+        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
+        raise ManifestError(f"{where}: YAML error: {exc.problem or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{name}: YAML error: {exc}") from exc
+
+
+def read_sources(sources: list[str]) -> Iterator[Document]:
+    """Every object of every source, ``List`` objects flattened into their items."""
+    for source in sources:
+        if source == "-":
+            named = [("-", sys.stdin.read())]
+        else:
+            named = []
+            for path in _files(source):
+                try:
+                    named.append((str(path), path.read_text(encoding="utf-8")))
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise ManifestError(f"{path}: cannot read: {exc}") from exc
+        for name, text in named:
+            index = 0
+            for doc in _parse(text, name):
+                items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
+                for obj in items if isinstance(items, list) else [doc]:
+                    yield Document(name, index, obj)
+                    index += 1
+
+
+def dump(objects: list[Any], output: str) -> str:
+    """Objects as multi-document YAML, or as one ``v1 List`` in JSON."""
+    if output == "json":
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
+    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, width=100000)

@@ -1,0 +1,150 @@
+"""Workloads: find the pod templates in Kubernetes objects and convert them in place.
+
+    convert_object(obj, catalog, options, include_custom_resources=False) -> Converted
+
+Where the pod template lives:
+    Pod                                   the object itself
+    Deployment, ReplicaSet, StatefulSet, Job, DaemonSet    spec.template
+    CronJob                               spec.jobTemplate.spec.template
+    PodTemplate                           template
+    ResourceQuota                         spec.hard gets the DRA quota key beside the legacy one
+    anything else                         every nested mapping with spec.containers, any depth
+
+DaemonSets span legacy and DRA node pools, so they stay unchanged (``left-for-webhook``: the
+webhook converts their pods node by node). Custom resources (RayCluster, PyTorchJob,
+LeaderWorkerSet, ...) stay unchanged unless ``include_custom_resources``: their operators
+derive settings (process counts, ...) from the GPU limit in the template.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from translate.catalog import Catalog
+from translate.findings import Finding
+from translate.plan import Options, plan_pod
+
+BUILTIN_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+    "PodTemplate": ("template",),
+}
+CORE_GROUPS = ("v1", "apps/v1", "batch/v1")
+QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+
+
+@dataclass(frozen=True)
+class Converted:
+    """The converted ``obj`` (a new dict), the ResourceClaimTemplates it needs, findings."""
+
+    obj: Any
+    templates: tuple[dict[str, Any], ...]
+    findings: tuple[Finding, ...]
+
+
+def _is_builtin(obj: Mapping[str, Any]) -> bool:
+    return obj.get("apiVersion") in CORE_GROUPS
+
+
+def find_pod_templates(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    """Paths of every nested mapping that looks like a pod template (``spec.containers`` list)."""
+    if isinstance(node, Mapping):
+        spec = node.get("spec")
+        if path and isinstance(spec, Mapping) and isinstance(spec.get("containers"), list):
+            yield path
+            return
+        for key, value in node.items():
+            yield from find_pod_templates(value, (*path, str(key)))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from find_pod_templates(value, (*path, i))
+
+
+def _get(obj: Any, path: tuple[str | int, ...]) -> Any:
+    for part in path:
+        obj = obj[part]
+    return obj
+
+
+def _text(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out + "." if out else ""
+
+
+def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
+                   include_custom_resources: bool = False) -> Converted:
+    """Convert one object (see the module docstring); never mutates ``obj``."""
+    if not isinstance(obj, Mapping):
+        return Converted(copy.deepcopy(obj), (), (Finding(".", "", "ignored", "not an object"),))
+    kind = str(obj.get("kind", ""))
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    if kind == "ResourceQuota" and obj.get("apiVersion") == "v1":
+        return _quota(obj, catalog)
+    if kind == "Pod" and obj.get("apiVersion") == "v1":
+        plan = plan_pod(obj, catalog, options, namespace)
+        return Converted(plan.pod, plan.templates, plan.findings)
+    builtin = _is_builtin(obj) and kind in BUILTIN_TEMPLATE_PATHS
+    paths = [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj))
+    new = copy.deepcopy(dict(obj))
+    templates: list[dict[str, Any]] = []
+    findings: list[Finding] = []
+    for path in paths:
+        try:
+            template = _get(obj, path)
+        except (KeyError, IndexError, TypeError):
+            continue
+        if not isinstance(template, Mapping):
+            continue
+        plan = plan_pod(template, catalog, options, namespace, _text(path))
+        if not plan.changed:
+            findings += plan.findings
+            continue
+        if kind == "DaemonSet" or (not builtin and not include_custom_resources):
+            reason = ("a DaemonSet spans legacy and DRA node pools: the webhook converts its pods node by node"
+                      if kind == "DaemonSet" else
+                      f"{kind} is a custom resource whose operator may derive settings from the GPU limit: "
+                      "left for the webhook (--include-custom-resources converts it)")
+            findings += [Finding(f.path, f.legacy, "left-for-webhook", reason)
+                         for f in plan.findings if f.outcome == "translated"]
+            findings += [f for f in plan.findings if f.outcome != "translated"]
+            continue
+        target = _get(new, path[:-1]) if len(path) > 1 else new
+        target[path[-1]] = plan.pod
+        templates += plan.templates
+        findings += plan.findings
+    return Converted(new, tuple(templates), tuple(findings))
+
+
+def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
+    new = copy.deepcopy(dict(obj))
+    hard = (new.get("spec") or {}).get("hard")
+    findings: list[Finding] = []
+    if not isinstance(hard, dict):
+        return Converted(new, (), ())
+    for key in list(hard):
+        if not key.startswith("requests."):
+            continue
+        mapping = catalog.lookup(key[len("requests."):])
+        if mapping is None or mapping.kind == "slicing":
+            continue
+        dra_key = f"{mapping.device_class}{QUOTA_SUFFIX}"
+        path = f"spec.hard[{key}]"
+        if dra_key in hard:
+            continue
+        hard[dra_key] = hard[key]
+        shared = "" if catalog.target == "bridge" else (
+            f" (DeviceClass {mapping.device_class} may serve several legacy resources)")
+        findings.append(Finding(path, f"{key}: {hard[key]}", "partial",
+                                f"converted pods are charged to {dra_key}{shared}; until the legacy key goes, "
+                                "the namespace's total allowance is doubled"))
+    return Converted(new, (), tuple(findings))
