@@ -73,7 +73,8 @@ def read_sources(sources: list[str]) -> Iterator[Document]:
         for name, text in named:
             index = 0
             for doc in _parse(text, name):
-                items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
+                is_list = isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List")
+                items = doc.get("items") if is_list else None
                 for obj in items if isinstance(items, list) else [doc]:
                     yield Document(name, index, obj)
                     index += 1
