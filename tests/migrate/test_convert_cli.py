@@ -1,0 +1,104 @@
+"""``dra-migrate convert`` as a user runs it: a real process, stdout/stderr, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+EXAMPLES = Path(__file__).parents[1] / "data" / "examples"
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "migrate.cli", *args], input=stdin, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_convert_directory_puts_templates_before_their_first_user() -> None:
+    proc = run("convert", "-f", str(EXAMPLES))
+    assert proc.returncode == 0, proc.stderr
+    docs = list(yaml.safe_load_all(proc.stdout))
+    seen: set[str] = set()
+    for doc in docs:
+        if doc["kind"] == "ResourceClaimTemplate":
+            seen.add(doc["metadata"]["name"])
+        spec = doc.get("spec", {}).get("template", doc).get("spec", {})
+        for claim in spec.get("resourceClaims", []) or []:
+            if doc["kind"] != "ResourceClaimTemplate" and "resourceClaimTemplateName" in claim:
+                name = claim["resourceClaimTemplateName"]
+                assert name in seen or name == "example-ollama", f"{name} used before it is defined"
+    assert "OUTCOME" in proc.stderr and "translated" in proc.stderr
+    assert "OUTCOME" not in proc.stdout
+
+
+def test_stdin_and_json_output_with_list_objects() -> None:
+    pod = yaml.safe_load((EXAMPLES / "01-pod-limits-only-toleration.yaml").read_text())
+    proc = run("convert", "-f", "-", "-o", "json", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                        "items": [pod]}))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [i["kind"] for i in out["items"]] == ["ResourceClaimTemplate", "Pod"]
+
+
+def test_fail_on_exits_3_when_a_finding_reaches_the_level() -> None:
+    example = str(EXAMPLES / "09-init-sidecar-app-each-with-gpu.yaml")
+    assert run("convert", "-f", example, "--fail-on", "unsupported").returncode == 3
+    clean = str(EXAMPLES / "01-pod-limits-only-toleration.yaml")
+    assert run("convert", "-f", clean, "--fail-on", "partial").returncode == 0
+
+
+def test_yaml_error_names_file_and_line_and_writes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [unclosed\n")
+    proc = run("convert", "-f", str(EXAMPLES / "01-pod-limits-only-toleration.yaml"), "-f", str(bad))
+    assert proc.returncode == 1
+    assert f"{bad}:" in proc.stderr and "YAML error" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_missing_file_and_unknown_option_exit_1(tmp_path: Path) -> None:
+    proc = run("convert", "-f", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 1 and "no such file" in proc.stderr
+    assert run("convert", "--bogus").returncode == 1
+
+
+def test_bad_user_catalog_exits_1_naming_the_key(tmp_path: Path) -> None:
+    cat = tmp_path / "cat.yaml"
+    cat.write_text("apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n  - name: a.com/x\n    kind: odd\n")
+    proc = run("convert", "--catalog", str(cat), "-f", str(EXAMPLES / "01-pod-limits-only-toleration.yaml"))
+    assert proc.returncode == 1 and "resources[0].kind" in proc.stderr and str(cat) in proc.stderr
+
+
+def test_daemonset_and_custom_resources_are_left_for_the_webhook() -> None:
+    proc = run("convert", "-f", str(EXAMPLES / "19-lws-leader-worker-eight-gpus.yaml"))
+    assert proc.returncode == 0
+    (doc,) = list(yaml.safe_load_all(proc.stdout))
+    assert doc == yaml.safe_load((EXAMPLES / "19-lws-leader-worker-eight-gpus.yaml").read_text())
+    assert "left-for-webhook" in proc.stderr
+    proc = run("convert", "--include-custom-resources", "-f", str(EXAMPLES / "19-lws-leader-worker-eight-gpus.yaml"))
+    kinds = [d["kind"] for d in yaml.safe_load_all(proc.stdout)]
+    assert kinds == ["ResourceClaimTemplate", "ResourceClaimTemplate", "LeaderWorkerSet"]  # leader, worker
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "n"},
+          "spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+    proc = run("convert", "-f", "-", stdin=json.dumps(ds))
+    assert list(yaml.safe_load_all(proc.stdout)) == [ds] and "DaemonSet spans" in proc.stderr
+
+
+def test_resource_quota_gets_the_dra_key_beside_the_legacy_one() -> None:
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "n"},
+             "spec": {"hard": {"requests.nvidia.com/gpu": "4", "pods": "10"}}}
+    proc = run("convert", "-f", "-", stdin=json.dumps(quota))
+    (out,) = list(yaml.safe_load_all(proc.stdout))
+    assert out["spec"]["hard"] == {"requests.nvidia.com/gpu": "4", "pods": "10",
+                                   "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices": "4"}
+    assert "doubled" in proc.stderr
+
+
+def test_classes_prints_valid_device_classes() -> None:
+    proc = run("classes", "--mig-profile", "1g.5gb")
+    docs = list(yaml.safe_load_all(proc.stdout))
+    assert {d["metadata"]["name"] for d in docs} >= {"nvidia-gpu.dra-bridge.io", "nvidia-mig-1g.5gb.dra-bridge.io"}
+    assert all(d["apiVersion"] == "resource.k8s.io/v1" and d["kind"] == "DeviceClass" for d in docs)

@@ -1,0 +1,223 @@
+"""Pod plans: counts and containers (decision 3), kinds, pod-level rules, idempotency."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.translate.checks import check_limits, devices_seen
+from tests.translate.factories import gpu, make_container, make_pod
+from translate.catalog import load_catalog
+from translate.layout import Demand, layout, legacy_total
+from translate.plan import CONVERSION_ANNOTATION, Options, plan_pod
+from translate.render import internal_from_template
+
+CATALOG = load_catalog()
+GPU_CLASS = "nvidia-gpu.dra-bridge.io"
+
+
+def outcomes(plan: Any) -> list[str]:
+    return [f.outcome for f in plan.findings]
+
+
+def held(plan: Any) -> int:
+    return sum(r["count"] for t in plan.templates for r in internal_from_template(t)["requests"])
+
+
+@pytest.mark.parametrize(("apps", "sidecars", "inits", "total"), [
+    ([2], [], [], 2),
+    ([1], [1], [1], 2),
+    ([4], [], [3], 4),
+    ([4, 1], [], [6], 6),
+    ([], [], [40], 40),
+    ([1], [1, 2], [5], 5),
+    ([1, 1, 1], [], [2, 3], 3),
+], ids=["one-app", "sidecar-init-app", "init-subset", "init-exceeds", "init-only-40", "init-between-sidecars",
+        "two-inits"])
+def test_layout_gives_each_container_its_count_and_the_pod_the_legacy_total(
+        apps: list[int], sidecars: list[int], inits: list[int], total: int) -> None:
+    demands = [Demand(f"a{i}", "app", i, n) for i, n in enumerate(apps)]
+    demands += [Demand(f"s{i}", "sidecar", 2 * i + 1, n) for i, n in enumerate(sidecars)]
+    demands += [Demand(f"i{i}", "init", 2 * i, n) for i, n in enumerate(inits)]
+    parts = layout(demands)
+    assert sum(p.count for p in parts) == total == legacy_total(demands)
+    for d in demands:
+        assert sum(p.count for p in parts if d.container in p.users) == d.count
+    assert all(p.count <= 32 for p in parts)
+
+
+def test_init_container_references_a_subset_of_the_app_devices() -> None:
+    pod = make_pod([make_container("app", gpu(4))], init=[make_container("warm", gpu(1))])
+    plan = plan_pod(pod, CATALOG)
+    assert held(plan) == 4
+    assert devices_seen(plan.pod, list(plan.templates)) == {("app", GPU_CLASS): 4, ("warm", GPU_CLASS): 1}
+
+
+def test_more_than_32_devices_split_into_several_claims() -> None:
+    pod = make_pod([make_container("a", gpu(20)), make_container("b", gpu(20))])
+    plan = plan_pod(pod, CATALOG)
+    assert len(plan.templates) == 2
+    assert [c["name"] for c in plan.pod["spec"]["resourceClaims"]] == ["gpu-0", "gpu-1"]
+    check_limits(list(plan.templates), plan.pod)
+    assert devices_seen(plan.pod, list(plan.templates)) == {("a", GPU_CLASS): 20, ("b", GPU_CLASS): 20}
+
+
+@pytest.mark.parametrize("count", [2, "2", "2.0", 2.0], ids=["int", "quoted", "zero-fraction", "float"])
+def test_counts_are_read_in_every_spelling(count: Any) -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu(count), requests=gpu(count))]), CATALOG)
+    assert held(plan) == 2
+    assert "nvidia.com/gpu" not in str(plan.pod["spec"]["containers"][0]["resources"])
+
+
+def test_count_zero_needs_nothing() -> None:
+    pod = make_pod([make_container("c", gpu(0))])
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed and plan.pod == pod
+
+
+@pytest.mark.parametrize(("limits", "requests", "why"), [
+    (None, gpu(1), "without limits"),
+    (gpu(2), gpu(1), "differ"),
+    (gpu("1.5"), None, "whole number"),
+    (gpu("-1"), None, "quantity"),
+])
+def test_invalid_device_requests_leave_the_pod_unchanged(limits: Any, requests: Any, why: str) -> None:
+    pod = make_pod([make_container("c", limits, requests)])
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed and plan.pod == pod
+    assert any(f.outcome == "unsupported" and why in f.reason for f in plan.findings)
+
+
+def test_prefix_names_are_not_catalog_names() -> None:
+    pod = make_pod([make_container("c", {"nvidia.com/gpu-10gb": 1})])
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed and outcomes(plan) == ["ignored"]
+
+
+def test_unknown_resources_stay_beside_converted_ones() -> None:
+    pod = make_pod([make_container("c", {"nvidia.com/gpu": 1, "example.com/nic": 1})])
+    plan = plan_pod(pod, CATALOG)
+    assert plan.pod["spec"]["containers"][0]["resources"]["limits"] == {"example.com/nic": 1}
+    assert "ignored" in outcomes(plan) and "translated" in outcomes(plan)
+
+
+@pytest.mark.parametrize(("spec", "why"), [
+    ({"nodeName": "n1"}, "nodeName"),
+    ({"schedulerName": "hami-scheduler"}, "scheduler"),
+])
+def test_pods_that_cannot_use_dra_stay_legacy(spec: dict[str, Any], why: str) -> None:
+    pod = make_pod([make_container("c", gpu(1))], **spec)
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed and plan.pod == pod
+    assert any(f.outcome == "kept-legacy" and why in f.reason for f in plan.findings)
+
+
+def test_shared_gpu_counts_replicas_on_the_bridge_and_one_device_on_the_vendor_driver() -> None:
+    pod = make_pod([make_container("c", gpu(3, "nvidia.com/gpu.shared"))])
+    bridge = plan_pod(pod, CATALOG)
+    assert held(bridge) == 3 and "partial" in outcomes(bridge)
+    vendor = plan_pod(pod, CATALOG.with_target("vendor"))
+    assert held(vendor) == 1 and "partial" in outcomes(vendor)
+    assert internal_from_template(vendor.templates[0])["requests"][0]["deviceClassName"] == "gpu.nvidia.com"
+
+
+def test_shared_requests_over_one_fail_where_the_plugin_failed_them() -> None:
+    catalog = load_catalog("""
+apiVersion: catalog.dra-bridge.io/v1
+kind: Catalog
+resources:
+  - name: example.com/shared-gpu
+    kind: shared
+    deviceClass: example-shared.dra-bridge.io
+    failRequestsGreaterThanOne: true
+""")
+    plan = plan_pod(make_pod([make_container("c", gpu(2, "example.com/shared-gpu"))]), catalog)
+    assert not plan.changed and "unsupported" in outcomes(plan)
+    assert plan_pod(make_pod([make_container("c", gpu(1, "example.com/shared-gpu"))]), catalog).changed
+
+
+def test_hami_slicing_is_unsupported_unless_policy_converts_to_whole_devices() -> None:
+    pod = make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4096})])
+    assert not plan_pod(pod, CATALOG).changed
+    plan = plan_pod(pod, CATALOG, Options(hami_slicing="whole-devices"))
+    assert plan.changed
+    assert "limits" not in plan.pod["spec"]["containers"][0]["resources"]
+    assert any(f.outcome == "partial" and "whole devices" in f.reason for f in plan.findings)
+
+
+def test_existing_claims_are_kept_and_names_do_not_collide() -> None:
+    nic = {"name": "gpu", "resourceClaimTemplateName": "nic"}
+    c = make_container("c", gpu(1))
+    c["resources"]["claims"] = [{"name": "gpu"}]
+    plan = plan_pod(make_pod([c], resourceClaims=[nic]), CATALOG)
+    names = [x["name"] for x in plan.pod["spec"]["resourceClaims"]]
+    assert names[0] == "gpu" and len(set(names)) == 2
+    assert plan.pod["spec"]["containers"][0]["resources"]["claims"][0] == {"name": "gpu"}
+
+
+def test_tolerations_of_the_extended_resource_plugin_are_added_once() -> None:
+    pod = make_pod([make_container("c", gpu(1))])
+    plan = plan_pod(pod, CATALOG)
+    assert plan.pod["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    pod["spec"]["tolerations"] = [{"operator": "Exists"}]
+    assert plan_pod(pod, CATALOG).pod["spec"]["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_template_names_do_not_depend_on_the_api_version_or_the_run() -> None:
+    pod = make_pod([make_container("c", gpu(2))])
+    names = {plan_pod(pod, CATALOG, Options(api_version=v)).templates[0]["metadata"]["name"]
+             for v in ("v1", "v1beta2", "v1beta1")}
+    assert len(names) == 1
+    webhook = plan_pod(pod, CATALOG, Options(managed_by="dra-bridge-webhook")).templates[0]
+    assert webhook["metadata"]["name"] not in names
+    assert webhook["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "dra-bridge-webhook"
+
+
+def test_generate_name_pods_convert() -> None:
+    pod = make_pod([make_container("c", gpu(1))])
+    pod["metadata"] = {"generateName": "web-", "namespace": "team-a"}
+    assert plan_pod(pod, CATALOG).changed
+
+
+def test_input_is_never_mutated() -> None:
+    pod = make_pod([make_container("c", gpu(1))], nodeSelector={"nvidia.com/gpu.product": "Tesla-T4"})
+    snapshot = repr(pod)
+    plan_pod(pod, CATALOG)
+    assert repr(pod) == snapshot
+
+
+counts = st.integers(min_value=0, max_value=12)
+
+
+@st.composite
+def pods(draw: st.DrawFn) -> dict[str, Any]:
+    resources = ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu"]
+    def limits() -> dict[str, Any]:
+        chosen = draw(st.lists(st.sampled_from(resources), max_size=2, unique=True))
+        return {r: draw(st.one_of(counts, counts.map(str))) for r in chosen}
+    apps = [make_container(f"app-{i}", limits()) for i in range(draw(st.integers(1, 3)))]
+    init = [make_container(f"init-{i}", limits(), restart_policy=draw(st.sampled_from([None, "Always"])))
+            for i in range(draw(st.integers(0, 3)))]
+    return make_pod(apps, init=init)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pods())
+def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, Any]) -> None:
+    plan = plan_pod(pod, CATALOG)
+    again = plan_pod(plan.pod, CATALOG)
+    assert again.pod == plan.pod and not again.changed
+    if not plan.changed:
+        return
+    assert CONVERSION_ANNOTATION in plan.pod["metadata"]["annotations"]
+    check_limits(list(plan.templates), plan.pod)
+    legacy: Counter[tuple[str, str]] = Counter()
+    for c in pod["spec"].get("initContainers", []) + pod["spec"]["containers"]:
+        for r, n in (c.get("resources") or {}).get("limits", {}).items():
+            if int(n):
+                legacy[(c["name"], CATALOG.lookup(r).device_class)] += int(n)  # type: ignore[union-attr]
+    assert devices_seen(plan.pod, list(plan.templates)) == dict(legacy)
