@@ -47,7 +47,7 @@ def test_example_converts_to_objects_the_api_schemas_accept(path: Path, api_vers
         for template in result.templates:
             assert template["apiVersion"] == api_version
             assert template["metadata"]["namespace"] == obj["metadata"]["namespace"]
-        for before, after in zip(_pod_specs(obj), _pod_specs(result.obj), strict=True):
+        for after in _pod_specs(result.obj):
             check_limits(list(result.templates), after)
 
 
