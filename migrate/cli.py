@@ -105,7 +105,9 @@ def convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _object_name(obj: Any) -> str:
     if not isinstance(obj, dict):
         return "?"
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     name = meta.get("name") or meta.get("generateName") or "?"
     ns = meta.get("namespace")
     return f"{obj.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
@@ -124,8 +126,9 @@ def slices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``slices`` (implemented in migrate.slices_cmd)."""
     from migrate.slices_cmd import run_slices
 
-    return run_slices(args.node, args.podresources, args.node_labels, normalize_api_version(args.api_version),
+    code: int = run_slices(args.node, args.podresources, args.node_labels, normalize_api_version(args.api_version),
                       args.catalog, out, err)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
