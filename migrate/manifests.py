@@ -28,7 +28,11 @@ class Document:
     obj: Any
 
 
-class _Loader(yaml.SafeLoader):
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
     """SafeLoader that keeps timestamps as strings (Kubernetes objects carry RFC 3339 text)."""
 
 
@@ -84,4 +88,4 @@ def dump(objects: list[Any], output: str) -> str:
     """Objects as multi-document YAML, or as one ``v1 List`` in JSON."""
     if output == "json":
         return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
-    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, width=100000)
+    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100000)

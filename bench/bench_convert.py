@@ -1,0 +1,70 @@
+"""Benchmark: convert N pods (default 10,000) and compare with a plain YAML load + dump.
+
+Prints pods/s for ``dra-migrate convert``'s core (parse, plan, render, dump) and the ratio of
+its time to the baseline (yaml.safe_load_all + yaml.safe_dump_all of the same input), both
+measured in this run. Usage: python bench/bench_convert.py [N]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from migrate.manifests import _Loader, dump
+from translate.catalog import load_catalog
+from translate.plan import Options
+from translate.workloads import convert_object
+
+EXAMPLES = Path(__file__).parents[1] / "tests" / "data" / "examples"
+
+
+def corpus(n: int) -> str:
+    """N pods cycling over the examples' pod templates, as one multi-document YAML text."""
+    templates = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc["kind"] == "Pod":
+                templates.append(doc)
+            elif doc and doc["kind"] in ("Deployment", "Job", "StatefulSet"):
+                templates.append({"apiVersion": "v1", "kind": "Pod",
+                                  "metadata": {"name": doc["metadata"]["name"], "namespace": "team-a"},
+                                  "spec": doc["spec"]["template"]["spec"]})
+    pods = []
+    for i in range(n):
+        pod = dict(templates[i % len(templates)])
+        pod["metadata"] = {**pod["metadata"], "name": f"{pod['metadata']['name']}-{i}"}
+        pods.append(pod)
+    return yaml.safe_dump_all(pods)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    text = corpus(n)
+    catalog = load_catalog()
+    options = Options()
+
+    t0 = time.perf_counter()
+    docs = list(yaml.load_all(text, Loader=_Loader))
+    baseline_out = dump(docs, "yaml")
+    baseline = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    objects = []
+    for doc in yaml.load_all(text, Loader=_Loader):
+        result = convert_object(doc, catalog, options)
+        objects += [*result.templates, result.obj]
+    out = dump(objects, "yaml")
+    converted = time.perf_counter() - t0
+
+    assert baseline_out and out
+    print(f"pods: {n}")
+    print(f"baseline (YAML load + dump, libyaml): {baseline:.2f} s")
+    print(f"convert (load + plan + render + dump): {converted:.2f} s = {n / converted:,.0f} pods/s")
+    print(f"ratio convert / baseline: {converted / baseline:.2f}")
+
+
+if __name__ == "__main__":
+    main()
