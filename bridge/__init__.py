@@ -1,0 +1,14 @@
+"""dra-bridge node agent: republishes a node's device-plugin inventory as ResourceSlices.
+
+The I/O edge around :mod:`translate` (kubelet gRPC, node-local state, the API server). Modules:
+``podresources`` (PodResources v1 proto, stubs, client), ``state`` (recorded inventory),
+``interlocks`` (pure hand-over decisions), ``kube`` (API server adapter), ``publisher``
+(ResourceSlice reconciler), ``nvml`` (optional), ``agent`` (the loop), ``health``,
+``settings``, ``cli`` and ``errors``.
+"""
+
+from __future__ import annotations
+
+from bridge.errors import BridgeError, NvmlError, PodResourcesError, PublishError, SettingsError, StateError
+
+__all__ = ["BridgeError", "NvmlError", "PodResourcesError", "PublishError", "SettingsError", "StateError"]

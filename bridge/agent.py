@@ -1,0 +1,334 @@
+"""The agent loop: record in legacy mode, publish in DRA mode when every interlock holds.
+
+One tick (every ``poll_interval`` seconds):
+
+1. ask the kubelet what it offers (PodResources ``GetAllocatableResources``) and read the Node;
+2. ``legacy`` (default; no ``dra-bridge.io/mode=dra`` label): record the offered inventory with
+   the node's GFD labels and NVML facts in node-local state (an empty offer, e.g. while the
+   kubelet restarts, never erases the record) and publish nothing;
+3. ``dra``: gather the interlock observations (plugin sockets, Node capacity, ``List``, other
+   drivers' slices) and publish the recorded inventory only when :func:`bridge.interlocks.evaluate`
+   says so. Every refusal is reported: a log line and an Event on the Node when the set of
+   refusals changes, the ``dra_bridge_interlock_refused`` gauge, and the readiness detail;
+4. leaving ``dra`` withdraws the slices and reports the prepared-claim count on the Node as the
+   ``DRABridgePreparedClaims`` condition (always 0 in part 1: claim serving is part 2), written
+   only when it changes.
+
+A kubelet or API server that is missing makes readiness false and is retried on the next tick;
+nothing is lost (the record is on disk) and nothing crashes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bridge.errors import NvmlError, PodResourcesError, PublishError, StateError
+from bridge.health import Health, Metrics
+from bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, evaluate
+from bridge.kube import KubeApi
+from bridge.podresources.client import PodResourcesClient
+from bridge.publisher import Publisher
+from bridge.settings import Settings
+from bridge.state import Inventory, InventoryStore
+from translate.catalog import Catalog
+from translate.errors import InventoryError
+from translate.slice_render import SliceDevice
+from translate.slices import InventoryDevice, NvmlFacts, build_devices, device_uuids, group_allocatable
+
+logger = logging.getLogger(__name__)
+
+MODE_LABEL = "dra-bridge.io/mode"
+CONDITION_TYPE = "DRABridgePreparedClaims"
+EVENT_NAMESPACE = "default"
+GFD_PREFIXES = ("nvidia.com/",)
+NvmlProbe = Callable[[], "dict[str, NvmlFacts] | None"]
+
+
+@dataclass
+class TickReport:
+    """What one tick concluded (for tests and ``dra-bridge inventory``)."""
+
+    mode: str = "legacy"
+    publishing: bool = False
+    refusals: tuple[Refusal, ...] = ()
+    recorded: int = 0
+    alarm: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class Agent:
+    """One node's agent. Dependencies are injected so tests drive it tick by tick."""
+
+    def __init__(self, settings: Settings, catalog: Catalog, kubelet: PodResourcesClient, store: InventoryStore,
+                 api: KubeApi, publisher: Publisher, nvml_probe: NvmlProbe | None = None,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.kubelet = kubelet
+        self.store = store
+        self.api = api
+        self.publisher = publisher
+        self.nvml_probe = nvml_probe
+        self.clock = clock
+        self.wall = wall
+        self.metrics = Metrics()
+        self.health = Health(clock=clock)
+        self.node_writes = 0
+        self.prepared_claims = 0
+        self.clear_since: float | None = None
+        self.report = TickReport()
+        self._refused: tuple[str, ...] = ()
+        self._alarm: str | None = None
+        self._state_broken = False
+        try:
+            self.recorded = store.load()
+        except StateError as exc:
+            logger.error("recorded inventory unreadable, not overwriting it: %s", exc)
+            self.health.state, self.recorded, self._state_broken = str(exc), Inventory(), True
+        self.metrics.recorded.set(len(self.recorded.devices))
+
+    # -- observations ---------------------------------------------------------------------
+
+    async def _offered(self) -> list[InventoryDevice] | None:
+        try:
+            offered = group_allocatable(await self.kubelet.allocatable())
+        except (PodResourcesError, InventoryError) as exc:
+            if self.health.kubelet != str(exc):
+                logger.warning("kubelet PodResources unavailable, will retry: %s", exc)
+            self.health.kubelet = str(exc)
+            return None
+        if self.health.kubelet:
+            logger.info("kubelet PodResources reachable again")
+        self.health.kubelet = ""
+        return offered
+
+    async def _node(self) -> dict[str, Any] | None:
+        try:
+            node = await self.api.get_node(self.settings.node_name)
+        except PublishError as exc:
+            if self.health.api != str(exc):
+                logger.warning("API server unavailable, will retry: %s", exc)
+            self.health.api = str(exc)
+            return None
+        self.health.api = ""
+        self.publisher.owner_uid = str(node.get("metadata", {}).get("uid", ""))
+        return node
+
+    def _nvml(self) -> dict[str, NvmlFacts] | None:
+        if self.nvml_probe is None:
+            return None
+        try:
+            return self.nvml_probe()
+        except NvmlError as exc:
+            logger.warning("%s; using recorded facts and GFD labels", exc)
+            return None
+
+    def _sockets(self) -> frozenset[str]:
+        directory = Path(self.settings.kubelet_dir) / "device-plugins"
+        try:
+            return frozenset(n for n in os.listdir(directory) if n.endswith(".sock"))
+        except FileNotFoundError:
+            return frozenset()
+
+    async def _other_driver_uuids(self) -> dict[str, str]:
+        version = await self.publisher.version()
+        out: dict[str, str] = {}
+        for item in await self.api.list_slices(version, f"spec.nodeName={self.settings.node_name}"):
+            spec = item.get("spec", {})
+            if spec.get("driver") == self.settings.driver_name:
+                continue
+            for uuid in device_uuids(spec):
+                out[uuid] = f"driver {spec.get('driver')} slice {item.get('metadata', {}).get('name')}"
+        return out
+
+    # -- legacy ---------------------------------------------------------------------------
+
+    def _record(self, offered: list[InventoryDevice] | None, labels: dict[str, str],
+                nvml: dict[str, NvmlFacts] | None) -> None:
+        if offered is None or self._state_broken:
+            return
+        managed = [d for d in offered if (m := self.catalog.lookup(d["resourceName"])) and m.kind != "slicing"]
+        if not managed:
+            return  # a restarting kubelet offers nothing for a while: keep what was recorded
+        gfd = {k: v for k, v in labels.items() if k.startswith(GFD_PREFIXES)}
+        uuids = {d["deviceID"].split("::")[0] for d in managed}
+        facts = {u: f for u, f in (nvml or {}).items() if u in uuids}
+        new = Inventory(self.settings.node_name, tuple(managed), gfd or dict(self.recorded.labels), facts, self.wall())
+        if (new.devices, new.labels, new.nvml) == (self.recorded.devices, self.recorded.labels, self.recorded.nvml):
+            return
+        try:
+            self.store.save(new)
+        except StateError as exc:
+            self.health.state = str(exc)
+            logger.error("cannot record the inventory: %s", exc)
+            return
+        self.health.state = ""
+        logger.info("recorded inventory: %d device(s) of %s", len(managed), ", ".join(sorted(new.resources())))
+        self.recorded = new
+        self.metrics.recorded.set(len(new.devices))
+
+    # -- dra --------------------------------------------------------------------------------
+
+    async def _decide(self, node: dict[str, Any], offered: list[InventoryDevice] | None) -> tuple[Decision, bool]:
+        """The decision, and whether it rests on a dependency that did not answer (then a running
+        publication is kept as it is rather than withdrawn on a blip)."""
+        status = node.get("status", {})
+        try:
+            held = await self.kubelet.held_devices() if offered is not None else None
+        except PodResourcesError as exc:
+            self.health.kubelet, held = str(exc), None
+        try:
+            others = await self._other_driver_uuids()
+        except PublishError as exc:
+            self.health.api = str(exc)
+            return Decision(False, (Refusal("other-driver", f"cannot list this node's slices: {exc}"),), None), True
+        if offered is None or held is None:
+            return Decision(False, (Refusal("devices-held", "the kubelet's PodResources API does not answer"),),
+                            None), True
+        obs = Observation(now=self.clock(), plugin_sockets=self._sockets(),
+                          node_capacity=status.get("capacity") or {}, node_allocatable=status.get("allocatable") or {},
+                          offered=frozenset(d["deviceID"] for d in offered), held=held, other_driver_uuids=others)
+        return evaluate(self.recorded, obs, self.clear_since, self.settings.settle_period), False
+
+    def _devices(self, nvml: dict[str, NvmlFacts] | None, warnings: list[str]) -> list[SliceDevice]:
+        devices = list(self.recorded.devices)
+        facts = dict(self.recorded.nvml)
+        if nvml is not None:  # re-check the recorded UUIDs: a lost GPU or a changed MIG device is withdrawn
+            kept = []
+            for d in devices:
+                uuid = d["deviceID"].split("::")[0]
+                old, now = self.recorded.nvml.get(uuid, {}), nvml.get(uuid)
+                if now is None or old.get("migProfile") != now.get("migProfile"):
+                    warnings.append(f"device {d['deviceID']} is gone or changed since it was recorded: withdrawn")
+                    continue
+                kept.append(d)
+            devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
+        built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
+        warnings.extend(build_warnings)
+        for w in build_warnings:
+            logger.warning("%s", w)
+        return built
+
+    def _report(self, decision: Decision) -> None:
+        refused = tuple(r.interlock for r in decision.refusals)
+        for name in INTERLOCKS:
+            self.metrics.refused.labels(interlock=name).set(1 if name in refused else 0)
+        self.health.interlocks = {r.interlock: r.reason for r in decision.refusals}
+        if refused != self._refused:
+            if refused:
+                text = "; ".join(f"{r.interlock}: {r.reason}" for r in decision.refusals)
+                logger.warning("not publishing: %s", text)
+                self._event("Normal" if refused == ("settle",) else "Warning", "PublicationRefused", text)
+            else:
+                logger.info("every interlock holds: publishing the recorded inventory")
+                self._event("Normal", "PublicationStarted", f"publishing {len(self.recorded.devices)} device(s)")
+            self._refused = refused
+        if decision.alarm and decision.alarm != self._alarm:
+            logger.error("ALARM: %s", decision.alarm)
+            self.metrics.alarms.inc()
+            self._event("Warning", "DeviceOfferedAgain", decision.alarm)
+        self._alarm = decision.alarm
+
+    # -- Node writes ---------------------------------------------------------------------------
+
+    def _event(self, kind: str, reason: str, message: str) -> None:
+        self._pending_events.append((kind, reason, message[:1000]))
+
+    async def _flush_events(self) -> None:
+        events, self._pending_events = self._pending_events, []
+        now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for kind, reason, message in events:
+            body = {"apiVersion": "v1", "kind": "Event",
+                    "metadata": {"generateName": f"{self.settings.node_name}.dra-bridge."},
+                    "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": self.settings.node_name,
+                                       "uid": self.publisher.owner_uid},
+                    "type": kind, "reason": reason, "message": message, "source": {"component": "dra-bridge"},
+                    "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+            try:
+                await self.api.create_event(EVENT_NAMESPACE, body)
+                self.node_writes += 1
+            except PublishError as exc:
+                logger.warning("cannot create Event %s: %s", reason, exc)
+
+    async def _condition(self, node: dict[str, Any]) -> None:
+        message = f"{self.prepared_claims} prepared claim(s) on this node"
+        for c in node.get("status", {}).get("conditions") or []:
+            if c.get("type") == CONDITION_TYPE and c.get("message") == message:
+                return
+        now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        condition = {"type": CONDITION_TYPE, "status": "True" if self.prepared_claims else "False",
+                     "reason": "ClaimsPrepared" if self.prepared_claims else "NoPreparedClaims",
+                     "message": message, "lastHeartbeatTime": now, "lastTransitionTime": now}
+        try:
+            await self.api.patch_node_status(self.settings.node_name, {"status": {"conditions": [condition]}})
+            self.node_writes += 1
+        except PublishError as exc:
+            logger.warning("cannot set the %s condition: %s", CONDITION_TYPE, exc)
+
+    # -- loop ------------------------------------------------------------------------------------
+
+    _pending_events: list[tuple[str, str, str]]
+
+    async def tick(self) -> TickReport:
+        """One pass (see the module docstring); never raises for kubelet or API failures."""
+        self._pending_events = []
+        offered = await self._offered()
+        node = await self._node()
+        nvml = self._nvml()
+        report = TickReport(mode=self.report.mode, publishing=self.report.publishing)
+        if node is not None:
+            labels = node.get("metadata", {}).get("labels") or {}
+            report.mode = "dra" if labels.get(MODE_LABEL) == "dra" else "legacy"
+            if report.mode == "legacy":
+                self._record(offered, labels, nvml)
+                self.clear_since = None
+                self._report(Decision(False, (), None))
+                self.publisher.update(None)
+                report.publishing = False
+            else:
+                decision, unknown = await self._decide(node, offered)
+                self.clear_since = decision.clear_since
+                self._report(decision)
+                report.refusals, report.alarm = decision.refusals, decision.alarm
+                keep = unknown and report.publishing
+                if decision.publish:
+                    self.publisher.update(self._devices(nvml, report.warnings))
+                    report.publishing = True
+                elif not keep:
+                    self.publisher.update(None)
+                    report.publishing = False
+            await self._condition(node)
+        await self._flush_events()
+        report.recorded = len(self.recorded.devices)
+        self.metrics.dra_mode.set(1 if report.mode == "dra" else 0)
+        self.metrics.publishing.set(1 if report.publishing else 0)
+        for op in ("creates", "updates", "deletes"):
+            self.metrics.slice_writes.labels(op=op).set(getattr(self.publisher.stats, op))
+        self.health.last_tick = self.clock()
+        self.report = report
+        return report
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick every ``poll_interval`` and run the publisher until ``stop`` is set."""
+        publisher = asyncio.create_task(self.publisher.run(stop, self.settings.poll_interval))
+        try:
+            while not stop.is_set():
+                try:
+                    await self.tick()
+                except Exception:  # the loop must survive anything a tick hits; the record is on disk
+                    logger.exception("tick failed; retrying in %.0fs", self.settings.poll_interval)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=self.settings.poll_interval)
+        finally:
+            stop.set()
+            await publisher
+            await self.kubelet.close()

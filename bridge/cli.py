@@ -1,0 +1,120 @@
+"""``dra-bridge``: the node agent's command line.
+
+Subcommands:
+    run (default)        the agent loop (see :mod:`bridge.agent`)
+    inventory            print the recorded inventory and what the kubelet offers now
+    inventory --json     print the kubelet's ``AllocatableResourcesResponse`` in its protobuf JSON
+                         mapping (the input of ``dra-migrate slices --podresources``)
+
+Flags and their environment twins are in :mod:`bridge.settings`. Exit codes: 0 ok, 1 error
+(message on stderr), 2 usage. Logs go to stderr; only ``inventory`` writes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from bridge.errors import BridgeError
+from bridge.podresources.client import PodResourcesClient, socket_path
+from bridge.settings import Settings, build_parser
+from bridge.state import InventoryStore
+from translate.catalog import load_catalog
+from translate.errors import TranslateError
+
+logger = logging.getLogger(__name__)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = build_parser(argparse.ArgumentParser(prog="dra-bridge", description=__doc__.split("\n\n")[0]))
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    sub = parser.add_subparsers(dest="command")
+    build_parser(sub.add_parser("run", help="run the agent (default)"), argparse.SUPPRESS)
+    inv = build_parser(sub.add_parser("inventory", help="print what is recorded and what the kubelet offers now"),
+                       argparse.SUPPRESS)
+    inv.add_argument("--json", action="store_true", help="print the kubelet's AllocatableResourcesResponse as JSON")
+    return parser
+
+
+async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
+    """Print the recorded inventory and the kubelet's current offer (or only the latter as JSON)."""
+    client = PodResourcesClient(socket_path(settings.kubelet_dir))
+    try:
+        offered = await client.allocatable()
+    finally:
+        await client.close()
+    if as_json:
+        json.dump(offered, out, indent=2, sort_keys=True)
+        out.write("\n")
+        return 0
+    recorded = InventoryStore(settings.state_dir).load()
+    out.write(f"recorded ({InventoryStore(settings.state_dir).path}, {len(recorded.devices)} device(s)):\n")
+    for d in recorded.devices:
+        out.write(f"  {d['resourceName']}  {d['deviceID']}  numa={','.join(map(str, d['numaNodes'])) or '-'}\n")
+    from translate.slices import group_allocatable
+
+    now = group_allocatable(offered)
+    out.write(f"offered by the kubelet now ({len(now)} device(s)):\n")
+    for d in now:
+        out.write(f"  {d['resourceName']}  {d['deviceID']}  numa={','.join(map(str, d['numaNodes'])) or '-'}\n")
+    return 0
+
+
+async def run(settings: Settings) -> int:
+    """Build the agent from settings and run it until SIGTERM/SIGINT."""
+    from bridge.agent import Agent
+    from bridge.health import serve
+    from bridge.kube import RestKubeApi, connect
+    from bridge.nvml import probe
+    from bridge.publisher import Publisher
+
+    catalog_text = Path(settings.catalog).read_text("utf-8") if settings.catalog else None
+    catalog = load_catalog(catalog_text, settings.catalog or "user catalog")
+    api_client = await connect(settings.kubeconfig)
+    api = RestKubeApi(api_client)
+    publisher = Publisher(api, settings.node_name, settings.driver_name, settings.resource_api_version)
+    agent = Agent(settings, catalog, PodResourcesClient(socket_path(settings.kubelet_dir)),
+                  InventoryStore(settings.state_dir), api, publisher, nvml_probe=probe)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runner = None
+    if settings.health_port:
+        runner = await serve(agent.health, agent.metrics, settings.health_port, 3 * settings.poll_interval + 30)
+    logger.info("dra-bridge agent for node %s, driver %s, kubelet %s", settings.node_name, settings.driver_name,
+                settings.kubelet_dir)
+    try:
+        await agent.run(stop)
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+        await api_client.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "inventory":
+            settings = Settings.from_namespace(args).validate(need_node=False)
+            return asyncio.run(inventory(settings, args.json, sys.stdout))
+        settings = Settings.from_namespace(args).validate()
+        return asyncio.run(run(settings))
+    except (BridgeError, TranslateError, OSError) as exc:
+        print(f"dra-bridge: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

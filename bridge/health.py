@@ -1,0 +1,96 @@
+"""Readiness, liveness and metrics of the agent.
+
+:class:`Health` holds what the last tick learned about each real dependency (the kubelet's
+PodResources socket, the API server, the state file) plus the interlock detail; the agent is
+*ready* only when all three answer. Liveness is "the loop ticked recently", so a missing kubelet
+or API server makes the pod unready, never restarted (no crash loop that would lose the
+recorded inventory: it is on disk anyway). :func:`serve` exposes ``/readyz``, ``/healthz``
+(JSON detail) and ``/metrics`` (Prometheus text) on an aiohttp server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+logger = logging.getLogger(__name__)
+
+
+class Metrics:
+    """The agent's Prometheus metrics, in their own registry (one per agent; tests make many)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.publishing = Gauge("dra_bridge_publishing", "1 while the node's inventory is published as ResourceSlices",
+                                registry=self.registry)
+        self.refused = Gauge("dra_bridge_interlock_refused", "1 while this interlock stops publication",
+                             ["interlock"], registry=self.registry)
+        self.recorded = Gauge("dra_bridge_recorded_devices", "devices in the recorded inventory",
+                              registry=self.registry)
+        self.dra_mode = Gauge("dra_bridge_dra_mode", "1 when the Node is labelled dra-bridge.io/mode=dra",
+                              registry=self.registry)
+        self.alarms = Counter("dra_bridge_alarms", "published devices that the kubelet offered again",
+                              registry=self.registry)
+        self.slice_writes = Gauge("dra_bridge_slice_writes", "ResourceSlice API writes so far", ["op"],
+                                  registry=self.registry)
+
+    def text(self) -> bytes:
+        """The Prometheus exposition of this registry."""
+        return bytes(generate_latest(self.registry))
+
+
+@dataclass
+class Health:
+    """Dependency status and the reason for each failure (empty string = fine)."""
+
+    kubelet: str = "not checked yet"
+    api: str = "not checked yet"
+    state: str = ""
+    interlocks: dict[str, str] = field(default_factory=dict)
+    last_tick: float = 0.0
+    clock: Callable[[], float] = time.monotonic
+
+    @property
+    def ready(self) -> bool:
+        """True when the kubelet, the API server and the state file all answered."""
+        return not (self.kubelet or self.api or self.state)
+
+    def alive(self, max_age: float) -> bool:
+        """True when the loop ticked within ``max_age`` seconds (or has not started yet)."""
+        return self.last_tick == 0.0 or self.clock() - self.last_tick <= max_age
+
+    def detail(self) -> dict[str, Any]:
+        """JSON-able detail for the probes and ``dra-bridge inventory``."""
+        return {"ready": self.ready, "kubelet": self.kubelet or "ok", "apiServer": self.api or "ok",
+                "state": self.state or "ok", "interlocks": dict(self.interlocks)}
+
+
+async def serve(health: Health, metrics: Metrics, port: int, max_age: float) -> Any:
+    """Start the probe/metrics server on ``port``; returns the aiohttp runner (call ``cleanup()``)."""
+    from aiohttp import web
+
+    async def readyz(_: web.Request) -> web.Response:
+        return web.json_response(health.detail(), status=200 if health.ready else 503, dumps=json.dumps)
+
+    async def healthz(_: web.Request) -> web.Response:
+        ok = health.alive(max_age)
+        return web.json_response({"alive": ok}, status=200 if ok else 503)
+
+    async def metrics_view(_: web.Request) -> web.Response:
+        return web.Response(body=metrics.text(), content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics_view)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, port=port).start()
+    logger.info("probes and metrics on :%d (/readyz, /healthz, /metrics)", port)
+    return runner

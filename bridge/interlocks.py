@@ -1,0 +1,126 @@
+"""Pure decisions: may this node's recorded inventory be published for DRA? (design decision 6)
+
+One allocator per node. The kubelet hands device-plugin devices out on its own and nothing it
+offers can reserve a device for DRA, so the bridge publishes only when every interlock holds:
+
+=================  =========================================================================
+interlock          holds when
+=================  =========================================================================
+``inventory``      something was recorded while the node was legacy
+``plugin-socket``  no device-plugin socket of a recorded resource is in ``device-plugins/``
+                   (NVIDIA: ``nvidia-<name after nvidia.com/>.sock``, node-apis.md 2.6; other
+                   vendors: any socket whose name contains the resource's short name: a
+                   conservative guess, since sockets do not say what they serve)
+``node-capacity``  the Node's capacity and allocatable for every recorded resource are 0 or
+                   absent (the kubelet keeps a departed plugin's capacity for 5 minutes)
+``kubelet-offers`` ``GetAllocatableResources`` offers none of the recorded device IDs (an
+                   alarm when it happens while publishing: the plugin came back)
+``devices-held``   no container holds a recorded device (PodResources ``List``)
+``other-driver``   no other driver's slice for this node lists a recorded UUID
+``settle``         all of the above held continuously for the settle period
+=================  =========================================================================
+
+"Offers none right now" alone proves nothing (a restarting kubelet offers nothing for a
+while), hence the socket, capacity and settle interlocks. :func:`evaluate` takes an
+:class:`Observation` and returns a :class:`Decision` naming every interlock that refused and why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from bridge.state import Inventory
+from translate.slices import split_replica
+
+INTERLOCKS: tuple[str, ...] = (
+    "inventory", "plugin-socket", "node-capacity", "kubelet-offers", "devices-held", "other-driver", "settle",
+)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the agent saw on one tick. ``now`` is in seconds (any monotonic clock)."""
+
+    now: float
+    plugin_sockets: frozenset[str] = frozenset()
+    node_capacity: Mapping[str, str] = field(default_factory=dict)
+    node_allocatable: Mapping[str, str] = field(default_factory=dict)
+    offered: frozenset[str] = frozenset()
+    held: Mapping[str, list[str]] = field(default_factory=dict)
+    other_driver_uuids: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One interlock that does not hold, and why (a sentence for logs, Events and readiness)."""
+
+    interlock: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome: publish or not, every refusal, and when the interlocks first all held
+    (``clear_since``; None while one of them does not). ``alarm`` is set when the kubelet
+    offers a recorded device again."""
+
+    publish: bool
+    refusals: tuple[Refusal, ...]
+    clear_since: float | None
+    alarm: str | None = None
+
+
+def socket_serves(resource_name: str, socket_name: str) -> bool:
+    """Whether a socket file in ``device-plugins/`` may belong to the plugin of a resource."""
+    if socket_name in ("kubelet.sock",) or not socket_name.endswith(".sock"):
+        return False
+    vendor, _, short = resource_name.partition("/")
+    if vendor == "nvidia.com":
+        return socket_name == f"nvidia-{short}.sock"
+    stem = socket_name[: -len(".sock")].lower()
+    tokens = {t for t in re.split(r"[^a-z0-9]+", short.lower()) if len(t) >= 3}
+    return any(t in stem for t in tokens) or vendor.split(".")[0].lower() in stem
+
+
+def _quantity_is_zero(value: str | None) -> bool:
+    return value is None or value.strip() in ("", "0")
+
+
+def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, settle_seconds: float) -> Decision:
+    """Decide whether to publish ``recorded`` given ``obs`` (pure; see the module table)."""
+    refusals: list[Refusal] = []
+    alarm = None
+    if recorded.empty:
+        refusals.append(Refusal("inventory", "no device-plugin inventory was recorded while the node was legacy"))
+    resources = sorted(recorded.resources())
+    sockets = sorted(s for s in obs.plugin_sockets if any(socket_serves(r, s) for r in resources))
+    if sockets:
+        refusals.append(Refusal("plugin-socket", f"device plugin socket(s) still present: {', '.join(sockets)}"))
+    nonzero = [f"{r}={obs.node_capacity.get(r) or obs.node_allocatable.get(r)}" for r in resources
+               if not (_quantity_is_zero(obs.node_capacity.get(r)) and _quantity_is_zero(obs.node_allocatable.get(r)))]
+    if nonzero:
+        refusals.append(Refusal("node-capacity", f"node still reports device-plugin capacity: {', '.join(nonzero)}"))
+    offered = sorted(recorded.device_ids() & obs.offered)
+    if offered:
+        alarm = f"the kubelet offers recorded device(s) again: {', '.join(offered[:5])}"
+        refusals.append(Refusal("kubelet-offers", alarm))
+    held = sorted(d for d in recorded.device_ids() if obs.held.get(d))
+    if held:
+        holders = sorted({h for d in held for h in obs.held[d]})
+        text = f"{len(held)} device(s) held by container(s): {', '.join(holders[:5])}"
+        refusals.append(Refusal("devices-held", text))
+    uuids = {split_replica(d)[0] for d in recorded.device_ids()}
+    clash = sorted(u for u in uuids if u in obs.other_driver_uuids)
+    if clash:
+        where = sorted({obs.other_driver_uuids[u] for u in clash})
+        refusals.append(Refusal("other-driver", f"UUID(s) {', '.join(clash[:5])} listed by {', '.join(where)}"))
+    if refusals:
+        return Decision(False, tuple(refusals), None, alarm)
+    since = obs.now if clear_since is None else clear_since
+    waited = obs.now - since
+    if waited < settle_seconds:
+        return Decision(False, (Refusal("settle", f"interlocks hold for {waited:.0f}s of {settle_seconds:.0f}s"),),
+                        since, None)
+    return Decision(True, (), since, None)

@@ -1,0 +1,88 @@
+"""Optional NVML facts per UUID (nvidia-ml-py, imported only when present).
+
+:func:`probe` returns ``{uuid: NvmlFacts}`` for every GPU and MIG device NVML sees, or None when
+NVML is not installed or not loadable on this node (no driver): the agent then uses GFD labels.
+The values follow the NVIDIA DRA driver's formats (vendors.md 2.4): product name as NVML says
+it, ``cudaComputeCapability`` ``"8.0"``, ``cudaDriverVersion`` ``"12.5"`` from the NVML integer
+(major = v // 1000, minor = (v % 1000) // 10), memory in bytes; a MIG device carries its
+parent's product, architecture and versions, its profile and ``parentUUID``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bridge.errors import NvmlError
+from translate.slices import ARCHITECTURES, NvmlFacts
+
+logger = logging.getLogger(__name__)
+
+#: NVML ``nvmlDeviceGetArchitecture`` codes (nvml.h NVML_DEVICE_ARCH_*).
+_ARCH_CODES = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere",
+               8: "ada-lovelace", 9: "hopper", 10: "blackwell"}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def probe() -> dict[str, NvmlFacts] | None:
+    """Facts for every device NVML sees; None without NVML. Raises NvmlError on a failed query."""
+    try:
+        import pynvml  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        logger.info("NVML not usable on this node (%s): using GFD labels", exc)
+        return None
+    try:
+        return _collect(pynvml)
+    except Exception as exc:
+        raise NvmlError(f"NVML query failed: {exc}") from exc
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception as exc:
+            logger.debug("nvmlShutdown: %s", exc)
+
+
+def _collect(nv: Any) -> dict[str, NvmlFacts]:
+    out: dict[str, NvmlFacts] = {}
+    driver = _text(nv.nvmlSystemGetDriverVersion())
+    cuda = int(nv.nvmlSystemGetCudaDriverVersion())
+    cuda_text = f"{cuda // 1000}.{(cuda % 1000) // 10}"
+    for i in range(int(nv.nvmlDeviceGetCount())):
+        handle = nv.nvmlDeviceGetHandleByIndex(i)
+        uuid = _text(nv.nvmlDeviceGetUUID(handle))
+        major, minor = nv.nvmlDeviceGetCudaComputeCapability(handle)
+        facts = NvmlFacts(uuid=uuid, productName=_text(nv.nvmlDeviceGetName(handle)),
+                          cudaComputeCapability=f"{major}.{minor}", driverVersion=driver,
+                          cudaDriverVersion=cuda_text,
+                          memoryBytes=int(nv.nvmlDeviceGetMemoryInfo(handle).total),
+                          pciBusID=_text(nv.nvmlDeviceGetPciInfo(handle).busId).lower()[-12:])
+        arch = ARCHITECTURES.get(_ARCH_CODES.get(int(nv.nvmlDeviceGetArchitecture(handle)), ""))
+        if arch:
+            facts["architecture"] = arch
+        out[uuid] = facts
+        try:
+            count = int(nv.nvmlDeviceGetMaxMigDeviceCount(handle))
+        except Exception:
+            count = 0
+        for j in range(count):
+            try:
+                mig = nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, j)
+            except Exception:
+                continue
+            mig_uuid = _text(nv.nvmlDeviceGetUUID(mig))
+            mig_facts = NvmlFacts(**{k: v for k, v in facts.items() if k not in ("pciBusID",)})  # type: ignore[typeddict-item]
+            mig_facts["uuid"] = mig_uuid
+            mig_facts["parentUUID"] = uuid
+            mig_facts["memoryBytes"] = int(nv.nvmlDeviceGetMemoryInfo(mig).total)
+            name = _text(nv.nvmlDeviceGetName(mig))
+            if "MIG " in name:
+                mig_facts["migProfile"] = name.split("MIG ", 1)[1].strip()
+            out[mig_uuid] = mig_facts
+    return out

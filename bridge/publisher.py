@@ -1,0 +1,183 @@
+"""ResourceSlice publisher: a desired-state reconciler for one pool per node and driver.
+
+Design decision 11 and style.md item 11. :meth:`Publisher.update` replaces the *whole* desired
+state (the devices of the pool, or ``None`` for "no pool": withdraw every slice); :meth:`sync`
+lists what is stored (``spec.nodeName=<node>,spec.driver=<driver>``) and writes the difference:
+
+- stored equal to desired (compared on the fields we set, so server defaults do not count):
+  zero API writes;
+- otherwise the pool generation is bumped (highest stored + 1) and every slice of the pool is
+  written (create or replace), stale slices deleted first;
+- a slice deleted by someone else (the kubelet wipes a node's slices when it restarts) is
+  missing at the next sync (every resync period) and is written again.
+
+Slices carry an ownerReference to the Node (set :attr:`owner_uid`), so they go with it.
+Counters in :attr:`stats` (``creates``, ``updates``, ``deletes``, ``errors``) let tests assert
+that an identical update writes nothing. :meth:`run` retries failed syncs with exponential
+backoff. The ``resource.k8s.io`` version is the override or the newest served (discovery).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.errors import PublishError
+from bridge.kube import KubeApi, newest_version
+from translate.slice_render import SliceDevice, internal_form, pool_slices, render_slice
+
+logger = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass
+class Stats:
+    """API writes made so far, and failed syncs."""
+
+    creates: int = 0
+    updates: int = 0
+    deletes: int = 0
+    errors: int = 0
+
+    @property
+    def writes(self) -> int:
+        """creates + updates + deletes."""
+        return self.creates + self.updates + self.deletes
+
+
+def is_subset(want: Any, have: Any) -> bool:
+    """True when every field of ``want`` is in ``have`` with the same value (lists item by item).
+
+    Fields the server adds (defaults, managedFields, uid) are ignored: the copyServerDefaults idea.
+    An empty list or map we want matches a field the server omitted (``omitempty``).
+    """
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            is_subset(v, have[k]) if k in have else v in ([], {}) for k, v in want.items()
+        )
+    if isinstance(want, list):
+        return isinstance(have, list) and len(want) == len(have) and all(map(is_subset, want, have))
+    return bool(want == have)
+
+
+class Publisher:
+    """Publishes the pool ``<node>`` of ``driver``; see the module docstring."""
+
+    def __init__(self, api: KubeApi, node: str, driver: str, api_version: str = "",
+                 sleep: Sleep = asyncio.sleep, backoff_initial: float = 1.0, backoff_max: float = 60.0) -> None:
+        self.api = api
+        self.node = node
+        self.driver = driver
+        self.api_version = api_version
+        self.owner_uid = ""
+        self.stats = Stats()
+        self.healthy = True
+        self.last_error = ""
+        self._desired: list[SliceDevice] | None = None
+        self._changed = asyncio.Event()
+        self._sleep = sleep
+        self._backoff_initial = backoff_initial
+        self._backoff_max = backoff_max
+
+    @property
+    def desired(self) -> list[SliceDevice] | None:
+        """The devices to publish, or None to publish no pool."""
+        return copy.deepcopy(self._desired)
+
+    def update(self, devices: Sequence[SliceDevice] | None) -> None:
+        """Replace the whole desired state and wake :meth:`run`."""
+        new = None if devices is None else copy.deepcopy(list(devices))
+        if new != self._desired:
+            self._desired = new
+            self._changed.set()
+
+    async def version(self) -> str:
+        """The ``resource.k8s.io`` version to write (override, else discovery, cached)."""
+        if not self.api_version:
+            self.api_version = newest_version(await self.api.served_resource_versions())
+            logger.info("publishing ResourceSlices as %s", self.api_version)
+        return self.api_version
+
+    def _selector(self) -> str:
+        return f"spec.nodeName={self.node},spec.driver={self.driver}"
+
+    def _with_owner(self, internal: dict[str, Any]) -> dict[str, Any]:
+        if self.owner_uid:
+            internal["metadata"]["ownerReferences"] = [{
+                "apiVersion": "v1", "kind": "Node", "name": self.node, "uid": self.owner_uid, "controller": True,
+            }]
+        return internal
+
+    async def stored(self) -> list[dict[str, Any]]:
+        """Our slices as stored, in internal form (metadata kept)."""
+        version = await self.version()
+        return [internal_form(s) for s in await self.api.list_slices(version, self._selector())]
+
+    async def sync(self) -> bool:
+        """One reconcile pass; True when it wrote anything. Raises PublishError."""
+        version = await self.version()
+        stored = {s["metadata"]["name"]: s for s in await self.stored()}
+        if self._desired is None:
+            for name in sorted(stored):
+                await self.api.delete_slice(version, name)
+                self.stats.deletes += 1
+            if stored:
+                logger.info("withdrew pool %s of %s: deleted %d slice(s)", self.node, self.driver, len(stored))
+            return bool(stored)
+        generation = max((int(s["spec"].get("pool", {}).get("generation", 0)) for s in stored.values()), default=0)
+        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation)]
+        if set(stored) == {w["metadata"]["name"] for w in want} and all(
+            is_subset(w, stored[w["metadata"]["name"]]) for w in want
+        ):
+            return False
+        generation = generation + 1 if stored else 0
+        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation)]
+        names = {w["metadata"]["name"] for w in want}
+        for name in sorted(set(stored) - names):
+            await self.api.delete_slice(version, name)
+            self.stats.deletes += 1
+        for w in want:
+            body = render_slice(w, version)
+            old = stored.get(w["metadata"]["name"])
+            if old is None:
+                await self.api.create_slice(version, body)
+                self.stats.creates += 1
+                continue
+            body["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion", "")
+            try:
+                await self.api.replace_slice(version, w["metadata"]["name"], body)
+                self.stats.updates += 1
+            except PublishError as exc:
+                if exc.code != 404:
+                    raise
+                del body["metadata"]["resourceVersion"]
+                await self.api.create_slice(version, body)
+                self.stats.creates += 1
+        logger.info("published pool %s of %s: generation %d, %d slice(s), %d device(s)",
+                    self.node, self.driver, generation, len(want), len(self._desired))
+        return True
+
+    async def run(self, stop: asyncio.Event, resync: float) -> None:
+        """Sync on every update and every ``resync`` seconds until ``stop``; back off on errors."""
+        backoff = self._backoff_initial
+        while not stop.is_set():
+            self._changed.clear()
+            try:
+                await self.sync()
+                self.healthy, self.last_error, backoff = True, "", self._backoff_initial
+            except PublishError as exc:
+                self.stats.errors += 1
+                self.healthy, self.last_error = False, str(exc)
+                logger.warning("ResourceSlice sync failed, retrying in %.1fs: %s", backoff, exc)
+                await self._sleep(backoff)
+                backoff = min(backoff * 2, self._backoff_max)
+                continue
+            waiters = [asyncio.ensure_future(self._changed.wait()), asyncio.ensure_future(stop.wait())]
+            _, pending = await asyncio.wait(waiters, timeout=resync, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()

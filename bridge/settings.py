@@ -1,0 +1,96 @@
+"""Agent settings: a frozen dataclass built only by :meth:`Settings.from_args` / :meth:`Settings.from_env`.
+
+Every flag has an UPPER_SNAKE environment twin (style.md item 13); a flag given on the command
+line wins over its environment variable, which wins over the default. These two constructors
+are the only places that read the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from bridge.errors import SettingsError
+from translate.names import is_dns_subdomain
+from translate.slice_render import API_VERSIONS
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The agent's configuration."""
+
+    node_name: str = ""
+    """Name of the Node this agent serves (NODE_NAME; from the downward API in the chart). Required for ``run``."""
+    kubelet_dir: str = "/var/lib/kubelet"
+    """The kubelet root directory (KUBELET_DIR): holds ``pod-resources/`` and ``device-plugins/``."""
+    state_dir: str = "/var/lib/dra-bridge"
+    """Directory of the node-local inventory state (STATE_DIR); must survive restarts and reboots."""
+    driver_name: str = "dra-bridge.io"
+    """The DRA driver name our ResourceSlices carry (DRIVER_NAME); a DNS subdomain of at most 63."""
+    catalog: str = ""
+    """Optional user catalog file extending the shipped one (CATALOG); empty for none."""
+    poll_interval: float = 30.0
+    """Seconds between inventory polls and slice resyncs (POLL_INTERVAL)."""
+    settle_period: float = 120.0
+    """Seconds every interlock must hold before publishing starts (SETTLE_PERIOD)."""
+    kubeconfig: str = ""
+    """Kubeconfig file (KUBECONFIG); empty means the in-cluster service account."""
+    resource_api_version: str = ""
+    """Force a ``resource.k8s.io`` version (RESOURCE_API_VERSION); empty means discovery picks the newest."""
+    health_port: int = 8081
+    """Port of the readiness/liveness and Prometheus endpoints (HEALTH_PORT); 0 disables them."""
+
+    def validate(self, need_node: bool = True) -> Settings:
+        """Return self, or raise SettingsError naming the flag and its environment twin."""
+        if need_node and not is_dns_subdomain(self.node_name):
+            raise SettingsError(f"--node-name/NODE_NAME must be a node name, got {self.node_name!r}")
+        if not is_dns_subdomain(self.driver_name) or len(self.driver_name) > 63:
+            raise SettingsError(f"--driver-name/DRIVER_NAME must be a DNS subdomain (<= 63), got {self.driver_name!r}")
+        if self.poll_interval <= 0 or self.settle_period < 0:
+            raise SettingsError("--poll-interval/POLL_INTERVAL must be > 0 and --settle-period/SETTLE_PERIOD >= 0")
+        if self.resource_api_version and self.resource_api_version not in API_VERSIONS:
+            raise SettingsError(f"--resource-api-version/RESOURCE_API_VERSION must be one of {', '.join(API_VERSIONS)}")
+        return self
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Settings from environment variables only (unset ones keep their defaults)."""
+        return cls.from_args([], env)
+
+    @classmethod
+    def from_args(cls, argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
+        """Settings from flags, falling back to environment twins, then defaults."""
+        env = os.environ if env is None else env
+        parser = build_parser(argparse.ArgumentParser(add_help=False))
+        args, _ = parser.parse_known_args(list(argv))
+        return cls.from_namespace(args, env)
+
+    @classmethod
+    def from_namespace(cls, args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Settings:
+        """Settings from parsed flags (``None`` = not given) and environment twins."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            given = getattr(args, f.name, None)
+            raw = given if given is not None else env.get(f.name.upper())
+            if raw is None:
+                continue
+            try:
+                values[f.name] = type(getattr(cls, f.name))(raw)
+            except ValueError as exc:
+                flag = "--" + f.name.replace("_", "-")
+                raise SettingsError(f"{flag}/{f.name.upper()}: {exc}") from exc
+        return cls(**values)
+
+
+def build_parser(parser: argparse.ArgumentParser, default: Any = None) -> argparse.ArgumentParser:
+    """Add the agent's flags (defaulting to None, so environment twins can apply; a subcommand's
+    parser passes ``argparse.SUPPRESS`` so it does not hide flags given before the subcommand)."""
+    for f in fields(Settings):
+        flag = "--" + f.name.replace("_", "-")
+        parser.add_argument(flag, dest=f.name, default=default, type=type(getattr(Settings, f.name)),
+                            help=f"{f.name.upper()}; default {getattr(Settings, f.name)!r}")
+    return parser

@@ -1,0 +1,140 @@
+"""Node-local inventory state: what the device plugin offered while the node was legacy.
+
+One versioned JSON file (style.md item 10), ``<state dir>/inventory.json``::
+
+    {"apiVersion": "state.dra-bridge.io/v1", "kind": "Inventory", "node": str,
+     "recordedAt": float (unix seconds),
+     "devices": [{"resourceName": str, "deviceID": str, "numaNodes": [int]}],
+     "labels": {GFD label: value},            # the node's nvidia.com/* labels when recorded
+     "nvml": {uuid: NvmlFacts}}               # empty without NVML
+
+Only what cannot be re-derived once the device plugin is gone is kept; the slices are
+recomputed by ``translate.slices``. Writes are atomic (temp file in the same directory,
+fsync, rename, fsync of the directory), so a crash or reboot leaves the old or the new file,
+never a torn one. A missing file means an empty inventory; an unreadable one raises
+:class:`~bridge.errors.StateError` and is never overwritten silently (the agent keeps running
+and reports it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from bridge.errors import StateError
+from translate.slices import InventoryDevice, NvmlFacts
+
+logger = logging.getLogger(__name__)
+
+STATE_API_VERSION = "state.dra-bridge.io/v1"
+STATE_FILE = "inventory.json"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """A recorded inventory (immutable; build a new one to change it)."""
+
+    node: str = ""
+    devices: tuple[InventoryDevice, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+    nvml: dict[str, NvmlFacts] = field(default_factory=dict)
+    recorded_at: float = 0.0
+
+    @property
+    def empty(self) -> bool:
+        """True when no device is recorded."""
+        return not self.devices
+
+    def device_ids(self) -> set[str]:
+        """Every recorded kubelet device ID."""
+        return {d["deviceID"] for d in self.devices}
+
+    def resources(self) -> set[str]:
+        """Every recorded legacy resource name."""
+        return {d["resourceName"] for d in self.devices}
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned JSON document."""
+        return {
+            "apiVersion": STATE_API_VERSION,
+            "kind": "Inventory",
+            "node": self.node,
+            "recordedAt": self.recorded_at,
+            "devices": [dict(d) for d in self.devices],
+            "labels": dict(sorted(self.labels.items())),
+            "nvml": {k: dict(v) for k, v in sorted(self.nvml.items())},
+        }
+
+
+def _parse(doc: object, path: Path) -> Inventory:
+    if not isinstance(doc, dict):
+        raise StateError(f"{path}: expected a JSON object")
+    if doc.get("apiVersion") != STATE_API_VERSION:
+        raise StateError(f"{path}: apiVersion {doc.get('apiVersion')!r} is not {STATE_API_VERSION}")
+    devices = []
+    for i, raw in enumerate(doc.get("devices") or []):
+        if (not isinstance(raw, dict) or not isinstance(raw.get("resourceName"), str)
+                or not isinstance(raw.get("deviceID"), str)
+                or not all(isinstance(n, int) for n in raw.get("numaNodes", []))):
+            raise StateError(f"{path}: devices[{i}] is not {{resourceName, deviceID, numaNodes}}")
+        devices.append(InventoryDevice(resourceName=raw["resourceName"], deviceID=raw["deviceID"],
+                                       numaNodes=list(raw.get("numaNodes", []))))
+    labels = doc.get("labels") or {}
+    nvml = doc.get("nvml") or {}
+    if not isinstance(labels, dict) or not isinstance(nvml, dict):
+        raise StateError(f"{path}: labels and nvml must be objects")
+    return Inventory(node=str(doc.get("node", "")), devices=tuple(devices),
+                     labels={str(k): str(v) for k, v in labels.items()},
+                     nvml={str(k): cast(NvmlFacts, dict(v)) for k, v in nvml.items() if isinstance(v, dict)},
+                     recorded_at=float(doc.get("recordedAt", 0.0)))
+
+
+class InventoryStore:
+    """Reads and atomically writes the inventory file under ``state_dir``."""
+
+    def __init__(self, state_dir: str | Path) -> None:
+        self.path = Path(state_dir) / STATE_FILE
+
+    def load(self) -> Inventory:
+        """The recorded inventory; empty when the file does not exist. Raises StateError."""
+        try:
+            text = self.path.read_text("utf-8")
+        except FileNotFoundError:
+            return Inventory()
+        except OSError as exc:
+            raise StateError(f"cannot read {self.path}: {exc}") from exc
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StateError(f"{self.path}: not valid JSON: {exc}") from exc
+        return _parse(doc, self.path)
+
+    def save(self, inventory: Inventory) -> None:
+        """Write atomically: temp file, fsync, rename, fsync the directory. Raises StateError."""
+        data = json.dumps(inventory.to_json(), indent=1, sort_keys=True).encode("utf-8")
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".inventory-", suffix=".tmp", dir=directory)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            dir_fd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError as exc:
+            raise StateError(f"cannot write {self.path}: {exc}") from exc
+        logger.debug("inventory written to %s (%d devices)", self.path, len(inventory.devices))
