@@ -1,0 +1,120 @@
+"""Factories and fixtures for webhook tests: reviews, pods, a fake template ensurer, the app."""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp import web
+
+from webhook.errors import TemplateError
+from webhook.handler import Admitter
+from webhook.runtime import Runtime
+from webhook.server import make_app
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
+
+
+def example(name: str, kind: str = "Pod") -> dict[str, Any]:
+    """The first object of ``kind`` in an example manifest."""
+    for doc in yaml.safe_load_all((EXAMPLES / name).read_text()):
+        if doc and doc.get("kind") == kind:
+            return dict(doc)
+    raise LookupError(f"{name} has no {kind}")
+
+
+def make_pod(name: str | None = "gpu-pod", gpus: int | str = 1, *, namespace: str = "team-a",
+             generate_name: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A pod with one container asking for ``gpus`` nvidia.com/gpu in limits."""
+    meta: dict[str, Any] = {"namespace": namespace}
+    if name:
+        meta["name"] = name
+    if generate_name:
+        meta["generateName"] = generate_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [{"name": "main", "image": "cuda",
+                                     "resources": {"limits": {"nvidia.com/gpu": gpus}}}], **spec}}
+
+
+def make_admission_review(obj: Any, *, operation: str = "CREATE", dry_run: bool = False,
+                          namespace: str = "team-a", kind: str = "Pod", uid: str | None = None) -> dict[str, Any]:
+    """An AdmissionReview admission.k8s.io/v1 request for ``obj``."""
+    group, version = ("", "v1") if kind == "Pod" else ("apps", "v1")
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid or str(uuid.uuid4()),
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": kind.lower() + "s"},
+            "namespace": namespace,
+            "operation": operation,
+            "userInfo": {"username": "tester"},
+            "object": copy.deepcopy(obj),
+            "oldObject": None,
+            "dryRun": dry_run,
+        },
+    }
+
+
+class FakeEnsurer:
+    """Records ensure calls; ``fail`` makes every call raise TemplateError."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[dict[str, Any]], bool]] = []
+        self.created: dict[tuple[str, str], dict[str, Any]] = {}
+        self.fail: str = ""
+
+    async def ensure(self, templates: Sequence[Mapping[str, Any]], *, dry_run: bool) -> int:
+        self.calls.append(([dict(t) for t in templates], dry_run))
+        if self.fail:
+            raise TemplateError(self.fail)
+        if dry_run:
+            return 0
+        n = 0
+        for t in templates:
+            key = (t["metadata"]["namespace"], t["metadata"]["name"])
+            if key not in self.created:
+                self.created[key] = dict(t)
+                n += 1
+        return n
+
+
+class FakeAudit:
+    """Collects audit Events instead of posting them."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Mapping[str, Any], str]] = []
+
+    def emit(self, namespace: str, owner: Mapping[str, Any], message: str) -> None:
+        self.events.append((namespace, owner, message))
+
+
+@pytest.fixture
+def ensurer() -> FakeEnsurer:
+    return FakeEnsurer()
+
+
+@pytest.fixture
+def audit() -> FakeAudit:
+    return FakeAudit()
+
+
+@pytest.fixture
+def runtime() -> Runtime:
+    return Runtime("resource.k8s.io/v1", require_tls=False)
+
+
+@pytest.fixture
+def app(runtime: Runtime, ensurer: FakeEnsurer, audit: FakeAudit) -> web.Application:
+    return make_app(runtime, Admitter(runtime.context, ensurer, runtime.metrics, audit))
+
+
+def body(review: Any) -> bytes:
+    return json.dumps(review).encode()

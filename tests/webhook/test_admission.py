@@ -1,0 +1,213 @@
+"""The admission paths of the real app, driven through aiohttp_client."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import jsonpatch
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from tests.webhook.conftest import FakeAudit, FakeEnsurer, body, example, make_admission_review, make_pod
+from translate.catalog import load_catalog
+from translate.plan import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK, Options, plan_pod
+
+Client = TestClient[web.Request, web.Application]
+ClientFactory = Callable[[web.Application], Awaitable[Client]]
+
+
+async def post(client: Client, review: Any, mode: str = "enforce") -> tuple[int, dict[str, Any]]:
+    resp = await client.post(f"/mutate/{mode}", data=body(review), headers={"Content-Type": "application/json"})
+    return resp.status, await resp.json()
+
+
+def patch_of(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    resp = answer["response"]
+    if "patch" not in resp:
+        return []
+    assert resp["patchType"] == "JSONPatch"
+    ops: list[dict[str, Any]] = json.loads(base64.b64decode(resp["patch"]))
+    return ops
+
+
+@pytest.fixture
+async def client(aiohttp_client: ClientFactory, app: web.Application) -> Client:
+    return await aiohttp_client(app)
+
+
+async def test_legacy_pod_is_patched_into_the_planned_pod_and_its_template_ensured(
+        client: Client, ensurer: FakeEnsurer) -> None:
+    pod = example("01-pod-limits-only-toleration.yaml")
+    review = make_admission_review(pod, uid="uid-1")
+    status, answer = await post(client, review)
+    assert status == 200
+    assert answer["apiVersion"] == "admission.k8s.io/v1" and answer["kind"] == "AdmissionReview"
+    assert answer["response"]["uid"] == "uid-1" and answer["response"]["allowed"] is True
+    plan = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a")
+    assert jsonpatch.apply_patch(pod, patch_of(answer)) == plan.pod
+    assert [t["metadata"]["name"] for t in ensurer.calls[0][0]] == [plan.templates[0]["metadata"]["name"]]
+    assert ensurer.calls[0][1] is False
+
+
+async def test_patch_paths_escape_slashes_in_resource_names(client: Client) -> None:
+    _, answer = await post(client, make_admission_review(make_pod(gpus=2)))
+    paths = [op["path"] for op in patch_of(answer)]
+    assert any("nvidia.com~1gpu" in p for p in paths) or any(
+        p.endswith("/limits") for p in paths)
+    assert all("nvidia.com/gpu" not in p for p in paths)
+
+
+@pytest.mark.parametrize("pod", [
+    example("01-pod-limits-only-toleration.yaml"),
+    make_pod(gpus="2"),
+    make_pod(None, 3, generate_name="trainer-7d9f-"),
+    make_pod(gpus=1, nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}),
+    example("09-init-sidecar-app-each-with-gpu.yaml"),
+    example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
+], ids=["example-01", "quoted-count", "generate-name", "gfd-selector", "init-sidecar-app-kept-legacy", "two-mig"])
+async def test_every_patch_applied_to_the_original_gives_the_migrated_pod(client: Client, pod: dict[str, Any]) -> None:
+    _, answer = await post(client, make_admission_review(pod))
+    plan = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a")
+    assert jsonpatch.apply_patch(copy.deepcopy(pod), patch_of(answer)) == plan.pod
+    assert bool(patch_of(answer)) == plan.changed
+
+
+async def test_pod_with_only_generate_name_is_patched(client: Client, ensurer: FakeEnsurer) -> None:
+    pod = make_pod(None, 2, generate_name="web-5d8c7-", namespace="")
+    status, answer = await post(client, make_admission_review(pod, namespace="team-b"))
+    assert status == 200 and patch_of(answer)
+    assert ensurer.calls[0][0][0]["metadata"]["namespace"] == "team-b"
+
+
+async def test_reinvocation_on_our_own_output_is_a_no_op(client: Client) -> None:
+    pod = make_pod(gpus=2)
+    _, first = await post(client, make_admission_review(pod))
+    migrated = jsonpatch.apply_patch(pod, patch_of(first))
+    assert CONVERSION_ANNOTATION in migrated["metadata"]["annotations"]
+    status, second = await post(client, make_admission_review(migrated))
+    assert status == 200 and second["response"]["allowed"] is True
+    assert "patch" not in second["response"] and "patchType" not in second["response"]
+
+
+async def test_pod_without_device_requests_gets_no_patch(client: Client, ensurer: FakeEnsurer) -> None:
+    pod = make_pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    _, answer = await post(client, make_admission_review(pod))
+    assert "patch" not in answer["response"] and not ensurer.calls
+
+
+async def test_already_dra_pod_is_left_alone(client: Client) -> None:
+    dep = example("14-helm-already-dra-claim.yaml", "Deployment")
+    pod = {"apiVersion": "v1", "kind": "Pod", **dep["spec"]["template"]}
+    _, answer = await post(client, make_admission_review(pod))
+    assert answer["response"]["allowed"] is True and "patch" not in answer["response"]
+
+
+async def test_audit_mode_admits_unchanged_with_warnings_annotations_and_an_owner_event(
+        client: Client, ensurer: FakeEnsurer, audit: FakeAudit) -> None:
+    pod = make_pod(None, 2, generate_name="web-")
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8c7", "uid": "rs-uid", "controller": True}
+    pod["metadata"]["ownerReferences"] = [owner]
+    _, answer = await post(client, make_admission_review(pod), "audit")
+    resp = answer["response"]
+    assert resp["allowed"] is True and "patch" not in resp
+    assert resp["warnings"][0].startswith("dra-bridge (audit): would convert nvidia.com/gpu")
+    assert set(resp["auditAnnotations"]) == {"plan"} and len(resp["auditAnnotations"]["plan"]) <= 200
+    assert not ensurer.calls
+    assert audit.events and audit.events[0][1]["name"] == "web-5d8c7" and "would convert" in audit.events[0][2]
+
+
+async def test_dry_run_request_is_patched_but_creates_no_template(client: Client, ensurer: FakeEnsurer) -> None:
+    _, answer = await post(client, make_admission_review(make_pod(), dry_run=True))
+    assert patch_of(answer)
+    assert ensurer.calls[0][1] is True and not ensurer.created
+    assert any("dry run" in w for w in answer["response"]["warnings"])
+
+
+async def test_non_pod_object_is_allowed_unchanged_with_a_warning(client: Client) -> None:
+    review = make_admission_review({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {}}, kind="Deployment")
+    status, answer = await post(client, review)
+    assert status == 200 and answer["response"]["allowed"] is True
+    assert "patch" not in answer["response"] and "not a Pod" in answer["response"]["warnings"][0]
+
+
+@pytest.mark.parametrize("obj", [None, "a string", {"metadata": "x"}, {"spec": {"containers": "nope"}},
+                                 {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "many"}}}]}}],
+                         ids=["null", "string", "bad-metadata", "bad-containers", "bad-quantity"])
+async def test_odd_pods_are_allowed_unchanged(client: Client, obj: Any) -> None:
+    status, answer = await post(client, make_admission_review(obj))
+    assert status == 200 and answer["response"]["allowed"] is True and "patch" not in answer["response"]
+
+
+@pytest.mark.parametrize(("raw", "code"), [
+    (b"{not json", 400),
+    (b"[]", 400),
+    (json.dumps({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "u"}})
+     .encode(), 400),
+    (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}).encode(), 400),
+    (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(), 400),
+], ids=["malformed-json", "not-an-object", "v1beta1", "missing-uid", "missing-request"])
+async def test_bodies_that_are_not_reviews_get_a_json_error(client: Client, raw: bytes, code: int) -> None:
+    resp = await client.post("/mutate/enforce", data=raw, headers={"Content-Type": "application/json"})
+    assert resp.status == code
+    assert "error" in await resp.json()
+
+
+async def test_body_over_3_mib_is_refused_with_413(client: Client) -> None:
+    pod = make_pod()
+    pod["metadata"]["annotations"] = {"big": "x" * (3 * 1024 * 1024)}
+    resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod)))
+    assert resp.status == 413 and "error" in await resp.json()
+
+
+async def test_template_failure_admits_unchanged_by_default(client: Client, ensurer: FakeEnsurer) -> None:
+    ensurer.fail = "API server unreachable"
+    status, answer = await post(client, make_admission_review(make_pod()))
+    resp = answer["response"]
+    assert status == 200 and resp["allowed"] is True and "patch" not in resp
+    assert any("API server unreachable" in w for w in resp["warnings"])
+    metrics = await (await client.get("/metrics")).text()
+    assert 'dra_webhook_errors_total{kind="template"} 1.0' in metrics
+    assert 'dra_webhook_requests_total{mode="enforce",outcome="error-admitted"} 1.0' in metrics
+
+
+async def test_daemonset_pod_stays_legacy_until_its_node_is_handed_over(client: Client, runtime: Any) -> None:
+    pod = make_pod(None, 1, generate_name="agent-")
+    pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent", "controller": True,
+                                           "apiVersion": "apps/v1", "uid": "u"}]
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}
+    _, answer = await post(client, make_admission_review(pod))
+    assert "patch" not in answer["response"] and "n1" in answer["response"]["warnings"][0]
+    runtime.node_mode = lambda name: "dra" if name == "n1" else None
+    runtime._context = None
+    _, answer = await post(client, make_admission_review(pod))
+    assert patch_of(answer)
+
+
+async def test_quota_on_the_legacy_resource_only_keeps_the_pod_legacy(client: Client, runtime: Any) -> None:
+    runtime.quota_keys = lambda ns: frozenset({"requests.nvidia.com/gpu"}) if ns == "team-a" else frozenset()
+    runtime._context = None
+    _, answer = await post(client, make_admission_review(make_pod()))
+    assert "patch" not in answer["response"] and "ResourceQuota" in answer["response"]["warnings"][0]
+    runtime.quota_keys = lambda ns: frozenset({"requests.nvidia.com/gpu",
+                                               "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"})
+    runtime._context = None
+    _, answer = await post(client, make_admission_review(make_pod()))
+    assert patch_of(answer) and any("Pending" in w for w in answer["response"]["warnings"])
+
+
+async def test_probes_and_metrics_answer(client: Client) -> None:
+    assert (await client.get("/healthz")).status == 200
+    ready = await client.get("/readyz")
+    assert ready.status == 200 and (await ready.json())["ready"] is True
+    await post(client, make_admission_review(make_pod()))
+    text = await (await client.get("/metrics")).text()
+    assert 'dra_webhook_requests_total{mode="enforce",outcome="patched"} 1.0' in text
+    assert "dra_webhook_templates_created_total 1.0" in text
+    assert "dra_webhook_request_seconds_bucket" in text

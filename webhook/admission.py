@@ -1,0 +1,255 @@
+"""AdmissionReview admission.k8s.io/v1 in, a decision and its response out (no I/O).
+
+    decode_review(body: bytes) -> request dict          raises ReviewError (HTTP 400 / 413)
+    evaluate(request, mode, context) -> Decision         never raises
+    Decision.response() -> AdmissionReview dict          (what the handler sends, HTTP 200)
+
+Rules (design decisions 1, 2, 8, 9; style items 4, 5):
+- the patch is ``jsonpatch.JsonPatch.from_diff(original, migrated)``: never hand-built paths
+  (resource names hold ``/``, escaped ``~1`` by the library); no patch when nothing changes;
+- ``uid`` is echoed; anything that decodes (a non-Pod, an odd pod) is allowed unchanged with
+  a warning, because the API server treats every non-200 as a webhook failure;
+- a pod already carrying the conversion annotation plans to itself: re-invocation is a no-op;
+- audit mode never patches: the plan goes to ``warnings`` and short ``auditAnnotations``;
+- enforce returns a decision whose ``templates`` must exist before the patch may be sent;
+  :meth:`Decision.failed` turns it into admit-unchanged or deny (policy ``onError``), so a
+  half-patched pod is impossible.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import jsonpatch
+
+from translate.catalog import Catalog
+from translate.findings import Finding
+from translate.plan import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK, Options, plan_pod
+from webhook.errors import ReviewError
+from webhook.policy import Policy, Settings, Subject
+
+Mode = Literal["enforce", "audit"]
+MAX_BODY_BYTES = 3 * 1024 * 1024
+REVIEW_API_VERSION = "admission.k8s.io/v1"
+MAX_WARNINGS = 12
+MAX_WARNING_CHARS = 240
+MAX_AUDIT_CHARS = 200
+NODE_MODE_LABEL = "dra-bridge.io/mode"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a decision depends on besides the review.
+
+    ``node_mode(name)``: the ``dra-bridge.io/mode`` label of a node (None when unknown);
+    ``quota_keys(namespace)``: the resource keys any ResourceQuota there limits;
+    ``kep5004``: legacy resource name -> DeviceClass serving it via KEP-5004.
+    """
+
+    catalog: Catalog
+    policy: Policy
+    api_version: str
+    kep5004: Mapping[str, str] = field(default_factory=dict)
+    node_mode: Callable[[str], str | None] = lambda _name: None
+    quota_keys: Callable[[str], frozenset[str]] = lambda _ns: frozenset()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One answer. ``outcome``: patched, unchanged, audited, ignored, error-admitted or denied."""
+
+    uid: str
+    allowed: bool
+    outcome: str
+    namespace: str = ""
+    name: str = ""
+    dry_run: bool = False
+    patch: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()
+    audit: Mapping[str, str] = field(default_factory=dict)
+    templates: tuple[dict[str, Any], ...] = ()
+    translated: tuple[str, ...] = ()
+    owner: Mapping[str, Any] | None = None
+    summary: str = ""
+    status: tuple[int, str] | None = None
+    settings: Settings = field(default_factory=Settings)
+
+    def failed(self, reason: str) -> Decision:
+        """The decision once its templates could not be ensured: deny, or admit unchanged."""
+        if self.settings.on_error == "deny":
+            msg = f"dra-bridge: cannot ensure ResourceClaimTemplate: {reason} (policy onError: deny)"
+            return replace(self, allowed=False, outcome="denied", patch=(), status=(403, msg[:1000]))
+        warn = _clip(f"dra-bridge: left on the device plugin, the ResourceClaimTemplate could not be ensured: {reason}")
+        return replace(self, outcome="error-admitted", patch=(), warnings=(*self.warnings, warn)[-MAX_WARNINGS:])
+
+    def response(self) -> dict[str, Any]:
+        """The AdmissionReview to send back (HTTP 200)."""
+        resp: dict[str, Any] = {"uid": self.uid, "allowed": self.allowed}
+        if self.patch:
+            resp["patchType"] = "JSONPatch"
+            resp["patch"] = base64.b64encode(json.dumps(list(self.patch), separators=(",", ":")).encode()).decode()
+        if self.warnings:
+            resp["warnings"] = list(self.warnings)
+        if self.audit:
+            resp["auditAnnotations"] = dict(self.audit)
+        if self.status is not None:
+            resp["status"] = {"code": self.status[0], "message": self.status[1]}
+        return {"apiVersion": REVIEW_API_VERSION, "kind": "AdmissionReview", "response": resp}
+
+
+def _clip(text: str, limit: int = MAX_WARNING_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def decode_review(body: bytes) -> dict[str, Any]:
+    """The ``request`` of an AdmissionReview v1 body; ReviewError (400, or 413 over 3 MiB) otherwise."""
+    if len(body) > MAX_BODY_BYTES:
+        raise ReviewError(f"body of {len(body)} bytes exceeds the {MAX_BODY_BYTES} byte limit", 413)
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise ReviewError(f"body is not JSON: {str(exc)[:200]}") from exc
+    if not isinstance(doc, dict):
+        raise ReviewError("body is not a JSON object")
+    if doc.get("apiVersion") != REVIEW_API_VERSION or doc.get("kind") != "AdmissionReview":
+        raise ReviewError(f"expected apiVersion {REVIEW_API_VERSION} kind AdmissionReview, got "
+                          f"{str(doc.get('apiVersion'))[:80]} {str(doc.get('kind'))[:80]}")
+    request = doc.get("request")
+    if not isinstance(request, dict):
+        raise ReviewError("AdmissionReview has no request object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise ReviewError("AdmissionReview request has no uid")
+    return request
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _controller(meta: Mapping[str, Any]) -> dict[str, Any] | None:
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else []:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return ref
+    return None
+
+
+def _daemonset_node(spec: Mapping[str, Any]) -> str | None:
+    """The node a DaemonSet pod is pinned to (``matchFields metadata.name In [node]``)."""
+    try:
+        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for term in terms:
+            for mf in term.get("matchFields") or []:
+                if mf.get("key") == "metadata.name" and mf.get("operator") == "In" and len(mf.get("values")) == 1:
+                    return str(mf["values"][0])
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return None
+
+
+def _warning(f: Finding) -> str:
+    return _clip(f"dra-bridge: {f.path}: {f.outcome}: {f.reason}")
+
+
+def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
+    """Decide on one decoded review request (see the module docstring). Never raises."""
+    uid = str(request["uid"])
+    obj = request.get("object")
+    namespace = _str(request.get("namespace"))
+    kind = _dict(request.get("kind"))
+    if kind.get("kind") != "Pod" or kind.get("group", "") != "" or request.get("subResource"):
+        return Decision(uid, True, "ignored", namespace, _str(request.get("name")),
+                        warnings=(f"dra-bridge: not a Pod ({_clip(str(kind.get('kind')), 60)}): left unchanged",))
+    if request.get("operation") not in ("CREATE", None):
+        return Decision(uid, True, "ignored", namespace, _str(request.get("name")))
+    if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
+        return Decision(uid, True, "ignored", namespace, warnings=("dra-bridge: the review carries no pod object: "
+                                                                   "left unchanged",))
+    meta = _dict(obj.get("metadata"))
+    spec = _dict(obj.get("spec"))
+    namespace = namespace or _str(meta.get("namespace"))
+    name = _str(meta.get("name")) or (_str(meta.get("generateName")) + "*" if meta.get("generateName") else "")
+    name = name or _str(request.get("name"))
+    owner = _controller(meta)
+    labels = {str(k): str(v) for k, v in _dict(meta.get("labels")).items()}
+    subject = Subject(namespace, labels, _str(owner.get("kind")) if owner else "", _str(spec.get("schedulerName")))
+    settings = ctx.policy.settings_for(subject)
+    base = Decision(uid, True, "unchanged", namespace, name, request.get("dryRun") is True, owner=owner,
+                    settings=settings)
+    options = Options(api_version=ctx.api_version, managed_by=MANAGED_BY_WEBHOOK,
+                      keep_legacy_partial=settings.keep_legacy, hami_slicing=settings.hami_slicing,
+                      kep5004=ctx.kep5004 if settings.defer_to_kep5004 else {})
+    try:
+        plan = plan_pod(obj, ctx.catalog, options, namespace or None)
+    except Exception as exc:  # plan_pod promises not to raise; an odd pod must still be admitted
+        return replace(base, warnings=(_clip(f"dra-bridge: could not read the pod ({type(exc).__name__}: {exc}): "
+                                             "left unchanged"),))
+    findings = list(plan.findings)
+    if plan.changed:
+        findings += _held_back(plan.pod, spec, subject, ctx)
+    warnings = tuple(_warning(f) for f in findings if f.severity >= 2)[:MAX_WARNINGS]
+    if not plan.changed or any(f.outcome == "kept-legacy" and f.path.startswith("(") for f in findings):
+        return replace(base, warnings=warnings)
+    translated = tuple(sorted(_legacy_resources(plan.pod)))
+    templates = tuple(str(t["metadata"]["name"]) for t in plan.templates)
+    summary = _clip(f"convert {', '.join(translated)} to claims from ResourceClaimTemplate {', '.join(templates)}",
+                    MAX_AUDIT_CHARS)
+    if mode == "audit":
+        audit = {"plan": summary}
+        return replace(base, outcome="audited", translated=translated, summary=summary, audit=audit,
+                       warnings=(f"dra-bridge (audit): would {summary}", *warnings)[:MAX_WARNINGS])
+    patch = tuple(jsonpatch.JsonPatch.from_diff(obj, plan.pod).patch)
+    return replace(base, outcome="patched", patch=patch, templates=plan.templates, translated=translated,
+                   summary=summary, warnings=warnings, audit={"plan": summary})
+
+
+def _legacy_resources(pod: Mapping[str, Any]) -> set[str]:
+    record = json.loads(pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
+    out: set[str] = set()
+    for sections in record.get("original", {}).get("containers", {}).values():
+        for block in sections.values():
+            out.update(block)
+    return out
+
+
+def _held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], subject: Subject, ctx: Context) -> list[Finding]:
+    """Cluster-state reasons to keep a translatable pod legacy; their paths start with ``(``."""
+    out: list[Finding] = []
+    if subject.owner_kind == "DaemonSet":
+        node = _daemonset_node(spec)
+        mode = ctx.node_mode(node) if node else None
+        if mode != "dra":
+            out.append(Finding("(daemonset)", node or "", "kept-legacy",
+                               f"DaemonSet pod for node {node or '?'}: converted only once that node is handed "
+                               f"over to DRA ({NODE_MODE_LABEL}=dra)"))
+    limited = ctx.quota_keys(subject.namespace)
+    if limited:
+        for resource in sorted(_legacy_resources(migrated)):
+            mapping = ctx.catalog.lookup(resource)
+            legacy_limited = {f"requests.{resource}", resource} & limited
+            if mapping is None or not legacy_limited:
+                continue
+            dra_key = f"{mapping.device_class}.deviceclass.resource.k8s.io/devices"
+            if dra_key not in limited:
+                out.append(Finding("(quota)", resource, "kept-legacy",
+                                   f"a ResourceQuota limits {sorted(legacy_limited)[0]} but not {dra_key}: "
+                                   "converting would lift the limit"))
+            else:
+                out.append(Finding("(quota)", resource, "partial",
+                                   "DRA quota is charged when the claim is created: an over-quota pod now waits "
+                                   "Pending instead of being refused"))
+    return out
+
+
+def warn_all(decision: Decision, extra: Sequence[str]) -> Decision:
+    """``decision`` with more warnings (clipped, at most MAX_WARNINGS)."""
+    return replace(decision, warnings=(*decision.warnings, *(_clip(w) for w in extra))[:MAX_WARNINGS])

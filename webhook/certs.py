@@ -1,0 +1,96 @@
+"""A CA and a serving certificate for the webhook (development and the chart's self-signed mode).
+
+    write_certs(out_dir, namespace, service, ip_addresses=(), days=365) -> CertPaths
+        ca.crt, ca.key, tls.crt, tls.key in out_dir (keys mode 0600)
+
+The serving certificate's SANs are the Service's DNS names (``svc``, ``svc.ns``,
+``svc.ns.svc``, ``svc.ns.svc.cluster.local``) plus any IP addresses (e.g. 127.0.0.1 for a
+webhook called by ``url`` on loopback). ECDSA P-256 keys; the CA's ``ca.crt`` is the
+``caBundle`` of the MutatingWebhookConfiguration. Self-signed certificates are not renewed:
+regenerate them before they expire.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+
+@dataclass(frozen=True)
+class CertPaths:
+    """Where :func:`write_certs` put the files."""
+
+    ca_cert: Path
+    ca_key: Path
+    cert: Path
+    key: Path
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    data = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def _write_cert(path: Path, cert: x509.Certificate) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    os.replace(tmp, path)
+
+
+def dns_names(namespace: str, service: str) -> list[str]:
+    """The DNS names the API server may use to reach ``service`` in ``namespace``."""
+    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
+
+
+def write_certs(out_dir: Path, namespace: str, service: str, ip_addresses: tuple[str, ...] = (),
+                days: int = 365) -> CertPaths:
+    """Generate and write a CA and a serving certificate signed by it; see the module docstring."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    until = now + datetime.timedelta(days=days)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"dra-bridge-webhook-ca.{namespace}")])
+    ca = (
+        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in dns_names(namespace, service)]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{service}.{namespace}.svc")]))
+        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now).not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = CertPaths(out_dir / "ca.crt", out_dir / "ca.key", out_dir / "tls.crt", out_dir / "tls.key")
+    _write_key(paths.ca_key, ca_key)
+    _write_cert(paths.ca_cert, ca)
+    # Key first, then certificate: a reloader that sees the new certificate finds its key.
+    _write_key(paths.key, key)
+    _write_cert(paths.cert, cert)
+    return paths

@@ -1,0 +1,115 @@
+"""The ``dra-webhook`` console script.
+
+    dra-webhook [serve] [flags]                       serve the webhook (default; see webhook.settings)
+    dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N]
+
+Exit codes: 0 clean shutdown, 1 a configuration error (the message says which setting and
+the alternatives), 2 a usage error (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from aiohttp import web
+
+from webhook.certs import write_certs
+from webhook.errors import ConfigError
+from webhook.events import KubeAuditSink
+from webhook.handler import Admitter
+from webhook.kube import api_client, discover_api_version
+from webhook.metrics import Metrics
+from webhook.runtime import Runtime, watch_catalog, watch_policy
+from webhook.server import Background, make_app, reload_loop
+from webhook.settings import Settings
+from webhook.templates import KubeTemplateEnsurer
+from webhook.tls import TlsReloader
+
+logger = logging.getLogger("webhook")
+
+
+async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
+    """Serve until SIGTERM/SIGINT (or cancellation); raises ConfigError on bad startup settings."""
+    tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file)
+    policy = watch_policy(settings.policy_file) if settings.policy_file else None
+    catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
+    api = await api_client(settings.kubeconfig)
+    try:
+        api_version = settings.api_version or await discover_api_version(api)
+        metrics = Metrics()
+        runtime = Runtime(api_version, metrics, policy, catalog, tls)
+        runtime.check_files()
+        ensurer = KubeTemplateEnsurer(api, api_version, deadline=settings.template_deadline)
+
+        def counted(ok: bool) -> None:
+            (metrics.audit_events.inc() if ok else metrics.errors.labels("event").inc())
+
+        admitter = Admitter(runtime.context, ensurer, metrics, KubeAuditSink(api, counted))
+        background: list[Background] = [
+            functools.partial(reload_loop, runtime, settings.reload_interval),
+            ensurer.watch_deletions,
+        ]
+        app = make_app(runtime, admitter, background)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context)
+        await site.start()
+        logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        if ready is not None:
+            ready.set()
+        try:
+            await stop.wait()
+        finally:
+            await runner.cleanup()
+    finally:
+        await api.close()
+
+
+def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("certs", help="generate a CA and a serving certificate")
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--service", required=True)
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--ip", action="append", default=[], help="an IP SAN (repeatable)")
+    p.add_argument("--days", type=int, default=365)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if args[:1] == ["certs"]:
+        parser = argparse.ArgumentParser(prog="dra-webhook")
+        _certs_parser(parser.add_subparsers(dest="command"))
+        ns = parser.parse_args(args)
+        paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), ns.days)
+        sys.stdout.write(f"wrote {paths.ca_cert} {paths.cert} {paths.key}\n")
+        return 0
+    if args[:1] == ["serve"]:
+        args = args[1:]
+    try:
+        settings = Settings.from_args(args)
+        asyncio.run(serve(settings))
+    except ConfigError as exc:
+        logger.error("%s", exc)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

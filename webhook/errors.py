@@ -1,0 +1,40 @@
+"""Exceptions raised by the webhook package.
+
+The tree (third-party errors are chained with ``raise ... from``, never re-exported)::
+
+    WebhookError                   base of every error raised by ``webhook``
+    ├── ConfigError                a flag, environment variable or file given at startup is unusable
+    │   └── PolicyError            a policy file violates its schema (names the file and the key)
+    ├── ReviewError                the HTTP body is not an AdmissionReview admission.k8s.io/v1
+    │                              (carries the HTTP ``status``: 400, or 413 when too large)
+    └── TemplateError              a ResourceClaimTemplate could not be ensured (API down,
+                                   RBAC, deadline, being deleted, a different spec under its name)
+
+Pods that cannot be translated are not errors: they become findings and warnings.
+"""
+
+from __future__ import annotations
+
+
+class WebhookError(Exception):
+    """Base class of every error raised by the ``webhook`` package."""
+
+
+class ConfigError(WebhookError):
+    """A startup setting (flag, env twin, certificate, catalog or policy file) is unusable."""
+
+
+class PolicyError(ConfigError):
+    """A policy document violates its schema; the message names the source and the key."""
+
+
+class ReviewError(WebhookError):
+    """A request body that is not a usable AdmissionReview; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TemplateError(WebhookError):
+    """A ResourceClaimTemplate could not be made to exist with the wanted spec."""

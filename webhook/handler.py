@@ -1,0 +1,84 @@
+"""The admission pipeline around :mod:`webhook.admission`: ensure, measure, log, answer.
+
+    Admitter.handle(body: bytes, mode) -> (http_status, json_body)
+
+- a ReviewError gives HTTP 400/413 with ``{"error": message}`` (style item 5);
+- enforce with a patch first ensures the templates (skipped for dryRun); a TemplateError
+  turns the decision into admit-unchanged or deny, per policy ``onError`` (design decision 9);
+- any unexpected exception is answered HTTP 200, allowed unchanged, with a warning: the API
+  server treats a non-200 as a failed call, which ``failurePolicy: Fail`` turns into a refusal;
+- one INFO line per admission: uid, namespace, name (or generateName*), mode, outcome,
+  resources translated, duration in ms.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from webhook.admission import Context, Decision, Mode, decode_review, evaluate, warn_all
+from webhook.errors import ReviewError, TemplateError
+from webhook.events import AuditSink
+from webhook.metrics import Metrics
+from webhook.templates import TemplateEnsurer
+
+logger = logging.getLogger(__name__)
+
+
+class Admitter:
+    """Answers AdmissionReviews. ``context()`` returns the Context in force (policy and
+    catalog may be reloaded between calls); ``audit`` receives audit plans (optional)."""
+
+    def __init__(self, context: Callable[[], Context], ensurer: TemplateEnsurer, metrics: Metrics,
+                 audit: AuditSink | None = None) -> None:
+        self._context = context
+        self._ensurer = ensurer
+        self.metrics = metrics
+        self._audit = audit
+
+    async def handle(self, body: bytes, mode: Mode) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and JSON body answering ``body`` on the ``mode`` path."""
+        start = time.perf_counter()
+        try:
+            request = decode_review(body)
+        except ReviewError as exc:
+            self.metrics.errors.labels("bad-request").inc()
+            self.metrics.requests.labels(mode, "bad-request").inc()
+            logger.info("admission rejected mode=%s status=%d error=%s", mode, exc.status, exc)
+            return exc.status, {"error": str(exc)}
+        try:
+            decision = await self._decide(request, mode)
+        except Exception as exc:  # never a 5xx: admit unchanged and say why
+            logger.exception("admission uid=%s: internal error", request["uid"])
+            self.metrics.errors.labels("internal").inc()
+            decision = Decision(str(request["uid"]), True, "error-admitted",
+                                warnings=(f"dra-bridge: internal error ({type(exc).__name__}): left unchanged",))
+        elapsed = time.perf_counter() - start
+        self.metrics.requests.labels(mode, decision.outcome).inc()
+        self.metrics.latency.labels(mode).observe(elapsed)
+        logger.info("admission uid=%s namespace=%s name=%s mode=%s outcome=%s translated=%s duration_ms=%.2f",
+                    decision.uid, decision.namespace or "-", decision.name or "-", mode, decision.outcome,
+                    ",".join(decision.translated) or "-", elapsed * 1000)
+        return 200, decision.response()
+
+    async def _decide(self, request: dict[str, Any], mode: Mode) -> Decision:
+        decision = evaluate(request, mode, self._context())
+        if decision.outcome == "audited" and decision.owner and self._audit is not None and not decision.dry_run:
+            self._audit.emit(decision.namespace, decision.owner,
+                             f"dra-bridge audit: pod {decision.name} would {decision.summary}; "
+                             + "; ".join(decision.warnings[1:])[:600])
+        if decision.outcome != "patched" or not decision.templates:
+            return decision
+        try:
+            created = await self._ensurer.ensure(decision.templates, dry_run=decision.dry_run)
+        except TemplateError as exc:
+            self.metrics.errors.labels("template").inc()
+            logger.warning("admission uid=%s: %s", decision.uid, exc)
+            return decision.failed(str(exc))
+        if created:
+            self.metrics.templates_created.inc(created)
+        if decision.dry_run:
+            return warn_all(decision, ["dra-bridge: dry run: the ResourceClaimTemplate was not created"])
+        return decision

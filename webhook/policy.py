@@ -1,0 +1,212 @@
+"""The webhook's policy: how to translate, per scope (design decision 8).
+
+The mode (audit or enforce) is chosen by the path the API server calls, never here. A
+policy file (YAML) holds defaults and an ordered list of rules; the first rule whose
+``match`` fits the AdmissionReview overrides the defaults key by key::
+
+    apiVersion: policy.dra-bridge.io/v1      # optional; the only version
+    defaults:
+      keepLegacy: false            # keep pods whose translation is partial on the device plugin
+      hamiSlicing: unsupported     # unsupported | whole-devices
+      onError: admit-unchanged     # admit-unchanged | deny (a template cannot be ensured)
+      deferToKEP5004: false        # leave count-only pods to KEP-5004 DeviceClasses that serve them
+    rules:
+      - name: training             # for logs and warnings
+        match:                     # every key given must match (AND); lists are alternatives (OR)
+          namespaces: [ml-*]       # namespace names, shell-style patterns
+          podLabels: {team: ml}    # equality on the pod's labels
+          ownerKinds: [Job]        # kind of the pod's controller ownerReference ("" = none)
+          schedulerNames: [default-scheduler]
+        keepLegacy: true
+
+Rules match only what the review carries (design decision 8): no namespace lookups.
+:func:`load_policy` validates everything and raises :class:`PolicyError` naming the key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+import yaml
+
+from webhook.errors import PolicyError
+
+POLICY_API_VERSION = "policy.dra-bridge.io/v1"
+OnError = Literal["admit-unchanged", "deny"]
+HamiSlicing = Literal["unsupported", "whole-devices"]
+_SETTING_KEYS = {"keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
+                 "deferToKEP5004": "defer_to_kep5004"}
+_MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The translation settings that apply to one pod.
+
+    ``keep_legacy``: partial translations stay on the device plugin; ``hami_slicing``: how
+    HAMi memory/core slicing requests are treated; ``on_error``: what to answer when a
+    template cannot be ensured (design decision 9); ``defer_to_kep5004``: leave count-only
+    pods to a KEP-5004 DeviceClass serving their resource; ``rule``: the rule that matched
+    (empty for the defaults).
+    """
+
+    keep_legacy: bool = False
+    hami_slicing: HamiSlicing = "unsupported"
+    on_error: OnError = "admit-unchanged"
+    defer_to_kep5004: bool = False
+    rule: str = ""
+
+
+@dataclass(frozen=True)
+class Match:
+    """A rule's selector; an empty field matches everything."""
+
+    namespaces: tuple[str, ...] = ()
+    pod_labels: tuple[tuple[str, str], ...] = ()
+    owner_kinds: tuple[str, ...] = ()
+    scheduler_names: tuple[str, ...] = ()
+
+    def fits(self, subject: Subject) -> bool:
+        """True when every given selector matches ``subject``."""
+        if self.namespaces and not any(fnmatch.fnmatchcase(subject.namespace, p) for p in self.namespaces):
+            return False
+        if any(subject.labels.get(k) != v for k, v in self.pod_labels):
+            return False
+        if self.owner_kinds and subject.owner_kind not in self.owner_kinds:
+            return False
+        scheduler = subject.scheduler_name or "default-scheduler"
+        return not (self.scheduler_names and scheduler not in self.scheduler_names)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What an AdmissionReview tells about the pod: all a rule may look at."""
+
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    owner_kind: str = ""
+    scheduler_name: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named match plus the settings it overrides (``{attribute: value}``)."""
+
+    name: str
+    match: Match
+    overrides: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A validated policy. Build it with :func:`load_policy`; ``source`` names the file."""
+
+    defaults: Settings = Settings()
+    rules: tuple[Rule, ...] = ()
+    source: str = "built-in defaults"
+
+    def settings_for(self, subject: Subject) -> Settings:
+        """The defaults, overridden by the first rule that fits ``subject``."""
+        for rule in self.rules:
+            if rule.match.fits(subject):
+                return replace(self.defaults, rule=rule.name, **dict(rule.overrides))
+        return self.defaults
+
+
+def _fail(source: str, key: str, rule: str) -> PolicyError:
+    return PolicyError(f"{source}: {key}: {rule}")
+
+
+def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise _fail(source, key, "must be a mapping")
+    out: dict[str, Any] = {}
+    for name, value in raw.items():
+        path = f"{key}.{name}"
+        if name not in _SETTING_KEYS:
+            raise _fail(source, path, f"unknown key (known: {', '.join(_SETTING_KEYS)})")
+        if name in ("keepLegacy", "deferToKEP5004") and not isinstance(value, bool):
+            raise _fail(source, path, "must be true or false")
+        if name == "hamiSlicing" and value not in ("unsupported", "whole-devices"):
+            raise _fail(source, path, "must be unsupported or whole-devices")
+        if name == "onError" and value not in ("admit-unchanged", "deny"):
+            raise _fail(source, path, "must be admit-unchanged or deny")
+        out[_SETTING_KEYS[name]] = value
+    return out
+
+
+def _strings(raw: object, source: str, key: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise _fail(source, key, "must be a list of strings")
+    return tuple(raw)
+
+
+def _match(raw: object, source: str, key: str) -> Match:
+    if not isinstance(raw, Mapping):
+        raise _fail(source, key, "must be a mapping")
+    for name in raw:
+        if name not in _MATCH_KEYS:
+            raise _fail(source, f"{key}.{name}", f"unknown key (known: {', '.join(_MATCH_KEYS)})")
+    labels = raw.get("podLabels", {})
+    if not isinstance(labels, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                  for k, v in labels.items()):
+        raise _fail(source, f"{key}.podLabels", "must map label names to string values")
+    return Match(
+        namespaces=_strings(raw.get("namespaces", []), source, f"{key}.namespaces"),
+        pod_labels=tuple(sorted(labels.items())),
+        owner_kinds=_strings(raw.get("ownerKinds", []), source, f"{key}.ownerKinds"),
+        scheduler_names=_strings(raw.get("schedulerNames", []), source, f"{key}.schedulerNames"),
+    )
+
+
+def parse_policy(doc: object, source: str) -> Policy:
+    """Validate a decoded policy document; raise PolicyError naming the offending key."""
+    if doc is None:
+        return Policy(source=source)
+    if not isinstance(doc, Mapping):
+        raise _fail(source, "(top level)", "must be a mapping")
+    known = ("apiVersion", "kind", "defaults", "rules")
+    for name in doc:
+        if name not in known:
+            raise _fail(source, str(name), f"unknown key (known: {', '.join(known)})")
+    if doc.get("apiVersion", POLICY_API_VERSION) != POLICY_API_VERSION:
+        raise _fail(source, "apiVersion", f"must be {POLICY_API_VERSION}")
+    defaults = Settings(**_settings(doc.get("defaults") or {}, source, "defaults"))
+    raw_rules = doc.get("rules") or []
+    if not isinstance(raw_rules, list):
+        raise _fail(source, "rules", "must be a list")
+    rules = []
+    for i, raw in enumerate(raw_rules):
+        key = f"rules[{i}]"
+        if not isinstance(raw, Mapping):
+            raise _fail(source, key, "must be a mapping")
+        name = raw.get("name", key)
+        if not isinstance(name, str) or not name:
+            raise _fail(source, f"{key}.name", "must be a non-empty string")
+        if "match" not in raw:
+            raise _fail(source, f"{key}.match", "is required (use {} to match every pod)")
+        match = _match(raw["match"], source, f"{key}.match")
+        overrides = _settings({k: v for k, v in raw.items() if k not in ("name", "match")}, source, key)
+        rules.append(Rule(name, match, tuple(sorted(overrides.items()))))
+    return Policy(defaults, tuple(rules), source)
+
+
+def load_policy(text: str, source: str) -> Policy:
+    """Parse and validate policy YAML text; raise PolicyError (source, key, rule)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
+    return parse_policy(doc, source)
+
+
+def setting_names() -> tuple[str, ...]:
+    """The attribute names of :class:`Settings` (for documentation and tests)."""
+    return tuple(f.name for f in fields(Settings))
+
+
+__all__ = ["Match", "OnError", "Policy", "Rule", "Settings", "Subject", "load_policy", "parse_policy",
+           "setting_names"]

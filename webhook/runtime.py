@@ -1,0 +1,114 @@
+"""The configuration in force: policy, catalog and TLS files, watched and reloaded.
+
+    Runtime(api_version, policy=Watched|None, catalog=Watched|None, tls=TlsReloader|None)
+    Runtime.context() -> admission.Context    (rebuilt only when a file changed)
+    Runtime.check_files() -> None             (called periodically by the server)
+    Runtime.readiness() -> (ready, detail)    ready = TLS loaded and a valid policy in force
+
+A refused file keeps the last good value in force (design decision 8); its reason shows in
+logs (webhook.reload), in metrics (``dra_webhook_config_valid``) and in the readiness detail,
+which stays *ready*: one bad edit must not take every replica out of the Service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from translate.catalog import Catalog, load_catalog
+from translate.errors import CatalogError
+from webhook.admission import Context
+from webhook.errors import ConfigError
+from webhook.metrics import Metrics
+from webhook.policy import Policy, load_policy
+from webhook.reload import Watched
+from webhook.tls import TlsReloader
+
+
+def parse_catalog(text: str, source: str) -> Catalog:
+    """A user catalog file -> Catalog (shipped entries included); ConfigError when invalid."""
+    try:
+        return load_catalog(text, source)
+    except CatalogError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def watch_policy(path: Path) -> Watched[Policy]:
+    """A watched policy file (loaded now); ConfigError when the first load fails."""
+    watched: Watched[Policy] = Watched(path, load_policy)
+    if not watched.check():
+        raise ConfigError(f"policy: {watched.error}")
+    return watched
+
+
+def watch_catalog(path: Path) -> Watched[Catalog]:
+    """A watched user catalog (loaded now); ConfigError when the first load fails."""
+    watched: Watched[Catalog] = Watched(path, parse_catalog)
+    if not watched.check():
+        raise ConfigError(f"catalog: {watched.error}")
+    return watched
+
+
+@dataclass
+class Runtime:
+    """See the module docstring. ``require_tls`` is False only for in-process test servers."""
+
+    api_version: str
+    metrics: Metrics = field(default_factory=Metrics)
+    policy: Watched[Policy] | None = None
+    catalog: Watched[Catalog] | None = None
+    tls: TlsReloader | None = None
+    require_tls: bool = True
+    kep5004: Callable[[], Mapping[str, str]] = dict
+    node_mode: Callable[[str], str | None] = lambda _name: None
+    quota_keys: Callable[[str], frozenset[str]] = lambda _ns: frozenset()
+    _context: Context | None = None
+
+    def _files(self) -> dict[str, Any]:
+        return {"policy": self.policy, "catalog": self.catalog, "tls": self.tls}
+
+    def check_files(self) -> None:
+        """Re-read changed files; a new good value replaces the Context in force."""
+        for name, watched in self._files().items():
+            if watched is None:
+                continue
+            failures = watched.failures
+            if watched.check():
+                self._context = None
+            if watched.failures != failures:
+                self.metrics.reload_failures.labels(name).inc()
+            self.metrics.config_valid.labels(name).set(0 if watched.error else 1)
+
+    def context(self) -> Context:
+        """The admission Context built from the values in force."""
+        if self._context is None:
+            policy = self.policy.value if self.policy and self.policy.value else Policy()
+            catalog = self.catalog.value if self.catalog and self.catalog.value else load_catalog()
+            self._context = Context(catalog, policy, self.api_version, node_mode=self.node_mode,
+                                    quota_keys=self.quota_keys)
+        kep = self.kep5004()
+        if kep != self._context.kep5004:
+            self._context = Context(self._context.catalog, self._context.policy, self.api_version, dict(kep),
+                                    self.node_mode, self.quota_keys)
+        return self._context
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """(ready, detail): ready once TLS is loaded and a valid policy is in force."""
+        detail: dict[str, Any] = {"apiVersion": self.api_version}
+        tls_ok = self.tls is not None or not self.require_tls
+        detail["tls"] = ("loaded" if self.tls else "not configured") + (f"; newest pair refused: {self.tls.error}"
+                                                                         if self.tls and self.tls.error else "")
+        policy_ok = self.policy is None or self.policy.value is not None
+        for name in ("policy", "catalog"):
+            watched = self._files()[name]
+            if watched is None:
+                detail[name] = "built-in defaults" if name == "policy" else "shipped catalog"
+            else:
+                state = "in force" if watched.value is not None else "none in force"
+                detail[name] = f"{watched.path}: {state}" + (f"; newest file refused: {watched.error}"
+                                                             if watched.error else "")
+        ready = tls_ok and policy_ok
+        detail["ready"] = ready
+        return ready, detail

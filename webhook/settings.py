@@ -1,0 +1,114 @@
+"""Startup settings of ``dra-webhook serve`` (style item 13).
+
+Built only by :meth:`Settings.from_args` (flags; each falls back to its env twin, then to
+the default) and :meth:`Settings.from_env`; nothing else reads the environment.
+
+    flag                 env twin                        default
+    --host               DRA_WEBHOOK_HOST                0.0.0.0
+    --port               DRA_WEBHOOK_PORT                8443
+    --tls-cert-file      DRA_WEBHOOK_TLS_CERT_FILE       (required)
+    --tls-key-file       DRA_WEBHOOK_TLS_KEY_FILE        (required)
+    --policy             DRA_WEBHOOK_POLICY              (built-in defaults)
+    --catalog            DRA_WEBHOOK_CATALOG             (the shipped catalog only)
+    --kubeconfig         DRA_WEBHOOK_KUBECONFIG          (in-cluster config)
+    --api-version        DRA_WEBHOOK_API_VERSION         (newest resource.k8s.io version served, by discovery)
+    --reload-interval    DRA_WEBHOOK_RELOAD_INTERVAL     2 (seconds between file hash checks)
+    --template-deadline  DRA_WEBHOOK_TEMPLATE_DEADLINE   2 (seconds for ensuring templates)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from translate.render import normalize_api_version
+from webhook.errors import ConfigError
+
+ENV_PREFIX = "DRA_WEBHOOK_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated startup settings (see the module docstring for flags and env twins)."""
+
+    tls_cert_file: Path
+    """PEM certificate chain served to the API server; reloaded when its bytes change."""
+    tls_key_file: Path
+    """PEM private key of ``tls_cert_file``; reloaded with it."""
+    host: str = "0.0.0.0"
+    """Address to listen on."""
+    port: int = 8443
+    """TCP port of the HTTPS server."""
+    policy_file: Path | None = None
+    """Policy YAML (webhook.policy); None: built-in defaults."""
+    catalog_file: Path | None = None
+    """User catalog YAML extending the shipped one; None: the shipped catalog."""
+    kubeconfig: Path | None = None
+    """kubeconfig file; None: in-cluster service-account config."""
+    api_version: str | None = None
+    """``resource.k8s.io/<version>`` to write; None: discover the newest one served."""
+    reload_interval: float = 2.0
+    """Seconds between checks of the TLS, policy and catalog files."""
+    template_deadline: float = 2.0
+    """Seconds allowed for ensuring a pod's templates (under the webhook timeoutSeconds)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Settings from environment variables only."""
+        return cls.from_args([], env)
+
+    @classmethod
+    def from_args(cls, argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
+        """Settings from flags, falling back to env twins (``env`` defaults to os.environ)."""
+        env = os.environ if env is None else env
+        parser = build_parser()
+        args = parser.parse_args(list(argv))
+
+        def pick(name: str) -> str | None:
+            value = getattr(args, name)
+            return value if value is not None else env.get(ENV_PREFIX + name.upper())
+
+        cert, key = pick("tls_cert_file"), pick("tls_key_file")
+        if not cert or not key:
+            raise ConfigError("a serving certificate is required: pass --tls-cert-file and --tls-key-file "
+                              "(or DRA_WEBHOOK_TLS_CERT_FILE / DRA_WEBHOOK_TLS_KEY_FILE); for development, "
+                              "generate a pair with `dra-webhook certs --namespace NS --service NAME --out DIR`")
+        api_version = pick("api_version")
+        try:
+            port = int(pick("port") or 8443)
+            reload_interval = float(pick("reload_interval") or 2.0)
+            deadline = float(pick("template_deadline") or 2.0)
+            api_version = normalize_api_version(api_version) if api_version else None
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        if not 0 < port < 65536:
+            raise ConfigError(f"--port {port}: must be 1..65535")
+        if reload_interval <= 0 or deadline <= 0:
+            raise ConfigError("--reload-interval and --template-deadline must be positive")
+
+        def path(name: str) -> Path | None:
+            value = pick(name)
+            return Path(value) if value else None
+
+        return cls(tls_cert_file=Path(cert), tls_key_file=Path(key), host=pick("host") or "0.0.0.0", port=port,
+                   policy_file=path("policy"), catalog_file=path("catalog"), kubeconfig=path("kubeconfig"),
+                   api_version=api_version, reload_interval=reload_interval, template_deadline=deadline)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``serve`` flags; every default is None so env twins can fill them in."""
+    p = argparse.ArgumentParser(prog="dra-webhook serve", description="Serve the dra-bridge mutating webhook.")
+    p.add_argument("--host")
+    p.add_argument("--port")
+    p.add_argument("--tls-cert-file")
+    p.add_argument("--tls-key-file")
+    p.add_argument("--policy", metavar="FILE")
+    p.add_argument("--catalog", metavar="FILE")
+    p.add_argument("--kubeconfig", metavar="FILE")
+    p.add_argument("--api-version", help="v1, v1beta2 or v1beta1 (default: discovered)")
+    p.add_argument("--reload-interval", metavar="SECONDS")
+    p.add_argument("--template-deadline", metavar="SECONDS")
+    return p

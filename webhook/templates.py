@@ -1,0 +1,162 @@
+"""Ensure content-addressed ResourceClaimTemplates exist before a patch refers to them.
+
+    class TemplateEnsurer(Protocol):
+        async def ensure(templates, *, dry_run) -> int       # templates created; TemplateError
+
+:class:`KubeTemplateEnsurer` is the real one (kubernetes-asyncio, design decision 2):
+- create; AlreadyExists is success when the stored spec equals the wanted one after API
+  defaulting (compared through ``translate.render.internal_from_template``); a different
+  spec under the same content-addressed name is an error;
+- a template with ``deletionTimestamp`` counts as missing (TemplateError: the pod would
+  reference a template about to vanish);
+- the whole call has a deadline (default 2 s, well under the webhook's timeoutSeconds);
+- names known to exist are cached for a short time (default 30 s) and dropped at once on a
+  watch DELETED event (:meth:`KubeTemplateEnsurer.forget`) or when an API call says NotFound;
+- ``dry_run`` creates nothing and calls nothing (``sideEffects: NoneOnDryRun``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from translate.render import MANAGED_BY, internal_from_template
+from webhook.errors import TemplateError
+
+logger = logging.getLogger(__name__)
+GROUP = "resource.k8s.io"
+PLURAL = "resourceclaimtemplates"
+
+
+class TemplateEnsurer(Protocol):
+    """Makes templates exist in their namespace (``metadata.namespace`` is always set)."""
+
+    async def ensure(self, templates: Sequence[Mapping[str, Any]], *, dry_run: bool) -> int:
+        """Returns how many were created; raises TemplateError when one cannot be ensured."""
+        ...
+
+
+def _same_spec(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    try:
+        return internal_from_template(stored) == internal_from_template(wanted)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+class KubeTemplateEnsurer:
+    """The real ensurer over a kubernetes-asyncio ``ApiClient`` (see the module docstring).
+
+    ``api_version``: ``resource.k8s.io/<version>`` to write; ``deadline``: seconds for one
+    ensure call; ``ttl``: seconds a name stays known; ``clock``: monotonic seconds (tests).
+    """
+
+    def __init__(self, api: client.ApiClient, api_version: str, *, deadline: float = 2.0, ttl: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._objects = client.CustomObjectsApi(api)
+        self.version = api_version.split("/", 1)[1]
+        self.deadline = deadline
+        self.ttl = ttl
+        self._clock = clock
+        self._known: dict[tuple[str, str], float] = {}
+        self.api_calls = 0
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop a cached name (a watch saw it deleted, or an API call said NotFound)."""
+        self._known.pop((namespace, name), None)
+
+    def known(self, namespace: str, name: str) -> bool:
+        """True while the name is cached as existing."""
+        expiry = self._known.get((namespace, name))
+        if expiry is None:
+            return False
+        if expiry <= self._clock():
+            del self._known[(namespace, name)]
+            return False
+        return True
+
+    async def ensure(self, templates: Sequence[Mapping[str, Any]], *, dry_run: bool) -> int:
+        """See :class:`TemplateEnsurer`."""
+        if dry_run:
+            return 0
+        created = 0
+        try:
+            async with asyncio.timeout(self.deadline):
+                for tpl in templates:
+                    created += await self._ensure_one(tpl)
+        except TimeoutError as exc:
+            raise TemplateError(f"no answer from the API server within {self.deadline:g}s") from exc
+        return created
+
+    async def _ensure_one(self, tpl: Mapping[str, Any]) -> int:
+        ns, name = str(tpl["metadata"]["namespace"]), str(tpl["metadata"]["name"])
+        if self.known(ns, name):
+            return 0
+        body = {**tpl, "apiVersion": f"{GROUP}/{self.version}"}
+        try:
+            self.api_calls += 1
+            await self._objects.create_namespaced_custom_object(GROUP, self.version, ns, PLURAL, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                self.forget(ns, name)
+                raise TemplateError(f"creating {ns}/{name}: HTTP {exc.status} {exc.reason}") from exc
+            await self._check_existing(ns, name, tpl)
+            self._known[(ns, name)] = self._clock() + self.ttl
+            return 0
+        logger.info("created ResourceClaimTemplate %s/%s", ns, name)
+        self._known[(ns, name)] = self._clock() + self.ttl
+        return 1
+
+    async def _check_existing(self, ns: str, name: str, tpl: Mapping[str, Any]) -> None:
+        try:
+            self.api_calls += 1
+            stored: dict[str, Any] = await self._objects.get_namespaced_custom_object(
+                GROUP, self.version, ns, PLURAL, name)
+        except ApiException as exc:
+            self.forget(ns, name)
+            raise TemplateError(f"reading {ns}/{name} after AlreadyExists: HTTP {exc.status} {exc.reason}") from exc
+        if stored.get("metadata", {}).get("deletionTimestamp"):
+            raise TemplateError(f"{ns}/{name} is being deleted")
+        if not _same_spec(stored, tpl):
+            raise TemplateError(f"{ns}/{name} exists with a different spec")
+
+    async def watch_deletions(self, stop: asyncio.Event, label_selector: str = "") -> None:
+        """Drop cache entries on DELETED (or deletionTimestamp) events until ``stop`` is set.
+
+        Lists/watches templates in every namespace with ``label_selector`` (the webhook uses
+        its own managed-by value); reconnects after errors with a short pause.
+        """
+        from kubernetes_asyncio import watch
+
+        selector = label_selector or f"{MANAGED_BY}=dra-bridge-webhook"
+        while not stop.is_set():
+            w = watch.Watch()
+            try:
+                stream = w.stream(self._objects.list_cluster_custom_object, GROUP, self.version, PLURAL,
+                                  label_selector=selector, timeout_seconds=60)
+                async for event in stream:
+                    obj = event.get("object") or {}
+                    meta = obj.get("metadata", {}) if isinstance(obj, dict) else {}
+                    if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
+                        self.forget(str(meta.get("namespace")), str(meta.get("name")))
+                    if stop.is_set():
+                        break
+            except (TimeoutError, ApiException, OSError, ValueError) as exc:
+                logger.warning("template watch: %s; retrying", exc)
+                await asyncio.sleep(1.0)
+            finally:
+                w.stop()
+                self._known.clear()  # events may have been missed while disconnected
+
+
+class NullEnsurer:
+    """An ensurer that creates nothing and always succeeds (no API server configured)."""
+
+    async def ensure(self, templates: Sequence[Mapping[str, Any]], *, dry_run: bool) -> int:
+        """Succeeds without doing anything."""
+        return 0
