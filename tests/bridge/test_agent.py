@@ -1,0 +1,250 @@
+"""The agent against a fake kubelet (real PodResources protocol on a unix socket) and a fake API.
+
+Time is an injectable clock: the settle period passes without sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bridge.agent import CONDITION_TYPE, MODE_LABEL, Agent
+from bridge.podresources.client import PodResourcesClient
+from bridge.publisher import Publisher
+from bridge.settings import Settings
+from bridge.state import InventoryStore
+from tests.bridge.conftest import FakeApi, KubeletServer
+from translate.catalog import load_catalog
+from translate.slices import NvmlFacts
+
+CATALOG = load_catalog()
+NODE = "gpu-node-1"
+LABELS = {
+    "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.family": "ampere",
+    "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0",
+    "nvidia.com/cuda.driver-version.full": "550.107.02", "nvidia.com/cuda.runtime-version.full": "12.4",
+    "nvidia.com/gpu.memory": "40960", "nvidia.com/mig-1g.5gb.memory": "4864",
+}
+INVENTORY = [
+    ("nvidia.com/gpu", "GPU-aaaa", [0]),
+    ("nvidia.com/gpu", "GPU-bbbb", [0, 1]),  # NUMA duplicate: two kubelet entries
+    ("nvidia.com/mig-1g.5gb", "MIG-cccc", [1]),
+    ("nvidia.com/gpu.shared", "GPU-dddd::0", [1]),
+    ("nvidia.com/gpu.shared", "GPU-dddd::1", [1]),
+]
+CAPACITY = {"nvidia.com/gpu": "2", "nvidia.com/mig-1g.5gb": "1", "nvidia.com/gpu.shared": "2"}
+ZERO = dict.fromkeys(CAPACITY, "0")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_agent(kubelet: KubeletServer, api: FakeApi, state_dir: Path, clock: Clock,
+               nvml: dict[str, NvmlFacts] | None = None) -> Agent:
+    settings = Settings(node_name=NODE, kubelet_dir=str(kubelet.dir), state_dir=str(state_dir),
+                        settle_period=60, poll_interval=1)
+    probe = (lambda: nvml) if nvml is not None else None
+    return Agent(settings, CATALOG, PodResourcesClient(kubelet.socket, timeout=1), InventoryStore(state_dir), api,
+                 Publisher(api, NODE, "dra-bridge.io"), nvml_probe=probe, clock=clock, wall=clock)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def legacy(kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock) -> Agent:
+    """An agent that recorded INVENTORY in legacy mode, with the plugin still serving."""
+    kubelet.fake.devices = list(INVENTORY)
+    kubelet.plugin_socket("nvidia-gpu.sock")
+    api.add_node(NODE, dict(LABELS), dict(CAPACITY))
+    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    report = await agent.tick()
+    assert report.mode == "legacy" and report.recorded == 5
+    return agent
+
+
+def hand_over(kubelet: KubeletServer, api: FakeApi) -> None:
+    """What the operator and the kubelet do: label the node, turn the plugin off, capacity drops to 0."""
+    api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "dra"
+    kubelet.plugin_socket("nvidia-gpu.sock", present=False)
+    kubelet.fake.devices = []
+    api.nodes[NODE]["status"]["capacity"] = dict(ZERO)
+    api.nodes[NODE]["status"]["allocatable"] = dict(ZERO)
+
+
+async def publish(agent: Agent, clock: Clock) -> None:
+    await agent.tick()
+    clock.now += 61
+    await agent.tick()
+    await agent.publisher.sync()
+
+
+async def test_legacy_mode_records_grouped_inventory_and_publishes_nothing(
+        legacy: Agent, api: FakeApi, tmp_path: Path) -> None:
+    doc = json.loads((tmp_path / "state" / "inventory.json").read_text())
+    assert doc["apiVersion"] == "state.dra-bridge.io/v1"
+    assert {d["deviceID"]: d["numaNodes"] for d in doc["devices"]}["GPU-bbbb"] == [0, 1]
+    assert doc["labels"]["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
+    await legacy.publisher.sync()
+    assert api.slices == {}
+
+
+async def test_hand_over_publishes_after_the_settle_period(
+        legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock) -> None:
+    hand_over(kubelet, api)
+    report = await legacy.tick()
+    assert [r.interlock for r in report.refusals] == ["settle"]
+    await legacy.publisher.sync()
+    assert api.slices == {}
+    clock.now += 61
+    report = await legacy.tick()
+    assert report.publishing and report.refusals == ()
+    await legacy.publisher.sync()
+    devices = {d["attributes"]["dra-bridge.io/deviceID"]["string"]: d for d in api.devices()}
+    assert sorted(devices) == ["GPU-aaaa", "GPU-bbbb", "GPU-dddd::0", "GPU-dddd::1", "MIG-cccc"]
+    assert devices["MIG-cccc"]["attributes"]["gpu.nvidia.com/profile"] == {"string": "1g.5gb"}
+    assert devices["GPU-dddd::1"]["attributes"]["gpu.nvidia.com/uuid"] == {"string": "GPU-dddd"}
+    assert devices["GPU-bbbb"]["attributes"]["dra-bridge.io/numaNodes"] == {"string": "0,1"}
+    assert any(e["reason"] == "PublicationStarted" for e in api.events)
+
+
+async def test_steady_state_makes_zero_writes(legacy: Agent, kubelet: KubeletServer, api: FakeApi,
+                                              clock: Clock) -> None:
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    writes, events = len(api.writes), len(api.events)
+    for _ in range(5):
+        clock.now += 30
+        await legacy.tick()
+        await legacy.publisher.sync()
+    assert (len(api.writes), len(api.events)) == (writes, events)
+
+
+@pytest.mark.parametrize("interlock", ["plugin-socket", "node-capacity", "devices-held", "other-driver"])
+async def test_each_interlock_refuses_to_publish(legacy: Agent, kubelet: KubeletServer, api: FakeApi,
+                                                 clock: Clock, interlock: str) -> None:
+    hand_over(kubelet, api)
+    if interlock == "plugin-socket":
+        kubelet.plugin_socket("nvidia-gpu.sock")
+    elif interlock == "node-capacity":
+        api.nodes[NODE]["status"]["capacity"]["nvidia.com/gpu"] = "2"  # kept 5 minutes after the plugin left
+    elif interlock == "devices-held":
+        kubelet.fake.held = {"kube-system/dcgm-exporter-x": {"exporter": [("nvidia.com/gpu", "GPU-aaaa")]}}
+    else:
+        api.slices["vendor-slice"] = {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "vendor-slice"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": NODE, "pool": {"name": NODE},
+                     "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": "GPU-aaaa"}}}]}}
+    await legacy.tick()
+    clock.now += 600
+    report = await legacy.tick()
+    await legacy.publisher.sync()
+    assert not report.publishing
+    assert [r.interlock for r in report.refusals] == [interlock]
+    assert not any(s["spec"]["driver"] == "dra-bridge.io" for s in api.slices.values())
+    assert legacy.health.interlocks[interlock]
+    assert any(e["reason"] == "PublicationRefused" and interlock in e["message"] for e in api.events)
+    metrics = legacy.metrics.text().decode()
+    assert f'dra_bridge_interlock_refused{{interlock="{interlock}"}} 1.0' in metrics
+
+
+async def test_kubelet_restart_that_offers_nothing_does_not_publish_or_erase_the_record(
+        legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, tmp_path: Path) -> None:
+    # the kubelet restarts: it deletes plugin sockets and offers nothing for a while, but the
+    # node still reports the capacity, and the operator has labelled the node already
+    api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "dra"
+    kubelet.plugin_socket("nvidia-gpu.sock", present=False)
+    kubelet.fake.devices = []
+    await kubelet.stop()
+    report = await legacy.tick()
+    assert not legacy.health.ready and "does not exist" in legacy.health.kubelet
+    await kubelet.start()
+    clock.now += 600
+    report = await legacy.tick()
+    assert [r.interlock for r in report.refusals] == ["node-capacity"]
+    assert legacy.health.ready
+    await legacy.publisher.sync()
+    assert api.slices == {}
+    assert len(InventoryStore(tmp_path / "state").load().devices) == 5
+
+
+async def test_device_offered_again_is_withdrawn_with_an_alarm(legacy: Agent, kubelet: KubeletServer,
+                                                                api: FakeApi, clock: Clock) -> None:
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    assert api.slices
+    kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0])]  # the device plugin came back
+    report = await legacy.tick()
+    await legacy.publisher.sync()
+    assert report.alarm and "GPU-aaaa" in report.alarm
+    assert api.slices == {}
+    assert any(e["reason"] == "DeviceOfferedAgain" for e in api.events)
+
+
+async def test_inventory_changes_in_legacy_mode_are_recorded(legacy: Agent, kubelet: KubeletServer,
+                                                             tmp_path: Path) -> None:
+    kubelet.fake.devices = [*INVENTORY, ("nvidia.com/gpu", "GPU-eeee", [1])]
+    await legacy.tick()
+    assert "GPU-eeee" in InventoryStore(tmp_path / "state").load().device_ids()
+    kubelet.fake.devices = INVENTORY[:1]
+    await legacy.tick()
+    assert InventoryStore(tmp_path / "state").load().device_ids() == {"GPU-aaaa"}
+
+
+async def test_leaving_dra_mode_withdraws_and_reports_prepared_claims(legacy: Agent, kubelet: KubeletServer,
+                                                                     api: FakeApi, clock: Clock) -> None:
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "legacy"
+    report = await legacy.tick()
+    await legacy.publisher.sync()
+    assert not report.publishing and api.slices == {}
+    (condition,) = [c for c in api.nodes[NODE]["status"]["conditions"] if c["type"] == CONDITION_TYPE]
+    assert condition["status"] == "False" and condition["message"].startswith("0 prepared claim")
+
+
+async def test_restarted_agent_publishes_from_the_recorded_state(legacy: Agent, kubelet: KubeletServer,
+                                                                api: FakeApi, clock: Clock, tmp_path: Path) -> None:
+    hand_over(kubelet, api)
+    fresh = make_agent(kubelet, api, tmp_path / "state", clock)
+    await publish(fresh, clock)
+    assert len(api.devices()) == 5
+
+
+async def test_api_server_down_is_unready_and_keeps_the_record(legacy: Agent, api: FakeApi, tmp_path: Path) -> None:
+    api.fail = "connection refused"
+    report = await legacy.tick()
+    assert not legacy.health.ready and "connection refused" in legacy.health.api
+    assert report.recorded == 5
+    api.fail = ""
+    await legacy.tick()
+    assert legacy.health.ready
+
+
+async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(kubelet: KubeletServer, api: FakeApi,
+                                                                   tmp_path: Path, clock: Clock) -> None:
+    nvml: dict[str, NvmlFacts] = {
+        "GPU-aaaa": {"productName": "NVIDIA H100 80GB HBM3", "architecture": "Hopper",
+                     "cudaComputeCapability": "9.0", "memoryBytes": 80 << 30},
+        "GPU-bbbb": {"productName": "NVIDIA L4", "architecture": "Ada Lovelace", "cudaComputeCapability": "8.9"},
+    }
+    kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0]), ("nvidia.com/gpu", "GPU-bbbb", [1])]
+    api.add_node(NODE, {}, {"nvidia.com/gpu": "2"})
+    agent = make_agent(kubelet, api, tmp_path / "state", clock, nvml)
+    await agent.tick()
+    hand_over(kubelet, api)
+    del nvml["GPU-bbbb"]  # fell off the bus
+    await publish(agent, clock)
+    (device,) = api.devices()
+    assert device["attributes"]["gpu.nvidia.com/productName"] == {"string": "NVIDIA H100 80GB HBM3"}
+    assert device["attributes"]["dra-bridge.io/source"] == {"string": "nvml"}
+    assert device["capacity"]["gpu.nvidia.com/memory"] == {"value": "80Gi"}

@@ -1,0 +1,130 @@
+"""The ResourceSlice publisher against the in-memory API server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bridge.errors import PublishError
+from bridge.publisher import Publisher, is_subset
+from tests.bridge.conftest import FakeApi
+from translate.catalog import load_catalog
+from translate.slice_render import SliceDevice
+from translate.slices import InventoryDevice, build_devices
+
+CATALOG = load_catalog()
+
+
+def make_devices(n: int, resource: str = "nvidia.com/gpu") -> list[SliceDevice]:
+    inv = [InventoryDevice(resourceName=resource, deviceID=f"GPU-{i}", numaNodes=[0]) for i in range(n)]
+    return build_devices(inv, CATALOG)[0]
+
+
+async def test_second_identical_publish_makes_no_api_writes(api: FakeApi) -> None:
+    pub = Publisher(api, "node-a", "dra-bridge.io")
+    pub.owner_uid = "uid-node-a"
+    pub.update(make_devices(2))
+    assert await pub.sync() is True
+    assert pub.stats.creates == 1
+    pub.update(make_devices(2))
+    assert await pub.sync() is False
+    assert pub.stats.writes == 1
+    stored = next(iter(api.slices.values()))
+    assert stored["apiVersion"] == "resource.k8s.io/v1"
+    assert stored["metadata"]["ownerReferences"][0] == {
+        "apiVersion": "v1", "kind": "Node", "name": "node-a", "uid": "uid-node-a", "controller": True}
+    assert stored["spec"]["nodeName"] == "node-a" and "allNodes" not in stored["spec"]
+
+
+async def test_changed_inventory_bumps_the_pool_generation(api: FakeApi) -> None:
+    pub = Publisher(api, "node-a", "dra-bridge.io")
+    pub.update(make_devices(2))
+    await pub.sync()
+    pub.update(make_devices(3))
+    assert await pub.sync() is True
+    (stored,) = api.slices.values()
+    assert stored["spec"]["pool"]["generation"] == 1
+    assert len(stored["spec"]["devices"]) == 3
+    assert pub.stats.updates == 1
+
+
+async def test_more_than_128_devices_split_and_shrinking_deletes_stale_slices(api: FakeApi) -> None:
+    pub = Publisher(api, "node-a", "dra-bridge.io")
+    pub.update(make_devices(300, "nvidia.com/gpu.shared"))
+    await pub.sync()
+    assert sorted(len(s["spec"]["devices"]) for s in api.slices.values()) == [44, 128, 128]
+    pub.update(make_devices(10, "nvidia.com/gpu.shared"))
+    await pub.sync()
+    assert list(api.slices) == ["node-a-dra-bridge-io-0"]
+    assert pub.stats.deletes == 2
+    assert api.slices["node-a-dra-bridge-io-0"]["spec"]["pool"] == {
+        "name": "node-a", "generation": 1, "resourceSliceCount": 1}
+
+
+async def test_slice_deleted_by_someone_else_is_recreated(api: FakeApi) -> None:
+    pub = Publisher(api, "node-a", "dra-bridge.io")
+    pub.update(make_devices(1))
+    await pub.sync()
+    api.slices.clear()  # the kubelet wipes a node's slices when it restarts
+    assert await pub.sync() is True
+    assert pub.stats.creates == 2
+
+
+async def test_withdrawing_deletes_only_our_pool(api: FakeApi) -> None:
+    other = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+             "metadata": {"name": "vendor", "resourceVersion": "1"},
+             "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-a", "pool": {"name": "node-a"}, "devices": []}}
+    api.slices["vendor"] = other
+    pub = Publisher(api, "node-a", "dra-bridge.io")
+    pub.update(make_devices(1))
+    await pub.sync()
+    pub.update(None)
+    await pub.sync()
+    assert list(api.slices) == ["vendor"]
+
+
+async def test_v1beta1_is_used_when_it_is_the_only_served_version() -> None:
+    api = FakeApi(served=["resource.k8s.io/v1beta1"])
+    pub = Publisher(api, "node-a", "dra-bridge.io")
+    pub.update(make_devices(1))
+    await pub.sync()
+    (stored,) = api.slices.values()
+    assert stored["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert "basic" in stored["spec"]["devices"][0]
+    assert await pub.sync() is False
+
+
+async def test_no_served_version_is_a_publish_error() -> None:
+    pub = Publisher(FakeApi(served=[]), "node-a", "dra-bridge.io")
+    with pytest.raises(PublishError, match="serves none"):
+        await pub.version()
+
+
+async def test_api_errors_back_off_exponentially_then_recover(api: FakeApi) -> None:
+    sleeps: list[float] = []
+    stop = asyncio.Event()
+
+    async def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 4:
+            api.fail = ""
+
+    pub = Publisher(api, "node-a", "dra-bridge.io", sleep=fake_sleep, backoff_initial=1, backoff_max=4)
+    pub.update(make_devices(1))
+    api.fail = "API server down"
+    task = asyncio.create_task(pub.run(stop, resync=60))
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if api.slices:
+            break
+    stop.set()
+    await asyncio.wait_for(task, 1)
+    assert sleeps == [1, 2, 4, 4]
+    assert pub.stats.errors == 4 and pub.healthy
+    assert len(api.slices) == 1
+
+
+def test_empty_lists_match_fields_the_server_omitted() -> None:
+    assert is_subset({"spec": {"devices": [], "x": 1}}, {"spec": {"x": 1, "extra": 2}})
+    assert not is_subset({"spec": {"devices": [{"name": "a"}]}}, {"spec": {}})

@@ -1,0 +1,121 @@
+"""Small bridge units: committed stubs match the .proto, state file, settings, interlock rules, exports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bridge
+from bridge.errors import SettingsError, StateError
+from bridge.interlocks import Observation, evaluate, socket_serves
+from bridge.podresources.client import to_json
+from bridge.settings import Settings
+from bridge.state import Inventory, InventoryStore
+from translate.slices import InventoryDevice, group_allocatable
+
+ROOT = Path(__file__).resolve().parents[2]
+STUBS = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py")
+
+
+def test_committed_stubs_match_a_fresh_generation(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I", str(ROOT), f"--python_out={tmp_path}",
+                    f"--pyi_out={tmp_path}", f"--grpc_python_out={tmp_path}", "bridge/podresources/api.proto"],
+                   check=True, cwd=ROOT)
+    for name in STUBS:
+        fresh = (tmp_path / "bridge" / "podresources" / name).read_text()
+        assert fresh == (ROOT / "bridge" / "podresources" / name).read_text(), f"{name} is stale: regenerate it"
+
+
+def test_wire_names_match_the_kubelet() -> None:
+    from bridge.podresources import api_pb2
+
+    service = api_pb2.DESCRIPTOR.services_by_name["PodResourcesLister"]
+    assert service.full_name == "v1.PodResourcesLister"
+    assert [m.name for m in service.methods] == ["List", "GetAllocatableResources", "Get"]
+    numbers = {f.name: f.number for f in api_pb2.ContainerDevices.DESCRIPTOR.fields}
+    assert numbers == {"resource_name": 1, "device_ids": 2, "topology": 3}
+    assert api_pb2.NUMANode.DESCRIPTOR.fields_by_name["ID"].number == 1
+    assert "class_name" not in api_pb2.DynamicResource.DESCRIPTOR.fields_by_name
+    assert api_pb2.DynamicResource.DESCRIPTOR.fields_by_name["claim_name"].number == 2
+
+
+def test_protobuf_json_of_numa_zero_omits_the_id_and_still_groups() -> None:
+    from bridge.podresources import api_pb2
+
+    msg = api_pb2.AllocatableResourcesResponse(devices=[
+        api_pb2.ContainerDevices(resource_name="nvidia.com/gpu", device_ids=["GPU-a"],
+                                 topology=api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=0)])),
+        api_pb2.ContainerDevices(resource_name="nvidia.com/gpu", device_ids=["GPU-a"],
+                                 topology=api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=1)]))])
+    doc = to_json(msg)
+    assert doc["devices"][0]["topology"]["nodes"] == [{}]
+    assert doc["devices"][1]["topology"]["nodes"] == [{"ID": "1"}]
+    assert group_allocatable(doc)[0]["numaNodes"] == [0, 1]
+
+
+def test_missing_state_file_is_an_empty_inventory(tmp_path: Path) -> None:
+    assert InventoryStore(tmp_path).load().empty
+
+
+def test_state_round_trips_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    store = InventoryStore(tmp_path / "d")
+    inv = Inventory("n", (InventoryDevice(resourceName="nvidia.com/gpu", deviceID="GPU-a", numaNodes=[0]),),
+                    {"nvidia.com/gpu.product": "X"}, {"GPU-a": {"productName": "X"}}, 5.0)
+    store.save(inv)
+    assert store.load() == inv
+    assert os.listdir(tmp_path / "d") == ["inventory.json"]
+
+
+@pytest.mark.parametrize("text", ["{", json.dumps({"apiVersion": "v0"}),
+                                  json.dumps({"apiVersion": "state.dra-bridge.io/v1", "devices": [{"x": 1}]})],
+                         ids=["torn", "wrong-version", "bad-device"])
+def test_unreadable_state_is_a_state_error(tmp_path: Path, text: str) -> None:
+    (tmp_path / "inventory.json").write_text(text)
+    with pytest.raises(StateError, match=r"inventory\.json"):
+        InventoryStore(tmp_path).load()
+
+
+def test_flags_win_over_env_twins_which_win_over_defaults() -> None:
+    s = Settings.from_args(["--node-name", "a"], {"NODE_NAME": "b", "POLL_INTERVAL": "5", "KUBELET_DIR": "/k"})
+    assert (s.node_name, s.poll_interval, s.kubelet_dir, s.driver_name) == ("a", 5.0, "/k", "dra-bridge.io")
+
+
+@pytest.mark.parametrize(("env", "flag"), [({"NODE_NAME": ""}, "NODE_NAME"), ({"NODE_NAME": "a", "POLL_INTERVAL": "x"},
+                                           "POLL_INTERVAL"), ({"NODE_NAME": "a", "DRIVER_NAME": "Bad_Name"}, "DRIVER_NAME")])
+def test_bad_settings_name_the_flag_and_env_twin(env: dict[str, str], flag: str) -> None:
+    with pytest.raises(SettingsError, match=flag):
+        Settings.from_env(env).validate()
+
+
+@pytest.mark.parametrize(("resource", "socket", "serves"), [
+    ("nvidia.com/gpu", "nvidia-gpu.sock", True), ("nvidia.com/mig-1g.5gb", "nvidia-mig-1g.5gb.sock", True),
+    ("nvidia.com/gpu", "nvidia-gpu.shared.sock", False), ("nvidia.com/gpu", "kubelet.sock", False),
+    ("amd.com/gpu", "amdgpu.sock", True), ("gpu.intel.com/i915", "intel-gpu-i915.sock", True),
+    ("amd.com/gpu", "sriov-net.sock", False),
+])
+def test_plugin_socket_names(resource: str, socket: str, serves: bool) -> None:
+    assert socket_serves(resource, socket) is serves
+
+
+def test_settle_period_counts_from_when_all_interlocks_first_held() -> None:
+    inv = Inventory("n", (InventoryDevice(resourceName="nvidia.com/gpu", deviceID="GPU-a", numaNodes=[]),))
+    first = evaluate(inv, Observation(now=100), None, 30)
+    assert not first.publish and first.clear_since == 100
+    assert not evaluate(inv, Observation(now=129), first.clear_since, 30).publish
+    assert evaluate(inv, Observation(now=130), first.clear_since, 30).publish
+    refused = evaluate(inv, Observation(now=131, node_capacity={"nvidia.com/gpu": "1"}), 100, 30)
+    assert refused.clear_since is None and not refused.publish
+
+
+def test_empty_record_refuses() -> None:
+    assert [r.interlock for r in evaluate(Inventory(), Observation(now=0), None, 0).refusals] == ["inventory"]
+
+
+def test_public_surface_matches_all() -> None:
+    public = {n for n in vars(bridge) if not n.startswith("_") and n[0].isupper()}
+    assert set(bridge.__all__) == public
