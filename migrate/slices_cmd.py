@@ -1,0 +1,115 @@
+"""``dra-migrate slices``: the ResourceSlices the bridge would publish for a node, offline.
+
+Inputs:
+    --podresources FILE   the protobuf JSON mapping of the kubelet's ``AllocatableResourcesResponse``
+                          (exactly what ``dra-bridge inventory --json`` prints), JSON or YAML
+    --node-labels FILE    optional: the node's labels, a plain ``{key: value}`` map or a whole
+                          Node object (``metadata.labels`` is used), JSON or YAML
+    --api-version V       ``resource.k8s.io/v1`` (default), ``v1beta2`` or ``v1beta1`` (short forms accepted)
+    --catalog FILE        optional user catalog extending the shipped one
+
+Output: the slices as a YAML stream on ``out``; warnings (resources left out, values that break an
+API rule) on ``err``. Exit 0 on success, 1 on an unreadable or invalid file, with a message
+naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from translate.catalog import load_catalog
+from translate.errors import TranslateError
+from translate.slice_render import API_VERSIONS, render_slice
+from translate.slices import DEFAULT_DRIVER, build_slices, group_allocatable
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+
+
+class _FileError(Exception):
+    pass
+
+
+def _load(path: str) -> Any:
+    try:
+        text = Path(path).read_text("utf-8")
+    except OSError as exc:
+        raise _FileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise _FileError(f"{path}: neither JSON nor YAML: {exc}") from exc
+
+
+def _labels(doc: Any, path: str) -> dict[str, str]:
+    if isinstance(doc, dict) and doc.get("kind") == "Node":
+        doc = (doc.get("metadata") or {}).get("labels") or {}
+    if not isinstance(doc, dict):
+        raise _FileError(f"{path}: (top level): expected a map of node labels or a Node object")
+    for key, value in doc.items():
+        if not isinstance(key, str) or not isinstance(value, str | int | float | bool):
+            raise _FileError(f"{path}: {key}: a label value must be a string")
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
+
+
+def _api_version(value: str) -> str:
+    full = value if value.startswith("resource.k8s.io/") else f"resource.k8s.io/{value}"
+    if full not in API_VERSIONS:
+        raise _FileError(f"--api-version: {value!r} is not one of {', '.join(API_VERSIONS)}")
+    return full
+
+
+def run_slices(node: str, podresources_path: str, node_labels_path: str | None, api_version: str,
+               catalog_path: str | None, out: TextIO, err: TextIO) -> int:
+    """Print the slices for ``node``; see the module docstring. Returns the exit code."""
+    try:
+        version = _api_version(api_version)
+        catalog_text = None
+        if catalog_path:
+            try:
+                catalog_text = Path(catalog_path).read_text("utf-8")
+            except OSError as exc:
+                raise _FileError(f"{catalog_path}: cannot read: {exc.strerror or exc}") from exc
+        catalog = load_catalog(catalog_text, catalog_path or "user catalog")
+        try:
+            inventory = group_allocatable(_load(podresources_path))
+        except TranslateError as exc:
+            raise _FileError(f"{podresources_path}: {exc}") from exc
+        labels = _labels(_load(node_labels_path), node_labels_path) if node_labels_path else {}
+        build = build_slices(node, inventory, catalog, labels, driver=catalog.bridge_driver or DEFAULT_DRIVER)
+    except (_FileError, TranslateError) as exc:
+        err.write(f"dra-migrate slices: {exc}\n")
+        return EXIT_ERROR
+    for warning in build.warnings:
+        err.write(f"warning: {warning}\n")
+    docs = [render_slice(s, version) for s in build.slices]
+    out.write(yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
+    return EXIT_OK
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``slices`` subcommand's flags."""
+    parser.add_argument("--node", required=True, help="node name (the pool name and spec.nodeName)")
+    parser.add_argument("--podresources", required=True, help="AllocatableResourcesResponse as protobuf JSON")
+    parser.add_argument("--node-labels", default=None, help="node labels (map or Node object), JSON or YAML")
+    parser.add_argument("--api-version", default="resource.k8s.io/v1", help="v1, v1beta2 or v1beta1")
+    parser.add_argument("--catalog", default=None, help="user catalog extending the shipped one")
+    return parser
+
+
+def main_slices(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run from parsed arguments (``node``, ``podresources``, ``node_labels``, ``api_version``, ``catalog``)."""
+    import sys
+
+    return run_slices(args.node, args.podresources, getattr(args, "node_labels", None),
+                      getattr(args, "api_version", "resource.k8s.io/v1"), getattr(args, "catalog", None),
+                      out or sys.stdout, err or sys.stderr)
