@@ -174,8 +174,10 @@ def parse_policy(doc: object, source: str) -> Policy:
             raise _fail(source, str(name), f"unknown key (known: {', '.join(known)})")
     if doc.get("apiVersion", POLICY_API_VERSION) != POLICY_API_VERSION:
         raise _fail(source, "apiVersion", f"must be {POLICY_API_VERSION}")
-    defaults = Settings(**_settings(doc.get("defaults") or {}, source, "defaults"))
-    raw_rules = doc.get("rules") or []
+    raw_defaults = doc.get("defaults")
+    defaults = Settings(**_settings({} if raw_defaults is None else raw_defaults, source, "defaults"))
+    raw_rules = doc.get("rules")
+    raw_rules = [] if raw_rules is None else raw_rules
     if not isinstance(raw_rules, list):
         raise _fail(source, "rules", "must be a list")
     rules = []

@@ -1,0 +1,55 @@
+"""Property test: whatever the body, the admission handler never answers 5xx nor raises."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.webhook.conftest import FakeEnsurer, make_admission_review, make_pod
+from webhook.handler import Admitter
+from webhook.runtime import Runtime
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+keys = st.sampled_from(["uid", "kind", "object", "namespace", "operation", "dryRun", "subResource", "name"])
+
+
+def _mutated_review(draw: Any) -> dict[str, Any]:
+    review = make_admission_review(make_pod(gpus=draw(st.sampled_from([1, "2", 0, -1, "x", None, 1.5]))))
+    for _ in range(draw(st.integers(0, 3))):
+        review["request"][draw(keys)] = draw(json_values)
+    if draw(st.booleans()):
+        spec = review["request"].get("object")
+        if isinstance(spec, dict):
+            spec.setdefault("spec", {})["containers"] = draw(json_values)
+    return review
+
+
+reviews = st.composite(lambda draw: _mutated_review(draw))()
+bodies = st.one_of(
+    st.binary(max_size=200),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    reviews.map(lambda r: json.dumps(r).encode()),
+)
+
+ADMITTER_RUNTIME = Runtime("resource.k8s.io/v1", require_tls=False)
+ADMITTER = Admitter(ADMITTER_RUNTIME.context, FakeEnsurer(), ADMITTER_RUNTIME.metrics)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=bodies, mode=st.sampled_from(["enforce", "audit"]))
+def test_admission_handler_never_answers_5xx(body: bytes, mode: Any) -> None:
+    status, answer = asyncio.run(ADMITTER.handle(body, mode))
+    assert status in (200, 400, 413)
+    json.dumps(answer)
+    if status == 200:
+        assert isinstance(answer["response"]["uid"], str) and answer["response"]["allowed"] in (True, False)
+    else:
+        assert "error" in answer

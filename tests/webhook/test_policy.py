@@ -1,0 +1,116 @@
+"""Policy: validation naming the key, rule matching, hot reload keeping the last good file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from tests.webhook.conftest import FakeEnsurer, body, make_admission_review, make_pod
+from webhook.errors import ConfigError, PolicyError
+from webhook.handler import Admitter
+from webhook.policy import Policy, Subject, load_policy
+from webhook.runtime import Runtime, watch_policy
+from webhook.server import make_app
+
+Client = TestClient[web.Request, web.Application]
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ("defaults: {onError: maybe}", "defaults.onError"),
+    ("defaults: {keepLegacy: 'yes'}", "defaults.keepLegacy"),
+    ("defaults: {hamiSlicing: halves}", "defaults.hamiSlicing"),
+    ("defaults: {mode: enforce}", "defaults.mode"),
+    ("rules: [{name: a}]", "rules[0].match"),
+    ("rules: [{match: {namespace: [x]}}]", "rules[0].match.namespace"),
+    ("rules: [{match: {podLabels: {a: 1}}}]", "rules[0].match.podLabels"),
+    ("rules: [{match: {}, deferToKEP5004: 3}]", "rules[0].deferToKEP5004"),
+    ("rules: {}", "rules"),
+    ("apiVersion: policy.dra-bridge.io/v2", "apiVersion"),
+    ("extra: 1", "extra"),
+    ("[1, 2]", "(top level)"),
+    ("defaults: [", "not valid YAML"),
+], ids=lambda v: v if len(v) < 30 else None)
+def test_invalid_policy_is_refused_naming_the_key(text: str, key: str) -> None:
+    with pytest.raises(PolicyError, match=re.escape(f"policy.yaml: {key}")):
+        load_policy(text, "policy.yaml")
+
+
+def test_first_matching_rule_overrides_the_defaults() -> None:
+    policy = load_policy("""
+defaults: {onError: deny}
+rules:
+  - name: ml-jobs
+    match: {namespaces: ["ml-*"], ownerKinds: [Job]}
+    keepLegacy: true
+  - name: custom-scheduler
+    match: {schedulerNames: [volcano]}
+    hamiSlicing: whole-devices
+  - name: labelled
+    match: {podLabels: {tier: gpu}}
+    onError: admit-unchanged
+""", "p")
+    job = policy.settings_for(Subject("ml-train", {}, "Job"))
+    assert (job.rule, job.keep_legacy, job.on_error) == ("ml-jobs", True, "deny")
+    assert policy.settings_for(Subject("ml-train", {}, "ReplicaSet")).rule == ""
+    assert policy.settings_for(Subject("x", {}, "", "volcano")).hami_slicing == "whole-devices"
+    assert policy.settings_for(Subject("x", {"tier": "gpu"})).on_error == "admit-unchanged"
+    assert policy.settings_for(Subject("x", {"tier": "cpu"})).on_error == "deny"
+    assert Policy().settings_for(Subject("x")).on_error == "admit-unchanged"
+
+
+def test_a_bad_new_file_keeps_the_last_good_policy_and_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults: {onError: deny}\n")
+    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
+    assert runtime.context().policy.defaults.on_error == "deny"
+    path.write_text("defaults: {onError: sometimes}\n")
+    runtime.check_files()
+    assert runtime.context().policy.defaults.on_error == "deny"
+    ready, detail = runtime.readiness()
+    assert ready is True and "defaults.onError" in detail["policy"]
+    assert "dra_webhook_config_reload_failures_total{file=\"policy\"} 1.0" in runtime.metrics.render().decode()
+    assert 'dra_webhook_config_valid{file="policy"} 0.0' in runtime.metrics.render().decode()
+    path.write_text("defaults: {onError: admit-unchanged}\n")
+    runtime.check_files()
+    assert runtime.context().policy.defaults.on_error == "admit-unchanged"
+    assert "refused" not in runtime.readiness()[1]["policy"]
+
+
+def test_a_bad_policy_at_startup_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules: 3\n")
+    with pytest.raises(ConfigError, match="rules: must be a list"):
+        watch_policy(path)
+
+
+async def test_on_error_deny_refuses_the_pod_with_a_clear_message(
+        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults: {onError: deny}\n")
+    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
+    ensurer = FakeEnsurer()
+    ensurer.fail = "forbidden by RBAC"
+    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, ensurer, runtime.metrics)))
+    resp = await client.post("/mutate/enforce", data=body(make_admission_review(make_pod())))
+    answer: dict[str, Any] = (await resp.json())["response"]
+    assert resp.status == 200 and answer["allowed"] is False and "patch" not in answer
+    assert answer["status"]["code"] == 403 and "forbidden by RBAC" in answer["status"]["message"]
+
+
+async def test_keep_legacy_rule_leaves_partial_translations_alone(
+        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules: [{name: strict, match: {namespaces: [team-a]}, keepLegacy: true}]\n")
+    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
+    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
+    pod = make_pod(priorityClassName="high")  # priority makes the translation partial
+    resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod)))
+    assert "patch" not in (await resp.json())["response"]
+    resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod, namespace="team-b")))
+    assert "patch" in (await resp.json())["response"]
