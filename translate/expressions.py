@@ -3,9 +3,9 @@
 Every expression built here reads an attribute only behind a membership test, so a device
 that lacks the attribute (or its whole domain) makes the selector false instead of raising a
 CEL runtime error, which would abort the pod's whole allocation ("no such key": see
-k8s.io/dynamic-resource-allocation cel/compile.go). String operations are also guarded by a
-``type(...) == string`` check, because the same attribute name may carry another type under
-another driver.
+k8s.io/dynamic-resource-allocation cel/compile.go). Method calls are also guarded by a type
+check (``type(x) in [string]``; the form ``type(x) == string`` exceeds the API server's CEL
+cost estimate), because the same attribute name may carry another type under another driver.
 
 All functions return CEL source text (``str``); quoting is done by :func:`literal`.
 """
@@ -63,7 +63,9 @@ def string_attribute_in(domain: str, name: str, values: Sequence[str]) -> str:
         test = f"{ref} == {literal(values[0])}"
     else:
         test = f"{ref} in [{', '.join(literal(v) for v in values)}]"
-    return f"({has_attribute(domain, name)} && type({ref}) == string && {test})"
+    # Equality and list membership are false across types (heterogeneous equality): no
+    # type guard needed, unlike method calls.
+    return f"({has_attribute(domain, name)} && {test})"
 
 
 def normalized_product(value: str) -> str:
@@ -92,9 +94,16 @@ def product_in(domain: str, name: str, values: Iterable[str]) -> str:
     ref = attribute(domain, name)
     listed = ", ".join(literal(v) for v in normal)
     return (
-        f"({has_attribute(domain, name)} && type({ref}) == string && "
+        f"({has_attribute(domain, name)} && type({ref}) in [string] && "
         f"{normalized_string_expr(ref)} in [{listed}])"
     )
+
+
+def is_version(ref: str) -> str:
+    """True when ``ref`` is not a string, int or bool, i.e. a version (Semver) value."""
+    # One list per type: CEL's type checker rejects a list literal mixing type(string) and
+    # type(int) (found by the API server's compiler in the e2e tests).
+    return " && ".join(f"!(type({ref}) in [{t}])" for t in ("string", "int", "bool"))
 
 
 def any_of(parts: Sequence[str]) -> str:

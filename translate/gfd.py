@@ -116,7 +116,8 @@ def _semver_text(raw: str) -> str:
 
 
 def _version_selector(req: Requirement, attr: str, part: str | None) -> str:
-    ref, has = _attr(attr), ex.has_attribute(DOMAIN, attr)
+    ref = _attr(attr)
+    has = f"{ex.has_attribute(DOMAIN, attr)} && {ex.is_version(ref)}"
     if part is None:
         if req.operator in ("Gt", "Lt"):
             raise Untranslatable(f"{req.key} {req.operator}: Gt/Lt need a single integer")
@@ -176,7 +177,7 @@ def selector_for(req: Requirement, kubernetes_minor: int,
             return test if op == "Exists" else ex.negate(test)
         ref = _attr("architecture")
         names = ", ".join(ex.literal(v.lower()) for v in req.values)
-        test = (f"({ex.has_attribute(DOMAIN, 'architecture')} && type({ref}) == string && "
+        test = (f"({ex.has_attribute(DOMAIN, 'architecture')} && type({ref}) in [string] && "
                 f"{ref}.lowerAscii().replace(\" \", \"-\") in [{names}])")
         return test if op == "In" else ex.negate(test)
     if key == "nvidia.com/mig.strategy":

@@ -156,7 +156,7 @@ def _hami(annotations: Mapping[str, str], path: str, out: Placement) -> None:
             # HAMi: a case-insensitive substring of the device model (pkg/device/devices.go CheckType).
             ref = ex.attribute(DOMAIN, "productName")
             contains = ex.any_of([f"{ref}.lowerAscii().contains({ex.literal(v.lower())})" for v in values])
-            test = f"({ex.has_attribute(DOMAIN, 'productName')} && type({ref}) == string && {contains})"
+            test = f"({ex.has_attribute(DOMAIN, 'productName')} && type({ref}) in [string] && {contains})"
         else:
             test = ex.string_attribute_in(DOMAIN, "uuid", values)
         out.selectors.append(test if key in (HAMI_USE_TYPE, HAMI_USE_UUID) else ex.negate(test))

@@ -40,7 +40,8 @@ T4_FROM_LABELS = nvidia_device(type="gpu", productName="Tesla-T4", architecture=
                                cudaComputeCapability=("version", "7.5.0"), memory="15360Mi", uuid="GPU-bbbb")
 MIG = nvidia_device(type="mig", productName="NVIDIA A100-SXM4-40GB", profile="1g.5gb", parentUUID="GPU-aaaa")
 BARE = {"name": "bare", "attributes": {}, "capacity": {}}
-ODD_TYPES = nvidia_device(type=1, productName=7, architecture=True, profile=3, uuid=5)
+ODD_TYPES = nvidia_device(type=1, productName=7, architecture=True, profile=3, uuid=5,
+                          cudaComputeCapability="8.0", driverVersion=550, cudaDriverVersion=True)
 OTHER_DRIVER = {"name": "nic-0", "attributes": {"model": {"string": "x"}}, "capacity": {}}
 DEVICES = {"a100": A100, "t4-labels": T4_FROM_LABELS, "mig": MIG, "bare": BARE, "odd-types": ODD_TYPES}
 
@@ -60,6 +61,7 @@ CASES = [
     ("product-mig-alias", "nvidia.com/gpu.product", "In", ["NVIDIA-A100-SXM4-40GB-MIG-1g.6gb"], {"mig"}),
     ("product-notin", "nvidia.com/gpu.product", "NotIn", ["Tesla-T4"], {"a100", "mig", "bare", "odd-types"}),
     ("product-exists", "nvidia.com/gpu.product", "Exists", [], {"a100", "t4-labels", "mig", "odd-types"}),
+    ("driver-notin", "nvidia.com/cuda.driver-version.full", "NotIn", ["550.107.02"], {"t4-labels", "mig", "bare", "odd-types"}),
     ("product-doesnotexist", "nvidia.com/gpu.product", "DoesNotExist", [], {"bare"}),
     ("memory-in-mib", "nvidia.com/gpu.memory", "In", ["15360"], {"t4-labels"}),
     ("memory-gt", "nvidia.com/gpu.memory", "Gt", ["20000"], {"a100"}),
