@@ -1,0 +1,165 @@
+"""The bridge agent against the real control plane (kube-apiserver, controller-manager, scheduler).
+
+One scenario on a kubelet-less fake Node, with the agent's real loop (``Agent.run``: ticks plus
+the publisher's resync) talking to the real API server through kubernetes-asyncio, and a fake
+kubelet serving the real PodResources protocol on a unix socket:
+
+1. legacy mode records the device plugin's inventory (three GPUs; NVML facts give two models);
+2. hand-over (plugin gone, ``dra-bridge.io/mode=dra``): the slices appear after the settle period;
+3. a claim whose selector is what translate builds for a GFD ``gpu.product`` nodeSelector is
+   allocated by the real scheduler on the H100, not on an L4;
+4. steady state: no API writes at all (slices, Node status, Events) over 20 polls. The poll
+   interval is shortened to 0.25 s (instead of 30 s), so 20 polls stand for 10 minutes;
+5. a GPU that NVML no longer sees is withdrawn: the slice is updated, the pool generation bumped;
+6. a slice deleted by hand comes back at the next resync;
+7. a slice of another driver listing one of our UUIDs stops publication (and says why on the Node).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.agent import MODE_LABEL, Agent
+from bridge.kube import RestKubeApi, connect
+from bridge.podresources.client import PodResourcesClient
+from bridge.publisher import Publisher
+from bridge.settings import Settings
+from bridge.state import InventoryStore
+from tests.bridge.conftest import KubeletServer
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for
+from translate import expressions as ex
+from translate.catalog import load_catalog
+from translate.slices import NvmlFacts
+
+pytestmark = pytest.mark.e2e
+
+V1 = "resource.k8s.io/v1"
+CATALOG = load_catalog()
+H100: NvmlFacts = {"productName": "NVIDIA H100 80GB HBM3", "architecture": "Hopper", "cudaComputeCapability": "9.0",
+                   "driverVersion": "580.126.20", "cudaDriverVersion": "13.0", "memoryBytes": 81559 << 20}
+L4: NvmlFacts = {"productName": "NVIDIA L4", "architecture": "Ada Lovelace", "cudaComputeCapability": "8.9",
+                 "driverVersion": "580.126.20", "cudaDriverVersion": "13.0", "memoryBytes": 23034 << 20}
+
+
+async def wait(fn: Callable[[], Any], timeout: float, what: str) -> Any:
+    return await asyncio.to_thread(wait_for, fn, timeout, what, interval=0.1)
+
+
+def our_slices(kube: KubeClient, node: str) -> list[dict[str, Any]]:
+    return kube.list(api_path(V1, "resourceslices"), field_selector=f"spec.nodeName={node},spec.driver=dra-bridge.io")
+
+
+def device_ids(slices: list[dict[str, Any]]) -> list[str]:
+    return sorted(d["attributes"]["dra-bridge.io/deviceID"]["string"] for s in slices for d in s["spec"]["devices"])
+
+
+@pytest.fixture
+async def kubelet_dir() -> AsyncIterator[KubeletServer]:
+    short = Path(f"/tmp/kle2e-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    server = KubeletServer(short)
+    await server.start()
+    yield server
+    await server.stop()
+    shutil.rmtree(short, ignore_errors=True)
+
+
+async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
+        control_plane: ControlPlane, kube: KubeClient, namespace: str, kubelet_dir: KubeletServer,
+        tmp_path: Path) -> None:
+    node = f"bridge-e2e-{uuid.uuid4().hex[:6]}"
+    create_fake_node(kube, node, labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
+    kubelet = kubelet_dir
+    kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa0001", [0]), ("nvidia.com/gpu", "GPU-bbbb0002", [0]),
+                            ("nvidia.com/gpu", "GPU-cccc0003", [1])]
+    kubelet.plugin_socket("nvidia-gpu.sock")
+    nvml: dict[str, NvmlFacts] = {"GPU-aaaa0001": dict(H100), "GPU-bbbb0002": dict(L4),  # type: ignore[dict-item]
+                                  "GPU-cccc0003": dict(L4)}  # type: ignore[dict-item]
+    settings = Settings(node_name=node, kubelet_dir=str(kubelet.dir), state_dir=str(tmp_path / "state"),
+                        poll_interval=0.25, settle_period=1.0, kubeconfig=str(control_plane.kubeconfig))
+    api_client = await connect(settings.kubeconfig)
+    api = RestKubeApi(api_client)
+    publisher = Publisher(api, node, settings.driver_name)
+    agent = Agent(settings, CATALOG, PodResourcesClient(kubelet.socket), InventoryStore(settings.state_dir), api,
+                  publisher, nvml_probe=lambda: nvml)
+    stop = asyncio.Event()
+    task = asyncio.create_task(agent.run(stop))
+    node_path = api_path("v1", "nodes", name=node)
+    try:
+        # 1. legacy: record, publish nothing
+        await wait(lambda: len(InventoryStore(settings.state_dir).load().devices) == 3, 10, "inventory recorded")
+        assert our_slices(kube, node) == []
+
+        # 2. hand-over
+        kubelet.plugin_socket("nvidia-gpu.sock", present=False)
+        kubelet.fake.devices = []
+        kube.patch(node_path, {"metadata": {"labels": {MODE_LABEL: "dra"}}})
+        slices = await wait(lambda: our_slices(kube, node), 15, "slices published")
+        assert device_ids(slices) == ["GPU-aaaa0001", "GPU-bbbb0002", "GPU-cccc0003"]
+        assert slices[0]["metadata"]["ownerReferences"][0]["kind"] == "Node"
+        assert publisher.api_version == V1  # discovery picked the newest served version
+
+        # 3. a claim with translate's product selector lands on the H100
+        for cls in CATALOG.device_classes([]):
+            if cls["metadata"]["name"] == "nvidia-gpu.dra-bridge.io" and not kube.exists(
+                    api_path(V1, "deviceclasses", name="nvidia-gpu.dra-bridge.io")):
+                kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
+        selector = ex.product_in("gpu.nvidia.com", "productName", ["NVIDIA-H100-80GB-HBM3"])
+        claim = {"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "gpu"},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                     "deviceClassName": "nvidia-gpu.dra-bridge.io", "selectors": [{"cel": {"expression": selector}}]}}]}}}
+        kube.create(api_path(V1, "resourceclaims", namespace), claim)
+        kube.create(api_path("v1", "pods", namespace), {"metadata": {"name": "p"}, "spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}})
+        allocated = await wait(lambda: kube.get(api_path(V1, "resourceclaims", namespace, "gpu"))
+                               .get("status", {}).get("allocation"), 30, "claim allocated")
+        (result,) = allocated["devices"]["results"]
+        by_name = {d["name"]: d for s in our_slices(kube, node) for d in s["spec"]["devices"]}
+        assert result["driver"] == "dra-bridge.io" and result["pool"] == node
+        assert by_name[result["device"]]["attributes"]["dra-bridge.io/deviceID"]["string"] == "GPU-aaaa0001"
+
+        # 4. steady state: zero writes
+        await asyncio.sleep(1.0)
+        before = (publisher.stats.writes, agent.node_writes,
+                  [s["metadata"]["resourceVersion"] for s in our_slices(kube, node)])
+        await asyncio.sleep(20 * settings.poll_interval)
+        after = (publisher.stats.writes, agent.node_writes,
+                 [s["metadata"]["resourceVersion"] for s in our_slices(kube, node)])
+        assert after == before, "a steady state must make no API writes"
+
+        # 5. NVML lost a GPU: slice updated, generation bumped
+        generation = our_slices(kube, node)[0]["spec"]["pool"]["generation"]
+        del nvml["GPU-cccc0003"]
+        slices = await wait(lambda: (s := our_slices(kube, node)) and len(device_ids(s)) == 2 and s, 10,
+                            "slice updated")
+        assert slices[0]["spec"]["pool"]["generation"] == generation + 1
+
+        # 6. deleted by hand: comes back
+        kube.delete(api_path(V1, "resourceslices", name=slices[0]["metadata"]["name"]))
+        await wait(lambda: len(device_ids(our_slices(kube, node))) == 2, 10, "slice re-created")
+
+        # 7. another driver lists our UUID: publication stops
+        kube.create(api_path(V1, "resourceslices"), {"apiVersion": V1, "kind": "ResourceSlice",
+                    "metadata": {"name": f"{node}-vendor"},
+                    "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {
+                        "name": node, "generation": 0, "resourceSliceCount": 1},
+                        "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": "GPU-aaaa0001"}}}]}})
+        await wait(lambda: our_slices(kube, node) == [], 10, "publication stopped")
+        assert "other-driver" in agent.health.interlocks
+        events = kube.list(api_path("v1", "events", "default"), field_selector=f"involvedObject.name={node}")
+        assert any(e["reason"] == "PublicationRefused" and "other-driver" in e["message"] for e in events)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await api_client.close()
+        kube.delete(api_path(V1, "resourceslices", name=f"{node}-vendor"), ignore_missing=True)
+        kube.delete(node_path, ignore_missing=True)
