@@ -25,6 +25,7 @@ Shapes: the *internal form* of a slice is the v1 shape without ``apiVersion``/``
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NewType, TypedDict
@@ -110,15 +111,21 @@ def binary_quantity(value: int) -> str:
     return f"{value}{suffixes[exp]}"
 
 
+@functools.lru_cache(maxsize=1024)
+def is_qualified_name(name: str) -> bool:
+    """A QualifiedName: C identifier <= 32 chars, optionally ``<DNS subdomain <= 63>/`` before it."""
+    m = _QUALIFIED_RE.fullmatch(name)
+    domain = m.group("domain") if m else None
+    return m is not None and (domain is None or (len(domain) <= 63 and is_dns_subdomain(domain)))
+
+
 def check_attribute(name: str, value: AttributeValue) -> str | None:
     """Why an attribute would be rejected by the API server, or None when it is valid.
 
     Rules: the qualified name (C identifier <= 32 chars, optional DNS-subdomain domain <= 63),
     exactly one value kind, strings/versions <= 64 bytes, versions valid semver.
     """
-    m = _QUALIFIED_RE.fullmatch(name)
-    if m is None or (m.group("domain") is not None
-                     and (len(m.group("domain")) > 63 or not is_dns_subdomain(m.group("domain")))):
+    if not is_qualified_name(name):
         return f"attribute name {name!r} is not a qualified name"
     if len(value) != 1:
         return f"attribute {name} must set exactly one value kind, has {sorted(value)}"
@@ -186,10 +193,17 @@ def pool_slices(node: str, driver: str, devices: Sequence[SliceDevice], generati
                 "driver": driver,
                 "nodeName": node,
                 "pool": {"name": node, "generation": generation, "resourceSliceCount": len(chunks)},
-                "devices": copy.deepcopy(chunk),
+                "devices": [_copy_device(d) for d in chunk],
             },
         })
     return out
+
+
+def _copy_device(device: SliceDevice) -> SliceDevice:
+    """A new device dict (the value dicts are one level deep, so this is a full copy)."""
+    return SliceDevice(name=device["name"],
+                       attributes={k: AttributeValue(**v) for k, v in device["attributes"].items()},
+                       capacity={k: Capacity(value=v["value"]) for k, v in device["capacity"].items()})
 
 
 def render_slice(internal: Mapping[str, Any], api_version: str) -> dict[str, Any]:
