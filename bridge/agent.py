@@ -290,8 +290,10 @@ class Agent:
             report.mode = "dra" if labels.get(MODE_LABEL) == "dra" else "legacy"
             if report.mode == "legacy":
                 self._record(offered, labels, nvml)
-                self.clear_since = None
-                self._report(Decision(False, (), None))
+                self.clear_since, self._refused, self._alarm = None, (), None
+                self.health.interlocks = {}
+                for name in INTERLOCKS:
+                    self.metrics.refused.labels(interlock=name).set(0)
                 self.publisher.update(None)
                 report.publishing = False
             else:

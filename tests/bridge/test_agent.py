@@ -210,6 +210,8 @@ async def test_leaving_dra_mode_withdraws_and_reports_prepared_claims(legacy: Ag
     assert not report.publishing and api.slices == {}
     (condition,) = [c for c in api.nodes[NODE]["status"]["conditions"] if c["type"] == CONDITION_TYPE]
     assert condition["status"] == "False" and condition["message"].startswith("0 prepared claim")
+    assert [e["reason"] for e in api.events].count("PublicationStarted") == 1
+    assert legacy.health.interlocks == {}
 
 
 async def test_restarted_agent_publishes_from_the_recorded_state(legacy: Agent, kubelet: KubeletServer,
