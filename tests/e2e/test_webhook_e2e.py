@@ -1,0 +1,305 @@
+"""The webhook through a real kube-apiserver, controller-manager and scheduler.
+
+The webhook runs as a subprocess (``python -m webhook.cli serve``) on loopback over TLS
+(certificate from ``webhook.certs`` with IP SAN 127.0.0.1), registered by a real
+MutatingWebhookConfiguration (url, caBundle, namespaceSelector, NoneOnDryRun, Fail, 10 s).
+Two servers run: one writing resource.k8s.io/v1, one told to use v1beta1. Fake nodes carry
+ResourceSlices of the bridge driver: a Tesla T4 node and an A100 node.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.controlplane import REPO_ROOT, ControlPlane
+from tests.e2e.kubeapi import (
+    ApiError,
+    KubeClient,
+    api_path,
+    create_fake_node,
+    create_namespace,
+    wait_for,
+    wait_for_object,
+)
+from translate.catalog import load_catalog
+from translate.plan import CONVERSION_ANNOTATION
+from translate.render import CONVERTED_LABEL, internal_from_template
+from webhook.certs import write_certs
+
+pytestmark = pytest.mark.e2e
+
+V1 = "resource.k8s.io/v1"
+V1BETA1 = "resource.k8s.io/v1beta1"
+DRIVER = "dra-bridge.io"
+MODE_LABEL = "dra-bridge-e2e/webhook"
+A100_PRODUCT = "NVIDIA A100-SXM4-40GB"
+EXAMPLES = REPO_ROOT / "tests" / "data" / "examples"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Webhook:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
+
+
+def _start(cp: ControlPlane, certs: Any, workdir: Path, api_version: str) -> Webhook:
+    port = _port()
+    log = workdir / f"webhook-{api_version.rsplit('/', 1)[-1]}.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+         "--tls-cert-file", str(certs.cert), "--tls-key-file", str(certs.key), "--kubeconfig", str(cp.kubeconfig),
+         "--api-version", api_version, "--reload-interval", "0.5"],
+        cwd=REPO_ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=ctx, timeout=2) as resp:
+                if resp.status == 200:
+                    return Webhook(proc, port, log)
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"webhook did not become ready:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.1)
+
+
+def _entry(name: str, port: int, path: str, ca: bytes, label: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca).decode()},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
+                   "scope": "Namespaced"}],
+        "namespaceSelector": {"matchLabels": {MODE_LABEL: label}},
+        "sideEffects": "NoneOnDryRun",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 10,
+        "reinvocationPolicy": "IfNeeded",
+    }
+
+
+@dataclass
+class Cluster:
+    kube: KubeClient
+    v1: Webhook
+    v1beta1: Webhook
+    a100: str
+    t4: str
+    namespaces: list[str]
+
+
+def _device(i: int, product: str) -> dict[str, Any]:
+    return {"name": f"gpu-{i}", "attributes": {
+        "resourceName": {"string": "nvidia.com/gpu"},
+        "gpu.nvidia.com/productName": {"string": product},
+        "gpu.nvidia.com/type": {"string": "gpu"},
+    }}
+
+
+@pytest.fixture(scope="module")
+def cluster(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    workdir = tmp_path_factory.mktemp("webhook-e2e")
+    certs = write_certs(workdir / "certs", "dra-bridge", "dra-bridge-webhook", ("127.0.0.1",))
+    for cls in load_catalog().device_classes():
+        try:
+            kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
+        except ApiError as err:
+            if err.code != 409:
+                raise
+    suffix = uuid.uuid4().hex[:6]
+    nodes = {f"t4-{suffix}": "Tesla T4", f"a100-{suffix}": A100_PRODUCT}
+    for node, product in nodes.items():
+        create_fake_node(kube, node, labels={"nvidia.com/gpu.product": product.replace(" ", "-")})
+        kube.create(api_path(V1, "resourceslices"), {
+            "apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-{DRIVER}"},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                  "resourceSliceCount": 1},
+                     "devices": [_device(i, product) for i in range(16)]}})
+    v1 = _start(control_plane, certs, workdir, "v1")
+    v1beta1 = _start(control_plane, certs, workdir, "v1beta1")
+    ca = certs.ca_cert.read_bytes()
+    mwc_name = f"dra-bridge-e2e-{suffix}"
+    kube.create(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"), {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": mwc_name},
+        "webhooks": [_entry("enforce.v1.dra-bridge.io", v1.port, "/mutate/enforce", ca, "enforce"),
+                     _entry("audit.v1.dra-bridge.io", v1.port, "/mutate/audit", ca, "audit"),
+                     _entry("enforce.v1beta1.dra-bridge.io", v1beta1.port, "/mutate/enforce", ca, "enforce-v1beta1")],
+    })
+    try:
+        cluster = Cluster(kube, v1, v1beta1, f"a100-{suffix}", f"t4-{suffix}", [])
+        yield cluster
+    finally:
+        kube.delete(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc_name),
+                    ignore_missing=True)
+        for hook in (v1, v1beta1):
+            hook.proc.terminate()
+            try:
+                hook.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                hook.proc.kill()
+            if os.environ.get("DRA_BRIDGE_KEEP_LOGS") == "1":
+                print(hook.tail())
+        for node in nodes:
+            kube.delete(api_path(V1, "resourceslices", name=f"{node}-{DRIVER}"), ignore_missing=True)
+            kube.delete(api_path("v1", "nodes", name=node), ignore_missing=True)
+        for ns in cluster.namespaces if "cluster" in locals() else []:
+            kube.delete(api_path("v1", "namespaces", name=ns), ignore_missing=True)
+
+
+def _namespace(cluster: Cluster, mode: str) -> str:
+    name = f"wh-{mode}-{uuid.uuid4().hex[:6]}"
+    create_namespace(cluster.kube, name)
+    cluster.namespaces.append(name)
+    cluster.kube.patch(api_path("v1", "namespaces", name=name), {"metadata": {"labels": {MODE_LABEL: mode}}})
+    return name
+
+
+def _legacy_pod(name: str, gpus: int = 2) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"},
+                     "containers": [{"name": "cuda", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}
+
+
+def _deployment(name: str, replicas: int = 2) -> dict[str, Any]:
+    pod = _legacy_pod(name)
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod["spec"]}}}
+
+
+def _wait_webhook_active(cluster: Cluster, ns: str) -> dict[str, Any]:
+    """Dry-run creates until the API server calls the webhook (it learns of the MWC asynchronously)."""
+    def converted() -> dict[str, Any] | None:
+        pod = cluster.kube.create(api_path("v1", "pods", ns), _legacy_pod("probe"), dry_run=True)
+        return pod if CONVERTED_LABEL in (pod["metadata"].get("labels") or {}) else None
+    return wait_for(converted, 30, "the API server to call the webhook")
+
+
+def _pods(kube: KubeClient, ns: str, app: str) -> list[dict[str, Any]]:
+    return kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}")
+
+
+def _run_deployment_flow(cluster: Cluster, mode: str, version: str) -> list[dict[str, Any]]:
+    kube = cluster.kube
+    ns = _namespace(cluster, mode)
+    _wait_webhook_active(cluster, ns)
+    kube.create(api_path("apps/v1", "deployments", ns), _deployment("trainer"))
+
+    def bound() -> list[dict[str, Any]] | None:
+        pods = _pods(kube, ns, "trainer")
+        ok = len(pods) == 2 and all(p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses")
+                                    for p in pods)
+        return pods if ok else None
+    pods = wait_for(bound, 90, "2 converted pods bound with claims",
+                    observe=lambda: [(p["metadata"]["name"], p["spec"].get("nodeName"), p["status"])
+                                     for p in _pods(kube, ns, "trainer")])
+    for pod in pods:
+        assert CONVERSION_ANNOTATION in pod["metadata"]["annotations"]
+        assert pod["spec"]["nodeName"] == cluster.a100
+        limits = pod["spec"]["containers"][0].get("resources", {}).get("limits", {})
+        assert "nvidia.com/gpu" not in limits
+        claim_name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+        claim = wait_for_object(kube, api_path(V1, "resourceclaims", ns, claim_name),
+                                lambda c: c.get("status", {}).get("allocation"), 30)
+        results = claim["status"]["allocation"]["devices"]["results"]
+        assert len(results) == 2 and {r["pool"] for r in results} == {cluster.a100}
+    template_name = pods[0]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    stored = kube.get(api_path(version, "resourceclaimtemplates", ns, template_name))
+    assert stored["apiVersion"] == version
+    assert internal_from_template(stored)["requests"][0]["count"] == 2
+    return pods
+
+
+def test_legacy_deployment_pods_get_claims_and_bind_to_the_a100_node(cluster: Cluster) -> None:
+    _run_deployment_flow(cluster, "enforce", V1)
+
+
+def test_webhook_told_to_use_v1beta1_writes_v1beta1_templates(cluster: Cluster) -> None:
+    pods = _run_deployment_flow(cluster, "enforce-v1beta1", V1BETA1)
+    ns = pods[0]["metadata"]["namespace"]
+    name = pods[0]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    stored = cluster.kube.get(api_path(V1BETA1, "resourceclaimtemplates", ns, name))
+    assert "exactly" not in stored["spec"]["spec"]["devices"]["requests"][0]  # v1beta1's flat request shape
+
+
+def test_server_side_dry_run_creates_no_template(cluster: Cluster) -> None:
+    ns = _namespace(cluster, "enforce")
+    pod = _wait_webhook_active(cluster, ns)
+    assert pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"].startswith("dra-bridge-")
+    assert cluster.kube.list(api_path(V1, "resourceclaimtemplates", ns)) == []
+
+
+def test_deleted_template_is_recreated_for_the_next_pod(cluster: Cluster) -> None:
+    kube = cluster.kube
+    ns = _namespace(cluster, "enforce")
+    _wait_webhook_active(cluster, ns)
+    first = kube.create(api_path("v1", "pods", ns), _legacy_pod("first", 1))
+    name = first["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    kube.delete(api_path(V1, "resourceclaimtemplates", ns, name))
+    wait_for(lambda: not kube.exists(api_path(V1, "resourceclaimtemplates", ns, name)), 10, "template deleted")
+    time.sleep(0.5)  # let the webhook's template watch deliver the DELETED event
+    second = kube.create(api_path("v1", "pods", ns), _legacy_pod("second", 1))
+    assert second["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == name
+    assert kube.exists(api_path(V1, "resourceclaimtemplates", ns, name))
+
+
+def test_audit_mode_leaves_pods_unchanged_and_an_event_shows_the_plan(cluster: Cluster) -> None:
+    kube = cluster.kube
+    ns = _namespace(cluster, "audit")
+    kube.create(api_path("apps/v1", "deployments", ns), _deployment("audited", 1))
+    pods = wait_for(lambda: _pods(kube, ns, "audited") or None, 30, "the audited pod")
+    assert CONVERSION_ANNOTATION not in (pods[0]["metadata"].get("annotations") or {})
+    assert pods[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    events = wait_for(lambda: [e for e in kube.list(api_path("v1", "events", ns))
+                               if e.get("reason") == "DRAMigrationPlan"] or None, 30, "the audit Event")
+    assert events[0]["involvedObject"]["kind"] == "ReplicaSet"
+    assert "would convert nvidia.com/gpu" in events[0]["message"]
+    assert kube.list(api_path(V1, "resourceclaimtemplates", ns)) == []
+
+
+def test_already_dra_workload_is_left_alone(cluster: Cluster) -> None:
+    kube = cluster.kube
+    ns = _namespace(cluster, "enforce")
+    _wait_webhook_active(cluster, ns)
+    docs = [d for d in yaml.safe_load_all((EXAMPLES / "14-helm-already-dra-claim.yaml").read_text()) if d]
+    template = next(d for d in docs if d["kind"] == "ResourceClaimTemplate")
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    for obj in (template, deployment):
+        obj["metadata"]["namespace"] = ns
+    kube.create(api_path(V1, "resourceclaimtemplates", ns), template)
+    kube.create(api_path("apps/v1", "deployments", ns), deployment)
+    pods = wait_for(lambda: kube.list(api_path("v1", "pods", ns)) or None, 30, "the ollama pod")
+    meta = pods[0]["metadata"]
+    assert CONVERSION_ANNOTATION not in (meta.get("annotations") or {})
+    assert pods[0]["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "example-ollama"}]
+    assert [t["metadata"]["name"] for t in kube.list(api_path(V1, "resourceclaimtemplates", ns))] == ["example-ollama"]
