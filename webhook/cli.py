@@ -22,6 +22,7 @@ from pathlib import Path
 from aiohttp import web
 
 from webhook.certs import write_certs
+from webhook.cluster import ClusterView
 from webhook.errors import ConfigError
 from webhook.events import KubeAuditSink
 from webhook.handler import Admitter
@@ -45,7 +46,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     try:
         api_version = settings.api_version or await discover_api_version(api)
         metrics = Metrics()
-        runtime = Runtime(api_version, metrics, policy, catalog, tls)
+        view = ClusterView()
+        runtime = Runtime(api_version, metrics, policy, catalog, tls, kep5004=view.kep5004,
+                          node_mode=view.node_mode, quota_keys=view.quota_keys)
         runtime.check_files()
         ensurer = KubeTemplateEnsurer(api, api_version, deadline=settings.template_deadline)
 
@@ -56,6 +59,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         background: list[Background] = [
             functools.partial(reload_loop, runtime, settings.reload_interval),
             ensurer.watch_deletions,
+            functools.partial(view.run, api, api_version),
         ]
         app = make_app(runtime, admitter, background)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)

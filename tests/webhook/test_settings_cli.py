@@ -1,0 +1,49 @@
+"""Settings from flags and env twins; the ``dra-webhook certs`` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from webhook.cli import main
+from webhook.errors import ConfigError
+from webhook.settings import Settings
+
+
+def test_flags_win_over_env_twins_and_defaults_fill_the_rest() -> None:
+    env = {"DRA_WEBHOOK_TLS_CERT_FILE": "/env/tls.crt", "DRA_WEBHOOK_TLS_KEY_FILE": "/env/tls.key",
+           "DRA_WEBHOOK_PORT": "9443", "DRA_WEBHOOK_API_VERSION": "v1beta1"}
+    s = Settings.from_args(["--port", "10443", "--policy", "/p.yaml"], env)
+    assert s.port == 10443 and s.tls_cert_file == Path("/env/tls.crt") and s.policy_file == Path("/p.yaml")
+    assert s.api_version == "resource.k8s.io/v1beta1" and s.kubeconfig is None and s.host == "0.0.0.0"
+    assert Settings.from_env(env).port == 9443
+
+
+def test_missing_certificate_names_the_alternatives() -> None:
+    with pytest.raises(ConfigError, match="dra-webhook certs"):
+        Settings.from_args([], {})
+
+
+@pytest.mark.parametrize("argv", [["--port", "0"], ["--port", "x"], ["--api-version", "v2"],
+                                  ["--reload-interval", "-1"]])
+def test_bad_values_are_config_errors(argv: list[str]) -> None:
+    with pytest.raises(ConfigError):
+        Settings.from_args(["--tls-cert-file", "c", "--tls-key-file", "k", *argv], {})
+
+
+def test_certs_command_writes_a_ca_and_a_serving_certificate(tmp_path: Path) -> None:
+    assert main(["certs", "--namespace", "gpu-system", "--service", "dra-webhook", "--out", str(tmp_path),
+                 "--ip", "127.0.0.1"]) == 0
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "dra-webhook.gpu-system.svc" in names.get_values_for_type(x509.DNSName)
+
+
+def test_serve_without_a_certificate_exits_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("DRA_WEBHOOK_TLS_CERT_FILE", "DRA_WEBHOOK_TLS_KEY_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    assert main([]) == 1

@@ -1,0 +1,136 @@
+"""Watch-fed caches of the cluster state an admission may depend on (never a call per admission).
+
+    ClusterView.node_mode(node) -> "dra" | "legacy" | ... | None     Node label dra-bridge.io/mode
+    ClusterView.quota_keys(namespace) -> frozenset[str]              keys any ResourceQuota there limits
+    ClusterView.kep5004() -> {extended resource name: DeviceClass}   classes with spec.extendedResourceName
+    ClusterView.apply(kind, event_type, obj)                         the pure update (tests feed it)
+    await ClusterView.run(stop)                                      list, then watch, per kind; relist on error
+
+Sources of the rules: design decision 6 (DaemonSet pods follow their node's handover),
+the quota trap (a quota on ``requests.nvidia.com/gpu`` does not limit the DRA class key
+``<class>.deviceclass.resource.k8s.io/devices``), decision 8 (KEP-5004 deference, 1.36+).
+KEP-5004 deference trusts a DeviceClass's ``extendedResourceName``; whether its selector
+matches devices on the DRA nodes is not checked here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from kubernetes_asyncio import client, watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from webhook.admission import NODE_MODE_LABEL
+
+logger = logging.getLogger(__name__)
+Kind = str  # "Node" | "ResourceQuota" | "DeviceClass"
+
+
+class ClusterView:
+    """See the module docstring; ``synced`` holds the kinds listed at least once."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, str] = {}
+        self._quotas: dict[tuple[str, str], frozenset[str]] = {}
+        self._classes: dict[str, str] = {}
+        self.synced: set[Kind] = set()
+
+    def node_mode(self, node: str) -> str | None:
+        """The node's ``dra-bridge.io/mode`` label (None: unlabelled or unknown node)."""
+        return self._nodes.get(node)
+
+    def quota_keys(self, namespace: str) -> frozenset[str]:
+        """Every resource key limited by a ResourceQuota in ``namespace``."""
+        keys: set[str] = set()
+        for (ns, _name), hard in self._quotas.items():
+            if ns == namespace:
+                keys |= hard
+        return frozenset(keys)
+
+    def kep5004(self) -> Mapping[str, str]:
+        """Extended resource name -> the DeviceClass that serves it through KEP-5004."""
+        return self._classes
+
+    def replace(self, kind: Kind, objects: list[Mapping[str, Any]]) -> None:
+        """Replace everything known of ``kind`` by a fresh list."""
+        if kind == "Node":
+            self._nodes.clear()
+        elif kind == "ResourceQuota":
+            self._quotas.clear()
+        elif kind == "DeviceClass":
+            self._classes = {}
+        for obj in objects:
+            self.apply(kind, "ADDED", obj)
+        self.synced.add(kind)
+
+    def apply(self, kind: Kind, event_type: str, obj: Mapping[str, Any]) -> None:
+        """Apply one watch event (ADDED, MODIFIED, DELETED) to the cache of ``kind``."""
+        meta = obj.get("metadata") or {}
+        name, ns = str(meta.get("name", "")), str(meta.get("namespace", ""))
+        gone = event_type == "DELETED"
+        if kind == "Node":
+            mode = (meta.get("labels") or {}).get(NODE_MODE_LABEL)
+            if gone or mode is None:
+                self._nodes.pop(name, None)
+            else:
+                self._nodes[name] = str(mode)
+        elif kind == "ResourceQuota":
+            hard = (obj.get("spec") or {}).get("hard") or {}
+            if gone:
+                self._quotas.pop((ns, name), None)
+            else:
+                self._quotas[(ns, name)] = frozenset(str(k) for k in hard)
+        elif kind == "DeviceClass":
+            classes = {k: v for k, v in self._classes.items() if v != name}
+            resource = (obj.get("spec") or {}).get("extendedResourceName")
+            if not gone and resource:
+                classes[str(resource)] = name
+            self._classes = classes
+
+    async def run(self, api: client.ApiClient, resource_version: str, stop: asyncio.Event) -> None:
+        """Keep every cache fed until ``stop`` is set (``resource_version``: resource.k8s.io/<v>)."""
+        core = client.CoreV1Api(api)
+        objects = client.CustomObjectsApi(api)
+        group, version = resource_version.split("/", 1)
+        sources: dict[Kind, Callable[..., Awaitable[Any]]] = {
+            "Node": core.list_node,
+            "ResourceQuota": core.list_resource_quota_for_all_namespaces,
+        }
+        tasks = [asyncio.get_running_loop().create_task(self._feed(kind, fn, (), stop))
+                 for kind, fn in sources.items()]
+        tasks.append(asyncio.get_running_loop().create_task(
+            self._feed("DeviceClass", objects.list_cluster_custom_object, (group, version, "deviceclasses"), stop)))
+        try:
+            await stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _feed(self, kind: Kind, fn: Callable[..., Awaitable[Any]], args: tuple[str, ...],
+                    stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                resp = await fn(*args, _preload_content=False)
+                doc = json.loads(await resp.read())
+                self.replace(kind, doc.get("items") or [])
+                rv = (doc.get("metadata") or {}).get("resourceVersion")
+                w = watch.Watch()
+                try:
+                    async for event in w.stream(fn, *args, resource_version=rv, timeout_seconds=300):
+                        raw = event.get("raw_object")
+                        if event.get("type") == "ERROR":  # e.g. 410 Gone: relist
+                            break
+                        if isinstance(raw, dict):
+                            self.apply(kind, str(event.get("type")), raw)
+                finally:
+                    w.stop()
+            except asyncio.CancelledError:
+                raise
+            except (ApiException, OSError, ValueError, TimeoutError) as exc:
+                logger.warning("%s watch: %s; relisting", kind, exc)
+                await asyncio.sleep(1.0)
