@@ -13,19 +13,29 @@ kubelet serving the real PodResources protocol on a unix socket:
 5. a GPU that NVML no longer sees is withdrawn: the slice is updated, the pool generation bumped;
 6. a slice deleted by hand comes back at the next resync;
 7. a slice of another driver listing one of our UUIDs stops publication (and says why on the Node).
+
+A second test applies the ValidatingAdmissionPolicy documented in docs/bridge.md: the agent's
+service-account token, bound to a pod on node A, may write slices of node A only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.client
+import json
 import os
+import re
 import shutil
+import ssl
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from bridge.agent import MODE_LABEL, Agent
 from bridge.kube import RestKubeApi, connect
@@ -35,7 +45,7 @@ from bridge.settings import Settings
 from bridge.state import InventoryStore
 from tests.bridge.conftest import KubeletServer
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for
+from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, wait_for
 from translate import expressions as ex
 from translate.catalog import load_catalog
 from translate.slices import NvmlFacts
@@ -163,3 +173,103 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
         await api_client.close()
         kube.delete(api_path(V1, "resourceslices", name=f"{node}-vendor"), ignore_missing=True)
         kube.delete(node_path, ignore_missing=True)
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "bridge.md"
+
+
+def documented_policy(namespace: str) -> list[dict[str, Any]]:
+    """The YAML block of docs/bridge.md with the namespace filled in."""
+    (block,) = re.findall(r"```yaml\n(.*?)```", DOC.read_text(), re.S)
+    return [d for d in yaml.safe_load_all(block.replace("<namespace>", namespace)) if d]
+
+
+def token_request(kube: KubeClient, ns: str, sa: str, pod: dict[str, Any]) -> str:
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 600,
+                     "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+                                        "uid": pod["metadata"]["uid"]}}}
+    result = kube.create(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token", body)
+    token: str = result["status"]["token"]
+    return token
+
+
+def as_token(cp: ControlPlane, token: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    url = urllib.parse.urlsplit(cp.server)
+    ctx = ssl.create_default_context(cafile=str(cp.ca_file))
+    conn = http.client.HTTPSConnection(url.hostname or "127.0.0.1", url.port or 443, context=ctx, timeout=30)
+    try:
+        conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                              "Accept": "application/json"})
+        resp = conn.getresponse()
+        raw = resp.read()
+    finally:
+        conn.close()
+    return resp.status, json.loads(raw) if raw else None
+
+
+def make_slice(name: str, node: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"driver": "dra-bridge.io", "pool": {"name": node or "all", "generation": 0,
+                                                               "resourceSliceCount": 1}, "devices": []}
+    if node:
+        spec["nodeName"] = node
+    else:
+        spec["allNodes"] = True
+    return {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+
+
+def test_documented_policy_pins_slice_writes_to_the_agents_node(
+        control_plane: ControlPlane, kube: KubeClient, namespace: str) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    node_a, node_b = f"vap-a-{suffix}", f"vap-b-{suffix}"
+    for n in (node_a, node_b):
+        create_fake_node(kube, n)
+    kube.create(api_path("v1", "serviceaccounts", namespace), {"metadata": {"name": "dra-bridge"}})
+    role = f"dra-bridge-e2e-{suffix}"
+    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": role}, "rules": [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+         "verbs": ["get", "list", "watch", "create", "update", "delete"]}]})
+    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "metadata": {"name": role}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                 "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": "dra-bridge", "namespace": namespace}]})
+    pod = kube.create(api_path("v1", "pods", namespace), {"metadata": {"name": "agent"}, "spec": {
+        "serviceAccountName": "dra-bridge", "nodeName": node_a, "containers": [{"name": "c", "image": "busybox"}]}})
+    policy, binding = documented_policy(namespace)
+    policy["metadata"]["name"] = binding["metadata"]["name"] = binding["spec"]["policyName"] = role
+    kube.create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", policy)
+    kube.create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", binding)
+    token = token_request(kube, namespace, "dra-bridge", pod)
+    created: list[str] = []
+    try:
+        def refused_for_b() -> Any:
+            status, body = as_token(control_plane, token, "POST", api_path(V1, "resourceslices"),
+                                    make_slice(f"{node_b}-probe", node_b))
+            if status < 300:
+                created.append(f"{node_b}-probe")
+                kube.delete(api_path(V1, "resourceslices", name=f"{node_b}-probe"), ignore_missing=True)
+                return None
+            return (status, body)
+
+        status, body = wait_for(refused_for_b, 30, "the policy to take effect")
+        assert status in (403, 422) and node_a in body["message"], body
+        status, body = as_token(control_plane, token, "POST", api_path(V1, "resourceslices"),
+                                make_slice(f"{node_a}-own", node_a))
+        assert status == 201, body
+        created.append(f"{node_a}-own")
+        status, body = as_token(control_plane, token, "POST", api_path(V1, "resourceslices"),
+                                make_slice(f"all-{suffix}", None))
+        assert status in (403, 422), body
+        status, body = as_token(control_plane, token, "DELETE", api_path(V1, "resourceslices", name=f"{node_a}-own"))
+        assert status == 200, body
+    finally:
+        for name in created:
+            kube.delete(api_path(V1, "resourceslices", name=name), ignore_missing=True)
+        for path in (f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{role}",
+                     f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{role}",
+                     f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
+                     f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}",
+                     api_path("v1", "nodes", name=node_a), api_path("v1", "nodes", name=node_b)):
+            with contextlib.suppress(ApiError):
+                kube.delete(path, ignore_missing=True)
