@@ -47,6 +47,8 @@ V1 = "resource.k8s.io/v1"
 V1BETA1 = "resource.k8s.io/v1beta1"
 DRIVER = "dra-bridge.io"
 MODE_LABEL = "dra-bridge-e2e/webhook"
+DS_LABEL = "dra-bridge-e2e/daemonset"
+NODE_MODE_LABEL = "dra-bridge.io/mode"
 A100_PRODUCT = "NVIDIA A100-SXM4-40GB"
 EXAMPLES = REPO_ROOT / "tests" / "data" / "examples"
 
@@ -114,6 +116,7 @@ class Cluster:
     a100: str
     t4: str
     namespaces: list[str]
+    suffix: str
 
 
 def _device(i: int, product: str) -> dict[str, Any]:
@@ -137,7 +140,10 @@ def cluster(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pyt
     suffix = uuid.uuid4().hex[:6]
     nodes = {f"t4-{suffix}": "Tesla T4", f"a100-{suffix}": A100_PRODUCT}
     for node, product in nodes.items():
-        create_fake_node(kube, node, labels={"nvidia.com/gpu.product": product.replace(" ", "-")})
+        labels = {"nvidia.com/gpu.product": product.replace(" ", "-"), DS_LABEL: suffix}
+        if product == A100_PRODUCT:
+            labels[NODE_MODE_LABEL] = "dra"  # handed over to DRA: DaemonSet pods there are converted
+        create_fake_node(kube, node, labels=labels)
         kube.create(api_path(V1, "resourceslices"), {
             "apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-{DRIVER}"},
             "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1,
@@ -155,7 +161,7 @@ def cluster(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pyt
                      _entry("enforce.v1beta1.dra-bridge.io", v1beta1.port, "/mutate/enforce", ca, "enforce-v1beta1")],
     })
     try:
-        cluster = Cluster(kube, v1, v1beta1, f"a100-{suffix}", f"t4-{suffix}", [])
+        cluster = Cluster(kube, v1, v1beta1, f"a100-{suffix}", f"t4-{suffix}", [], suffix)
         yield cluster
     finally:
         kube.delete(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc_name),
@@ -303,3 +309,37 @@ def test_already_dra_workload_is_left_alone(cluster: Cluster) -> None:
     assert CONVERSION_ANNOTATION not in (meta.get("annotations") or {})
     assert pods[0]["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "example-ollama"}]
     assert [t["metadata"]["name"] for t in kube.list(api_path(V1, "resourceclaimtemplates", ns))] == ["example-ollama"]
+
+
+def test_daemonset_pods_are_converted_only_on_nodes_handed_over_to_dra(cluster: Cluster) -> None:
+    kube = cluster.kube
+    ns = _namespace(cluster, "enforce")
+    _wait_webhook_active(cluster, ns)
+    pod_spec = _legacy_pod("agent", 1)["spec"]
+    pod_spec["nodeSelector"] = {DS_LABEL: cluster.suffix}
+    kube.create(api_path("apps/v1", "daemonsets", ns), {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}}, "spec": pod_spec}}})
+    pods = wait_for(lambda: (p if len(p := _pods(kube, ns, "agent")) == 2 else None), 30, "one agent pod per node")
+    by_node = {}
+    for pod in pods:
+        terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        by_node[terms["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]] = pod
+    assert CONVERSION_ANNOTATION in by_node[cluster.a100]["metadata"]["annotations"]
+    assert CONVERSION_ANNOTATION not in (by_node[cluster.t4]["metadata"].get("annotations") or {})
+    assert by_node[cluster.t4]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+def test_quota_on_the_legacy_resource_keeps_pods_legacy(cluster: Cluster) -> None:
+    kube = cluster.kube
+    ns = _namespace(cluster, "enforce")
+    _wait_webhook_active(cluster, ns)
+    kube.create(api_path("v1", "resourcequotas", ns), {"metadata": {"name": "gpus"},
+                                                       "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}})
+
+    def legacy() -> dict[str, Any] | None:
+        pod = kube.create(api_path("v1", "pods", ns), _legacy_pod("probe"), dry_run=True)
+        return pod if CONVERTED_LABEL not in (pod["metadata"].get("labels") or {}) else None
+    pod = wait_for(legacy, 30, "the webhook's quota cache to see the ResourceQuota")
+    assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
