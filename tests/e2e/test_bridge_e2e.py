@@ -103,6 +103,7 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
     stop = asyncio.Event()
     task = asyncio.create_task(agent.run(stop))
     node_path = api_path("v1", "nodes", name=node)
+    created_class: list[str] = []
     try:
         # 1. legacy: record, publish nothing
         await wait(lambda: len(InventoryStore(settings.state_dir).load().devices) == 3, 10, "inventory recorded")
@@ -122,6 +123,7 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
             if cls["metadata"]["name"] == "nvidia-gpu.dra-bridge.io" and not kube.exists(
                     api_path(V1, "deviceclasses", name="nvidia-gpu.dra-bridge.io")):
                 kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
+                created_class.append(cls["metadata"]["name"])
         selector = ex.product_in("gpu.nvidia.com", "productName", ["NVIDIA-H100-80GB-HBM3"])
         claim = {"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "gpu"},
                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
@@ -173,6 +175,8 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
         await api_client.close()
         kube.delete(api_path(V1, "resourceslices", name=f"{node}-vendor"), ignore_missing=True)
         kube.delete(node_path, ignore_missing=True)
+        for name in created_class:
+            kube.delete(api_path(V1, "deviceclasses", name=name), ignore_missing=True)
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "bridge.md"
