@@ -80,6 +80,17 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def _new_workdir() -> Path:
+    """A fresh temp dir named after this process; removes those of dead processes first
+    (a SIGKILLed pytest cannot clean up; its components die with it, see above)."""
+    tmp = Path(tempfile.gettempdir())
+    for stale in tmp.glob("dra-cp-*-*"):
+        pid = stale.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(stale, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"dra-cp-{os.getpid()}-"))
+
+
 @dataclass
 class Component:
     name: str
@@ -123,7 +134,7 @@ class ControlPlane:
     bin_dir: Path
     runtime_config: str = DEFAULT_RUNTIME_CONFIG
     extra_apiserver_args: Sequence[str] = ()
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="dra-cp-")))
+    workdir: Path = field(default_factory=lambda: _new_workdir())
     components: dict[str, Component] = field(default_factory=dict)
     server: str = ""
     version: str = ""

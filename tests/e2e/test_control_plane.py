@@ -73,6 +73,8 @@ def test_control_plane_identity(control_plane: ControlPlane, kube: KubeClient) -
     for version in ("v1", "v1beta1", "v1beta2"):
         if f"resource.k8s.io/{version}=true" in control_plane.runtime_config:
             assert version in served, groups
+        if f"resource.k8s.io/{version}=false" in control_plane.runtime_config:
+            assert version not in served, groups
 
 
 def test_fake_node_is_schedulable(kube: KubeClient, namespace: str, fake_node: str) -> None:
