@@ -152,6 +152,9 @@ cmd_build() {
   fi
   local start=$SECONDS
   mkdir -p "$DRA_BRIDGE_CACHE"
+  # One build at a time per cache (parallel CI jobs, a developer's second shell).
+  exec 9>"$DRA_BRIDGE_CACHE/.build.lock"
+  flock 9
   if ! have_all "$K8S_DIR" "${K8S_CMDS[@]}" || ! have_all "$ETCD_DIR" etcd; then go_env; fi
   build_etcd
   build_k8s
