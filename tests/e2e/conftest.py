@@ -48,7 +48,7 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     )
     cp = ControlPlane(bin_dir=bin_dir, runtime_config=runtime_config)
     cp.start()
-    print(f"\ncontrol plane {cp.version} up in {cp.startup_seconds:.1f}s at {cp.server}")
+    print(f"\ncontrol plane {cp.version} (etcd {cp.etcd_version}) up in {cp.startup_seconds:.1f}s at {cp.server}")
     _running.append(cp)
     try:
         yield cp

@@ -138,6 +138,7 @@ class ControlPlane:
     components: dict[str, Component] = field(default_factory=dict)
     server: str = ""
     version: str = ""
+    etcd_version: str = ""
     startup_seconds: float = 0.0
 
     @property
@@ -172,7 +173,7 @@ class ControlPlane:
     def start(self, timeout: float = 90.0) -> None:
         began = time.monotonic()
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.version = self._version()
+        self.version, self.etcd_version = self._versions()
         try:
             self._start_all(time.monotonic() + timeout)
         except BaseException:
@@ -180,15 +181,19 @@ class ControlPlane:
             raise
         self.startup_seconds = time.monotonic() - began
 
-    def _version(self) -> str:
-        out = subprocess.run(
-            [str(self.bin_dir / "kube-apiserver"), "--version"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout.strip()
-        return out.split()[-1]
+    def _versions(self) -> tuple[str, str]:
+        """``(kube-apiserver's gitVersion, etcd's version)``, e.g. ``("v1.36.3", "3.6.16")``."""
+        found = []
+        for binary in ("kube-apiserver", "etcd"):
+            out = subprocess.run(
+                [str(self.bin_dir / binary), "--version"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            ).stdout
+            found.append(out.splitlines()[0].split()[-1])
+        return found[0], found[1]
 
     def _start_all(self, deadline: float) -> None:
         ca = CertificateAuthority(self.pki)

@@ -65,6 +65,7 @@ def _slice(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_control_plane_identity(control_plane: ControlPlane, kube: KubeClient) -> None:
     assert control_plane.version.startswith("v1.")
+    assert control_plane.etcd_version.startswith("3.")
     info = kube.get("/version")
     assert info["gitVersion"] == control_plane.version
     assert control_plane.kubeconfig.is_file()
