@@ -207,9 +207,35 @@ def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
         audit = {"plan": summary}
         return replace(base, outcome="audited", translated=translated, summary=summary, audit=audit,
                        warnings=(f"dra-bridge (audit): would {summary}", *warnings)[:MAX_WARNINGS])
-    patch = tuple(jsonpatch.JsonPatch.from_diff(obj, plan.pod).patch)
+    patch = tuple(diff(obj, plan.pod))
     return replace(base, outcome="patched", patch=patch, templates=plan.templates, translated=translated,
                    summary=summary, warnings=warnings, audit={"plan": summary})
+
+
+def _pruned(src: Mapping[str, Any], dst: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Shallow copies of two objects without the members equal on both sides (same type and
+    ``==``), recursively through objects, never through arrays."""
+    a, b = dict(src), dict(dst)
+    for key in a.keys() & b.keys():
+        x, y = a[key], b[key]
+        if type(x) is type(y) and x == y:
+            del a[key], b[key]
+        elif isinstance(x, dict) and isinstance(y, dict):
+            a[key], b[key] = _pruned(x, y)
+    return a, b
+
+
+def diff(original: Mapping[str, Any], migrated: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """RFC 6902 operations turning ``original`` into ``migrated``: ``jsonpatch.JsonPatch.from_diff``.
+
+    Members equal on both sides are dropped from both first. jsonpatch compares two objects
+    member by member and emits nothing for a member absent from both, so the operations are
+    the same as for the full documents; only the walk is shorter (the pod's unchanged
+    status, volumes, env, ...). Every path and value is still the library's.
+    """
+    a, b = _pruned(original, migrated)
+    ops: list[dict[str, Any]] = jsonpatch.JsonPatch.from_diff(a, b).patch
+    return ops
 
 
 def _legacy_resources(pod: Mapping[str, Any]) -> set[str]:

@@ -211,3 +211,15 @@ async def test_probes_and_metrics_answer(client: Client) -> None:
     assert 'dra_webhook_requests_total{mode="enforce",outcome="patched"} 1.0' in text
     assert "dra_webhook_templates_created_total 1.0" in text
     assert "dra_webhook_request_seconds_bucket" in text
+
+
+@pytest.mark.parametrize("pod", [
+    example("01-pod-limits-only-toleration.yaml"),
+    make_pod(None, 3, generate_name="g-", nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}),
+    example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
+], ids=["example-01", "gfd-and-other-selector", "two-mig"])
+def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
+    from webhook.admission import diff
+
+    migrated = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a").pod
+    assert diff(pod, migrated) == jsonpatch.JsonPatch.from_diff(pod, migrated).patch

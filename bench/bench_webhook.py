@@ -1,0 +1,222 @@
+"""Benchmark of the webhook: handler time, TLS latency at a steady rate, saturation throughput.
+
+(a) in-process: ``Admitter.handle`` on a Pod-sized enforce review (decode, plan, patch,
+    encode; template already known), p50/p99 over N calls (targets p50 <= 0.5 ms, p99 <= 5 ms);
+(b) over TLS with keep-alive at a steady RATE reviews/s for SECONDS, end-to-end p50/p99
+    (target p99 <= 10 ms);
+(c) saturation: reviews/s of /mutate/enforce and of a no-op AdmissionReview handler on the
+    same stack (aiohttp + TLS + JSON), same run, and their ratio (target >= 1,000 enforce/s
+    per server core).
+
+The server runs in a child process (one core); the client in this one.
+Usage: python bench/bench_webhook.py [--calls N] [--rate R] [--seconds S] [--concurrency C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import multiprocessing
+import ssl
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+from aiohttp import web
+
+from webhook.certs import write_certs
+from webhook.handler import Admitter
+from webhook.runtime import Runtime
+from webhook.server import make_app
+from webhook.templates import NullEnsurer
+from webhook.tls import TlsReloader
+
+EXAMPLE = Path(__file__).parents[1] / "tests" / "data" / "examples" / "01-pod-limits-only-toleration.yaml"
+
+
+def pod_review() -> bytes:
+    """A Pod-sized review: the example pod with the fields the API server defaults (about 4 KB)."""
+    pod = yaml.safe_load(EXAMPLE.read_text())
+    pod["metadata"].update({"uid": str(uuid.uuid4()), "labels": {"app": "cuda", "pod-template-hash": "5d8c7"},
+                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "cuda-5d8c7",
+                                                 "uid": str(uuid.uuid4()), "controller": True}]})
+    c = pod["spec"]["containers"][0]
+    c.update({"env": [{"name": f"VAR_{i}", "value": "x" * 20} for i in range(12)],
+              "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                                "readOnly": True}],
+              "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+              "imagePullPolicy": "IfNotPresent", "securityContext": {"allowPrivilegeEscalation": False}})
+    c["resources"]["requests"] = {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 1}
+    c["resources"]["limits"].update({"cpu": "2", "memory": "4Gi"})
+    pod["spec"].update({"dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler", "priority": 0,
+                        "serviceAccountName": "default", "enableServiceLinks": True, "preemptionPolicy": None,
+                        "securityContext": {}, "terminationGracePeriodSeconds": 30,
+                        "volumes": [{"name": "kube-api-access", "projected": {"sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                        ]}}]})
+    pod["spec"].pop("preemptionPolicy")
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": str(uuid.uuid4()), "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": "team-a",
+        "operation": "CREATE", "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
+                                            "groups": ["system:serviceaccounts", "system:authenticated"]},
+        "object": pod, "oldObject": None, "dryRun": False,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}}
+    return json.dumps(review).encode()
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """(p50, p99) in milliseconds of samples in seconds."""
+    qs = statistics.quantiles(samples, n=100, method="inclusive")
+    return qs[49] * 1000, qs[98] * 1000
+
+
+def build_app() -> web.Application:
+    runtime = Runtime("resource.k8s.io/v1", require_tls=False)
+    app = make_app(runtime, Admitter(runtime.context, NullEnsurer(), runtime.metrics))
+
+    async def noop(request: web.Request) -> web.Response:
+        doc = json.loads(await request.read())
+        answer = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                  "response": {"uid": doc["request"]["uid"], "allowed": True}}
+        return web.Response(text=json.dumps(answer), content_type="application/json")
+
+    app.router.add_post("/noop", noop)
+    return app
+
+
+def in_process(calls: int) -> tuple[float, float]:
+    runtime = Runtime("resource.k8s.io/v1", require_tls=False)
+    admitter = Admitter(runtime.context, NullEnsurer(), runtime.metrics)
+    body = pod_review()
+    logging_off()
+
+    async def run() -> list[float]:
+        out = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            status, answer = await admitter.handle(body, "enforce")
+            json.dumps(answer)
+            out.append(time.perf_counter() - t0)
+            assert status == 200 and "patch" in answer["response"]
+        return out
+
+    return percentiles(asyncio.run(run())[calls // 10:])
+
+
+def logging_off() -> None:
+    import logging
+
+    logging.getLogger("webhook").setLevel(logging.WARNING)
+
+
+def _serve(cert: str, key: str, port: int, ready: Any) -> None:
+    logging_off()
+    tls = TlsReloader(Path(cert), Path(key))
+
+    async def main() -> None:
+        runner = web.AppRunner(build_app(), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls.context).start()
+        ready.set()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+async def steady(url: str, ctx: ssl.SSLContext, body: bytes, rate: float, seconds: float) -> tuple[float, float, int]:
+    samples: list[float] = []
+    errors = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=16)) as s:
+        async def one() -> None:
+            nonlocal errors
+            t0 = time.perf_counter()
+            async with s.post(url, data=body, headers={"Content-Type": "application/json"}) as r:
+                await r.read()
+                errors += r.status != 200
+            samples.append(time.perf_counter() - t0)
+
+        for _ in range(5):  # open the pool's connections (TLS handshakes) before measuring
+            await asyncio.gather(*(one() for _ in range(16)))
+        samples.clear()
+        tasks = []
+        start = time.perf_counter()
+        for i in range(int(rate * seconds)):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one()))
+        await asyncio.gather(*tasks)
+    p50, p99 = percentiles(samples)
+    return p50, p99, errors
+
+
+async def saturate(url: str, ctx: ssl.SSLContext, body: bytes, seconds: float, concurrency: int) -> float:
+    done = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=concurrency)) as s:
+        stop = time.perf_counter() + seconds
+
+        async def worker() -> None:
+            nonlocal done
+            while time.perf_counter() < stop:
+                async with s.post(url, data=body, headers={"Content-Type": "application/json"}) as r:
+                    await r.read()
+                    assert r.status == 200
+                done += 1
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return done / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--calls", type=int, default=5000)
+    p.add_argument("--rate", type=float, default=200)
+    p.add_argument("--seconds", type=float, default=10)
+    p.add_argument("--concurrency", type=int, default=32)
+    args = p.parse_args()
+
+    p50, p99 = in_process(args.calls)
+    print(f"(a) in-process enforce handler, {len(pod_review())} byte review: p50 {p50:.3f} ms  p99 {p99:.3f} ms "
+          f"(targets 0.5 / 5 ms)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        certs = write_certs(Path(tmp), "bench", "webhook", ("127.0.0.1",))
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        ready = multiprocessing.Event()
+        server = multiprocessing.Process(target=_serve, args=(str(certs.cert), str(certs.key), port, ready),
+                                         daemon=True)
+        server.start()
+        try:
+            assert ready.wait(30), "server did not start"
+            ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
+            base = f"https://127.0.0.1:{port}"
+            body = pod_review()
+            noop_body = copy.copy(body)
+            p50, p99, errors = asyncio.run(steady(f"{base}/mutate/enforce", ctx, body, args.rate, args.seconds))
+            print(f"(b) TLS keep-alive, steady {args.rate:g}/s for {args.seconds:g}s: p50 {p50:.2f} ms  "
+                  f"p99 {p99:.2f} ms  errors {errors} (target p99 10 ms)")
+            enforce = asyncio.run(saturate(f"{base}/mutate/enforce", ctx, body, args.seconds, args.concurrency))
+            noop = asyncio.run(saturate(f"{base}/noop", ctx, noop_body, args.seconds, args.concurrency))
+            print(f"(c) saturation, 1 server process, concurrency {args.concurrency}: enforce {enforce:.0f}/s  "
+                  f"no-op {noop:.0f}/s  ratio enforce/no-op {enforce / noop:.2f} (target >= 1000 enforce/s/core)")
+        finally:
+            server.terminate()
+            server.join(5)
+
+
+if __name__ == "__main__":
+    main()
