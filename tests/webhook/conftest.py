@@ -118,3 +118,7 @@ def app(runtime: Runtime, ensurer: FakeEnsurer, audit: FakeAudit) -> web.Applica
 
 def body(review: Any) -> bytes:
     return json.dumps(review).encode()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "load: bounded load test (60 s by default; DRA_WEBHOOK_LOAD_SECONDS)")
