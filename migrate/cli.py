@@ -9,6 +9,7 @@ Exit codes (documented in MIGRATION.md):
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, NoReturn, TextIO
 
 from migrate.manifests import ManifestError, dump, read_sources
 from migrate.report import findings_table
-from translate.catalog import Catalog, load_catalog
+from translate.catalog import PROFILE_RE, Catalog, load_catalog
 from translate.errors import TranslateError
 from translate.findings import SEVERITY, Finding
 from translate.plan import Options
@@ -86,6 +87,9 @@ def convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rows: list[tuple[str, str, Finding]] = []
     seen: set[tuple[str, str]] = set()
     for doc in read_sources(sources):
+        if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
+            raise ManifestError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
+                                "(a mapping with a kind)")
         result = convert_object(doc.obj, catalog, options, args.include_custom_resources)
         for template in result.templates:
             key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
@@ -94,6 +98,9 @@ def convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 objects.append(template)
         objects.append(result.obj)
         rows += [(doc.source, _object_name(doc.obj), f) for f in result.findings]
+    if not objects:
+        err.write("dra-migrate: no objects in the input\n")
+        return EXIT_OK
     out.write(dump(objects, args.output))
     if rows:
         err.write(findings_table(rows))
@@ -117,6 +124,9 @@ def classes(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``classes``: our DeviceClass objects in the chosen API version."""
     catalog = _catalog(args.catalog)
     version = normalize_api_version(args.api_version)
+    bad = [p for p in args.mig_profile or [] if not re.fullmatch(PROFILE_RE, p)]
+    if bad:
+        raise ValueError(f"--mig-profile {bad[0]!r}: a MIG profile as in resource names, like 1g.10gb or 1g.10gb.me")
     objs = [{"apiVersion": version, **c} for c in catalog.device_classes(args.mig_profile)]
     out.write(dump(objs, "yaml"))
     return EXIT_OK
@@ -140,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "classes":
             return classes(args, sys.stdout)
         return slices(args, sys.stdout, sys.stderr)
+    except RecursionError:
+        print("dra-migrate: error: the input nests too deeply (a recursive YAML alias?)", file=sys.stderr)
+        return EXIT_ERROR
     except (ManifestError, TranslateError, ValueError) as exc:
         print(f"dra-migrate: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

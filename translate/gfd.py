@@ -154,6 +154,10 @@ def selector_for(req: Requirement, kubernetes_minor: int,
     key, op = req.key, req.operator
     if op not in OPERATORS:
         raise Untranslatable(f"unknown operator {op!r}")
+    if op in ("In", "NotIn") and not req.values:
+        raise Untranslatable(f"{op} needs at least one value (core/v1 validation)")
+    if op in ("Gt", "Lt") and len(req.values) != 1:
+        raise Untranslatable(f"{op} needs exactly one value (core/v1 validation)")
     if _NODE_LEVEL.fullmatch(key) or not is_gpu_label(key):
         return None
     if key == "nvidia.com/gpu.product":

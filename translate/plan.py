@@ -27,11 +27,14 @@ from translate.layout import MAX_DEVICES_PER_REQUEST, Demand, layout
 from translate.names import digest, resource_label, to_label, unique_labels
 from translate.placement import place
 from translate.render import CONVERTED_LABEL, MINOR_FOR_VERSION, normalize_api_version, render_template
+from translate.shape import shape_problems
 
 CONVERSION_ANNOTATION = "dra-bridge.io/conversion"
 MANAGED_BY_CONVERT = "dra-migrate"
 MANAGED_BY_WEBHOOK = "dra-bridge-webhook"
 MAX_REQUESTS_PER_CLAIM = 32
+#: More devices than this in one pod is a typo or an attack, not a workload: refused.
+MAX_DEVICES_PER_POD = 256
 DEFAULT_SCHEDULERS = ("", "default-scheduler")
 
 
@@ -88,18 +91,25 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     odd pods: problems become findings and the pod is left unchanged.
     """
     api_version = normalize_api_version(options.api_version)
+    problems = shape_problems(pod, path)
+    if problems:
+        return _unchanged(pod, problems)
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
-    if not isinstance(spec, Mapping) or not isinstance(meta, Mapping) or not isinstance(annotations, Mapping):
-        return _unchanged(pod, [Finding(path or ".", "", "ignored", "not a pod template: no spec")])
-    if CONVERSION_ANNOTATION in annotations:
-        return _unchanged(pod, [])
     findings: list[Finding] = []
     demands = collect(spec, catalog, path, findings)
     wanted = [d for d in demands if d.count > 0]
     if not wanted:
         return _unchanged(pod, findings)
+    if CONVERSION_ANNOTATION in annotations:
+        return _unchanged(pod, [Finding(f"{path}metadata.annotations[{CONVERSION_ANNOTATION}]", "", "ignored",
+                                        "already converted (carries the conversion annotation) but still has "
+                                        "legacy requests: left unchanged")])
+    total = sum(d.count for d in wanted if d.mapping.kind != "slicing")
+    if total > MAX_DEVICES_PER_POD:
+        return _unchanged(pod, [*findings, Finding(wanted[0].path, f"{total} devices", "unsupported",
+                                                  f"more than {MAX_DEVICES_PER_POD} devices in one pod")])
     if spec.get("nodeName"):
         findings.append(Finding(f"{path}spec.nodeName", str(spec["nodeName"]), "kept-legacy",
                                 "a pod with spec.nodeName skips the scheduler, so its claims could never be "
@@ -168,6 +178,10 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
                                         f"{d.count} time-slicing replica(s) of the bridge, as the device plugin "
                                         "counted; such a claim will not allocate after the move to the vendor "
                                         "driver, which has no replicas"))
+        if m.profile and m.profile not in catalog.mig_profiles and catalog.target == "bridge":
+            findings.append(Finding(d.path, d.legacy, "partial",
+                                    f"MIG profile {m.profile} is not in the catalog's profile list: create DeviceClass "
+                                    f"{m.device_class} with `dra-migrate classes --mig-profile {m.profile}`"))
         out.append(d)
     return out, dropped
 

@@ -26,6 +26,7 @@ from typing import Any
 from translate.catalog import Catalog
 from translate.findings import Finding
 from translate.plan import Options, plan_pod
+from translate.quantities import parse_count
 
 BUILTIN_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Deployment": ("spec", "template"),
@@ -127,7 +128,8 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
 
 def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
     new = copy.deepcopy(dict(obj))
-    hard = (new.get("spec") or {}).get("hard")
+    spec = new.get("spec")
+    hard = spec.get("hard") if isinstance(spec, dict) else None
     findings: list[Finding] = []
     if not isinstance(hard, dict):
         return Converted(new, (), ())
@@ -140,6 +142,11 @@ def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
         dra_key = f"{mapping.device_class}{QUOTA_SUFFIX}"
         path = f"spec.hard[{key}]"
         if dra_key in hard:
+            continue
+        try:
+            parse_count(hard[key])
+        except ValueError as exc:
+            findings.append(Finding(path, f"{key}: {hard[key]}", "unsupported", f"invalid quantity: {exc}"))
             continue
         hard[dra_key] = hard[key]
         shared = "" if catalog.target == "bridge" else (

@@ -102,3 +102,17 @@ def test_classes_prints_valid_device_classes() -> None:
     docs = list(yaml.safe_load_all(proc.stdout))
     assert {d["metadata"]["name"] for d in docs} >= {"nvidia-gpu.dra-bridge.io", "nvidia-mig-1g.5gb.dra-bridge.io"}
     assert all(d["apiVersion"] == "resource.k8s.io/v1" and d["kind"] == "DeviceClass" for d in docs)
+
+
+def test_non_objects_and_recursive_aliases_are_errors_not_output(tmp_path: Path) -> None:
+    for text in ("hello\n", "a: &a [*a]\n", "- 1\n- 2\n"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        proc = run("convert", "-f", str(bad))
+        assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr, text
+        assert str(bad) in proc.stderr
+
+
+def test_empty_input_says_so(tmp_path: Path) -> None:
+    proc = run("convert", "-f", str(tmp_path))
+    assert proc.returncode == 0 and proc.stdout == "" and "no objects" in proc.stderr

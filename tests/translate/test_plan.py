@@ -221,3 +221,44 @@ def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, A
             if int(n):
                 legacy[(c["name"], CATALOG.lookup(r).device_class)] += int(n)  # type: ignore[union-attr]
     assert devices_seen(plan.pod, list(plan.templates)) == dict(legacy)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("resourceClaims", "foo"), ("initContainers", "foo"), ("tolerations", "foo"), ("nodeSelector", "foo"),
+    ("affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": "foo"}}),
+])
+def test_fields_of_the_wrong_type_leave_the_pod_unchanged_naming_the_field(field: str, value: Any) -> None:
+    pod = make_pod([make_container("c", gpu(1))], **{field: value})
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed and plan.pod == pod
+    assert any(f.outcome == "unsupported" and f"spec.{field}" in f.path for f in plan.findings)
+
+
+@pytest.mark.parametrize("mangle", ["metadata", "resources", "containers"])
+def test_odd_containers_and_metadata_never_raise(mangle: str) -> None:
+    pod = make_pod([make_container("c", gpu(1))])
+    if mangle == "metadata":
+        pod["metadata"] = "foo"
+    elif mangle == "resources":
+        pod["spec"]["containers"][0]["resources"] = "foo"
+    else:
+        pod["spec"]["containers"] = ["just-a-string"]
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed and "unsupported" in outcomes(plan)
+
+
+def test_absurd_device_counts_are_refused_without_building_them() -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu("10M"))]), CATALOG)
+    assert not plan.changed and any("more than 256" in f.reason for f in plan.findings)
+
+
+def test_unknown_mig_profile_is_flagged_as_needing_its_class() -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]), CATALOG)
+    assert plan.changed and any("--mig-profile 9g.999gb" in f.reason for f in plan.findings)
+
+
+def test_garbage_conversion_annotation_is_reported() -> None:
+    pod = make_pod([make_container("c", gpu(1))])
+    pod["metadata"]["annotations"] = {CONVERSION_ANNOTATION: "{garbage"}
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed and "already converted" in plan.findings[0].reason

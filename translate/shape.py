@@ -1,0 +1,76 @@
+"""Shape checks of the pod fields the migration reads and writes.
+
+A pod (or pod template) whose fields have the wrong JSON type is not converted: each problem
+becomes an ``unsupported`` finding naming the field and the type the core/v1 schema wants,
+and the pod is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from translate.findings import Finding
+
+_SPEC_FIELDS: dict[str, type] = {
+    "containers": list, "initContainers": list, "resourceClaims": list, "tolerations": list,
+    "nodeSelector": dict, "affinity": dict,
+}
+
+
+def _kind(t: type) -> str:
+    return "a list" if t is list else "an object"
+
+
+def _check(value: Any, want: type, path: str, out: list[Finding]) -> bool:
+    if value is None:
+        return True
+    ok = isinstance(value, Mapping) if want is dict else isinstance(value, want)
+    if not ok:
+        out.append(Finding(path, repr(value)[:60], "unsupported",
+                           f"{path} must be {_kind(want)} (core/v1 schema): the pod is left unchanged"))
+    return ok
+
+
+def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
+    """Findings for every field of the wrong type among those the migration touches."""
+    out: list[Finding] = []
+    meta, spec = pod.get("metadata"), pod.get("spec")
+    _check(meta, dict, f"{path}metadata", out)
+    if isinstance(meta, Mapping):
+        _check(meta.get("annotations"), dict, f"{path}metadata.annotations", out)
+        _check(meta.get("labels"), dict, f"{path}metadata.labels", out)
+    if not _check(spec, dict, f"{path}spec", out) or not isinstance(spec, Mapping):
+        return out
+    for name, want in _SPEC_FIELDS.items():
+        _check(spec.get(name), want, f"{path}spec.{name}", out)
+    for fld in ("initContainers", "containers"):
+        items = spec.get(fld)
+        if not isinstance(items, list):
+            continue
+        for i, c in enumerate(items):
+            cpath = f"{path}spec.{fld}[{i}]"
+            if not _check(c, dict, cpath, out) or not isinstance(c, Mapping):
+                continue
+            res = c.get("resources")
+            if _check(res, dict, f"{cpath}.resources", out) and isinstance(res, Mapping):
+                for part in ("limits", "requests"):
+                    _check(res.get(part), dict, f"{cpath}.resources.{part}", out)
+                _check(res.get("claims"), list, f"{cpath}.resources.claims", out)
+    affinity = spec.get("affinity")
+    if isinstance(affinity, Mapping):
+        node = affinity.get("nodeAffinity")
+        if _check(node, dict, f"{path}spec.affinity.nodeAffinity", out) and isinstance(node, Mapping):
+            req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+            rpath = f"{path}spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            if _check(req, dict, rpath, out) and isinstance(req, Mapping):
+                terms = req.get("nodeSelectorTerms")
+                if _check(terms, list, f"{rpath}.nodeSelectorTerms", out) and isinstance(terms, list):
+                    for t, term in enumerate(terms):
+                        tpath = f"{rpath}.nodeSelectorTerms[{t}]"
+                        if _check(term, dict, tpath, out) and isinstance(term, Mapping):
+                            exprs = term.get("matchExpressions")
+                            if _check(exprs, list, f"{tpath}.matchExpressions", out) and isinstance(exprs, list):
+                                for e, expr in enumerate(exprs):
+                                    _check(expr, dict, f"{tpath}.matchExpressions[{e}]", out)
+    return out
