@@ -28,6 +28,7 @@ from webhook.events import KubeAuditSink
 from webhook.handler import Admitter
 from webhook.kube import api_client, discover_api_version
 from webhook.metrics import Metrics
+from webhook.reconciler import Reconciler
 from webhook.runtime import Runtime, watch_catalog, watch_policy
 from webhook.server import Background, make_app, reload_loop
 from webhook.settings import Settings
@@ -60,6 +61,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             functools.partial(reload_loop, runtime, settings.reload_interval),
             ensurer.watch_deletions,
             functools.partial(view.run, api, api_version),
+            functools.partial(Reconciler(api, api_version, lambda: runtime.context().catalog, settings.identity,
+                                         settings.namespace, grace=settings.template_grace).run,
+                              interval=settings.reconcile_interval),
         ]
         app = make_app(runtime, admitter, background)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)

@@ -16,7 +16,6 @@ matches devices on the DRA nodes is not checked here.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -100,10 +99,11 @@ class ClusterView:
             "Node": core.list_node,
             "ResourceQuota": core.list_resource_quota_for_all_namespaces,
         }
-        tasks = [asyncio.get_running_loop().create_task(self._feed(kind, fn, (), stop))
+        tasks = [asyncio.get_running_loop().create_task(self._feed(api, kind, fn, (), stop))
                  for kind, fn in sources.items()]
         tasks.append(asyncio.get_running_loop().create_task(
-            self._feed("DeviceClass", objects.list_cluster_custom_object, (group, version, "deviceclasses"), stop)))
+            self._feed(api, "DeviceClass", objects.list_cluster_custom_object, (group, version, "deviceclasses"),
+                       stop)))
         try:
             await stop.wait()
         finally:
@@ -111,12 +111,11 @@ class ClusterView:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _feed(self, kind: Kind, fn: Callable[..., Awaitable[Any]], args: tuple[str, ...],
+    async def _feed(self, api: client.ApiClient, kind: Kind, fn: Callable[..., Awaitable[Any]], args: tuple[str, ...],
                     stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
-                resp = await fn(*args, _preload_content=False)
-                doc = json.loads(await resp.read())
+                doc = api.sanitize_for_serialization(await fn(*args))
                 self.replace(kind, doc.get("items") or [])
                 rv = (doc.get("metadata") or {}).get("resourceVersion")
                 w = watch.Watch()

@@ -14,12 +14,17 @@ the default) and :meth:`Settings.from_env`; nothing else reads the environment.
     --api-version        DRA_WEBHOOK_API_VERSION         (newest resource.k8s.io version served, by discovery)
     --reload-interval    DRA_WEBHOOK_RELOAD_INTERVAL     2 (seconds between file hash checks)
     --template-deadline  DRA_WEBHOOK_TEMPLATE_DEADLINE   2 (seconds for ensuring templates)
+    --namespace          DRA_WEBHOOK_NAMESPACE           dra-bridge (where the reconciler's Lease lives)
+    --identity           DRA_WEBHOOK_IDENTITY            the host name (the Lease holder; the pod name in a cluster)
+    --template-grace     DRA_WEBHOOK_TEMPLATE_GRACE      600 (seconds a managed template may stay unused)
+    --reconcile-interval DRA_WEBHOOK_RECONCILE_INTERVAL  30 (seconds between reconciler passes)
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +59,14 @@ class Settings:
     """Seconds between checks of the TLS, policy and catalog files."""
     template_deadline: float = 2.0
     """Seconds allowed for ensuring a pod's templates (under the webhook timeoutSeconds)."""
+    namespace: str = "dra-bridge"
+    """Namespace of the reconciler's Lease (the webhook's own)."""
+    identity: str = ""
+    """Lease holder identity of this replica; empty: the host name."""
+    template_grace: float = 600.0
+    """Seconds a managed ResourceClaimTemplate may stay unreferenced before it is deleted."""
+    reconcile_interval: float = 30.0
+    """Seconds between template reconciler passes."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -81,13 +94,16 @@ class Settings:
             port = int(pick("port") or 8443)
             reload_interval = float(pick("reload_interval") or 2.0)
             deadline = float(pick("template_deadline") or 2.0)
+            grace = float(pick("template_grace") or 600.0)
+            reconcile = float(pick("reconcile_interval") or 30.0)
             api_version = normalize_api_version(api_version) if api_version else None
         except ValueError as exc:
             raise ConfigError(str(exc)) from exc
         if not 0 < port < 65536:
             raise ConfigError(f"--port {port}: must be 1..65535")
-        if reload_interval <= 0 or deadline <= 0:
-            raise ConfigError("--reload-interval and --template-deadline must be positive")
+        if reload_interval <= 0 or deadline <= 0 or reconcile <= 0 or grace < 0:
+            raise ConfigError("--reload-interval, --template-deadline and --reconcile-interval must be positive, "
+                              "--template-grace not negative")
 
         def path(name: str) -> Path | None:
             value = pick(name)
@@ -95,7 +111,9 @@ class Settings:
 
         return cls(tls_cert_file=Path(cert), tls_key_file=Path(key), host=pick("host") or "0.0.0.0", port=port,
                    policy_file=path("policy"), catalog_file=path("catalog"), kubeconfig=path("kubeconfig"),
-                   api_version=api_version, reload_interval=reload_interval, template_deadline=deadline)
+                   api_version=api_version, reload_interval=reload_interval, template_deadline=deadline,
+                   namespace=pick("namespace") or "dra-bridge", identity=pick("identity") or socket.gethostname(),
+                   template_grace=grace, reconcile_interval=reconcile)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,4 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-version", help="v1, v1beta2 or v1beta1 (default: discovered)")
     p.add_argument("--reload-interval", metavar="SECONDS")
     p.add_argument("--template-deadline", metavar="SECONDS")
+    p.add_argument("--namespace")
+    p.add_argument("--identity")
+    p.add_argument("--template-grace", metavar="SECONDS")
+    p.add_argument("--reconcile-interval", metavar="SECONDS")
     return p

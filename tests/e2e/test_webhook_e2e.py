@@ -343,3 +343,49 @@ def test_quota_on_the_legacy_resource_keeps_pods_legacy(cluster: Cluster) -> Non
         return pod if CONVERTED_LABEL not in (pod["metadata"].get("labels") or {}) else None
     pod = wait_for(legacy, 30, "the webhook's quota cache to see the ResourceQuota")
     assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+
+
+def _reconcile(cp: ControlPlane, identity: str, lease_ns: str, grace: float, passes: int = 1) -> list[Any]:
+    """Runs ``passes`` reconciler passes in-process against the real API server."""
+    import asyncio
+
+    from webhook.kube import api_client
+    from webhook.reconciler import Reconciler
+
+    async def go() -> list[Any]:
+        api = await api_client(cp.kubeconfig)
+        try:
+            rec = Reconciler(api, V1, load_catalog, identity, lease_ns, grace=grace, lease_seconds=30)
+            return [await rec.run_once() for _ in range(passes)]
+        finally:
+            await api.close()
+
+    return asyncio.run(go())
+
+
+def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
+        cluster: Cluster, control_plane: ControlPlane) -> None:
+    kube = cluster.kube
+    ns = _namespace(cluster, "enforce")
+    _wait_webhook_active(cluster, ns)
+    pod = kube.create(api_path("v1", "pods", ns), _legacy_pod("live", 1))
+    used = pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    unused = kube.create(api_path("v1", "pods", ns), _legacy_pod("short-lived", 2))
+    unused_name = unused["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
+    kube.delete(api_path("v1", "pods", ns, "short-lived"))
+    wait_for(lambda: not kube.exists(api_path("v1", "pods", ns, "short-lived")), 30, "pod deleted")
+    by_hand = {"apiVersion": V1, "kind": "ResourceClaimTemplate",
+               "metadata": {"name": "by-convert", "labels": {"app.kubernetes.io/managed-by": "dra-migrate"}},
+               "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {
+                   "deviceClassName": "nvidia-gpu.dra-bridge.io"}}]}}}}
+    kube.create(api_path(V1, "resourceclaimtemplates", ns), by_hand)
+    kube.delete(api_path(V1, "resourceclaimtemplates", ns, used))  # the race: a live pod's template vanished
+    lease_ns = _namespace(cluster, "lease")
+
+    report = _reconcile(control_plane, "replica-a", lease_ns, grace=0)[0]
+    assert report.leader
+    assert (ns, unused_name) in report.deleted and (ns, used) in report.recreated
+    names = {t["metadata"]["name"] for t in kube.list(api_path(V1, "resourceclaimtemplates", ns))}
+    assert used in names and "by-convert" in names and unused_name not in names
+    # A second replica does nothing while the first holds the Lease.
+    assert _reconcile(control_plane, "replica-b", lease_ns, grace=0)[0].leader is False

@@ -1,0 +1,73 @@
+"""The template reconciler's decisions: what is garbage, what is missing, and the undone pod."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.webhook.conftest import example, make_pod
+from translate.catalog import load_catalog
+from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from webhook.reconcile_rules import Key, garbage, legacy_pod, missing
+
+
+def tpl(name: str, managed_by: str = "dra-bridge-webhook", ns: str = "a", created: str = "2026-01-01T00:00:00Z",
+        **meta: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, "creationTimestamp": created,
+                         "labels": {"app.kubernetes.io/managed-by": managed_by}, **meta}}
+
+
+def pod_using(*names: str, ns: str = "a", converted: bool = True) -> dict[str, Any]:
+    labels = {"dra-bridge.io/converted": "true"} if converted else {}
+    return {"metadata": {"name": "p", "namespace": ns, "labels": labels},
+            "spec": {"resourceClaims": [{"name": f"c{i}", "resourceClaimTemplateName": n} for i, n in enumerate(names)]}}
+
+
+T0 = 1767225600.0  # 2026-01-01T00:00:00Z
+
+
+def test_unused_managed_templates_become_garbage_only_after_the_grace_period() -> None:
+    seen: dict[Key, float] = {}
+    templates = [tpl("used"), tpl("unused"), tpl("by-convert", managed_by="dra-migrate"), tpl("by-hand", "")]
+    assert garbage(templates, [pod_using("used")], T0 + 100, 600, seen) == []
+    assert garbage(templates, [pod_using("used")], T0 + 650, 600, seen) == []  # first seen unused at +100
+    assert garbage(templates, [pod_using("used")], T0 + 700, 600, seen) == [("a", "unused")]
+
+
+def test_a_template_referenced_again_restarts_its_grace_period() -> None:
+    seen: dict[Key, float] = {}
+    garbage([tpl("t")], [], T0 + 10, 60, seen)
+    garbage([tpl("t")], [pod_using("t")], T0 + 50, 60, seen)
+    assert garbage([tpl("t")], [], T0 + 80, 60, seen) == []
+    assert garbage([tpl("t")], [], T0 + 140, 60, seen) == [("a", "t")]
+
+
+def test_recently_created_templates_are_kept_for_admissions_in_flight() -> None:
+    fresh = tpl("fresh", created="2026-01-01T00:10:00Z")
+    assert garbage([fresh], [], T0 + 620, 600, {}) == []
+
+
+def test_live_converted_pods_naming_absent_templates_are_missing() -> None:
+    pods = [pod_using("gone", "there"), pod_using("other", converted=False),
+            {**pod_using("done"), "status": {"phase": "Succeeded"}}]
+    assert [(p["metadata"]["name"], names) for p, names in missing([tpl("there")], pods)] == [("p", ["gone"])]
+    assert [names for _, names in missing([tpl("gone", deletionTimestamp="x"), tpl("there")], pods)] == [["gone"]]
+
+
+@pytest.mark.parametrize("pod", [
+    example("01-pod-limits-only-toleration.yaml"),
+    make_pod(gpus=2, nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}),
+    example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
+], ids=["example-01", "gfd-selector", "two-mig"])
+def test_undoing_a_conversion_plans_the_same_templates_again(pod: dict[str, Any]) -> None:
+    options = Options(managed_by=MANAGED_BY_WEBHOOK)
+    plan = plan_pod(pod, load_catalog(), options, "team-a")
+    back = legacy_pod(plan.pod)
+    assert back is not None
+    again = plan_pod(back, load_catalog(), options, "team-a")
+    assert again.templates == plan.templates and again.pod == plan.pod
+
+
+def test_a_pod_without_the_annotation_cannot_be_undone() -> None:
+    assert legacy_pod(make_pod()) is None

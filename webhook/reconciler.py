@@ -1,0 +1,164 @@
+"""The template reconciler: one active replica (a Lease) collects and repairs managed templates.
+
+    Reconciler(api, api_version, catalog_source, identity, namespace, grace=600, lease_seconds=30)
+    await Reconciler.run_once() -> Report(deleted, recreated, leader)
+    await Reconciler.run(stop, interval=30)
+
+Each pass, only while this replica holds the Lease ``dra-bridge-webhook-reconciler`` in
+``namespace``: list converted pods (server-side filter ``dra-bridge.io/converted=true``) and
+managed templates; delete templates unused past ``grace`` (webhook.reconcile_rules.garbage,
+with a resourceVersion precondition); re-create, from each live pod's conversion
+annotation, the templates it names that are missing, but only when the recomputed plan
+names exactly those templates (webhook.reconcile_rules.legacy_pod).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from translate.catalog import Catalog
+from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.render import CONVERTED_LABEL, MANAGED_BY
+from webhook.reconcile_rules import Key, garbage, legacy_pod, missing
+
+logger = logging.getLogger(__name__)
+LEASE_NAME = "dra-bridge-webhook-reconciler"
+GROUP = "resource.k8s.io"
+
+
+@dataclass
+class Report:
+    """One pass: templates ``deleted`` and ``recreated``; ``leader`` when this replica acted."""
+
+    leader: bool = False
+    deleted: list[Key] = field(default_factory=list)
+    recreated: list[Key] = field(default_factory=list)
+
+
+def _now_iso() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Reconciler:
+    """See the module docstring. ``clock`` gives wall-clock seconds (tests)."""
+
+    def __init__(self, api: client.ApiClient, api_version: str, catalog: Callable[[], Catalog], identity: str,
+                 namespace: str, *, grace: float = 600.0, lease_seconds: int = 30,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._core = client.CoreV1Api(api)
+        self._objects = client.CustomObjectsApi(api)
+        self._leases = client.CoordinationV1Api(api)
+        self._api = api
+        self.api_version = api_version
+        self.version = api_version.split("/", 1)[1]
+        self._catalog = catalog
+        self.identity = identity
+        self.namespace = namespace
+        self.grace = grace
+        self.lease_seconds = lease_seconds
+        self._clock = clock
+        self._first_unused: dict[Key, float] = {}
+
+    async def _lead(self) -> bool:
+        """Acquire or renew the Lease; False while another live holder has it."""
+        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
+                "renewTime": _now_iso()}
+        try:
+            lease = await self._leases.read_namespaced_lease(LEASE_NAME, self.namespace)
+            current: dict[str, Any] = self._api.sanitize_for_serialization(lease)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": LEASE_NAME, "namespace": self.namespace},
+                    "spec": {**spec, "acquireTime": _now_iso()}}
+            try:
+                await self._leases.create_namespaced_lease(self.namespace, cast(Any, body))
+            except ApiException as create_exc:
+                if create_exc.status == 409:
+                    return False
+                raise
+            return True
+        held = current.get("spec") or {}
+        if held.get("holderIdentity") not in (self.identity, None, ""):
+            renewed = str(held.get("renewTime") or "1970-01-01T00:00:00Z").replace("Z", "+00:00")
+            expiry = datetime.datetime.fromisoformat(renewed).timestamp() + int(held.get("leaseDurationSeconds") or 0)
+            if expiry > self._clock():
+                return False
+            spec["acquireTime"] = _now_iso()
+        current["spec"] = {**held, **spec}
+        try:  # the resourceVersion in metadata makes this a compare-and-swap
+            await self._leases.replace_namespaced_lease(LEASE_NAME, self.namespace, cast(Any, current))
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True
+
+    async def run_once(self) -> Report:
+        """One pass (see the module docstring); API errors propagate."""
+        report = Report(leader=await self._lead())
+        if not report.leader:
+            return report
+        pod_list = await self._core.list_pod_for_all_namespaces(label_selector=f"{CONVERTED_LABEL}=true")
+        pods = self._api.sanitize_for_serialization(pod_list).get("items") or []
+        tpls = (await self._objects.list_cluster_custom_object(
+            GROUP, self.version, "resourceclaimtemplates", label_selector=f"{MANAGED_BY}={MANAGED_BY_WEBHOOK}"
+        )).get("items") or []
+        for ns, name in garbage(tpls, pods, self._clock(), self.grace, self._first_unused):
+            rv = next(t["metadata"].get("resourceVersion") for t in tpls
+                      if t["metadata"]["namespace"] == ns and t["metadata"]["name"] == name)
+            try:
+                await self._objects.delete_namespaced_custom_object(
+                    GROUP, self.version, ns, "resourceclaimtemplates", name,
+                    body=cast(Any, {"preconditions": {"resourceVersion": rv}}))
+                report.deleted.append((ns, name))
+                logger.info("deleted unused ResourceClaimTemplate %s/%s", ns, name)
+            except ApiException as exc:
+                if exc.status not in (404, 409):
+                    raise
+        for pod, names in missing(tpls, pods):
+            report.recreated += await self._recreate(pod, names)
+        return report
+
+    async def _recreate(self, pod: dict[str, Any] | Any, names: list[str]) -> list[Key]:
+        ns = pod["metadata"]["namespace"]
+        legacy = legacy_pod(pod)
+        plan = plan_pod(legacy, self._catalog(), Options(api_version=self.api_version, managed_by=MANAGED_BY_WEBHOOK),
+                        ns) if legacy else None
+        wanted = {t["metadata"]["name"]: t for t in plan.templates} if plan else {}
+        done: list[Key] = []
+        for name in names:
+            if name not in wanted:
+                logger.warning("pod %s/%s names missing template %s, which its annotation no longer plans",
+                               ns, pod["metadata"].get("name"), name)
+                continue
+            try:
+                await self._objects.create_namespaced_custom_object(GROUP, self.version, ns,
+                                                                    "resourceclaimtemplates", wanted[name])
+                done.append((ns, name))
+                logger.info("re-created ResourceClaimTemplate %s/%s for pod %s", ns, name, pod["metadata"].get("name"))
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+        return done
+
+    async def run(self, stop: asyncio.Event, interval: float = 30.0) -> None:
+        """Pass every ``interval`` seconds until ``stop`` is set; errors are logged, not fatal."""
+        while not stop.is_set():
+            try:
+                await self.run_once()
+            except (ApiException, OSError, ValueError, TimeoutError) as exc:
+                logger.warning("template reconciler: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
