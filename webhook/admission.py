@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import jsonpatch
+import jsonpointer
 
 from translate.catalog import Catalog
 from translate.findings import Finding
@@ -212,29 +213,53 @@ def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
                    summary=summary, warnings=warnings, audit={"plan": summary})
 
 
-def _pruned(src: Mapping[str, Any], dst: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Shallow copies of two objects without the members equal on both sides (same type and
-    ``==``), recursively through objects, never through arrays."""
-    a, b = dict(src), dict(dst)
-    for key in a.keys() & b.keys():
-        x, y = a[key], b[key]
-        if type(x) is type(y) and x == y:
-            del a[key], b[key]
-        elif isinstance(x, dict) and isinstance(y, dict):
-            a[key], b[key] = _pruned(x, y)
-    return a, b
+def _pruned(src: Any, dst: Any) -> tuple[Any, Any]:
+    """Shallow copies of two values without the object members equal on both sides (same type
+    and ``==``), recursively through objects and through arrays of equal length (elements
+    keep their positions; only members inside them are dropped)."""
+    if isinstance(src, dict) and isinstance(dst, dict):
+        a, b = dict(src), dict(dst)
+        for key in a.keys() & b.keys():
+            x, y = a[key], b[key]
+            if type(x) is type(y) and x == y:
+                del a[key], b[key]
+            else:
+                a[key], b[key] = _pruned(x, y)
+        return a, b
+    if isinstance(src, list) and isinstance(dst, list) and len(src) == len(dst):
+        pairs = [(x, y) if type(x) is type(y) and x == y else _pruned(x, y) for x, y in zip(src, dst, strict=True)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    return src, dst
+
+
+def _faithful(ops: list[dict[str, Any]], migrated: Mapping[str, Any]) -> bool:
+    """True when every value the operations write is the value at that path in ``migrated``
+    (so no pruned member can leak into the patch) and no operation moves or copies."""
+    for op in ops:
+        if op["op"] in ("move", "copy"):
+            return False
+        if op["op"] in ("add", "replace") and isinstance(op["value"], dict | list):
+            try:
+                if jsonpointer.resolve_pointer(migrated, op["path"]) != op["value"]:
+                    return False
+            except jsonpointer.JsonPointerException:
+                return False
+    return True
 
 
 def diff(original: Mapping[str, Any], migrated: Mapping[str, Any]) -> list[dict[str, Any]]:
     """RFC 6902 operations turning ``original`` into ``migrated``: ``jsonpatch.JsonPatch.from_diff``.
 
-    Members equal on both sides are dropped from both first. jsonpatch compares two objects
-    member by member and emits nothing for a member absent from both, so the operations are
-    the same as for the full documents; only the walk is shorter (the pod's unchanged
-    status, volumes, env, ...). Every path and value is still the library's.
+    Members equal on both sides are dropped from both first (``_pruned``): jsonpatch
+    compares objects member by member, so a member absent from both yields no operation and
+    the walk is much shorter (the pod's unchanged env, volumes, status...). Every path and
+    value is still the library's. Should the library emit a composite value that pruning
+    touched (``_faithful``), the full documents are diffed instead.
     """
     a, b = _pruned(original, migrated)
     ops: list[dict[str, Any]] = jsonpatch.JsonPatch.from_diff(a, b).patch
+    if not _faithful(ops, migrated):
+        ops = jsonpatch.JsonPatch.from_diff(original, migrated).patch
     return ops
 
 

@@ -53,3 +53,26 @@ def test_admission_handler_never_answers_5xx(body: bytes, mode: Any) -> None:
         assert isinstance(answer["response"]["uid"], str) and answer["response"]["allowed"] in (True, False)
     else:
         assert "error" in answer
+
+
+docs = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["a", "b", "nvidia.com/gpu"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["a", "b", "c/d", "~"]), inner,
+                                                                max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(src=st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), docs, max_size=3),
+       dst=st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), docs, max_size=3))
+def test_pruned_diff_always_turns_the_original_into_the_migrated_document(
+        src: dict[str, Any], dst: dict[str, Any]) -> None:
+    import copy
+
+    import jsonpatch
+
+    from webhook.admission import diff
+
+    for a, b in ((src, dst), (src, {**src, **dst}), (dst, {**dst, **src})):
+        assert jsonpatch.apply_patch(copy.deepcopy(a), diff(a, b)) == b
