@@ -31,7 +31,7 @@ from translate.catalog import Catalog
 from translate.findings import Finding
 from translate.plan import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK, Options, plan_pod
 from webhook.errors import ReviewError
-from webhook.policy import Policy, Settings, Subject
+from webhook.policy import Policy, Subject, Translation
 
 Mode = Literal["enforce", "audit"]
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -77,7 +77,7 @@ class Decision:
     owner: Mapping[str, Any] | None = None
     summary: str = ""
     status: tuple[int, str] | None = None
-    settings: Settings = field(default_factory=Settings)
+    settings: Translation = field(default_factory=Translation)
 
     def failed(self, reason: str) -> Decision:
         """The decision once its templates could not be ensured: deny, or admit unchanged."""

@@ -43,7 +43,7 @@ _MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
 
 
 @dataclass(frozen=True)
-class Settings:
+class Translation:
     """The translation settings that apply to one pod.
 
     ``keep_legacy``: partial translations stay on the device plugin; ``hami_slicing``: how
@@ -104,11 +104,11 @@ class Rule:
 class Policy:
     """A validated policy. Build it with :func:`load_policy`; ``source`` names the file."""
 
-    defaults: Settings = Settings()
+    defaults: Translation = Translation()
     rules: tuple[Rule, ...] = ()
     source: str = "built-in defaults"
 
-    def settings_for(self, subject: Subject) -> Settings:
+    def settings_for(self, subject: Subject) -> Translation:
         """The defaults, overridden by the first rule that fits ``subject``."""
         for rule in self.rules:
             if rule.match.fits(subject):
@@ -175,7 +175,7 @@ def parse_policy(doc: object, source: str) -> Policy:
     if doc.get("apiVersion", POLICY_API_VERSION) != POLICY_API_VERSION:
         raise _fail(source, "apiVersion", f"must be {POLICY_API_VERSION}")
     raw_defaults = doc.get("defaults")
-    defaults = Settings(**_settings({} if raw_defaults is None else raw_defaults, source, "defaults"))
+    defaults = Translation(**_settings({} if raw_defaults is None else raw_defaults, source, "defaults"))
     raw_rules = doc.get("rules")
     raw_rules = [] if raw_rules is None else raw_rules
     if not isinstance(raw_rules, list):
@@ -206,9 +206,18 @@ def load_policy(text: str, source: str) -> Policy:
 
 
 def setting_names() -> tuple[str, ...]:
-    """The attribute names of :class:`Settings` (for documentation and tests)."""
-    return tuple(f.name for f in fields(Settings))
+    """The attribute names of :class:`Translation` (for documentation and tests)."""
+    return tuple(f.name for f in fields(Translation))
 
 
-__all__ = ["Match", "OnError", "Policy", "Rule", "Settings", "Subject", "load_policy", "parse_policy",
-           "setting_names"]
+__all__ = [
+    "Match",
+    "OnError",
+    "Policy",
+    "Rule",
+    "Subject",
+    "Translation",
+    "load_policy",
+    "parse_policy",
+    "setting_names",
+]
