@@ -3,14 +3,16 @@
     ClusterView.node_mode(node) -> "dra" | "legacy" | ... | None     Node label dra-bridge.io/mode
     ClusterView.quota_keys(namespace) -> frozenset[str]              keys any ResourceQuota there limits
     ClusterView.kep5004() -> {extended resource name: DeviceClass}   classes with spec.extendedResourceName
+                                                                     whose selectors match a device on a DRA node
     ClusterView.apply(kind, event_type, obj)                         the pure update (tests feed it)
     await ClusterView.run(stop)                                      list, then watch, per kind; relist on error
 
 Sources of the rules: design decision 6 (DaemonSet pods follow their node's handover),
 the quota trap (a quota on ``requests.nvidia.com/gpu`` does not limit the DRA class key
 ``<class>.deviceclass.resource.k8s.io/devices``), decision 8 (KEP-5004 deference, 1.36+).
-KEP-5004 deference trusts a DeviceClass's ``extendedResourceName``; whether its selector
-matches devices on the DRA nodes is not checked here.
+A DeviceClass counts for KEP-5004 deference only when its selectors (evaluated by
+``translate.cel`` like the allocator does) match at least one device of a ResourceSlice on
+a node labelled ``dra-bridge.io/mode=dra``; the answer is recomputed only after a change.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from typing import Any
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from translate.cel import evaluate_selectors
+from translate.errors import SelectorError
 from webhook.admission import NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
-Kind = str  # "Node" | "ResourceQuota" | "DeviceClass"
+Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice"
 
 
 class ClusterView:
@@ -35,7 +39,9 @@ class ClusterView:
     def __init__(self) -> None:
         self._nodes: dict[str, str] = {}
         self._quotas: dict[tuple[str, str], frozenset[str]] = {}
-        self._classes: dict[str, str] = {}
+        self._classes: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._slices: dict[str, Mapping[str, Any]] = {}
+        self._kep5004: dict[str, str] | None = None
         self.synced: set[Kind] = set()
 
     def node_mode(self, node: str) -> str | None:
@@ -51,8 +57,27 @@ class ClusterView:
         return frozenset(keys)
 
     def kep5004(self) -> Mapping[str, str]:
-        """Extended resource name -> the DeviceClass that serves it through KEP-5004."""
-        return self._classes
+        """Extended resource name -> the DeviceClass that serves it through KEP-5004 on DRA nodes."""
+        if self._kep5004 is None:
+            out: dict[str, str] = {}
+            for name, (resource, selectors) in sorted(self._classes.items()):
+                if resource not in out and self._selects_dra_device(selectors):
+                    out[resource] = name
+            self._kep5004 = out
+        return self._kep5004
+
+    def _selects_dra_device(self, selectors: tuple[str, ...]) -> bool:
+        for spec in self._slices.values():
+            if self._nodes.get(str(spec.get("nodeName") or "")) != "dra":
+                continue
+            driver = str(spec.get("driver") or "")
+            for device in spec.get("devices") or []:
+                try:
+                    if evaluate_selectors(selectors, device, driver):
+                        return True
+                except (SelectorError, TypeError, ValueError, KeyError):
+                    continue
+        return False
 
     def replace(self, kind: Kind, objects: list[Mapping[str, Any]]) -> None:
         """Replace everything known of ``kind`` by a fresh list."""
@@ -61,7 +86,10 @@ class ClusterView:
         elif kind == "ResourceQuota":
             self._quotas.clear()
         elif kind == "DeviceClass":
-            self._classes = {}
+            self._classes.clear()
+        elif kind == "ResourceSlice":
+            self._slices.clear()
+        self._kep5004 = None
         for obj in objects:
             self.apply(kind, "ADDED", obj)
         self.synced.add(kind)
@@ -84,11 +112,19 @@ class ClusterView:
             else:
                 self._quotas[(ns, name)] = frozenset(str(k) for k in hard)
         elif kind == "DeviceClass":
-            classes = {k: v for k, v in self._classes.items() if v != name}
-            resource = (obj.get("spec") or {}).get("extendedResourceName")
-            if not gone and resource:
-                classes[str(resource)] = name
-            self._classes = classes
+            spec = obj.get("spec") or {}
+            resource = spec.get("extendedResourceName")
+            if gone or not resource:
+                self._classes.pop(name, None)
+            else:
+                exprs = tuple(str((s.get("cel") or {}).get("expression", "")) for s in spec.get("selectors") or [])
+                self._classes[name] = (str(resource), exprs)
+        elif kind == "ResourceSlice":
+            if gone:
+                self._slices.pop(name, None)
+            else:
+                self._slices[name] = obj.get("spec") or {}
+        self._kep5004 = None
 
     async def run(self, api: client.ApiClient, resource_version: str, stop: asyncio.Event) -> None:
         """Keep every cache fed until ``stop`` is set (``resource_version``: resource.k8s.io/<v>)."""
@@ -104,6 +140,9 @@ class ClusterView:
         tasks.append(asyncio.get_running_loop().create_task(
             self._feed(api, "DeviceClass", objects.list_cluster_custom_object, (group, version, "deviceclasses"),
                        stop)))
+        tasks.append(asyncio.get_running_loop().create_task(
+            self._feed(api, "ResourceSlice", objects.list_cluster_custom_object,
+                       (group, version, "resourceslices"), stop)))
         try:
             await stop.wait()
         finally:

@@ -39,10 +39,33 @@ def test_relist_forgets_objects_deleted_while_disconnected() -> None:
     assert view.node_mode("n1") is None and "Node" in view.synced
 
 
-def test_kep5004_classes_map_extended_resource_names() -> None:
+def kep_class(name: str, expression: str) -> dict[str, object]:
+    return {"metadata": {"name": name},
+            "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": expression}}]}}
+
+
+def gpu_slice(node_name: str, product: str) -> dict[str, object]:
+    return {"metadata": {"name": f"{node_name}-gpu"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": node_name,
+                     "devices": [{"name": "gpu-0", "attributes": {"productName": {"string": product}}}]}}
+
+
+def test_kep5004_counts_classes_that_select_a_device_on_a_dra_node() -> None:
     view = ClusterView()
-    cls = {"metadata": {"name": "gpu.nvidia.com"}, "spec": {"extendedResourceName": "nvidia.com/gpu"}}
-    view.replace("DeviceClass", [cls, {"metadata": {"name": "plain"}, "spec": {}}])
+    view.replace("Node", [node("n1", "dra"), node("n2", None)])
+    view.replace("ResourceSlice", [gpu_slice("n1", "A100"), gpu_slice("n2", "T4")])
+    view.replace("DeviceClass", [kep_class("t4-only", 'device.attributes["gpu.nvidia.com"].productName == "T4"'),
+                                 {"metadata": {"name": "plain"}, "spec": {}}])
+    assert dict(view.kep5004()) == {}  # T4 devices exist only on a legacy node
+    view.apply("DeviceClass", "ADDED", kep_class("gpu.nvidia.com", 'device.driver == "gpu.nvidia.com"'))
     assert dict(view.kep5004()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
-    view.apply("DeviceClass", "MODIFIED", {"metadata": {"name": "gpu.nvidia.com"}, "spec": {}})
+    view.apply("Node", "MODIFIED", node("n1", "legacy"))
+    assert dict(view.kep5004()) == {}
+
+
+def test_kep5004_ignores_selectors_that_fail_at_runtime() -> None:
+    view = ClusterView()
+    view.replace("Node", [node("n1", "dra")])
+    view.replace("ResourceSlice", [gpu_slice("n1", "A100")])
+    view.replace("DeviceClass", [kep_class("broken", 'device.attributes["x.com"].missing == "y"')])
     assert dict(view.kep5004()) == {}

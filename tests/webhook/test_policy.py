@@ -114,3 +114,16 @@ async def test_keep_legacy_rule_leaves_partial_translations_alone(
     assert "patch" not in (await resp.json())["response"]
     resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod, namespace="team-b")))
     assert "patch" in (await resp.json())["response"]
+
+
+async def test_defer_to_kep5004_leaves_count_only_pods_to_the_serving_class(
+        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules: [{name: kep, match: {namespaces: [team-a]}, deferToKEP5004: true}]\n")
+    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False,
+                      kep5004=lambda: {"nvidia.com/gpu": "gpu.nvidia.com"})
+    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
+    resp = await client.post("/mutate/enforce", data=body(make_admission_review(make_pod())))
+    assert "patch" not in (await resp.json())["response"]
+    resp = await client.post("/mutate/enforce", data=body(make_admission_review(make_pod(), namespace="team-b")))
+    assert "patch" in (await resp.json())["response"]
