@@ -196,7 +196,7 @@ def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
                                              "left unchanged"),))
     findings = list(plan.findings)
     if plan.changed:
-        findings += _held_back(plan.pod, spec, subject, ctx)
+        findings += _held_back(plan.pod, spec, subject, ctx, settings)
     warnings = tuple(_warning(f) for f in findings if f.severity >= 2)[:MAX_WARNINGS]
     if not plan.changed or any(f.outcome == "kept-legacy" and f.path.startswith("(") for f in findings):
         return replace(base, warnings=warnings)
@@ -272,7 +272,8 @@ def _legacy_resources(pod: Mapping[str, Any]) -> set[str]:
     return out
 
 
-def _held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], subject: Subject, ctx: Context) -> list[Finding]:
+def _held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], subject: Subject, ctx: Context,
+               settings: Translation) -> list[Finding]:
     """Cluster-state reasons to keep a translatable pod legacy; their paths start with ``(``."""
     out: list[Finding] = []
     if subject.owner_kind == "DaemonSet":
@@ -290,14 +291,18 @@ def _held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], subject: Su
             if mapping is None or not legacy_limited:
                 continue
             dra_key = f"{mapping.device_class}.deviceclass.resource.k8s.io/devices"
-            if dra_key not in limited:
+            if dra_key not in limited and not settings.ignore_legacy_quota:
                 out.append(Finding("(quota)", resource, "kept-legacy",
                                    f"a ResourceQuota limits {sorted(legacy_limited)[0]} but not {dra_key}: "
                                    "converting would lift the limit"))
-            else:
+            elif dra_key in limited:
                 out.append(Finding("(quota)", resource, "partial",
                                    "DRA quota is charged when the claim is created: an over-quota pod now waits "
                                    "Pending instead of being refused"))
+            else:
+                out.append(Finding("(quota)", resource, "partial",
+                                   f"converted although no ResourceQuota limits {dra_key} (policy "
+                                   "ignoreLegacyQuota): the legacy quota no longer applies to this pod"))
     return out
 
 

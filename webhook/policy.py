@@ -10,6 +10,7 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
       hamiSlicing: unsupported     # unsupported | whole-devices
       onError: admit-unchanged     # admit-unchanged | deny (a template cannot be ensured)
       deferToKEP5004: false        # leave count-only pods to KEP-5004 DeviceClasses that serve them
+      ignoreLegacyQuota: false     # convert even where a quota limits only the legacy resource (lifts it)
     rules:
       - name: training             # for logs and warnings
         match:                     # every key given must match (AND); lists are alternatives (OR)
@@ -38,7 +39,7 @@ POLICY_API_VERSION = "policy.dra-bridge.io/v1"
 OnError = Literal["admit-unchanged", "deny"]
 HamiSlicing = Literal["unsupported", "whole-devices"]
 _SETTING_KEYS = {"keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
-                 "deferToKEP5004": "defer_to_kep5004"}
+                 "deferToKEP5004": "defer_to_kep5004", "ignoreLegacyQuota": "ignore_legacy_quota"}
 _MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
 
 
@@ -49,7 +50,9 @@ class Translation:
     ``keep_legacy``: partial translations stay on the device plugin; ``hami_slicing``: how
     HAMi memory/core slicing requests are treated; ``on_error``: what to answer when a
     template cannot be ensured (design decision 9); ``defer_to_kep5004``: leave count-only
-    pods to a KEP-5004 DeviceClass serving their resource; ``rule``: the rule that matched
+    pods to a KEP-5004 DeviceClass serving their resource; ``ignore_legacy_quota``: convert
+    even where a ResourceQuota limits the legacy resource but not the DRA class (which
+    lifts the limit); ``rule``: the rule that matched
     (empty for the defaults).
     """
 
@@ -57,6 +60,7 @@ class Translation:
     hami_slicing: HamiSlicing = "unsupported"
     on_error: OnError = "admit-unchanged"
     defer_to_kep5004: bool = False
+    ignore_legacy_quota: bool = False
     rule: str = ""
 
 
@@ -128,7 +132,7 @@ def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
         path = f"{key}.{name}"
         if name not in _SETTING_KEYS:
             raise _fail(source, path, f"unknown key (known: {', '.join(_SETTING_KEYS)})")
-        if name in ("keepLegacy", "deferToKEP5004") and not isinstance(value, bool):
+        if name in ("keepLegacy", "deferToKEP5004", "ignoreLegacyQuota") and not isinstance(value, bool):
             raise _fail(source, path, "must be true or false")
         if name == "hamiSlicing" and value not in ("unsupported", "whole-devices"):
             raise _fail(source, path, "must be unsupported or whole-devices")

@@ -127,3 +127,15 @@ async def test_defer_to_kep5004_leaves_count_only_pods_to_the_serving_class(
     assert "patch" not in (await resp.json())["response"]
     resp = await client.post("/mutate/enforce", data=body(make_admission_review(make_pod(), namespace="team-b")))
     assert "patch" in (await resp.json())["response"]
+
+
+async def test_ignore_legacy_quota_converts_with_a_warning(
+        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("defaults: {ignoreLegacyQuota: true}\n")
+    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False,
+                      quota_keys=lambda _ns: frozenset({"requests.nvidia.com/gpu"}))
+    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
+    answer = (await (await client.post("/mutate/enforce", data=body(make_admission_review(make_pod())))).json())
+    assert "patch" in answer["response"]
+    assert any("ignoreLegacyQuota" in w for w in answer["response"]["warnings"])
