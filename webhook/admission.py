@@ -254,12 +254,13 @@ def diff(original: Mapping[str, Any], migrated: Mapping[str, Any]) -> list[dict[
     compares objects member by member, so a member absent from both yields no operation and
     the walk is much shorter (the pod's unchanged env, volumes, status...). Every path and
     value is still the library's. Should the library emit a composite value that pruning
-    touched (``_faithful``), the full documents are diffed instead.
+    touched (``_faithful``), the full documents are diffed instead. ``optimization=False``:
+    add, remove and replace only (no move/copy operations to reason about).
     """
     a, b = _pruned(original, migrated)
-    ops: list[dict[str, Any]] = jsonpatch.JsonPatch.from_diff(a, b).patch
+    ops: list[dict[str, Any]] = jsonpatch.JsonPatch.from_diff(a, b, optimization=False).patch
     if not _faithful(ops, migrated):
-        ops = jsonpatch.JsonPatch.from_diff(original, migrated).patch
+        ops = jsonpatch.JsonPatch.from_diff(original, migrated, optimization=False).patch
     return ops
 
 
