@@ -273,7 +273,7 @@ def test_deleted_template_is_recreated_for_the_next_pod(cluster: Cluster) -> Non
     name = first["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
     kube.delete(api_path(V1, "resourceclaimtemplates", ns, name))
     wait_for(lambda: not kube.exists(api_path(V1, "resourceclaimtemplates", ns, name)), 10, "template deleted")
-    time.sleep(0.5)  # let the webhook's template watch deliver the DELETED event
+    time.sleep(1.0)  # let the webhook's template watch deliver the DELETED event
     second = kube.create(api_path("v1", "pods", ns), _legacy_pod("second", 1))
     assert second["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == name
     assert kube.exists(api_path(V1, "resourceclaimtemplates", ns, name))

@@ -223,3 +223,14 @@ def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
 
     migrated = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a").pod
     assert diff(pod, migrated) == jsonpatch.JsonPatch.from_diff(pod, migrated, optimization=False).patch
+
+
+async def test_each_admission_logs_one_structured_line(client: Client, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="webhook.handler")
+    await post(client, make_admission_review(make_pod(None, 2, generate_name="web-"), uid="u-42"))
+    lines = [r.getMessage() for r in caplog.records if r.name == "webhook.handler"]
+    assert len(lines) == 1
+    assert all(f in lines[0] for f in ("uid=u-42", "namespace=team-a", "name=web-*", "mode=enforce",
+                                        "outcome=patched", "translated=nvidia.com/gpu", "duration_ms="))
