@@ -389,3 +389,32 @@ def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
     assert used in names and "by-convert" in names and unused_name not in names
     # A second replica does nothing while the first holds the Lease.
     assert _reconcile(control_plane, "replica-b", lease_ns, grace=0)[0].leader is False
+
+
+def test_discovery_picks_the_newest_served_resource_version(control_plane: ControlPlane) -> None:
+    import asyncio
+
+    from webhook.kube import api_client, discover_api_version
+
+    async def go() -> str:
+        api = await api_client(control_plane.kubeconfig)
+        try:
+            return await discover_api_version(api)
+        finally:
+            await api.close()
+
+    assert asyncio.run(go()) == V1
+
+
+def test_metrics_count_admissions_and_created_templates(cluster: Cluster) -> None:
+    ns = _namespace(cluster, "enforce")
+    _wait_webhook_active(cluster, ns)
+    cluster.kube.create(api_path("v1", "pods", ns), _legacy_pod("counted", 3))
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # only reading metrics; the certificate is checked by the API server
+    with urllib.request.urlopen(f"https://127.0.0.1:{cluster.v1.port}/metrics", context=ctx, timeout=5) as resp:
+        text = resp.read().decode()
+    created = [line for line in text.splitlines() if line.startswith("dra_webhook_templates_created_total ")]
+    assert created and float(created[0].split()[1]) >= 1
+    assert 'dra_webhook_requests_total{mode="enforce",outcome="patched"}' in text
