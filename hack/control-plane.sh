@@ -5,6 +5,7 @@
 #   hack/control-plane.sh build   build what is missing from the cache (reused when present)
 #   hack/control-plane.sh env     print the directory holding all four binaries
 #   hack/control-plane.sh versions print the pinned versions
+#   hack/control-plane.sh latest [1.MINOR]  newest patch releases on the module proxy
 #
 # Binaries are cached outside the repository, keyed by version:
 #   $DRA_BRIDGE_CACHE/k8s-$K8S_VERSION/{kube-apiserver,kube-controller-manager,kube-scheduler}
@@ -168,9 +169,21 @@ cmd_env() {
   echo "$BIN_DIR"
 }
 
+# The newest patch releases the module proxy serves (for bumping the pins above).
+cmd_latest() {
+  local minor=${1:-${K8S_VERSION#v}} etcd_minor=${ETCD_VERSION#v}
+  minor=$(cut -d. -f1,2 <<<"$minor"); etcd_minor=$(cut -d. -f1,2 <<<"$etcd_minor")
+  go_env
+  printf 'k8s.io/kubernetes %s\n' "$(go list -m -versions k8s.io/kubernetes | tr ' ' '\n' |
+    grep -E "^v${minor//./\\.}\.[0-9]+$" | sort -V | tail -1)"
+  printf 'go.etcd.io/etcd/server/v3 %s\n' "$(go list -m -versions go.etcd.io/etcd/server/v3 |
+    tr ' ' '\n' | grep -E "^v${etcd_minor//./\\.}\.[0-9]+$" | sort -V | tail -1)"
+}
+
 case "${1:-}" in
   build) cmd_build ;;
   env) cmd_env ;;
   versions) echo "K8S_VERSION=$K8S_VERSION ETCD_VERSION=$ETCD_VERSION" ;;
-  *) echo "usage: $0 build|env|versions" >&2; exit 2 ;;
+  latest) cmd_latest "${2:-}" ;;
+  *) echo "usage: $0 build|env|versions|latest [1.MINOR]" >&2; exit 2 ;;
 esac
