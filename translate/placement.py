@@ -16,7 +16,6 @@ Node-level labels without device meaning (``gpu.count``, ``gpu.machine``, ...) s
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any
 from translate import expressions as ex
 from translate.findings import Finding
 from translate.gfd import DOMAIN, Requirement, Untranslatable, is_gpu_label, selector_for
+from translate.values import clone_mapping
 
 HAMI_USE_TYPE = "nvidia.com/use-gputype"
 HAMI_NOUSE_TYPE = "nvidia.com/nouse-gputype"
@@ -93,7 +93,7 @@ def _affinity(affinity: Any, path: str, minor: int, aliases: Callable[[str], tup
               out: Placement) -> dict[str, Any] | None:
     if not isinstance(affinity, Mapping):
         return None
-    result = copy.deepcopy(dict(affinity))
+    result = clone_mapping(affinity)
     required = (result.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
     terms = (required or {}).get("nodeSelectorTerms") if isinstance(required, Mapping) else None
     if not isinstance(terms, list) or not terms:
@@ -104,7 +104,7 @@ def _affinity(affinity: Any, path: str, minor: int, aliases: Callable[[str], tup
     scratch = Placement()
     for t, term in enumerate(terms):
         sels: list[str] = []
-        rest = copy.deepcopy(dict(term)) if isinstance(term, Mapping) else {}
+        rest = clone_mapping(term) if isinstance(term, Mapping) else {}
         kept = []
         for e, expr in enumerate(rest.get("matchExpressions") or []):
             req = Requirement(str(expr.get("key", "")), str(expr.get("operator", "")),

@@ -14,7 +14,6 @@ unchanged, so ``plan_pod(plan_pod(x).pod).pod == plan_pod(x).pod``.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from translate.names import digest, resource_label, to_label, unique_labels
 from translate.placement import place
 from translate.render import CONVERTED_LABEL, MINOR_FOR_VERSION, normalize_api_version, render_template
 from translate.shape import shape_problems
+from translate.values import clone_mapping
 
 CONVERSION_ANNOTATION = "dra-bridge.io/conversion"
 MANAGED_BY_CONVERT = "dra-migrate"
@@ -80,7 +80,7 @@ class Plan:
 
 
 def _unchanged(pod: Mapping[str, Any], findings: list[Finding]) -> Plan:
-    return Plan((), copy.deepcopy(dict(pod)), tuple(findings), False)
+    return Plan((), clone_mapping(pod), tuple(findings), False)
 
 
 def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Options(),
@@ -225,7 +225,7 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
                       for s, n in zip(internals, template_names, strict=True))
     claim_of = {i: c for c, idx in enumerate(claims) for i in idx}
 
-    new = copy.deepcopy(dict(pod))
+    new = clone_mapping(pod)
     nspec = new["spec"]
     original: dict[str, Any] = {"containers": {}}
     converted = set(by_resource)
@@ -256,7 +256,7 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
         {"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True))
     _apply_placement(new, spec, annotations, placement, original)
     _add_tolerations(nspec, sorted(converted))
-    plan_hash = digest({"templates": template_names, "pod": nspec}, 12)
+    plan_hash = digest({"templates": template_names, "original": original}, 12)
     meta = new.setdefault("metadata", {})
     meta.setdefault("labels", {})[CONVERTED_LABEL] = "true"
     meta.setdefault("annotations", {})[CONVERSION_ANNOTATION] = json.dumps(
