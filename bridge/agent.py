@@ -40,13 +40,13 @@ from bridge.publisher import Publisher
 from bridge.settings import Settings
 from bridge.state import Inventory, InventoryStore
 from translate.catalog import Catalog
+from translate.cluster import NODE_MODE_LABEL
 from translate.errors import InventoryError
 from translate.slice_render import SliceDevice
 from translate.slices import InventoryDevice, NvmlFacts, build_devices, device_uuids, group_allocatable
 
 logger = logging.getLogger(__name__)
 
-MODE_LABEL = "dra-bridge.io/mode"
 CONDITION_TYPE = "DRABridgePreparedClaims"
 EVENT_NAMESPACE = "default"
 GFD_PREFIXES = ("nvidia.com/",)
@@ -287,7 +287,7 @@ class Agent:
         report = TickReport(mode=self.report.mode, publishing=self.report.publishing)
         if node is not None:
             labels = node.get("metadata", {}).get("labels") or {}
-            report.mode = "dra" if labels.get(MODE_LABEL) == "dra" else "legacy"
+            report.mode = "dra" if labels.get(NODE_MODE_LABEL) == "dra" else "legacy"
             if report.mode == "legacy":
                 self._record(offered, labels, nvml)
                 self.clear_since, self._refused, self._alarm = None, (), None

@@ -18,15 +18,16 @@ derive settings (process counts, ...) from the GPU limit in the template.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from translate.catalog import Catalog
+from translate.cluster import dra_quota_key
 from translate.findings import Finding
 from translate.plan import Options, plan_pod
 from translate.quantities import parse_count
+from translate.values import clone, clone_mapping
 
 BUILTIN_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Deployment": ("spec", "template"),
@@ -38,7 +39,6 @@ BUILTIN_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "PodTemplate": ("template",),
 }
 CORE_GROUPS = ("v1", "apps/v1", "batch/v1")
-QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
                    include_custom_resources: bool = False) -> Converted:
     """Convert one object (see the module docstring); never mutates ``obj``."""
     if not isinstance(obj, Mapping):
-        return Converted(copy.deepcopy(obj), (), (Finding(".", "", "ignored", "not an object"),))
+        return Converted(clone(obj), (), (Finding(".", "", "ignored", "not an object"),))
     kind = str(obj.get("kind", ""))
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
@@ -96,7 +96,7 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
         return Converted(plan.pod, plan.templates, plan.findings)
     builtin = _is_builtin(obj) and kind in BUILTIN_TEMPLATE_PATHS
     paths = [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj))
-    new = copy.deepcopy(dict(obj))
+    new = clone_mapping(obj)
     templates: list[dict[str, Any]] = []
     findings: list[Finding] = []
     for path in paths:
@@ -119,7 +119,7 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
                          for f in plan.findings if f.outcome == "translated"]
             findings += [f for f in plan.findings if f.outcome != "translated"]
             continue
-        target = _get(new, path[:-1]) if len(path) > 1 else new
+        target: Any = _get(new, path[:-1]) if len(path) > 1 else new
         target[path[-1]] = plan.pod
         templates += plan.templates
         findings += plan.findings
@@ -127,7 +127,7 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
 
 
 def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
-    new = copy.deepcopy(dict(obj))
+    new = clone_mapping(obj)
     spec = new.get("spec")
     hard = spec.get("hard") if isinstance(spec, dict) else None
     findings: list[Finding] = []
@@ -139,7 +139,7 @@ def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
         mapping = catalog.lookup(key[len("requests."):])
         if mapping is None or mapping.kind == "slicing":
             continue
-        dra_key = f"{mapping.device_class}{QUOTA_SUFFIX}"
+        dra_key = dra_quota_key(mapping)
         path = f"spec.hard[{key}]"
         if dra_key in hard:
             continue

@@ -28,8 +28,9 @@ import jsonpatch
 import jsonpointer
 
 from translate.catalog import Catalog
+from translate.cluster import converted_resources, held_back
 from translate.findings import Finding
-from translate.plan import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
 from webhook.errors import ReviewError
 from webhook.policy import Policy, Subject, Translation
 
@@ -39,7 +40,6 @@ REVIEW_API_VERSION = "admission.k8s.io/v1"
 MAX_WARNINGS = 12
 MAX_WARNING_CHARS = 240
 MAX_AUDIT_CHARS = 200
-NODE_MODE_LABEL = "dra-bridge.io/mode"
 
 
 @dataclass(frozen=True)
@@ -144,19 +144,6 @@ def _controller(meta: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _daemonset_node(spec: Mapping[str, Any]) -> str | None:
-    """The node a DaemonSet pod is pinned to (``matchFields metadata.name In [node]``)."""
-    try:
-        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        for term in terms:
-            for mf in term.get("matchFields") or []:
-                if mf.get("key") == "metadata.name" and mf.get("operator") == "In" and len(mf.get("values")) == 1:
-                    return str(mf["values"][0])
-    except (KeyError, TypeError, AttributeError):
-        return None
-    return None
-
-
 def _warning(f: Finding) -> str:
     return _clip(f"dra-bridge: {f.path}: {f.outcome}: {f.reason}")
 
@@ -196,11 +183,12 @@ def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
                                              "left unchanged"),))
     findings = list(plan.findings)
     if plan.changed:
-        findings += _held_back(plan.pod, spec, subject, ctx, settings)
+        findings += held_back(plan.pod, spec, subject.owner_kind, ctx.node_mode, ctx.quota_keys(subject.namespace),
+                              ctx.catalog, settings.ignore_legacy_quota)
     warnings = tuple(_warning(f) for f in findings if f.severity >= 2)[:MAX_WARNINGS]
     if not plan.changed or any(f.outcome == "kept-legacy" and f.path.startswith("(") for f in findings):
         return replace(base, warnings=warnings)
-    translated = tuple(sorted(_legacy_resources(plan.pod)))
+    translated = tuple(sorted(converted_resources(plan.pod)))
     templates = tuple(str(t["metadata"]["name"]) for t in plan.templates)
     summary = _clip(f"convert {', '.join(translated)} to claims from ResourceClaimTemplate {', '.join(templates)}",
                     MAX_AUDIT_CHARS)
@@ -262,49 +250,6 @@ def diff(original: Mapping[str, Any], migrated: Mapping[str, Any]) -> list[dict[
     if not _faithful(ops, migrated):
         ops = jsonpatch.JsonPatch.from_diff(original, migrated, optimization=False).patch
     return ops
-
-
-def _legacy_resources(pod: Mapping[str, Any]) -> set[str]:
-    record = json.loads(pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
-    out: set[str] = set()
-    for sections in record.get("original", {}).get("containers", {}).values():
-        for block in sections.values():
-            out.update(block)
-    return out
-
-
-def _held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], subject: Subject, ctx: Context,
-               settings: Translation) -> list[Finding]:
-    """Cluster-state reasons to keep a translatable pod legacy; their paths start with ``(``."""
-    out: list[Finding] = []
-    if subject.owner_kind == "DaemonSet":
-        node = _daemonset_node(spec)
-        mode = ctx.node_mode(node) if node else None
-        if mode != "dra":
-            out.append(Finding("(daemonset)", node or "", "kept-legacy",
-                               f"DaemonSet pod for node {node or '?'}: converted only once that node is handed "
-                               f"over to DRA ({NODE_MODE_LABEL}=dra)"))
-    limited = ctx.quota_keys(subject.namespace)
-    if limited:
-        for resource in sorted(_legacy_resources(migrated)):
-            mapping = ctx.catalog.lookup(resource)
-            legacy_limited = {f"requests.{resource}", resource} & limited
-            if mapping is None or not legacy_limited:
-                continue
-            dra_key = f"{mapping.device_class}.deviceclass.resource.k8s.io/devices"
-            if dra_key not in limited and not settings.ignore_legacy_quota:
-                out.append(Finding("(quota)", resource, "kept-legacy",
-                                   f"a ResourceQuota limits {sorted(legacy_limited)[0]} but not {dra_key}: "
-                                   "converting would lift the limit"))
-            elif dra_key in limited:
-                out.append(Finding("(quota)", resource, "partial",
-                                   "DRA quota is charged when the claim is created: an over-quota pod now waits "
-                                   "Pending instead of being refused"))
-            else:
-                out.append(Finding("(quota)", resource, "partial",
-                                   f"converted although no ResourceQuota limits {dra_key} (policy "
-                                   "ignoreLegacyQuota): the legacy quota no longer applies to this pod"))
-    return out
 
 
 def warn_all(decision: Decision, extra: Sequence[str]) -> Decision:

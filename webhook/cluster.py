@@ -26,8 +26,8 @@ from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from translate.cel import evaluate_selectors
+from translate.cluster import NODE_MODE_LABEL
 from translate.errors import SelectorError
-from webhook.admission import NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice"

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from bridge.agent import CONDITION_TYPE, MODE_LABEL, Agent
+from bridge.agent import CONDITION_TYPE, Agent
 from bridge.podresources.client import PodResourcesClient
 from bridge.publisher import Publisher
 from bridge.settings import Settings
 from bridge.state import InventoryStore
 from tests.bridge.conftest import FakeApi, KubeletServer
 from translate.catalog import load_catalog
+from translate.cluster import NODE_MODE_LABEL as MODE_LABEL
 from translate.slices import NvmlFacts
 
 CATALOG = load_catalog()

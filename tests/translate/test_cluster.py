@@ -1,0 +1,43 @@
+"""Cluster-state rules: DaemonSet pods per node mode, quota safety."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.translate.factories import gpu, make_container, make_pod
+from translate.catalog import load_catalog
+from translate.cluster import daemonset_node, held_back
+from translate.plan import plan_pod
+
+CATALOG = load_catalog()
+KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"
+
+
+def _pinned(node: str) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+
+
+def _converted() -> tuple[dict[str, Any], dict[str, Any]]:
+    pod = make_pod([make_container("c", gpu(1))], affinity=_pinned("n1"))
+    return plan_pod(pod, CATALOG).pod, pod["spec"]
+
+
+def test_daemonset_pods_convert_only_on_nodes_handed_over_to_dra() -> None:
+    migrated, spec = _converted()
+    assert daemonset_node(spec) == "n1"
+    legacy = held_back(migrated, spec, "DaemonSet", lambda n: None, frozenset(), CATALOG)
+    assert [f.outcome for f in legacy] == ["kept-legacy"]
+    assert held_back(migrated, spec, "DaemonSet", {"n1": "dra"}.get, frozenset(), CATALOG) == []
+    assert held_back(migrated, spec, "ReplicaSet", lambda n: None, frozenset(), CATALOG) == []
+
+
+def test_a_quota_on_the_legacy_resource_alone_keeps_the_pod_legacy() -> None:
+    migrated, spec = _converted()
+    only_legacy = frozenset({"requests.nvidia.com/gpu"})
+    assert [f.outcome for f in held_back(migrated, spec, "", lambda n: None, only_legacy, CATALOG)] == ["kept-legacy"]
+    ignored = held_back(migrated, spec, "", lambda n: None, only_legacy, CATALOG, ignore_legacy_quota=True)
+    assert [f.outcome for f in ignored] == ["partial"]
+    both = held_back(migrated, spec, "", lambda n: None, only_legacy | {KEY}, CATALOG)
+    assert [f.outcome for f in both] == ["partial"] and "Pending" in both[0].reason
+    assert held_back(migrated, spec, "", lambda n: None, frozenset({"pods"}), CATALOG) == []

@@ -1,0 +1,95 @@
+"""Migration rules that depend on cluster state (pure: the facts are passed in).
+
+The webhook feeds these from its watch caches; tests feed them directly.
+
+- A DaemonSet pod is pinned to one node (``matchFields metadata.name In [node]``) and is
+  converted only once that node is handed over to DRA (``dra-bridge.io/mode=dra``, design
+  decision 6): elsewhere the device plugin still owns the devices.
+- Quota safety: where a ResourceQuota limits the legacy resource (``requests.<name>``) but
+  not the DRA class key (``<class>.deviceclass.resource.k8s.io/devices``: KEP-4381 quota),
+  converting would silently lift the limit, so the pod stays legacy unless the policy says
+  ``ignoreLegacyQuota``. Where both exist: DRA quota is charged when the claim is created,
+  so an over-quota pod now waits Pending instead of being refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from translate.catalog import Catalog, ResourceMapping
+from translate.findings import Finding
+from translate.plan import CONVERSION_ANNOTATION
+
+NODE_MODE_LABEL = "dra-bridge.io/mode"
+QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+
+
+def dra_quota_key(mapping: ResourceMapping) -> str:
+    """The ResourceQuota key that counts devices of the mapping's class (KEP-4381)."""
+    return f"{mapping.device_class}{QUOTA_SUFFIX}"
+
+
+def daemonset_node(spec: Mapping[str, Any]) -> str | None:
+    """The node a DaemonSet pod is pinned to (``matchFields metadata.name In [node]``), or None."""
+    try:
+        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for term in terms:
+            for mf in term.get("matchFields") or []:
+                if mf.get("key") == "metadata.name" and mf.get("operator") == "In" and len(mf.get("values")) == 1:
+                    return str(mf["values"][0])
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return None
+
+
+def converted_resources(pod: Mapping[str, Any]) -> set[str]:
+    """The legacy resource names a converted pod's conversion annotation records."""
+    record = json.loads(pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
+    out: set[str] = set()
+    for sections in record.get("original", {}).get("containers", {}).values():
+        for block in sections.values():
+            out.update(block)
+    return out
+
+
+def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: str,
+              node_mode: Callable[[str], str | None], quota_keys: frozenset[str], catalog: Catalog,
+              ignore_legacy_quota: bool = False) -> list[Finding]:
+    """Cluster-state findings for a pod ``plan_pod`` converted into ``migrated``.
+
+    ``node_mode(node)`` gives a node's ``dra-bridge.io/mode`` label (None when unset);
+    ``quota_keys`` are the keys any ResourceQuota in the pod's namespace limits. A
+    ``kept-legacy`` finding means the pod must be admitted unchanged; paths start with ``(``
+    because they name cluster state, not a field of the pod.
+    """
+    out: list[Finding] = []
+    if owner_kind == "DaemonSet":
+        node = daemonset_node(spec)
+        mode = node_mode(node) if node else None
+        if mode != "dra":
+            out.append(Finding("(daemonset)", node or "", "kept-legacy",
+                               f"DaemonSet pod for node {node or '?'}: converted only once that node is handed "
+                               f"over to DRA ({NODE_MODE_LABEL}=dra)"))
+    if not quota_keys:
+        return out
+    for resource in sorted(converted_resources(migrated)):
+        mapping = catalog.lookup(resource)
+        legacy_limited = {f"requests.{resource}", resource} & quota_keys
+        if mapping is None or not legacy_limited:
+            continue
+        dra_key = dra_quota_key(mapping)
+        if dra_key not in quota_keys and not ignore_legacy_quota:
+            out.append(Finding("(quota)", resource, "kept-legacy",
+                               f"a ResourceQuota limits {sorted(legacy_limited)[0]} but not {dra_key}: "
+                               "converting would lift the limit"))
+        elif dra_key in quota_keys:
+            out.append(Finding("(quota)", resource, "partial",
+                               "DRA quota is charged when the claim is created: an over-quota pod now waits "
+                               "Pending instead of being refused"))
+        else:
+            out.append(Finding("(quota)", resource, "partial",
+                               f"converted although no ResourceQuota limits {dra_key} (policy "
+                               "ignoreLegacyQuota): the legacy quota no longer applies to this pod"))
+    return out
