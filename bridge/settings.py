@@ -8,7 +8,11 @@ are the only places that read the environment.
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
+import itertools
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -86,11 +90,29 @@ class Settings:
         return cls(**values)
 
 
+def _field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (they are the flags' help texts)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):  # no source shipped: fall back to the names
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    out: dict[str, str] = {}
+    for node, after in itertools.pairwise(body):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            out[node.target.id] = " ".join(after.value.value.split()).replace("%", "%%")
+    return out
+
+
+_FIELD_HELP = _field_docs(Settings)
+
+
 def build_parser(parser: argparse.ArgumentParser, default: Any = None) -> argparse.ArgumentParser:
     """Add the agent's flags (defaulting to None, so environment twins can apply; a subcommand's
     parser passes ``argparse.SUPPRESS`` so it does not hide flags given before the subcommand)."""
     for f in fields(Settings):
         flag = "--" + f.name.replace("_", "-")
         parser.add_argument(flag, dest=f.name, default=default, type=type(getattr(Settings, f.name)),
-                            help=f"{f.name.upper()}; default {getattr(Settings, f.name)!r}")
+                            help=f"{_FIELD_HELP.get(f.name, f.name.upper())} Default {getattr(Settings, f.name)!r}.")
     return parser

@@ -118,19 +118,26 @@ class Settings:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``serve`` flags; every default is None so env twins can fill them in."""
-    p = argparse.ArgumentParser(prog="dra-webhook serve", description="Serve the dra-bridge mutating webhook.")
-    p.add_argument("--host")
-    p.add_argument("--port")
-    p.add_argument("--tls-cert-file")
-    p.add_argument("--tls-key-file")
-    p.add_argument("--policy", metavar="FILE")
-    p.add_argument("--catalog", metavar="FILE")
-    p.add_argument("--kubeconfig", metavar="FILE")
-    p.add_argument("--api-version", help="v1, v1beta2 or v1beta1 (default: discovered)")
-    p.add_argument("--reload-interval", metavar="SECONDS")
-    p.add_argument("--template-deadline", metavar="SECONDS")
-    p.add_argument("--namespace")
-    p.add_argument("--identity")
-    p.add_argument("--template-grace", metavar="SECONDS")
-    p.add_argument("--reconcile-interval", metavar="SECONDS")
+    p = argparse.ArgumentParser(prog="dra-webhook [serve]",
+                                description="Serve the dra-bridge mutating webhook "
+                                            "(`dra-webhook certs --help`: development certificates).")
+    def add(flag: str, help_text: str, metavar: str | None = None) -> None:
+        env = ENV_PREFIX + flag[2:].replace("-", "_").upper()
+        p.add_argument(flag, metavar=metavar, help=f"{help_text} (env {env})")
+
+    add("--host", "address to listen on (default 0.0.0.0)")
+    add("--port", "HTTPS port (default 8443)")
+    add("--tls-cert-file", "PEM certificate chain, reloaded when it changes (required)", "FILE")
+    add("--tls-key-file", "PEM private key of the certificate (required)", "FILE")
+    add("--policy", "policy YAML, hot-reloaded (default: built-in defaults)", "FILE")
+    add("--catalog", "user catalog YAML extending the shipped one", "FILE")
+    add("--kubeconfig", "kubeconfig file (default: in-cluster service account)", "FILE")
+    add("--api-version", "resource.k8s.io version to write: v1, v1beta2 or v1beta1 (default: discovered)")
+    add("--reload-interval", "seconds between checks of the TLS, policy and catalog files (default 2)", "SECONDS")
+    add("--template-deadline", "seconds allowed for ensuring a pod's templates (default 2)", "SECONDS")
+    add("--namespace", "namespace of the reconciler's Lease, the webhook's own (default dra-bridge)")
+    add("--identity", "Lease holder identity of this replica (default: the host name)")
+    add("--template-grace", "seconds a managed template may stay unreferenced before deletion (default 600)",
+        "SECONDS")
+    add("--reconcile-interval", "seconds between template reconciler passes (default 30)", "SECONDS")
     return p

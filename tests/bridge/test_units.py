@@ -119,3 +119,13 @@ def test_empty_record_refuses() -> None:
 def test_public_surface_matches_all() -> None:
     public = {n for n in vars(bridge) if not n.startswith("_") and n[0].isupper()}
     assert set(bridge.__all__) == public
+
+
+def test_agent_flags_are_documented_by_the_settings_field_docstrings() -> None:
+    import argparse
+
+    from bridge.settings import build_parser
+
+    helps = {a.dest: a.help or "" for a in build_parser(argparse.ArgumentParser())._actions}
+    assert "the downward API" in helps["node_name"]
+    assert "survive restarts" in helps["state_dir"] and "/var/lib/dra-bridge" in helps["state_dir"]

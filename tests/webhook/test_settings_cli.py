@@ -47,3 +47,13 @@ def test_serve_without_a_certificate_exits_1(monkeypatch: pytest.MonkeyPatch) ->
     for var in ("DRA_WEBHOOK_TLS_CERT_FILE", "DRA_WEBHOOK_TLS_KEY_FILE"):
         monkeypatch.delenv(var, raising=False)
     assert main([]) == 1
+
+
+def test_every_serve_flag_explains_itself_and_names_its_env_twin() -> None:
+    from webhook.settings import build_parser
+
+    for action in build_parser()._actions:
+        if action.option_strings == ["-h", "--help"]:
+            continue
+        env = "DRA_WEBHOOK_" + action.option_strings[0][2:].replace("-", "_").upper()
+        assert action.help and env in action.help and len(action.help) > len(env) + 10, action.option_strings
