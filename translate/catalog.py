@@ -160,9 +160,9 @@ class Catalog:
 
     def _class_selector(self, entry: CatalogEntry, name: str, aliases: tuple[str, ...]) -> str:
         names = [name]
-        if entry.regex is not None and aliases:
-            names = sorted({entry.pattern.replace("{profile}", a.replace("+", "."))  # type: ignore[union-attr]
-                            for a in aliases})
+        if entry.pattern is not None and aliases:
+            pattern = entry.pattern
+            names = sorted({pattern.replace("{profile}", a.replace("+", ".")) for a in aliases})
         bridge = ex.all_of([
             f"device.driver == {ex.literal(self.bridge_driver)}",
             ex.string_attribute_in(self.bridge_driver, BRIDGE_RESOURCE_ATTRIBUTE, names),
@@ -183,9 +183,10 @@ class Catalog:
         for entry in self.entries:
             if entry.kind == "slicing":
                 continue
-            names = [entry.name] if entry.name else [
-                entry.pattern.replace("{profile}", p) for p in wanted  # type: ignore[union-attr]
-            ]
+            if entry.name is not None:
+                names = [entry.name]
+            elif entry.pattern is not None:
+                names = [entry.pattern.replace("{profile}", p) for p in wanted]
             for n in names:
                 m = self.with_target("bridge").lookup(n)
                 if m is None or m.kind == "slicing":

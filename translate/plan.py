@@ -24,7 +24,7 @@ from translate.demand import ContainerDemand, collect
 from translate.findings import Finding, blocks_conversion, worst
 from translate.layout import MAX_DEVICES_PER_REQUEST, Demand, layout
 from translate.names import digest, resource_label, to_label, unique_labels
-from translate.placement import place
+from translate.placement import Placement, place
 from translate.render import CONVERTED_LABEL, MINOR_FOR_VERSION, normalize_api_version, render_template
 from translate.shape import shape_problems
 from translate.values import clone_mapping
@@ -187,8 +187,8 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
 
 
 def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
-           wanted: list[ContainerDemand], dropped: set[str], placement: Any, options: Options, api_version: str,
-           namespace: str | None, findings: list[Finding]) -> Plan:
+           wanted: list[ContainerDemand], dropped: set[str], placement: Placement | None, options: Options,
+           api_version: str, namespace: str | None, findings: list[Finding]) -> Plan:
     # Requests, resource by resource in first-seen order.
     requests: list[dict[str, Any]] = []
     users: list[tuple[str, ...]] = []
@@ -266,7 +266,7 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
 
 
 def _apply_placement(new: dict[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
-                     placement: Any, original: dict[str, Any]) -> None:
+                     placement: Placement | None, original: dict[str, Any]) -> None:
     if placement is None:
         return
     nspec = new["spec"]
