@@ -10,6 +10,9 @@
 - a template with ``deletionTimestamp`` counts as missing (TemplateError: the pod would
   reference a template about to vanish);
 - the whole call has a deadline (default 2 s, well under the webhook's timeoutSeconds);
+- every failure to reach or use the API server (deadline, connection refused, TLS or
+  protocol error, an API error status) is a TemplateError, so the policy's ``onError``
+  decides the answer, never the handler's internal-error path;
 - names known to exist are cached for a short time (default 30 s) and dropped at once on a
   watch DELETED event (:meth:`KubeTemplateEnsurer.forget`) or when an API call says NotFound;
 - ``dry_run`` creates nothing and calls nothing (``sideEffects: NoneOnDryRun``).
@@ -23,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -89,8 +93,10 @@ class KubeTemplateEnsurer:
             async with asyncio.timeout(self.deadline):
                 for tpl in templates:
                     created += await self._ensure_one(tpl)
-        except TimeoutError as exc:
+        except TimeoutError as exc:  # before OSError: TimeoutError is one
             raise TemplateError(f"no answer from the API server within {self.deadline:g}s") from exc
+        except (aiohttp.ClientError, OSError) as exc:  # refused, TLS (ssl.SSLError is an OSError), protocol
+            raise TemplateError(f"cannot reach the API server ({type(exc).__name__}: {exc})") from exc
         return created
 
     async def _ensure_one(self, tpl: Mapping[str, Any]) -> int:
