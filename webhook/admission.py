@@ -122,9 +122,11 @@ def decode_review(body: bytes) -> dict[str, Any]:
     request = doc.get("request")
     if not isinstance(request, dict):
         raise ReviewError("AdmissionReview has no request object")
-    uid = request.get("uid")
-    if not isinstance(uid, str) or not uid:
+    if "uid" not in request:
         raise ReviewError("AdmissionReview request has no uid")
+    uid = request["uid"]
+    if not isinstance(uid, str) or not uid:
+        raise ReviewError(f"request.uid must be a non-empty string, got {_clip(json.dumps(uid), 60)}")
     return request
 
 

@@ -158,6 +158,15 @@ async def test_bodies_that_are_not_reviews_get_a_json_error(client: Client, raw:
     assert "error" in await resp.json()
 
 
+@pytest.mark.parametrize("uid", [42, "", None, ["u"], {"u": 1}, True])
+async def test_a_uid_that_is_not_a_non_empty_string_is_named_in_the_400(client: Client, uid: Any) -> None:
+    review = make_admission_review(make_pod())
+    review["request"]["uid"] = uid
+    resp = await client.post("/mutate/enforce", data=body(review), headers={"Content-Type": "application/json"})
+    assert resp.status == 400
+    assert (await resp.json())["error"].startswith("request.uid must be a non-empty string, got ")
+
+
 async def test_body_over_3_mib_is_refused_with_413(client: Client) -> None:
     pod = make_pod()
     pod["metadata"]["annotations"] = {"big": "x" * (3 * 1024 * 1024)}
