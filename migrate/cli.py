@@ -115,9 +115,9 @@ def _object_name(obj: Any) -> str:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
-    name = meta.get("name") or meta.get("generateName") or "?"
+    name = str(meta.get("name") or meta.get("generateName") or "?")
     ns = meta.get("namespace")
-    return f"{obj.get('kind', '?')}/{ns + '/' if ns else ''}{name}"
+    return f"{obj.get('kind', '?')}/{f'{ns}/' if ns else ''}{name}"
 
 
 def classes(args: argparse.Namespace, out: TextIO) -> int:

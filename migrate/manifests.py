@@ -62,6 +62,30 @@ def _parse(text: str, name: str) -> list[Any]:
         raise ManifestError(f"{name}: YAML error: {exc}") from exc
 
 
+#: Values one document may expand to. YAML aliases let a small file stand for an exponentially
+#: large object ("billion laughs"); a Kubernetes object has a few thousand values at most.
+MAX_VALUES = 1_000_000
+
+
+def _check_size(obj: Any, name: str, index: int) -> None:
+    """Raise ManifestError when ``obj`` expands (aliases counted at every use) past MAX_VALUES.
+
+    The walk stops at the budget, so it costs at most MAX_VALUES steps.
+    """
+    budget = MAX_VALUES
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise ManifestError(f"{name}: document {index + 1} expands to more than {MAX_VALUES:,} values "
+                                "(nested YAML aliases?)")
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+
+
 def read_sources(sources: list[str]) -> Iterator[Document]:
     """Every object of every source, ``List`` objects flattened into their items."""
     for source in sources:
@@ -76,9 +100,12 @@ def read_sources(sources: list[str]) -> Iterator[Document]:
                     raise ManifestError(f"{path}: cannot read: {exc}") from exc
         for name, text in named:
             index = 0
-            for doc in _parse(text, name):
+            for position, doc in enumerate(_parse(text, name)):
+                _check_size(doc, name, position)
                 is_list = isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List")
                 items = doc.get("items") if is_list else None
+                if is_list and items is not None and not isinstance(items, list):
+                    raise ManifestError(f"{name}: document {position + 1}: {doc.get('kind')}.items must be a list")
                 for obj in items if isinstance(items, list) else [doc]:
                     yield Document(name, index, obj)
                     index += 1

@@ -212,7 +212,7 @@ def _entry(raw: object, source: str, key: str) -> CatalogEntry:
         raise _fail(source, key, "must be a mapping")
     allowed = {"name", "pattern", "kind", "deviceClass", "vendor", "gfd",
                "failRequestsGreaterThanOne", "reason"}
-    unknown = sorted(set(raw) - allowed)
+    unknown = sorted(str(k) for k in set(raw) - allowed)
     if unknown:
         raise _fail(source, f"{key}.{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
     name, pattern = raw.get("name"), raw.get("pattern")
@@ -273,7 +273,7 @@ def _parse(doc: object, source: str) -> dict[str, Any]:
         raise _fail(source, "(top level)", "must be a mapping")
     allowed = {"apiVersion", "kind", "bridgeDriver", "target", "migProfileAliases",
                "migProfiles", "resources"}
-    unknown = sorted(set(doc) - allowed)
+    unknown = sorted(str(k) for k in set(doc) - allowed)
     if unknown:
         raise _fail(source, unknown[0], f"unknown key (allowed: {', '.join(sorted(allowed))})")
     if doc.get("apiVersion") != CATALOG_API_VERSION or doc.get("kind") != "Catalog":
@@ -285,6 +285,21 @@ def _profiles(raw: object, source: str, key: str) -> list[str]:
     if not isinstance(raw, list) or not all(isinstance(p, str) and re.fullmatch(PROFILE_RE, p) for p in raw):
         raise _fail(source, key, f"must be a list of MIG profiles matching {PROFILE_RE}")
     return list(raw)
+
+
+def _clash(entry: CatalogEntry, entries: list[CatalogEntry], profiles: list[str]) -> str | None:
+    """The existing entry ``entry`` would redefine: the same name or pattern, a name an existing
+    pattern matches, or a pattern matching an existing name or known profile's name."""
+    for e in entries:
+        if (e.name or e.pattern) == (entry.name or entry.pattern):
+            return e.name or e.pattern
+        if entry.name and e.regex is not None and e.regex.fullmatch(entry.name):
+            return e.pattern
+        if entry.regex is not None:
+            names = [e.name] if e.name else [e.pattern.replace("{profile}", p) for p in profiles] if e.pattern else []
+            if any(entry.regex.fullmatch(n) for n in names):
+                return e.name or e.pattern
+    return None
 
 
 def load_catalog(user_text: str | None = None, user_source: str = "user catalog") -> Catalog:
@@ -304,10 +319,15 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
     for text, source in docs:
         try:
             doc = _parse(yaml.safe_load(text), source)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark
+            where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+            raise CatalogError(f"{where}: not valid YAML: {exc.problem}") from exc
         except yaml.YAMLError as exc:
             raise CatalogError(f"{source}: not valid YAML: {exc}") from exc
-        if source != user_source:
-            bridge_driver = str(doc.get("bridgeDriver", bridge_driver))
+        if source == user_source and "bridgeDriver" in doc:
+            raise _fail(source, "bridgeDriver", "only the shipped catalog sets it (the bridge's --driver-name)")
+        bridge_driver = str(doc.get("bridgeDriver", bridge_driver))
         if "target" in doc:
             if doc["target"] not in ("bridge", "vendor"):
                 raise _fail(source, "target", "must be bridge or vendor")
@@ -321,9 +341,10 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
         for i, raw in enumerate(raw_entries):
             entry = _entry(raw, source, f"resources[{i}]")
             ident = entry.name or entry.pattern
-            if any((e.name or e.pattern) == ident for e in entries):
+            clash = _clash(entry, entries, profiles)
+            if clash:
                 raise _fail(source, f"resources[{i}]",
-                            f"{ident} is already defined (entries may be added, not redefined)")
+                            f"{ident} is already covered by {clash} (entries may be added, not redefined)")
             entries.append(entry)
     merged: list[frozenset[str]] = []
     for group in aliases:

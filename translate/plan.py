@@ -250,18 +250,18 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
             refs = [{"name": claim_names[claim_of[i]], "request": requests[i]["name"]}
                     for i, u in enumerate(users) if c.get("name") in u]
             if refs:
-                res = c.setdefault("resources", res)
-                res.setdefault("claims", []).extend(refs)
-    nspec.setdefault("resourceClaims", []).extend(
-        {"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True))
+                c["resources"] = res
+                res["claims"] = [*(res.get("claims") or []), *refs]
+    nspec["resourceClaims"] = [*(nspec.get("resourceClaims") or []), *(
+        {"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True))]
     _apply_placement(new, spec, annotations, placement, original)
     _add_tolerations(nspec, sorted(converted))
     plan_hash = digest({"templates": template_names, "original": original}, 12)
-    meta = new.setdefault("metadata", {})
-    meta.setdefault("labels", {})[CONVERTED_LABEL] = "true"
-    meta.setdefault("annotations", {})[CONVERSION_ANNOTATION] = json.dumps(
+    meta = new["metadata"] = new.get("metadata") or {}
+    meta["labels"] = {**(meta.get("labels") or {}), CONVERTED_LABEL: "true"}
+    meta["annotations"] = {**(meta.get("annotations") or {}), CONVERSION_ANNOTATION: json.dumps(
         {"plan": plan_hash, "templates": template_names, "original": original}, sort_keys=True,
-        separators=(",", ":"))
+        separators=(",", ":"))}
     return Plan(templates, new, tuple(findings), True, plan_hash)
 
 

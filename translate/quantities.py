@@ -7,9 +7,13 @@ spell them as YAML ints or quoted strings (``"2"``), occasionally with a decimal
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 
+#: Kubernetes quantities hold at most 10^18 (int64 milli-units): larger exponents are refused
+#: before any arithmetic.
+MAX_EXPONENT = 30
 _SUFFIX = {"": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _QUANTITY = re.compile(r"([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:(e|E)([+-]?[0-9]+)|([kMGTPE]?))")
 
@@ -25,17 +29,20 @@ def parse_count(value: object) -> int:
     if isinstance(value, int):
         number = Decimal(value)
     elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a finite number")
         number = Decimal(repr(value))
     elif isinstance(value, str):
-        m = _QUANTITY.fullmatch(value.strip())
+        m = _QUANTITY.fullmatch(value)
         if not m:
             raise ValueError(f"{value!r} is not a whole-number quantity")
-        try:
-            number = Decimal(m.group(1))
-        except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
-            raise ValueError(f"{value!r} is not a quantity") from exc
         exponent = int(m.group(3)) if m.group(3) else _SUFFIX[m.group(4) or ""]
-        number = number.scaleb(exponent)
+        if abs(exponent) > MAX_EXPONENT:
+            raise ValueError(f"{value!r} is out of range")
+        try:
+            number = Decimal(m.group(1)).scaleb(exponent)
+        except DecimalException as exc:
+            raise ValueError(f"{value!r} is not a quantity") from exc
     else:
         raise ValueError(f"{type(value).__name__} is not a quantity")
     if number < 0:

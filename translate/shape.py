@@ -19,11 +19,11 @@ _SPEC_FIELDS: dict[str, type] = {
 
 
 def _kind(t: type) -> str:
-    return "a list" if t is list else "an object"
+    return "a list" if t is list else "a string" if t is str else "an object"
 
 
-def _check(value: Any, want: type, path: str, out: list[Finding]) -> bool:
-    if value is None:
+def _check(value: Any, want: type, path: str, out: list[Finding], optional: bool = True) -> bool:
+    if value is None and optional:
         return True
     ok = isinstance(value, Mapping) if want is dict else isinstance(value, want)
     if not ok:
@@ -50,8 +50,9 @@ def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
             continue
         for i, c in enumerate(items):
             cpath = f"{path}spec.{fld}[{i}]"
-            if not _check(c, dict, cpath, out) or not isinstance(c, Mapping):
+            if not _check(c, dict, cpath, out, optional=False) or not isinstance(c, Mapping):
                 continue
+            _check(c.get("name"), str, f"{cpath}.name", out, optional=False)
             res = c.get("resources")
             if _check(res, dict, f"{cpath}.resources", out) and isinstance(res, Mapping):
                 for part in ("limits", "requests"):
@@ -72,5 +73,9 @@ def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
                             exprs = term.get("matchExpressions")
                             if _check(exprs, list, f"{tpath}.matchExpressions", out) and isinstance(exprs, list):
                                 for e, expr in enumerate(exprs):
-                                    _check(expr, dict, f"{tpath}.matchExpressions[{e}]", out)
+                                    epath = f"{tpath}.matchExpressions[{e}]"
+                                    if _check(expr, dict, epath, out, optional=False) and isinstance(expr, Mapping):
+                                        _check(expr.get("key"), str, f"{epath}.key", out, optional=False)
+                                        _check(expr.get("operator"), str, f"{epath}.operator", out, optional=False)
+                                        _check(expr.get("values"), list, f"{epath}.values", out)
     return out

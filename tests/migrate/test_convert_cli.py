@@ -116,3 +116,24 @@ def test_non_objects_and_recursive_aliases_are_errors_not_output(tmp_path: Path)
 def test_empty_input_says_so(tmp_path: Path) -> None:
     proc = run("convert", "-f", str(tmp_path))
     assert proc.returncode == 0 and proc.stdout == "" and "no objects" in proc.stderr
+
+
+def test_alias_bombs_and_malformed_lists_are_refused(tmp_path: Path) -> None:
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for prev, name in zip("abcdefg", "bcdefgh", strict=True):
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(levels) + "\nkind: Pod\nmetadata: {name: bomb}\n")
+    proc = run("convert", "-f", str(bomb))
+    assert proc.returncode == 1 and proc.stdout == "" and "expands to more than" in proc.stderr
+    lst = tmp_path / "list.yaml"
+    lst.write_text("apiVersion: v1\nkind: List\nitems: 5\n")
+    proc = run("convert", "-f", str(lst))
+    assert proc.returncode == 1 and "items must be a list" in proc.stderr
+
+
+def test_odd_metadata_types_do_not_crash_the_table() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": 5},
+           "spec": {"containers": [{"name": "c", "resources": {"limits": {"example.com/x": 1}}}]}}
+    proc = run("convert", "-f", "-", stdin=json.dumps(pod))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "Pod/5/p" in proc.stderr

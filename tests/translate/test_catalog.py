@@ -56,7 +56,13 @@ resources:
 
 
 @pytest.mark.parametrize(("body", "key"), [
-    ("resources:\n  - name: nvidia.com/gpu\n    kind: gpu\n    deviceClass: x.dra-bridge.io\n", "already defined"),
+    ("resources:\n  - name: nvidia.com/gpu\n    kind: gpu\n    deviceClass: x.dra-bridge.io\n", "already covered"),
+    ("resources:\n  - name: nvidia.com/mig-1g.5gb\n    kind: gpu\n    deviceClass: sneaky.example.com\n",
+     "already covered by nvidia.com/mig-{profile}"),
+    ("resources:\n  - pattern: 'nvidia.com/mig-{profile}.me'\n    kind: gpu\n    deviceClass: a.b\n", "already covered"),
+    ("bridgeDriver: mine.example.com\n", "bridgeDriver"),
+    ("resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    1: x\n    zz: y\n",
+     "resources[0].1"),
     ("resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: Not_Valid\n", "resources[0].deviceClass"),
     ("resources:\n  - name: example.com/a\n    kind: magic\n    deviceClass: a.b\n", "resources[0].kind"),
     ("resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    colour: red\n",
@@ -66,7 +72,7 @@ resources:
     ("resources:\n  - name: example.com/a\n    kind: slicing\n", "resources[0].reason"),
     ("target: everywhere\n", "target"),
     ("migProfiles: [big]\n", "migProfiles"),
-    ("resources: [\n", "not valid YAML"),
+    ("resources: [\n", "mine.yaml:4:1: not valid YAML"),
 ])
 def test_bad_user_catalog_is_refused_naming_the_key(body: str, key: str) -> None:
     with pytest.raises(CatalogError, match=key.replace("[", r"\[").replace("]", r"\]")) as info:

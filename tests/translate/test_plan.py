@@ -262,3 +262,42 @@ def test_garbage_conversion_annotation_is_reported() -> None:
     pod["metadata"]["annotations"] = {CONVERSION_ANNOTATION: "{garbage"}
     plan = plan_pod(pod, CATALOG)
     assert not plan.changed and "already converted" in plan.findings[0].reason
+
+
+@pytest.mark.parametrize("edit", [
+    lambda p: p.update(metadata=None),
+    lambda p: p["metadata"].update(labels=None, annotations=None),
+    lambda p: p["spec"].update(resourceClaims=None, tolerations=None),
+    lambda p: p["spec"]["containers"][0]["resources"].update(claims=None),
+], ids=["metadata-null", "labels-annotations-null", "claims-tolerations-null", "container-claims-null"])
+def test_null_fields_are_treated_as_absent(edit: Any) -> None:
+    pod = make_pod([make_container("c", gpu(1))])
+    edit(pod)
+    plan = plan_pod(pod, CATALOG)
+    assert plan.changed
+    assert plan.pod["metadata"]["labels"]["dra-bridge.io/converted"] == "true"
+    assert devices_seen(plan.pod, list(plan.templates)) == {("c", GPU_CLASS): 1}
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda p: p["spec"].update(initContainers=[None]), "spec.initContainers[0]"),
+    (lambda p: p["spec"]["containers"][0].update(name=[]), "spec.containers[0].name"),
+    (lambda p: p["spec"]["containers"][0].update(name=None), "spec.containers[0].name"),
+    (lambda p: p["spec"].update(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [None]}]}}}), "matchExpressions[0]"),
+    (lambda p: p["spec"].update(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In", "values": 5}]}]}}}),
+     "matchExpressions[0].values"),
+], ids=["null-init-container", "list-name", "null-name", "null-expression", "scalar-values"])
+def test_malformed_fields_are_findings_not_crashes(edit: Any, field: str) -> None:
+    pod = make_pod([make_container("c", gpu(1))])
+    edit(pod)
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed
+    assert any(f.outcome == "unsupported" and f.path.endswith(field) for f in plan.findings), plan.findings
+
+
+@pytest.mark.parametrize("count", [float("nan"), float("inf"), "1e9999999999", " 1"])
+def test_non_finite_or_out_of_range_counts_are_invalid(count: Any) -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu(count))]), CATALOG)
+    assert not plan.changed and any("invalid quantity" in f.reason for f in plan.findings)
