@@ -2,6 +2,12 @@
 
     write_certs(out_dir, namespace, service, ip_addresses=(), days=365) -> CertPaths
         ca.crt, ca.key, tls.crt, tls.key in out_dir (keys mode 0600)
+    check_inputs(namespace, service, ip_addresses, days) -> None
+        ConfigError naming the ``dra-webhook certs`` flag of the first unusable value
+
+``namespace`` and ``service`` must be DNS labels (RFC 1123: at most 63 characters of
+``a-z``, ``0-9`` and ``-``, starting and ending with a letter or digit), every IP address
+must parse, and ``days`` must be a positive integer.
 
 The serving certificate's SANs are the Service's DNS names (``svc``, ``svc.ns``,
 ``svc.ns.svc``, ``svc.ns.svc.cluster.local``) plus any IP addresses (e.g. 127.0.0.1 for a
@@ -15,6 +21,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +29,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from webhook.errors import ConfigError
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -55,9 +66,28 @@ def dns_names(namespace: str, service: str) -> list[str]:
     return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
 
 
+def check_inputs(namespace: str, service: str, ip_addresses: tuple[str, ...] = (), days: int = 365) -> None:
+    """ConfigError naming the flag (``--namespace``, ``--service``, ``--ip``, ``--days``) of a bad value."""
+    for flag, value in (("--namespace", namespace), ("--service", service)):
+        if not _DNS_LABEL.fullmatch(value):
+            raise ConfigError(f"{flag} {value!r} is not a DNS label (RFC 1123: at most 63 characters of a-z, 0-9 "
+                              "and '-', starting and ending with a letter or digit)")
+    for ip in ip_addresses:
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            raise ConfigError(f"--ip {ip!r} is not an IPv4 or IPv6 address") from None
+    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+        raise ConfigError(f"--days {days!r} must be a positive integer (days the certificates stay valid)")
+
+
 def write_certs(out_dir: Path, namespace: str, service: str, ip_addresses: tuple[str, ...] = (),
                 days: int = 365) -> CertPaths:
-    """Generate and write a CA and a serving certificate signed by it; see the module docstring."""
+    """Generate and write a CA and a serving certificate signed by it; see the module docstring.
+
+    Raises ConfigError (see :func:`check_inputs`) before writing anything.
+    """
+    check_inputs(namespace, service, ip_addresses, days)
     out_dir.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     until = now + datetime.timedelta(days=days)

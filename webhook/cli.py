@@ -3,8 +3,10 @@
     dra-webhook [serve] [flags]                       serve the webhook (default; see webhook.settings)
     dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N]
 
-Exit codes: 0 clean shutdown, 1 a configuration error (the message says which setting and
-the alternatives), 2 a usage error (argparse).
+Exit codes: 0 clean shutdown (certs: files written), 1 a configuration error (one line
+naming the setting or flag, e.g. a ``certs --namespace`` that is not a DNS label, an
+``--ip`` that is not an address, ``--days`` not a positive integer), 2 a usage error
+(argparse: an unknown or missing flag).
 """
 
 from __future__ import annotations
@@ -88,11 +90,35 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
 
 def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("certs", help="generate a CA and a serving certificate")
-    p.add_argument("--namespace", required=True)
-    p.add_argument("--service", required=True)
-    p.add_argument("--out", required=True, metavar="DIR")
-    p.add_argument("--ip", action="append", default=[], help="an IP SAN (repeatable)")
-    p.add_argument("--days", type=int, default=365)
+    p.add_argument("--namespace", required=True,
+                   help="namespace of the webhook Service, a DNS label (RFC 1123); part of the DNS SANs")
+    p.add_argument("--service", required=True,
+                   help="name of the webhook Service, a DNS label (RFC 1123); the SANs are SVC, SVC.NS, "
+                        "SVC.NS.svc and SVC.NS.svc.cluster.local")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="directory for ca.crt, ca.key, tls.crt and tls.key (created if missing; keys mode 0600)")
+    p.add_argument("--ip", action="append", default=[], metavar="ADDRESS",
+                   help="an IPv4 or IPv6 address SAN, e.g. 127.0.0.1 for a webhook called by url (repeatable)")
+    p.add_argument("--days", default="365", metavar="N",
+                   help="days both certificates stay valid, a positive integer (default: 365)")
+
+
+def _certs(ns: argparse.Namespace) -> int:
+    try:
+        try:
+            days = int(ns.days)
+        except ValueError:
+            raise ConfigError(f"--days {ns.days!r} must be a positive integer (days the certificates stay valid)"
+                              ) from None
+        try:
+            paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days)
+        except OSError as exc:
+            raise ConfigError(f"--out {ns.out}: cannot write the certificates: {exc.strerror or exc}") from exc
+    except ConfigError as exc:
+        sys.stderr.write(f"dra-webhook certs: error: {exc}\n")
+        return 1
+    sys.stdout.write(f"wrote {paths.ca_cert} {paths.cert} {paths.key}\n")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,10 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["certs"]:
         parser = argparse.ArgumentParser(prog="dra-webhook")
         _certs_parser(parser.add_subparsers(dest="command"))
-        ns = parser.parse_args(args)
-        paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), ns.days)
-        sys.stdout.write(f"wrote {paths.ca_cert} {paths.cert} {paths.key}\n")
-        return 0
+        return _certs(parser.parse_args(args))
     if args[:1] == ["serve"]:
         args = args[1:]
     try:

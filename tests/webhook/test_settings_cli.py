@@ -57,3 +57,46 @@ def test_every_serve_flag_explains_itself_and_names_its_env_twin() -> None:
             continue
         env = "DRA_WEBHOOK_" + action.option_strings[0][2:].replace("-", "_").upper()
         assert action.help and env in action.help and len(action.help) > len(env) + 10, action.option_strings
+
+
+@pytest.mark.parametrize(("extra", "flag"), [
+    (["--ip", "notanip"], "--ip"),
+    (["--days", "-5"], "--days"),
+    (["--days", "0"], "--days"),
+    (["--days", "soon"], "--days"),
+    (["--namespace", "Bad NS"], "--namespace"),
+    (["--service", "x/y"], "--service"),
+    (["--service", "svc-"], "--service"),
+    (["--namespace", "a" * 64], "--namespace"),
+])
+def test_certs_bad_values_exit_1_with_one_line_naming_the_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], flag: str) -> None:
+    argv = ["certs", "--namespace", "gpu-system", "--service", "dra-webhook", "--out", str(tmp_path / "out")]
+    assert main([*argv, *extra]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"dra-webhook certs: error: {flag} ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_certs_unwritable_out_dir_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("")
+    assert main(["certs", "--namespace", "ns", "--service", "svc", "--out", str(tmp_path / "file" / "sub")]) == 1
+    assert capsys.readouterr().err.startswith("dra-webhook certs: error: --out ")
+
+
+def test_certs_missing_flag_is_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["certs", "--service", "svc", "--out", "x"])
+    assert exc.value.code == 2
+
+
+def test_every_certs_flag_has_help() -> None:
+    import argparse
+
+    from webhook.cli import _certs_parser
+
+    parser = argparse.ArgumentParser()
+    _certs_parser(parser.add_subparsers())
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["certs"]
+    for action in sub._actions:
+        assert action.help and len(action.help) > 20, action.option_strings
