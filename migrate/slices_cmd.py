@@ -51,14 +51,29 @@ def _load(path: str) -> Any:
 
 
 def _labels(doc: Any, path: str) -> dict[str, str]:
+    where = ""
     if isinstance(doc, dict) and doc.get("kind") == "Node":
-        doc = (doc.get("metadata") or {}).get("labels") or {}
-    if not isinstance(doc, dict):
-        raise _FileError(f"{path}: (top level): expected a map of node labels or a Node object")
+        metadata = doc.get("metadata", {})
+        if not isinstance(metadata, dict):
+            raise _FileError(f"{path}: metadata: expected a map, got {_kind(metadata)}")
+        doc, where = metadata.get("labels", {}), "metadata.labels"
+        doc = {} if doc is None else doc
+        if not isinstance(doc, dict):
+            raise _FileError(f"{path}: {where}: expected a map of label strings, got {_kind(doc)}")
+        where += "."
+    elif not isinstance(doc, dict):
+        raise _FileError(f"{path}: (top level): expected a map of node labels or a Node object, got {_kind(doc)}")
     for key, value in doc.items():
-        if not isinstance(key, str) or not isinstance(value, str | int | float | bool):
-            raise _FileError(f"{path}: {key}: a label value must be a string")
+        if not isinstance(key, str):
+            raise _FileError(f"{path}: {where}{key}: a label key must be a string, got {_kind(key)}")
+        if not isinstance(value, str | int | float | bool):
+            raise _FileError(f"{path}: {where}{key}: a label value must be a string, got {_kind(value)}")
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
+
+
+def _kind(value: Any) -> str:
+    """What a misplaced value is, for messages (no repr: it may be large or multi-line)."""
+    return {dict: "a map", list: "a list", str: "a string", type(None): "null"}.get(type(value), type(value).__name__)
 
 
 def _api_version(value: str) -> str:

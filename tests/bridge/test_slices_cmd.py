@@ -94,3 +94,41 @@ def test_output_passes_the_kubernetes_openapi_schema(version: str) -> None:
     _, docs, _ = run("gpu-a100-1", "a100-mixed-mig.podresources.json", "a100-mixed-mig.labels.yaml", version)
     for doc in docs:
         kubernetes_validate.validate(doc, "1.34", strict=True)
+
+
+@pytest.mark.parametrize(("content", "field"), [
+    ("kind: Node\nmetadata: 5\n", "metadata"),
+    ("kind: Node\nmetadata: [a]\n", "metadata"),
+    ("kind: Node\nmetadata: null\n", "metadata"),
+    ("kind: Node\nmetadata: {labels: 5}\n", "metadata.labels"),
+    ("kind: Node\nmetadata: {labels: 0}\n", "metadata.labels"),
+    ("kind: Node\nmetadata: {labels: [a]}\n", "metadata.labels"),
+    ("kind: Node\nmetadata: {labels: {a: [1]}}\n", "metadata.labels.a"),
+    ("kind: Node\nmetadata: {labels: {a: null}}\n", "metadata.labels.a"),
+    ("kind: Node\nmetadata: {labels: {1: a}}\n", "metadata.labels.1"),
+    ("a: {b: c}\n", "a:"),
+    ("1: a\n", "1:"),
+    ("a: 2020-01-01\n", "a:"),
+    ("just a string\n", "(top level)"),
+    ("5\n", "(top level)"),
+    ("- a list\n", "(top level)"),
+    ("", "(top level)"),
+])
+def test_malformed_labels_file_exits_1_with_one_line_naming_file_and_field(tmp_path: Path, content: str,
+                                                                           field: str) -> None:
+    labels = tmp_path / "labels.yaml"
+    labels.write_text(content)
+    out, err = io.StringIO(), io.StringIO()
+    dump = str(DATA / "h100-x8.podresources.json")
+    assert run_slices("n", dump, str(labels), "v1", None, out, err) == EXIT_ERROR
+    message = err.getvalue()
+    assert message.count("\n") == 1 and message.startswith(f"dra-migrate slices: {labels}: {field}")
+    assert out.getvalue() == ""
+
+
+def test_node_object_without_labels_has_no_labels(tmp_path: Path) -> None:
+    labels = tmp_path / "node.yaml"
+    labels.write_text("kind: Node\nmetadata: {name: n, labels: null}\n")
+    err = io.StringIO()
+    assert run_slices("n", str(DATA / "h100-x8.podresources.json"), str(labels), "v1", None, io.StringIO(),
+                      err) == EXIT_OK, err.getvalue()
