@@ -7,6 +7,10 @@
     ClusterView.apply(kind, event_type, obj)                         the pure update (tests feed it)
     await ClusterView.run(stop)                                      list, then watch, per kind; relist on error
 
+After an error a kind is relisted with exponential backoff (1 s doubling to 30 s, one
+WARNING per attempt naming the pause), reset once a list and watch worked; ``sleep`` is
+injectable for tests.
+
 Sources of the rules: design decision 6 (DaemonSet pods follow their node's handover),
 the quota trap (a quota on ``requests.nvidia.com/gpu`` does not limit the DRA class key
 ``<class>.deviceclass.resource.k8s.io/devices``), decision 8 (KEP-5004 deference, 1.36+).
@@ -22,21 +26,30 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import aiohttp
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from translate.cel import evaluate_selectors
 from translate.cluster import NODE_MODE_LABEL
 from translate.errors import SelectorError
+from webhook.backoff import Backoff, Sleep
 
 logger = logging.getLogger(__name__)
 Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice"
 
 
 class ClusterView:
-    """See the module docstring; ``synced`` holds the kinds listed at least once."""
+    """See the module docstring; ``synced`` holds the kinds listed at least once.
 
-    def __init__(self) -> None:
+    ``sleep``: the pause between attempts (tests pass a recorder); ``initial_backoff`` and
+    ``max_backoff``: the first and the largest pause in seconds.
+    """
+
+    def __init__(self, *, sleep: Sleep = asyncio.sleep, initial_backoff: float = 1.0,
+                 max_backoff: float = 30.0) -> None:
+        self._sleep = sleep
+        self._backoff = (initial_backoff, max_backoff)
         self._nodes: dict[str, str] = {}
         self._quotas: dict[tuple[str, str], frozenset[str]] = {}
         self._classes: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -152,23 +165,39 @@ class ClusterView:
 
     async def _feed(self, api: client.ApiClient, kind: Kind, fn: Callable[..., Awaitable[Any]], args: tuple[str, ...],
                     stop: asyncio.Event) -> None:
+        backoff = Backoff(*self._backoff, sleep=self._sleep)
         while not stop.is_set():
             try:
-                doc = api.sanitize_for_serialization(await fn(*args))
-                self.replace(kind, doc.get("items") or [])
-                rv = (doc.get("metadata") or {}).get("resourceVersion")
-                w = watch.Watch()
-                try:
-                    async for event in w.stream(fn, *args, resource_version=rv, timeout_seconds=300):
-                        raw = event.get("raw_object")
-                        if event.get("type") == "ERROR":  # e.g. 410 Gone: relist
-                            break
-                        if isinstance(raw, dict):
-                            self.apply(kind, str(event.get("type")), raw)
-                finally:
-                    w.stop()
+                if await self._list_and_watch(api, kind, fn, args, stop):
+                    backoff.reset()
+                    continue
+                logger.info("%s watch: ended with an ERROR event; relisting in %gs", kind, backoff.delay)
+                await backoff.wait()
             except asyncio.CancelledError:
                 raise
-            except (ApiException, OSError, ValueError, TimeoutError) as exc:
-                logger.warning("%s watch: %s; relisting", kind, exc)
-                await asyncio.sleep(1.0)
+            except (ApiException, aiohttp.ClientError, OSError, ValueError, TimeoutError) as exc:
+                logger.warning("%s watch: %s; relisting in %gs", kind, str(exc) or type(exc).__name__, backoff.delay)
+                await backoff.wait()
+
+    async def _list_and_watch(self, api: client.ApiClient, kind: Kind, fn: Callable[..., Awaitable[Any]],
+                              args: tuple[str, ...], stop: asyncio.Event) -> bool:
+        """List ``kind``, then apply watch events until the watch ends; True when it worked
+        (the watch delivered an event or ended normally), errors propagate."""
+        doc = api.sanitize_for_serialization(await fn(*args))
+        self.replace(kind, doc.get("items") or [])
+        rv = (doc.get("metadata") or {}).get("resourceVersion")
+        w = watch.Watch()
+        worked = False
+        try:
+            async for event in w.stream(fn, *args, resource_version=rv, timeout_seconds=300):
+                raw = event.get("raw_object")
+                if event.get("type") == "ERROR":  # e.g. 410 Gone: relist
+                    return worked
+                worked = True
+                if isinstance(raw, dict):
+                    self.apply(kind, str(event.get("type")), raw)
+                if stop.is_set():
+                    break
+        finally:
+            w.stop()
+        return True

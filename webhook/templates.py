@@ -31,6 +31,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from translate.render import MANAGED_BY, internal_from_template
+from webhook.backoff import Backoff, Sleep
 from webhook.errors import TemplateError
 
 logger = logging.getLogger(__name__)
@@ -61,7 +62,8 @@ class KubeTemplateEnsurer:
     """
 
     def __init__(self, api: client.ApiClient, api_version: str, *, deadline: float = 2.0, ttl: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, sleep: Sleep = asyncio.sleep) -> None:
+        self._sleep = sleep
         self._objects = client.CustomObjectsApi(api)
         self.version = api_version.split("/", 1)[1]
         self.deadline = deadline
@@ -135,26 +137,30 @@ class KubeTemplateEnsurer:
         """Drop cache entries on DELETED (or deletionTimestamp) events until ``stop`` is set.
 
         Lists/watches templates in every namespace with ``label_selector`` (the webhook uses
-        its own managed-by value); reconnects after errors with a short pause.
+        its own managed-by value); reconnects after errors with exponential backoff (1 s
+        doubling to 30 s, reset once a watch delivered an event or ended normally).
         """
         from kubernetes_asyncio import watch
 
         selector = label_selector or f"{MANAGED_BY}=dra-bridge-webhook"
+        backoff = Backoff(sleep=self._sleep)
         while not stop.is_set():
             w = watch.Watch()
             try:
                 stream = w.stream(self._objects.list_cluster_custom_object, GROUP, self.version, PLURAL,
                                   label_selector=selector, timeout_seconds=60)
                 async for event in stream:
+                    backoff.reset()
                     obj = event.get("object") or {}
                     meta = obj.get("metadata", {}) if isinstance(obj, dict) else {}
                     if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
                         self.forget(str(meta.get("namespace")), str(meta.get("name")))
                     if stop.is_set():
                         break
-            except (TimeoutError, ApiException, OSError, ValueError) as exc:
-                logger.warning("template watch: %s; retrying", exc)
-                await asyncio.sleep(1.0)
+                backoff.reset()
+            except (TimeoutError, ApiException, aiohttp.ClientError, OSError, ValueError) as exc:
+                logger.warning("template watch: %s; retrying in %gs", str(exc) or type(exc).__name__, backoff.delay)
+                await backoff.wait()
             finally:
                 w.stop()
                 self._known.clear()  # events may have been missed while disconnected

@@ -111,3 +111,19 @@ async def test_on_error_admit_unchanged_warns_when_the_api_server_is_unreachable
     assert 'dra_webhook_errors_total{kind="template"} 1.0' in metrics
     assert 'kind="internal"' not in metrics
     assert_one_warning_without_traceback(caplog)
+
+
+async def test_the_template_watch_backs_off_exponentially(api: client.ApiClient,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    stop = asyncio.Event()
+    delays: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+        if len(delays) == 7:
+            stop.set()
+
+    ensurer = KubeTemplateEnsurer(api, "resource.k8s.io/v1", sleep=sleep)
+    await asyncio.wait_for(ensurer.watch_deletions(stop), 10)
+    assert delays == [1, 2, 4, 8, 16, 30, 30]
+    assert "retrying in 30s" in caplog.text

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from webhook.backoff import Backoff
 from webhook.cluster import ClusterView
 
 
@@ -69,3 +77,78 @@ def test_kep5004_ignores_selectors_that_fail_at_runtime() -> None:
     view.replace("ResourceSlice", [gpu_slice("n1", "A100")])
     view.replace("DeviceClass", [kep_class("broken", 'device.attributes["x.com"].missing == "y"')])
     assert dict(view.kep5004()) == {}
+
+
+class Recorder:
+    """An injected sleep: records each pause, sets ``stop`` after ``limit`` pauses."""
+
+    def __init__(self, stop: asyncio.Event, limit: int) -> None:
+        self.delays: list[float] = []
+        self.stop, self.limit = stop, limit
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        if len(self.delays) >= self.limit:
+            self.stop.set()
+
+
+async def feed_with_script(script: list[BaseException | bool], limit: int,
+                           monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Run one ClusterView feed whose list-and-watch attempts follow ``script``
+    (an exception is raised, a bool is returned; unreachable after the script)."""
+    stop = asyncio.Event()
+    sleep = Recorder(stop, limit)
+    view = ClusterView(sleep=sleep)
+    steps = iter(script)
+
+    async def attempt(*_args: object) -> bool:
+        step = next(steps, OSError("connection refused"))
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+    monkeypatch.setattr(view, "_list_and_watch", attempt)
+    await asyncio.wait_for(view._feed(None, "Node", attempt, (), stop), 5)  # type: ignore[arg-type]
+    return sleep.delays
+
+
+async def test_an_unreachable_api_server_is_retried_with_exponential_backoff_capped_at_30s(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    delays = await feed_with_script([], 8, monkeypatch)
+    assert delays == [1, 2, 4, 8, 16, 30, 30, 30]
+    assert "relisting in 16s" in caplog.text
+
+
+async def test_backoff_resets_after_a_watch_that_worked(monkeypatch: pytest.MonkeyPatch) -> None:
+    script: list[BaseException | bool] = [OSError("refused"), OSError("refused"), OSError("refused"), True,
+                                          aiohttp.ServerDisconnectedError(), ApiException(status=503)]
+    assert await feed_with_script(script, 4, monkeypatch) == [1, 2, 4, 1]
+
+
+async def test_a_watch_ending_in_an_error_event_is_relisted_after_a_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert await feed_with_script([False, False], 3, monkeypatch) == [1, 2, 4]
+
+
+def test_backoff_schedule() -> None:
+    b = Backoff(initial=0.5, cap=3)
+    assert [b.next() for _ in range(5)] == [0.5, 1, 2, 3, 3]
+    b.reset()
+    assert b.next() == 0.5
+    with pytest.raises(ValueError):
+        Backoff(initial=2, cap=1)
+
+
+async def test_every_kind_backs_off_against_a_closed_port(caplog: pytest.LogCaptureFixture) -> None:
+    from tests.webhook.test_api_unreachable import closed_port
+
+    stop = asyncio.Event()
+    sleep = Recorder(stop, 16)
+    view = ClusterView(sleep=sleep)
+    api = client.ApiClient(client.Configuration(host=f"https://127.0.0.1:{closed_port()}"))
+    try:
+        await asyncio.wait_for(view.run(api, "resource.k8s.io/v1", stop), 10)
+    finally:
+        await api.close()
+    assert sorted(sleep.delays)[:4] == [1, 1, 1, 1] and 4 in sleep.delays
+    assert set(sleep.delays) <= {1, 2, 4, 8, 16, 30}
+    assert not view.synced and "relisting in 2s" in caplog.text
