@@ -100,3 +100,22 @@ def test_every_certs_flag_has_help() -> None:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["certs"]
     for action in sub._actions:
         assert action.help and len(action.help) > 20, action.option_strings
+
+
+def test_serve_without_api_version_exits_1_when_discovery_cannot_reach_the_api_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.webhook.test_api_unreachable import closed_port
+
+    for var in ("DRA_WEBHOOK_API_VERSION", "DRA_WEBHOOK_KUBECONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["certs", "--namespace", "ns", "--service", "svc", "--out", str(tmp_path)]) == 0
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{closed_port()}", insecure-skip-tls-verify: true}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+""")
+    assert main(["--tls-cert-file", str(tmp_path / "tls.crt"), "--tls-key-file", str(tmp_path / "tls.key"),
+                 "--kubeconfig", str(kubeconfig), "--port", str(closed_port())]) == 1
