@@ -35,19 +35,37 @@ class _FileError(Exception):
     pass
 
 
-def _load(path: str) -> Any:
+def _read(path: str) -> str:
     try:
-        text = Path(path).read_text("utf-8")
+        return Path(path).read_text("utf-8")
     except OSError as exc:
         raise _FileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise _FileError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+
+
+def _load(path: str) -> Any:
+    text = _read(path)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise _FileError(f"{path}: neither JSON nor YAML: {exc}") from exc
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass
+        try:
+            return yaml.safe_load(text)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+            what = "; ".join(p for p in (exc.context, exc.problem) if p)
+            raise _FileError(f"{path}: neither JSON nor YAML: {where}{_one_line(what)}") from exc
+        except yaml.YAMLError as exc:
+            raise _FileError(f"{path}: neither JSON nor YAML: {_one_line(str(exc))}") from exc
+    except RecursionError as exc:
+        raise _FileError(f"{path}: nested too deeply") from exc
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _labels(doc: Any, path: str) -> dict[str, str]:
@@ -90,11 +108,11 @@ def run_slices(node: str, podresources_path: str, node_labels_path: str | None, 
         version = _api_version(api_version)
         catalog_text = None
         if catalog_path:
-            try:
-                catalog_text = Path(catalog_path).read_text("utf-8")
-            except OSError as exc:
-                raise _FileError(f"{catalog_path}: cannot read: {exc.strerror or exc}") from exc
-        catalog = load_catalog(catalog_text, catalog_path or "user catalog")
+            catalog_text = _read(catalog_path)
+        try:
+            catalog = load_catalog(catalog_text, catalog_path or "user catalog")
+        except RecursionError as exc:
+            raise _FileError(f"{catalog_path}: nested too deeply") from exc
         try:
             inventory = group_allocatable(_load(podresources_path))
         except TranslateError as exc:
@@ -102,7 +120,7 @@ def run_slices(node: str, podresources_path: str, node_labels_path: str | None, 
         labels = _labels(_load(node_labels_path), node_labels_path) if node_labels_path else {}
         build = build_slices(node, inventory, catalog, labels, driver=catalog.bridge_driver or DEFAULT_DRIVER)
     except (_FileError, TranslateError) as exc:
-        err.write(f"dra-migrate slices: {exc}\n")
+        err.write(f"dra-migrate slices: {_one_line(str(exc))}\n")
         return EXIT_ERROR
     for warning in build.warnings:
         err.write(f"warning: {warning}\n")

@@ -132,3 +132,28 @@ def test_node_object_without_labels_has_no_labels(tmp_path: Path) -> None:
     err = io.StringIO()
     assert run_slices("n", str(DATA / "h100-x8.podresources.json"), str(labels), "v1", None, io.StringIO(),
                       err) == EXIT_OK, err.getvalue()
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"\xff\xfe\x00garbage", "not UTF-8"),
+    (b"[" * 5_000, "nested too deeply"),
+    (b"a: " + b"[" * 3_000, "nested too deeply"),
+    (b"--- a\n--- b\n", "line 2, column 1"),
+    (b"!!python/object:os.system {}\n", "line 1, column 1"),
+    (b"? [a]\n: b\n", "unhashable key"),
+    (b"\x00", "neither JSON nor YAML"),
+], ids=["not-utf8", "deep-json", "deep-yaml", "two-documents", "python-tag", "unhashable-key", "nul"])
+@pytest.mark.parametrize("which", ["podresources", "node-labels", "catalog"])
+def test_unparseable_files_exit_1_with_one_line(tmp_path: Path, content: bytes, needle: str, which: str) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
+    dump = str(bad if which == "podresources" else DATA / "h100-x8.podresources.json")
+    labels = str(bad) if which == "node-labels" else None
+    catalog = str(bad) if which == "catalog" else None
+    out, err = io.StringIO(), io.StringIO()
+    assert run_slices("n", dump, labels, "v1", catalog, out, err) == EXIT_ERROR
+    message = err.getvalue()
+    assert message.count("\n") == 1 and message.startswith(f"dra-migrate slices: {bad}"), message
+    if which != "catalog":  # the catalog's parse errors are translate's
+        assert needle in message, message
+    assert out.getvalue() == ""
