@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -37,8 +38,8 @@ async def discover_api_version(api: client.ApiClient) -> str:
     """The newest resource.k8s.io version served (see the module docstring)."""
     try:
         groups = await client.ApisApi(api).get_api_versions()
-    except (ApiException, OSError) as exc:
-        raise ConfigError(f"API discovery failed: {exc}") from exc
+    except (TimeoutError, ApiException, OSError, aiohttp.ClientError) as exc:
+        raise ConfigError(f"API discovery failed: {type(exc).__name__}: {exc}") from exc
     served = {v.group_version for g in groups.groups if g.name == "resource.k8s.io" for v in g.versions}
     for version in API_VERSIONS:
         if version in served:

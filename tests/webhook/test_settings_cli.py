@@ -119,3 +119,28 @@ current-context: x
 """)
     assert main(["--tls-cert-file", str(tmp_path / "tls.crt"), "--tls-key-file", str(tmp_path / "tls.key"),
                  "--kubeconfig", str(kubeconfig), "--port", str(closed_port())]) == 1
+
+
+async def test_discovery_through_a_server_that_drops_the_connection_is_a_configuration_error() -> None:
+    import asyncio
+
+    import pytest
+    from kubernetes_asyncio import client
+
+    from webhook.errors import ConfigError
+    from webhook.kube import discover_api_version
+
+    async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(100)
+        writer.close()
+
+    server = await asyncio.start_server(drop, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    cfg = client.Configuration(host=f"http://127.0.0.1:{port}")
+    api = client.ApiClient(cfg)
+    try:
+        with pytest.raises(ConfigError, match="API discovery failed"):
+            await discover_api_version(api)
+    finally:
+        await api.close()
+        server.close()
