@@ -34,7 +34,6 @@ logger = logging.getLogger(__name__)
 
 def _parser() -> argparse.ArgumentParser:
     parser = build_parser(argparse.ArgumentParser(prog="dra-bridge", description=__doc__.split("\n\n")[0]))
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     sub = parser.add_subparsers(dest="command")
     build_parser(sub.add_parser("run", help="run the agent (default)"), argparse.SUPPRESS)
     inv = build_parser(sub.add_parser("inventory", help="print what is recorded and what the kubelet offers now"),
@@ -103,13 +102,12 @@ async def run(settings: Settings) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        settings = Settings.from_namespace(args).validate(need_node=args.command != "inventory")
+        logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger().setLevel(settings.log_level.upper())
         if args.command == "inventory":
-            settings = Settings.from_namespace(args).validate(need_node=False)
             return asyncio.run(inventory(settings, args.json, sys.stdout))
-        settings = Settings.from_namespace(args).validate()
         return asyncio.run(run(settings))
     except (BridgeError, TranslateError, OSError) as exc:
         print(f"dra-bridge: {exc}", file=sys.stderr)

@@ -21,6 +21,9 @@ from bridge.errors import SettingsError
 from translate.names import is_dns_subdomain
 from translate.slice_render import API_VERSIONS
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+"""The values ``--log-level``/``LOG_LEVEL`` accept (in any case)."""
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -46,6 +49,8 @@ class Settings:
     """Force a ``resource.k8s.io`` version (RESOURCE_API_VERSION); empty means discovery picks the newest."""
     health_port: int = 8081
     """Port of the readiness/liveness and Prometheus endpoints (HEALTH_PORT); 0 disables them."""
+    log_level: str = "INFO"
+    """Log level (LOG_LEVEL): DEBUG, INFO, WARNING or ERROR, in any case. Logs go to stderr."""
 
     def validate(self, need_node: bool = True) -> Settings:
         """Return self, or raise SettingsError naming the flag and its environment twin."""
@@ -57,6 +62,8 @@ class Settings:
             raise SettingsError("--poll-interval/POLL_INTERVAL must be > 0 and --settle-period/SETTLE_PERIOD >= 0")
         if self.resource_api_version and self.resource_api_version not in API_VERSIONS:
             raise SettingsError(f"--resource-api-version/RESOURCE_API_VERSION must be one of {', '.join(API_VERSIONS)}")
+        if self.log_level.upper() not in LOG_LEVELS:
+            raise SettingsError(f"--log-level/LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
         return self
 
     @classmethod

@@ -1,0 +1,53 @@
+"""``dra-bridge`` (bridge/cli.py) as its entry point: configuration errors and the log level."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.cli import main
+from bridge.settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def _root_level() -> Iterator[None]:
+    root = logging.getLogger()
+    level = root.level
+    yield
+    root.setLevel(level)
+
+
+@pytest.mark.parametrize(("argv", "env"), [
+    (["--log-level", "bogus", "inventory"], {}),
+    (["inventory", "--log-level", "bogus"], {}),
+    (["inventory"], {"LOG_LEVEL": "bogus"}),
+    (["--log-level", "bogus", "--node-name", "n"], {}),
+])
+def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[str, str],
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--log-level/LOG_LEVEL" in err and "'bogus'" in err and "DEBUG" in err
+
+
+@pytest.mark.parametrize(("argv", "env", "level"), [
+    ([], {}, logging.INFO),
+    ([], {"LOG_LEVEL": "debug"}, logging.DEBUG),
+    (["--log-level", "ERROR"], {"LOG_LEVEL": "debug"}, logging.ERROR),
+    (["--log-level", "warning"], {}, logging.WARNING),
+])
+def test_log_level_flag_wins_over_env_which_wins_over_default(argv: list[str], env: dict[str, str], level: int,
+                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOG_LEVEL", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    # no kubelet in tmp_path: inventory fails after logging is configured
+    assert main([*argv, "inventory", "--kubelet-dir", str(tmp_path)]) == 1
+    assert logging.getLogger().level == level
+    assert Settings.from_args(argv, env).log_level.upper() == logging.getLevelName(level)
