@@ -51,3 +51,26 @@ def test_log_level_flag_wins_over_env_which_wins_over_default(argv: list[str], e
     assert main([*argv, "inventory", "--kubelet-dir", str(tmp_path)]) == 1
     assert logging.getLogger().level == level
     assert Settings.from_args(argv, env).log_level.upper() == logging.getLevelName(level)
+
+
+def test_docs_flag_table_matches_help() -> None:
+    """docs/bridge.md's flag table lists exactly ``dra-bridge --help``'s flags, env twins and defaults."""
+    import re
+
+    from bridge.cli import _parser
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bridge.md").read_text("utf-8")
+    section = doc.split("## Flags", 1)[1].split("\n## ", 1)[0]
+    documented = {m[0]: (m[1], m[2]) for m in re.findall(r"^\| `(--[a-z-]+)` \| `([A-Z_]+)` \| `([^`]*)` \|",
+                                                          section, re.MULTILINE)}
+    helped = {}
+    for action in _parser()._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        help_text = " ".join((action.help or "").split())
+        twin = re.search(r"\(([A-Z_]+)[;):]", help_text)
+        default = re.search(r"Default (.*)\.$", help_text)
+        assert twin and default, help_text
+        assert twin[1] == action.dest.upper()  # the variable Settings.from_namespace reads
+        helped[action.option_strings[0]] = (twin[1], default[1])
+    assert documented == helped
