@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     slices.add_argument("--node", required=True)
     slices.add_argument("--podresources", required=True, metavar="FILE",
                         help="AllocatableResourcesResponse in protobuf JSON (dra-bridge inventory --json)")
-    slices.add_argument("--node-labels", metavar="FILE", help="the node's labels, a YAML/JSON map")
+    slices.add_argument("--node-labels", metavar="FILE",
+                        help="the node's labels: a YAML/JSON map, or a whole Node object (kubectl get node -o yaml)")
     slices.add_argument("--api-version", default="v1")
     slices.add_argument("--catalog", metavar="FILE")
     return parser
