@@ -51,11 +51,15 @@ def _parser() -> argparse.ArgumentParser:
                       help="also convert pod templates inside custom resources (RayCluster, PyTorchJob, ...)")
     conv.add_argument("--hami-slicing", choices=("unsupported", "whole-devices"), default="unsupported",
                       help="HAMi memory/core slicing: keep such pods legacy, or convert them to whole devices")
+    conv.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
+                      help="a scheduler besides default-scheduler that supports DRA (its pods are converted); "
+                           "repeatable")
     conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists")
     classes = sub.add_parser("classes", help="print our DeviceClasses (what the chart installs)")
     classes.add_argument("--api-version", default="v1")
     classes.add_argument("--catalog", metavar="FILE")
-    classes.add_argument("--mig-profile", action="append", help="MIG profiles to render (default: the catalog's)")
+    classes.add_argument("--mig-profile", action="append", default=[], metavar="PROFILE",
+                         help="a MIG profile to render besides the catalog's list (e.g. 1g.18gb); repeatable")
     slices = sub.add_parser("slices", help="print the ResourceSlices the bridge would publish for a node")
     slices.add_argument("--node", required=True)
     slices.add_argument("--podresources", required=True, metavar="FILE",
@@ -82,7 +86,8 @@ def convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     catalog = _catalog(args.catalog)
     if args.target:
         catalog = catalog.with_target(args.target)
-    options = Options(api_version=normalize_api_version(args.api_version), hami_slicing=args.hami_slicing)
+    options = Options(api_version=normalize_api_version(args.api_version), hami_slicing=args.hami_slicing,
+                      dra_schedulers=tuple(args.dra_scheduler))
     sources = args.filename or ["-"]
     objects: list[Any] = []
     rows: list[tuple[str, str, Finding]] = []
@@ -125,10 +130,11 @@ def classes(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``classes``: our DeviceClass objects in the chosen API version."""
     catalog = _catalog(args.catalog)
     version = normalize_api_version(args.api_version)
-    bad = [p for p in args.mig_profile or [] if not re.fullmatch(PROFILE_RE, p)]
+    bad = [p for p in args.mig_profile if not re.fullmatch(PROFILE_RE, p)]
     if bad:
         raise ValueError(f"--mig-profile {bad[0]!r}: a MIG profile as in resource names, like 1g.10gb or 1g.10gb.me")
-    objs = [{"apiVersion": version, **c} for c in catalog.device_classes(args.mig_profile)]
+    profiles = [*catalog.mig_profiles, *(p for p in args.mig_profile if p not in catalog.mig_profiles)]
+    objs = [{"apiVersion": version, **c} for c in catalog.device_classes(profiles)]
     out.write(dump(objs, "yaml"))
     return EXIT_OK
 

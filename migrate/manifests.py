@@ -33,7 +33,22 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
-    """SafeLoader that keeps timestamps as strings (Kubernetes objects carry RFC 3339 text)."""
+    """SafeLoader that keeps timestamps as strings (Kubernetes objects carry RFC 3339 text) and
+    refuses duplicate mapping keys (kubectl does; a silent "last one wins" would change a pod)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: let the base class report it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                        f"found duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -51,7 +66,29 @@ def _files(source: str) -> list[Path]:
     return [path]
 
 
+def _json_stream(text: str) -> list[Any] | None:
+    """Concatenated JSON objects (``kubectl get -o json`` in a loop), or None when the text is
+    not such a stream."""
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            return out
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return None
+        out.append(value)
+
+
 def _parse(text: str, name: str) -> list[Any]:
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+        stream = _json_stream(text.lstrip("\ufeff"))
+        if stream is not None:
+            return [d for d in stream if d is not None]
     try:
         return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
     except yaml.MarkedYAMLError as exc:
@@ -86,6 +123,21 @@ def _check_size(obj: Any, name: str, index: int) -> None:
             stack.extend(value)
 
 
+def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:
+    """The objects of a document: ``List`` kinds (also nested) give their items."""
+    is_list = isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc
+    if not is_list:
+        yield doc
+        return
+    items = doc.get("items")
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise ManifestError(f"{name}: document {position + 1}: {doc.get('kind')}.items must be a list")
+    for item in items:
+        yield from _flatten(item, name, position)
+
+
 def read_sources(sources: list[str]) -> Iterator[Document]:
     """Every object of every source, ``List`` objects flattened into their items."""
     for source in sources:
@@ -102,11 +154,7 @@ def read_sources(sources: list[str]) -> Iterator[Document]:
             index = 0
             for position, doc in enumerate(_parse(text, name)):
                 _check_size(doc, name, position)
-                is_list = isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List")
-                items = doc.get("items") if is_list else None
-                if is_list and items is not None and not isinstance(items, list):
-                    raise ManifestError(f"{name}: document {position + 1}: {doc.get('kind')}.items must be a list")
-                for obj in items if isinstance(items, list) else [doc]:
+                for obj in _flatten(doc, name, position):
                     yield Document(name, index, obj)
                     index += 1
 

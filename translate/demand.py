@@ -8,6 +8,7 @@ for non overcommitable resources"); a pod that breaks that is invalid and is lef
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,7 +73,8 @@ def collect(spec: Mapping[str, Any], catalog: Catalog, path: str,
                 continue
             where = "limits" if name in limits else "requests"
             vpath = f"{rpath}.{where}[{name}]"
-            legacy = f"{name}: {limits.get(name, requests.get(name))}"
+            raw = limits.get(name, requests.get(name))
+            legacy = f"{name}: {raw if isinstance(raw, str) else json.dumps(raw, default=str)}"
             mapping = catalog.lookup(name)
             if mapping is None:
                 findings.append(Finding(vpath, legacy, "ignored", "not in the translation catalog: left as it is"))

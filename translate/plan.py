@@ -45,7 +45,8 @@ class Options:
     introduced ``api_version``); ``managed_by``: the templates' managed-by value;
     ``hami_slicing``: ``unsupported`` or ``whole-devices``; ``keep_legacy_partial``: keep
     pods whose translation would be partial on the device plugin; ``kep5004``: resource name
-    -> DeviceClass serving it through KEP-5004 (count-only pods are left to it)."""
+    -> DeviceClass serving it through KEP-5004 (count-only pods are left to it); ``dra_schedulers``:
+    schedulers besides the default one known to support DRA."""
 
     api_version: str = "resource.k8s.io/v1"
     kubernetes_minor: int | None = None
@@ -53,6 +54,7 @@ class Options:
     hami_slicing: Literal["unsupported", "whole-devices"] = "unsupported"
     keep_legacy_partial: bool = False
     kep5004: Mapping[str, str] = field(default_factory=dict)
+    dra_schedulers: tuple[str, ...] = ()
 
     @property
     def minor(self) -> int:
@@ -103,9 +105,10 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     if not wanted:
         return _unchanged(pod, findings)
     if CONVERSION_ANNOTATION in annotations:
-        return _unchanged(pod, [Finding(f"{path}metadata.annotations[{CONVERSION_ANNOTATION}]", "", "ignored",
-                                        "already converted (carries the conversion annotation) but still has "
-                                        "legacy requests: left unchanged")])
+        return _unchanged(pod, [Finding(f"{path}metadata.annotations[{CONVERSION_ANNOTATION}]", "", "kept-legacy",
+                                        "already converted (carries the conversion annotation) but has legacy "
+                                        "requests again, so it would hold devices through both paths: convert the "
+                                        "original manifest again, or remove the annotation and the claims first")])
     total = sum(d.count for d in wanted if d.mapping.kind != "slicing")
     if total > MAX_DEVICES_PER_POD:
         return _unchanged(pod, [*findings, Finding(wanted[0].path, f"{total} devices", "unsupported",
@@ -115,9 +118,10 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
                                 "a pod with spec.nodeName skips the scheduler, so its claims could never be "
                                 "allocated: it stays on the device plugin"))
     scheduler = str(spec.get("schedulerName") or "")
-    if scheduler not in DEFAULT_SCHEDULERS:
+    if scheduler not in DEFAULT_SCHEDULERS and scheduler not in options.dra_schedulers:
         findings.append(Finding(f"{path}spec.schedulerName", scheduler, "kept-legacy",
-                                f"scheduler {scheduler!r} may not support DRA: the pod stays on the device plugin"))
+                                f"scheduler {scheduler!r} may not support DRA: the pod stays on the device plugin "
+                                f"(if it does, declare it: --dra-scheduler {scheduler})"))
     if options.kep5004 and all(d.mapping.resource_name in options.kep5004 for d in wanted) and not (
             _has_gpu_placement(spec, annotations)):
         for d in wanted:
@@ -131,8 +135,9 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
         findings += placement.findings
     if spec.get("priorityClassName") or spec.get("priority"):
         findings.append(Finding(f"{path}spec.priorityClassName", str(spec.get("priorityClassName", "")), "partial",
-                                "the scheduler may not preempt lower-priority pods to free DRA devices "
-                                "(no DRA preemption on older releases)"))
+                                "the pod may rely on preemption, and the scheduler may not preempt lower-priority "
+                                "pods to free DRA devices: check your release's DRA preemption support before "
+                                "converting high-priority workloads"))
     if blocks_conversion(findings) or (options.keep_legacy_partial and worst(findings) >= 2):
         reason = "kept on the device plugin: a finding above forbids a faithful translation"
         findings.append(Finding(path or ".", "", "kept-legacy", reason))
@@ -160,7 +165,9 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
                                         f"{m.reason}; dropped: the container gets whole devices"))
                 dropped.add(m.resource_name)
                 continue
-            findings.append(Finding(d.path, d.legacy, "unsupported", m.reason))
+            findings.append(Finding(d.path, d.legacy, "unsupported",
+                                    f"{m.reason}: the pod stays legacy (--hami-slicing whole-devices converts it "
+                                    "to whole devices)"))
             continue
         if m.kind == "shared":
             if m.fail_requests_greater_than_one and d.count > 1:

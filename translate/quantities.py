@@ -15,17 +15,19 @@ from decimal import Decimal, DecimalException
 #: before any arithmetic.
 MAX_EXPONENT = 30
 _SUFFIX = {"": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_QUANTITY = re.compile(r"([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:(e|E)([+-]?[0-9]+)|([kMGTPE]?))")
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_QUANTITY = re.compile(r"([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:(e|E)([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei)|([kMGTPE]?))")
 
 
 def parse_count(value: object) -> int:
     """The integer device count of a quantity value.
 
     Raises ValueError with the reason when the value is not a non-negative whole number
-    (negative, fractional, binary-suffixed, or not a quantity at all).
+    (negative, fractional, out of range, or not a quantity at all). Binary suffixes (``Ki``...)
+    are valid quantities, if odd for device counts.
     """
     if isinstance(value, bool):
-        raise ValueError("a boolean is not a quantity")
+        raise ValueError(f"{str(value).lower()} (a boolean) is not a quantity")
     if isinstance(value, int):
         number = Decimal(value)
     elif isinstance(value, float):
@@ -36,15 +38,17 @@ def parse_count(value: object) -> int:
         m = _QUANTITY.fullmatch(value)
         if not m:
             raise ValueError(f"{value!r} is not a whole-number quantity")
-        exponent = int(m.group(3)) if m.group(3) else _SUFFIX[m.group(4) or ""]
+        exponent = int(m.group(3)) if m.group(3) else _SUFFIX[m.group(5) or ""]
         if abs(exponent) > MAX_EXPONENT:
             raise ValueError(f"{value!r} is out of range")
         try:
-            number = Decimal(m.group(1)).scaleb(exponent)
+            number = Decimal(m.group(1)).scaleb(exponent) * (2 ** _BINARY[m.group(4)] if m.group(4) else 1)
         except DecimalException as exc:
             raise ValueError(f"{value!r} is not a quantity") from exc
+    elif value is None:
+        raise ValueError("an empty value (null) is not a quantity")
     else:
-        raise ValueError(f"{type(value).__name__} is not a quantity")
+        raise ValueError(f"a {type(value).__name__} is not a quantity")
     if number < 0:
         raise ValueError(f"{value!r} is negative")
     if number != number.to_integral_value():

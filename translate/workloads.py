@@ -93,7 +93,11 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
         return _quota(obj, catalog)
     if kind == "Pod" and obj.get("apiVersion") == "v1":
         plan = plan_pod(obj, catalog, options, namespace)
-        return Converted(plan.pod, plan.templates, plan.findings)
+        if plan.changed and isinstance(meta, Mapping) and (meta.get("uid") or meta.get("ownerReferences")):
+            return Converted(clone(obj), (), (Finding(".", f"Pod {meta.get('name', '')}", "kept-legacy",
+                                                      "a live or controller-owned Pod cannot change its spec: convert "
+                                                      "its owner (Deployment, Job, ...) instead"),))
+        return Converted(_without_server_fields(plan.pod), plan.templates, plan.findings)
     builtin = _is_builtin(obj) and kind in BUILTIN_TEMPLATE_PATHS
     paths = [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj))
     new = clone_mapping(obj)
@@ -123,7 +127,28 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
         target[path[-1]] = plan.pod
         templates += plan.templates
         findings += plan.findings
+        if not builtin:
+            findings.append(Finding(_text(path) or ".", kind, "partial",
+                                    f"{kind} converted on request (--include-custom-resources): check that its "
+                                    "operator does not derive settings (process counts, ...) from the GPU limit, "
+                                    "which the converted template no longer carries"))
+    if templates:
+        new = _without_server_fields(new)
     return Converted(new, tuple(templates), tuple(findings))
+
+
+#: Fields the API server sets; a converted copy of a live object keeps none of them, so
+#: ``kubectl apply`` neither conflicts on a stale resourceVersion nor re-sends status.
+SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
+
+
+def _without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not (set(SERVER_FIELDS) & set(meta) or "status" in obj):
+        return obj
+    out = {k: v for k, v in obj.items() if k != "status"}
+    out["metadata"] = {k: v for k, v in meta.items() if k not in SERVER_FIELDS}
+    return out
 
 
 def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
@@ -133,25 +158,30 @@ def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
     findings: list[Finding] = []
     if not isinstance(hard, dict):
         return Converted(new, (), ())
+    # Several legacy keys may map to one class (the vendor's mig.nvidia.com serves every MIG
+    # profile): the class key gets their sum, so no allowance is lost.
+    sums: dict[str, tuple[int, list[str]]] = {}
     for key in list(hard):
-        if not key.startswith("requests."):
+        if not isinstance(key, str) or not key.startswith("requests."):
             continue
         mapping = catalog.lookup(key[len("requests."):])
         if mapping is None or mapping.kind == "slicing":
             continue
         dra_key = dra_quota_key(mapping)
         path = f"spec.hard[{key}]"
-        if dra_key in hard:
+        if dra_key in hard and dra_key not in sums:
             continue
         try:
-            parse_count(hard[key])
+            count = parse_count(hard[key])
         except ValueError as exc:
             findings.append(Finding(path, f"{key}: {hard[key]}", "unsupported", f"invalid quantity: {exc}"))
             continue
-        hard[dra_key] = hard[key]
-        shared = "" if catalog.target == "bridge" else (
-            f" (DeviceClass {mapping.device_class} may serve several legacy resources)")
-        findings.append(Finding(path, f"{key}: {hard[key]}", "partial",
-                                f"converted pods are charged to {dra_key}{shared}; until the legacy key goes, "
-                                "the namespace's total allowance is doubled"))
+        total, keys = sums.get(dra_key, (0, []))
+        sums[dra_key] = (total + count, [*keys, key])
+        hard[dra_key] = str(total + count)
+    for dra_key, (total, keys) in sums.items():
+        merged = f" (the sum of {', '.join(keys)}: per-resource limits become one limit)" if len(keys) > 1 else ""
+        findings.append(Finding(f"spec.hard[{keys[0]}]", ", ".join(f"{k}: {hard[k]}" for k in keys), "partial",
+                                f"converted pods are charged to {dra_key} = {total}{merged}; until the legacy "
+                                "keys go, the namespace's total allowance is doubled"))
     return Converted(new, (), tuple(findings))

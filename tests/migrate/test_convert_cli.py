@@ -137,3 +137,68 @@ def test_odd_metadata_types_do_not_crash_the_table() -> None:
            "spec": {"containers": [{"name": "c", "resources": {"limits": {"example.com/x": 1}}}]}}
     proc = run("convert", "-f", "-", stdin=json.dumps(pod))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr and "Pod/5/p" in proc.stderr
+
+
+def _gpu_pod(name: str, **spec: object) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "n"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}], **spec}}
+
+
+def test_concatenated_json_objects_and_nested_lists_are_read(tmp_path: Path) -> None:
+    stream = tmp_path / "all.json"
+    stream.write_text(json.dumps(_gpu_pod("a"), indent=2) + "\n" + json.dumps(_gpu_pod("b"), indent=2) + "\n")
+    proc = run("convert", "-f", str(stream))
+    assert proc.returncode == 0, proc.stderr
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(proc.stdout) if d["kind"] == "Pod"] == ["a", "b"]
+    nested = {"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "List",
+                                                             "items": [_gpu_pod("c")]}]}
+    proc = run("convert", "-f", "-", stdin=json.dumps(nested))
+    assert [d["kind"] for d in yaml.safe_load_all(proc.stdout)] == ["ResourceClaimTemplate", "Pod"]
+
+
+def test_duplicate_keys_are_refused_like_kubectl_does(tmp_path: Path) -> None:
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers: []\n  containers: []\n")
+    proc = run("convert", "-f", str(dup))
+    assert proc.returncode == 1 and f"{dup}:6:3" in proc.stderr and "duplicate key" in proc.stderr
+
+
+def test_declared_dra_schedulers_are_converted() -> None:
+    pod = json.dumps(_gpu_pod("a", schedulerName="volcano"))
+    proc = run("convert", "-f", "-", stdin=pod)
+    assert "--dra-scheduler volcano" in proc.stderr and "ResourceClaimTemplate" not in proc.stdout
+    proc = run("convert", "--dra-scheduler", "volcano", "-f", "-", stdin=pod)
+    assert "ResourceClaimTemplate" in proc.stdout
+
+
+def test_mig_profiles_given_to_classes_add_to_the_catalog_list() -> None:
+    base = {d["metadata"]["name"] for d in yaml.safe_load_all(run("classes").stdout)}
+    more = {d["metadata"]["name"] for d in yaml.safe_load_all(run("classes", "--mig-profile", "1g.99gb").stdout)}
+    assert more - base == {"nvidia-mig-1g.99gb.dra-bridge.io", "nvidia-mig-1g.99gb-shared.dra-bridge.io"}
+
+
+def test_live_objects_lose_server_fields_and_live_pods_are_left_to_their_owner() -> None:
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment",
+              "metadata": {"name": "d", "namespace": "n", "uid": "u", "resourceVersion": "7", "generation": 2,
+                           "managedFields": [{"manager": "kubectl"}], "creationTimestamp": "2026-01-01T00:00:00Z"},
+              "spec": {"template": {"spec": _gpu_pod("x")["spec"]}}, "status": {"replicas": 1}}
+    (_template, out) = list(yaml.safe_load_all(run("convert", "-f", "-", stdin=json.dumps(deploy)).stdout))
+    assert set(out["metadata"]) == {"name", "namespace"} and "status" not in out
+    live = _gpu_pod("p")
+    live["metadata"]["uid"] = "u"  # type: ignore[index]
+    proc = run("convert", "-f", "-", stdin=json.dumps(live))
+    assert list(yaml.safe_load_all(proc.stdout)) == [live] and "convert its owner" in proc.stderr
+
+
+def test_vendor_target_quota_sums_legacy_keys_sharing_one_class() -> None:
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "n"},
+             "spec": {"hard": {"requests.nvidia.com/mig-1g.10gb": "4", "requests.nvidia.com/mig-3g.40gb": "2"}}}
+    proc = run("convert", "--target", "vendor", "-f", "-", stdin=json.dumps(quota))
+    (out,) = list(yaml.safe_load_all(proc.stdout))
+    assert out["spec"]["hard"]["mig.nvidia.com.deviceclass.resource.k8s.io/devices"] == "6"
+    assert "per-resource limits become one limit" in proc.stderr
+
+
+def test_converting_custom_resources_on_request_keeps_a_warning() -> None:
+    proc = run("convert", "--include-custom-resources", "-f", str(EXAMPLES / "19-lws-leader-worker-eight-gpus.yaml"))
+    assert "partial" in proc.stderr and "derive settings" in proc.stderr

@@ -36,7 +36,8 @@ def test_names_match_exactly_never_by_prefix(name: str) -> None:
 
 def test_mig_profile_aliases_and_me_spelling_reach_the_vendor_form() -> None:
     assert CATALOG.aliases("3g.40gb") == ("3g.39gb", "3g.40gb")
-    assert CATALOG.aliases("1g.10gb.me") == ("1g.10gb+me", "1g.12gb+me")
+    assert CATALOG.aliases("1g.10gb.me") == ("1g.10gb+me", "1g.9gb+me")
+    assert CATALOG.aliases("1g.5gb") == ("1g.5gb",)  # A100-40GB; 1g.6gb is an A30 profile, not an alias
     vendor = CATALOG.with_target("vendor").lookup("nvidia.com/mig-3g.39gb")
     assert vendor is not None and vendor.device_class == "mig.nvidia.com"
     assert '"3g.39gb", "3g.40gb"' in vendor.selectors[0]

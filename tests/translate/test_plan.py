@@ -301,3 +301,21 @@ def test_malformed_fields_are_findings_not_crashes(edit: Any, field: str) -> Non
 def test_non_finite_or_out_of_range_counts_are_invalid(count: Any) -> None:
     plan = plan_pod(make_pod([make_container("c", gpu(count))]), CATALOG)
     assert not plan.changed and any("invalid quantity" in f.reason for f in plan.findings)
+
+
+def test_a_converted_pod_with_legacy_requests_again_is_a_severe_finding() -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu(1))]), CATALOG)
+    again = plan.pod
+    again["spec"]["containers"].append(make_container("late", gpu(2)))
+    second = plan_pod(again, CATALOG)
+    assert not second.changed and second.severity == 3 and "convert the original manifest" in second.findings[0].reason
+
+
+def test_binary_suffixed_counts_are_counted_not_rejected_as_non_numbers() -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu("1Ki"))]), CATALOG)
+    assert any("1024 devices" in f.legacy and "more than 256" in f.reason for f in plan.findings)
+
+
+def test_hami_slicing_reason_names_the_option_that_converts_it() -> None:
+    plan = plan_pod(make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30})]), CATALOG)
+    assert any("--hami-slicing whole-devices" in f.reason for f in plan.findings)

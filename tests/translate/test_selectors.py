@@ -58,7 +58,7 @@ CASES = [
     ("product-labels-form", "nvidia.com/gpu.product", "In", ["Tesla-T4"], {"t4-labels"}),
     ("product-shared-suffix", "nvidia.com/gpu.product", "In", ["Tesla-T4-SHARED"], {"t4-labels"}),
     ("product-mig-suffix", "nvidia.com/gpu.product", "In", ["NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"], {"mig"}),
-    ("product-mig-alias", "nvidia.com/gpu.product", "In", ["NVIDIA-A100-SXM4-40GB-MIG-1g.6gb"], {"mig"}),
+    ("product-mig-other-model", "nvidia.com/gpu.product", "In", ["NVIDIA-A100-SXM4-40GB-MIG-1g.6gb"], set()),
     ("product-notin", "nvidia.com/gpu.product", "NotIn", ["Tesla-T4"], {"a100", "mig", "bare", "odd-types"}),
     ("product-exists", "nvidia.com/gpu.product", "Exists", [], {"a100", "t4-labels", "mig", "odd-types"}),
     ("driver-notin", "nvidia.com/cuda.driver-version.full", "NotIn", ["550.107.02"], {"t4-labels", "mig", "bare", "odd-types"}),
