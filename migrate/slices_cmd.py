@@ -70,6 +70,11 @@ def _one_line(text: str) -> str:
 
 def _labels(doc: Any, path: str) -> dict[str, str]:
     where = ""
+    if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+        nodes = doc["items"]
+        if len(nodes) != 1:
+            raise _FileError(f"{path}: items: expected exactly one Node, got {len(nodes)}")
+        doc = nodes[0]
     if isinstance(doc, dict) and doc.get("kind") == "Node":
         metadata = doc.get("metadata", {})
         if not isinstance(metadata, dict):
@@ -84,9 +89,10 @@ def _labels(doc: Any, path: str) -> dict[str, str]:
     for key, value in doc.items():
         if not isinstance(key, str):
             raise _FileError(f"{path}: {where}{key}: a label key must be a string, got {_kind(key)}")
-        if not isinstance(value, str | int | float | bool):
-            raise _FileError(f"{path}: {where}{key}: a label value must be a string, got {_kind(value)}")
-    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in doc.items()}
+        if not isinstance(value, str):
+            raise _FileError(f"{path}: {where}{key}: a label value must be a string, got {_kind(value)} "
+                             "(quote it: YAML reads 12.10 as the number 12.1)")
+    return dict(doc)
 
 
 def _kind(value: Any) -> str:

@@ -157,3 +157,28 @@ def test_unparseable_files_exit_1_with_one_line(tmp_path: Path, content: bytes, 
     if which != "catalog":  # the catalog's parse errors are translate's
         assert needle in message, message
     assert out.getvalue() == ""
+
+
+def test_a_node_list_of_one_node_gives_the_same_slices_as_the_node(tmp_path: Path) -> None:
+    node = yaml.safe_load((DATA / "h100-x8.node.yaml").read_text())
+    as_list = tmp_path / "nodes.yaml"
+    as_list.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "NodeList", "items": [node]}))
+    out_a, out_b, err = io.StringIO(), io.StringIO(), io.StringIO()
+    assert run_slices("gpu-h100-1", str(DATA / "h100-x8.podresources.json"), str(DATA / "h100-x8.node.yaml"),
+                      "v1", None, out_a, err) == EXIT_OK
+    assert run_slices("gpu-h100-1", str(DATA / "h100-x8.podresources.json"), str(as_list), "v1", None, out_b,
+                      err) == EXIT_OK
+    assert out_a.getvalue() == out_b.getvalue()
+    as_list.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "NodeList", "items": [node, node]}))
+    assert run_slices("gpu-h100-1", str(DATA / "h100-x8.podresources.json"), str(as_list), "v1", None,
+                      io.StringIO(), err) == EXIT_ERROR
+    assert "exactly one Node" in err.getvalue()
+
+
+def test_unquoted_numeric_label_values_are_refused_not_rounded(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.yaml"
+    labels.write_text("nvidia.com/cuda.runtime-version.full: 12.10\n")
+    err = io.StringIO()
+    assert run_slices("n", str(DATA / "h100-x8.podresources.json"), str(labels), "v1", None, io.StringIO(),
+                      err) == EXIT_ERROR
+    assert "quote it" in err.getvalue()
