@@ -31,6 +31,8 @@ from translate.names import is_dns_subdomain
 Kind = Literal["gpu", "mig", "shared", "slicing"]
 Target = Literal["bridge", "vendor"]
 KINDS: tuple[str, ...] = ("gpu", "mig", "shared", "slicing")
+#: Lookups remembered per catalog: names come from pods, so the memo is bounded.
+LOOKUP_MEMO_SIZE = 1024
 #: A MIG profile as the device plugin spells it in resource names (``+`` becomes ``.``).
 PROFILE_RE = r"[1-9][0-9]*g\.[0-9]+gb(?:\.me|\.gfx)?"
 CATALOG_API_VERSION = "catalog.dra-bridge.io/v1"
@@ -95,13 +97,30 @@ class Catalog:
     entries: tuple[CatalogEntry, ...]
     profile_aliases: tuple[frozenset[str], ...]
     mig_profiles: tuple[str, ...]
+    _memo: dict[str, ResourceMapping | None] = field(default_factory=dict, init=False, repr=False, compare=False,
+                                                     hash=False)
 
     def with_target(self, target: Target) -> Catalog:
         """The same catalog aimed at ``bridge`` classes or the vendor's own classes."""
         return replace(self, target=target)
 
     def lookup(self, resource_name: str) -> ResourceMapping | None:
-        """The mapping for an exact legacy resource name, or None when the catalog lacks it."""
+        """The mapping for an exact legacy resource name, or None when the catalog lacks it.
+
+        Answers are remembered (the catalog is immutable; at most LOOKUP_MEMO_SIZE names, as
+        the webhook reads names from arbitrary pods): the webhook looks up the same few names
+        on every admission.
+        """
+        try:
+            return self._memo[resource_name]
+        except KeyError:
+            pass
+        found = self._lookup(resource_name)
+        if len(self._memo) < LOOKUP_MEMO_SIZE:
+            self._memo[resource_name] = found
+        return found
+
+    def _lookup(self, resource_name: str) -> ResourceMapping | None:
         for entry in self.entries:
             if entry.name is not None and entry.name == resource_name:
                 return self._mapping(entry, resource_name, None)

@@ -198,31 +198,37 @@ def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
         audit = {"plan": summary}
         return replace(base, outcome="audited", translated=translated, summary=summary, audit=audit,
                        warnings=(f"dra-bridge (audit): would {summary}", *warnings)[:MAX_WARNINGS])
-    patch = tuple(diff(obj, plan.pod))
+    patch = diff(obj, plan.pod, PATCHES)
     return replace(base, outcome="patched", patch=patch, templates=plan.templates, translated=translated,
                    summary=summary, warnings=warnings, audit={"plan": summary})
 
 
 def _pruned(src: Any, dst: Any) -> tuple[Any, Any]:
-    """Shallow copies of two values without the object members equal on both sides (same type
-    and ``==``), recursively through objects and through arrays of equal length (elements
-    keep their positions; only members inside them are dropped)."""
+    """Copies of two values without the object members equal on both sides (same type and
+    ``==``), recursively. Arrays of equal length become objects keyed by index ("0", "1",
+    ...) holding only the elements that differ: a JSON Pointer names an array element and
+    an object member the same way (``/spec/containers/0``), and equal lengths mean elements
+    are only changed in place, never inserted or removed, so every path the library writes
+    for such an object is the path of that element in the array."""
     if isinstance(src, dict) and isinstance(dst, dict):
         a, b = dict(src), dict(dst)
         for key in a.keys() & b.keys():
             x, y = a[key], b[key]
-            if type(x) is type(y) and x == y:
+            if x is y or (type(x) is type(y) and x == y):
                 del a[key], b[key]
             else:
                 a[key], b[key] = _pruned(x, y)
         return a, b
     if isinstance(src, list) and isinstance(dst, list) and len(src) == len(dst):
-        pairs = [(x, y) if type(x) is type(y) and x == y else _pruned(x, y) for x, y in zip(src, dst, strict=True)]
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+        a, b = {}, {}
+        for i, (x, y) in enumerate(zip(src, dst, strict=True)):
+            if not (x is y or (type(x) is type(y) and x == y)):
+                a[str(i)], b[str(i)] = _pruned(x, y)
+        return a, b
     return src, dst
 
 
-def _faithful(ops: list[dict[str, Any]], migrated: Mapping[str, Any]) -> bool:
+def _faithful(ops: Sequence[dict[str, Any]], migrated: Mapping[str, Any]) -> bool:
     """True when every value the operations write is the value at that path in ``migrated``
     (so no pruned member can leak into the patch) and no operation moves or copies."""
     for op in ops:
@@ -237,20 +243,67 @@ def _faithful(ops: list[dict[str, Any]], migrated: Mapping[str, Any]) -> bool:
     return True
 
 
-def diff(original: Mapping[str, Any], migrated: Mapping[str, Any]) -> list[dict[str, Any]]:
+class PatchMemo:
+    """Operations already computed, by the exact JSON text of the pruned document pair.
+
+    Pods of one ReplicaSet, Job or StatefulSet differ only in what is equal before and after
+    the migration (name, uid, hash labels), which pruning drops, so after the first pod of a
+    workload the library's diff is a lookup. At most ``size`` pairs (the oldest is forgotten
+    first); the operations are shared between answers and never mutated.
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._ops: dict[str, tuple[dict[str, Any], ...]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> tuple[dict[str, Any], ...] | None:
+        found = self._ops.get(key)
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def put(self, key: str, ops: tuple[dict[str, Any], ...]) -> None:
+        if self.size <= 0:
+            return
+        if len(self._ops) >= self.size:
+            del self._ops[next(iter(self._ops))]
+        self._ops[key] = ops
+
+
+#: The memo ``evaluate`` uses (one per process; a few hundred small entries).
+PATCHES = PatchMemo()
+
+
+def diff(original: Mapping[str, Any], migrated: Mapping[str, Any],
+         memo: PatchMemo | None = None) -> tuple[dict[str, Any], ...]:
     """RFC 6902 operations turning ``original`` into ``migrated``: ``jsonpatch.JsonPatch.from_diff``.
 
     Members equal on both sides are dropped from both first (``_pruned``): jsonpatch
     compares objects member by member, so a member absent from both yields no operation and
     the walk is much shorter (the pod's unchanged env, volumes, status...). Every path and
     value is still the library's. Should the library emit a composite value that pruning
-    touched (``_faithful``), the full documents are diffed instead. ``optimization=False``:
-    add, remove and replace only (no move/copy operations to reason about).
+    touched (``_faithful``, checked on every call, memo hit or not), the full documents are
+    diffed instead. ``optimization=False``: add, remove and replace only (no move/copy
+    operations to reason about). With a ``memo``, the operations for a pruned pair seen
+    before are reused (they depend on the pair alone).
     """
     a, b = _pruned(original, migrated)
-    ops: list[dict[str, Any]] = jsonpatch.JsonPatch.from_diff(a, b, optimization=False).patch
+    try:
+        key = json.dumps((a, b), separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        key = ""
+    ops = memo.get(key) if memo is not None and key else None
+    if ops is None:
+        ops = tuple(jsonpatch.JsonPatch.from_diff(a, b, optimization=False).patch)
+        if memo is not None and key and _faithful(ops, migrated):
+            memo.put(key, ops)
+            return ops
     if not _faithful(ops, migrated):
-        ops = jsonpatch.JsonPatch.from_diff(original, migrated, optimization=False).patch
+        return tuple(jsonpatch.JsonPatch.from_diff(original, migrated, optimization=False).patch)
     return ops
 
 

@@ -228,10 +228,36 @@ async def test_probes_and_metrics_answer(client: Client) -> None:
     example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
 ], ids=["example-01", "gfd-and-other-selector", "two-mig"])
 def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
-    from webhook.admission import diff
+    from webhook.admission import PatchMemo, diff
 
     migrated = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a").pod
-    assert diff(pod, migrated) == jsonpatch.JsonPatch.from_diff(pod, migrated, optimization=False).patch
+    full = jsonpatch.JsonPatch.from_diff(pod, migrated, optimization=False).patch
+    memo = PatchMemo()
+    assert list(diff(pod, migrated)) == full
+    assert list(diff(pod, migrated, memo)) == full and (memo.hits, memo.misses) == (0, 1)
+    assert list(diff(pod, migrated, memo)) == full and (memo.hits, memo.misses) == (1, 1)
+
+
+def test_patch_memo_serves_pods_of_one_workload_and_keeps_workloads_apart() -> None:
+    from webhook.admission import PatchMemo, diff
+
+    memo = PatchMemo(size=2)
+    catalog, options = load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK)
+
+    def replica(name: str, gpus: int, container: str = "cuda") -> tuple[dict[str, Any], dict[str, Any]]:
+        pod = make_pod(name, gpus)
+        pod["metadata"]["uid"] = f"uid-{name}"
+        pod["spec"]["containers"][0]["name"] = container
+        return pod, plan_pod(pod, catalog, options, "team-a").pod
+
+    for name in ("web-1", "web-2", "web-3"):
+        pod, migrated = replica(name, 2)
+        assert jsonpatch.apply_patch(pod, diff(pod, migrated, memo)) == migrated
+    assert (memo.hits, memo.misses) == (2, 1)
+    for gpus, container in ((3, "cuda"), (2, "other"), (2, "cuda")):  # each differs in what changes
+        pod, migrated = replica("x", gpus, container)
+        assert jsonpatch.apply_patch(pod, diff(pod, migrated, memo)) == migrated
+    assert (memo.hits, memo.misses) == (2, 4), "size 2: the first pair was forgotten"
 
 
 async def test_each_admission_logs_one_structured_line(client: Client, caplog: pytest.LogCaptureFixture) -> None:

@@ -72,7 +72,10 @@ def test_pruned_diff_always_turns_the_original_into_the_migrated_document(
 
     import jsonpatch
 
-    from webhook.admission import diff
+    from webhook.admission import PatchMemo, diff
 
+    memo = PatchMemo()
     for a, b in ((src, dst), (src, {**src, **dst}), (dst, {**dst, **src})):
         assert jsonpatch.apply_patch(copy.deepcopy(a), diff(a, b)) == b
+        for _ in range(2):  # a miss, then a hit
+            assert jsonpatch.apply_patch(copy.deepcopy(a), diff(a, b, memo)) == b
