@@ -43,7 +43,10 @@ def canonical_json(value: object) -> str:
 def digest(value: object, length: int = 10) -> str:
     """A short stable hash of a JSON-able value: ``length`` lower-case base32 characters."""
     raw = hashlib.sha256(canonical_json(value).encode("utf-8")).digest()
-    return base64.b32encode(raw).decode("ascii").lower()[:length]
+    # base32 writes each 5 bytes as 8 characters on their own: encoding only the blocks the
+    # prefix needs gives the same characters as encoding the whole digest, at a fraction.
+    blocks = min(-(-length // 8), 7) * 5
+    return base64.b32encode(raw[:blocks]).decode("ascii").lower()[:length]
 
 
 def to_label(text: str, max_len: int = MAX_LABEL) -> str:

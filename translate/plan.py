@@ -3,8 +3,11 @@
     plan_pod(pod, catalog, options) -> Plan(templates, pod, findings, changed, plan_hash)
 
 ``pod`` is any object with ``metadata`` and ``spec`` (a Pod, or the ``spec.template`` of a
-workload) as decoded from YAML/JSON; it is never mutated. ``Plan.pod`` is a new object: the
-migrated pod, or an equal copy of the input when nothing changes. ``Plan.templates`` are
+workload) as decoded from YAML/JSON; it is never mutated. ``Plan.pod`` is the migrated pod,
+or ``pod`` itself when nothing changes: it shares every subtree the migration leaves alone
+with ``pod`` (copy-on-write: the metadata, the spec, the containers and their resources are
+new objects; env, volumes, ... are the input's), so treat both as read-only and clone
+(``translate.values.clone``) before mutating either. ``Plan.templates`` are
 the ResourceClaimTemplates (rendered in ``options.api_version``) that must exist in the
 pod's namespace. The webhook, ``dra-migrate convert`` and ``report`` all call this.
 
@@ -27,7 +30,6 @@ from translate.names import digest, resource_label, to_label, unique_labels
 from translate.placement import Placement, place
 from translate.render import CONVERTED_LABEL, MINOR_FOR_VERSION, normalize_api_version, render_template
 from translate.shape import shape_problems
-from translate.values import clone_mapping
 
 CONVERSION_ANNOTATION = "dra-bridge.io/conversion"
 MANAGED_BY_CONVERT = "dra-migrate"
@@ -82,7 +84,7 @@ class Plan:
 
 
 def _unchanged(pod: Mapping[str, Any], findings: list[Finding]) -> Plan:
-    return Plan((), clone_mapping(pod), tuple(findings), False)
+    return Plan((), pod if isinstance(pod, dict) else dict(pod), tuple(findings), False)
 
 
 def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Options(),
@@ -232,7 +234,7 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
                       for s, n in zip(internals, template_names, strict=True))
     claim_of = {i: c for c, idx in enumerate(claims) for i in idx}
 
-    new = clone_mapping(pod)
+    new = _writable(pod, spec)
     nspec = new["spec"]
     original: dict[str, Any] = {"containers": {}}
     converted = set(by_resource)
@@ -272,6 +274,31 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
     return Plan(templates, new, tuple(findings), True, plan_hash)
 
 
+def _writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``pod`` whose parts that ``_build`` changes are new objects (metadata and its
+    annotations, the spec, the container lists, each container, its resources and their
+    limits and requests); everything else is shared with ``pod``."""
+    new = dict(pod)
+    meta = new["metadata"] = dict(pod.get("metadata") or {})
+    if isinstance(meta.get("annotations"), Mapping):
+        meta["annotations"] = dict(meta["annotations"])
+    nspec = new["spec"] = dict(spec)
+    for fld in ("initContainers", "containers"):
+        containers = nspec.get(fld)
+        if not isinstance(containers, list):
+            continue
+        nspec[fld] = copies = []
+        for c in containers:
+            c = dict(c)
+            if isinstance(c.get("resources"), Mapping):
+                res = c["resources"] = dict(c["resources"])
+                for section in ("limits", "requests"):
+                    if isinstance(res.get(section), Mapping):
+                        res[section] = dict(res[section])
+            copies.append(c)
+    return new
+
+
 def _apply_placement(new: dict[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
                      placement: Placement | None, original: dict[str, Any]) -> None:
     if placement is None:
@@ -299,7 +326,7 @@ def _apply_placement(new: dict[str, Any], spec: Mapping[str, Any], annotations: 
 def _add_tolerations(spec: dict[str, Any], resource_names: list[str]) -> None:
     """The tolerations the ExtendedResourceToleration admission plugin gave the legacy pod
     (key = resource name, Exists, NoSchedule), unless one already tolerates that taint."""
-    tolerations = spec.get("tolerations") or []
+    tolerations = list(spec.get("tolerations") or [])
     for name in resource_names:
         covered = any(
             isinstance(t, Mapping) and t.get("operator") == "Exists" and t.get("key") in (name, None, "")

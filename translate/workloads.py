@@ -97,7 +97,7 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
             return Converted(clone(obj), (), (Finding(".", f"Pod {meta.get('name', '')}", "kept-legacy",
                                                       "a live or controller-owned Pod cannot change its spec: convert "
                                                       "its owner (Deployment, Job, ...) instead"),))
-        return Converted(_without_server_fields(plan.pod), plan.templates, plan.findings)
+        return Converted(_without_server_fields(clone_mapping(plan.pod)), plan.templates, plan.findings)
     builtin = _is_builtin(obj) and kind in BUILTIN_TEMPLATE_PATHS
     paths = [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj))
     new = clone_mapping(obj)
@@ -124,7 +124,7 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
             findings += [f for f in plan.findings if f.outcome != "translated"]
             continue
         target: Any = _get(new, path[:-1]) if len(path) > 1 else new
-        target[path[-1]] = plan.pod
+        target[path[-1]] = clone_mapping(plan.pod)  # an output of its own: plan.pod shares with obj
         templates += plan.templates
         findings += plan.findings
         if not builtin:

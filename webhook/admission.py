@@ -19,6 +19,7 @@ Rules (design decisions 1, 2, 8, 9; style items 4, 5):
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -292,10 +293,10 @@ def diff(original: Mapping[str, Any], migrated: Mapping[str, Any],
     before are reused (they depend on the pair alone).
     """
     a, b = _pruned(original, migrated)
-    try:
-        key = json.dumps((a, b), separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError):
-        key = ""
+    key = ""
+    if memo is not None:
+        with contextlib.suppress(TypeError, ValueError, RecursionError):  # not JSON: no memo
+            key = json.dumps((a, b), separators=(",", ":"))
     ops = memo.get(key) if memo is not None and key else None
     if ops is None:
         ops = tuple(jsonpatch.JsonPatch.from_diff(a, b, optimization=False).patch)

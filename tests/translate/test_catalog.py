@@ -90,3 +90,14 @@ def test_device_classes_cover_every_exact_resource_and_known_profile() -> None:
     names = {c["metadata"]["name"] for c in CATALOG.device_classes()}
     assert {"nvidia-gpu.dra-bridge.io", "amd-gpu.dra-bridge.io", "intel-xe.dra-bridge.io",
             "nvidia-mig-1g.5gb.dra-bridge.io", "nvidia-mig-3g.40gb.dra-bridge.io"} <= names
+
+
+def test_digest_prefix_equals_the_prefix_of_the_whole_digest_in_base32() -> None:
+    import base64
+    import hashlib
+
+    from translate.names import canonical_json, digest
+
+    for value in ({"a": 1}, ["x", "y"], "é", {"spec": {"requests": [{"count": 2}]}}):
+        whole = base64.b32encode(hashlib.sha256(canonical_json(value).encode()).digest()).decode().lower()
+        assert [digest(value, n) for n in range(1, 53)] == [whole[:n] for n in range(1, 53)]

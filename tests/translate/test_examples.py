@@ -85,3 +85,28 @@ def test_converting_twice_changes_nothing_more() -> None:
             twice = convert_object(once.obj, CATALOG)
             assert twice.obj == once.obj, path.name
             assert twice.templates == ()
+
+
+def _containers_in(value: Any) -> dict[int, Any]:
+    """Every dict and list inside ``value``, by id."""
+    out: dict[int, Any] = {}
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict | list):
+            out[id(v)] = v
+            stack.extend(v.values() if isinstance(v, dict) else v)
+    return out
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_converting_neither_mutates_the_input_nor_shares_objects_with_it(path: Path) -> None:
+    """plan_pod shares untouched subtrees with its input (copy-on-write); convert's output
+    must still be a document of its own (no YAML anchors, no edits leaking back)."""
+    for obj in _docs(path):
+        before = yaml.safe_dump(obj)
+        out = convert_object(obj, CATALOG, Options())
+        assert yaml.safe_dump(obj) == before
+        shared = _containers_in(obj).keys() & _containers_in(out.obj).keys()
+        assert not shared, f"{path.name}: output shares {len(shared)} objects with the input"
+        assert "&id" not in yaml.safe_dump(out.obj)

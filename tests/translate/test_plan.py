@@ -184,10 +184,23 @@ def test_generate_name_pods_convert() -> None:
 
 
 def test_input_is_never_mutated() -> None:
-    pod = make_pod([make_container("c", gpu(1))], nodeSelector={"nvidia.com/gpu.product": "Tesla-T4"})
+    """plan_pod writes only to its own copies (copy-on-write): every part it changes in the
+    migrated pod (resources, claims, tolerations, selectors, annotations, labels) is intact
+    in the input, however often it is planned."""
+    init = [make_container("setup", gpu(1), gpu(1))]
+    pod = make_pod([make_container("c", gpu(2), {"nvidia.com/gpu": 2, "cpu": "1"}), make_container("side")], init,
+                   nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"},
+                   tolerations=[{"key": "team", "operator": "Exists"}], resourceClaims=[{"name": "x",
+                                                                                        "resourceClaimName": "x"}],
+                   affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                       {"matchExpressions": [{"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["40000"]}]}
+                   ]}}})
+    pod["metadata"].update(labels={"app": "a"}, annotations={"keep": "me"})
     snapshot = repr(pod)
-    plan_pod(pod, CATALOG)
-    assert repr(pod) == snapshot
+    first = plan_pod(pod, CATALOG)
+    assert first.changed and repr(pod) == snapshot
+    assert plan_pod(pod, CATALOG).pod == first.pod and repr(pod) == snapshot
+    assert plan_pod(pod, CATALOG, Options(api_version="resource.k8s.io/v1beta1")).changed and repr(pod) == snapshot
 
 
 counts = st.integers(min_value=0, max_value=12)
