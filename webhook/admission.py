@@ -250,11 +250,14 @@ class PatchMemo:
     Pods of one ReplicaSet, Job or StatefulSet differ only in what is equal before and after
     the migration (name, uid, hash labels), which pruning drops, so after the first pod of a
     workload the library's diff is a lookup. At most ``size`` pairs (the oldest is forgotten
-    first); the operations are shared between answers and never mutated.
+    first), each with a key of at most ``max_key_chars`` characters (larger pairs, such as an
+    odd pod's thousands of tolerations, are diffed every time), so the memo holds a few MiB
+    at most; the operations are shared between answers and never mutated.
     """
 
-    def __init__(self, size: int = 512) -> None:
+    def __init__(self, size: int = 512, max_key_chars: int = 8192) -> None:
         self.size = size
+        self.max_key_chars = max_key_chars
         self._ops: dict[str, tuple[dict[str, Any], ...]] = {}
         self.hits = 0
         self.misses = 0
@@ -267,8 +270,11 @@ class PatchMemo:
             self.hits += 1
         return found
 
+    def __len__(self) -> int:
+        return len(self._ops)
+
     def put(self, key: str, ops: tuple[dict[str, Any], ...]) -> None:
-        if self.size <= 0:
+        if self.size <= 0 or len(key) > self.max_key_chars:
             return
         if len(self._ops) >= self.size:
             del self._ops[next(iter(self._ops))]

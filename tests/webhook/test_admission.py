@@ -260,6 +260,17 @@ def test_patch_memo_serves_pods_of_one_workload_and_keeps_workloads_apart() -> N
     assert (memo.hits, memo.misses) == (2, 4), "size 2: the first pair was forgotten"
 
 
+def test_patch_memo_skips_large_pairs() -> None:
+    from webhook.admission import PatchMemo, diff
+
+    memo = PatchMemo(max_key_chars=4096)
+    pod = make_pod("big", 1, tolerations=[{"key": f"k{i}", "operator": "Exists"} for i in range(500)])
+    migrated = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a").pod
+    for _ in range(2):
+        assert jsonpatch.apply_patch(pod, diff(pod, migrated, memo)) == migrated
+    assert len(memo) == 0 and memo.hits == 0
+
+
 async def test_each_admission_logs_one_structured_line(client: Client, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
