@@ -15,8 +15,9 @@ kubelet serving the real PodResources protocol on a unix socket:
 6. a slice deleted by hand comes back at the next resync;
 7. a slice of another driver listing one of our UUIDs stops publication (and says why on the Node).
 
-A second test applies the ValidatingAdmissionPolicy documented in docs/bridge.md: the agent's
-service-account token, bound to a pod on node A, may write slices of node A only.
+A second test applies the ValidatingAdmissionPolicies documented in docs/bridge.md: the agent's
+service-account token, bound to a pod on node A, may write slices of node A only, and set the
+status of Node A only.
 """
 
 from __future__ import annotations
@@ -202,13 +203,14 @@ def token_request(kube: KubeClient, ns: str, sa: str, pod: dict[str, Any]) -> st
     return token
 
 
-def as_token(cp: ControlPlane, token: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+def as_token(cp: ControlPlane, token: str, method: str, path: str, body: Any = None,
+             content_type: str = "application/json") -> tuple[int, Any]:
     url = urllib.parse.urlsplit(cp.server)
     ctx = ssl.create_default_context(cafile=str(cp.ca_file))
     conn = http.client.HTTPSConnection(url.hostname or "127.0.0.1", url.port or 443, context=ctx, timeout=30)
     try:
         conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                     headers={"Authorization": f"Bearer {token}", "Content-Type": content_type,
                               "Accept": "application/json"})
         resp = conn.getresponse()
         raw = resp.read()
@@ -237,17 +239,23 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
     role = f"dra-bridge-e2e-{suffix}"
     kube.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": role}, "rules": [
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
-         "verbs": ["get", "list", "watch", "create", "update", "delete"]}]})
+         "verbs": ["get", "list", "watch", "create", "update", "delete"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]}]})
     kube.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
         "metadata": {"name": role}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                                  "name": role},
         "subjects": [{"kind": "ServiceAccount", "name": "dra-bridge", "namespace": namespace}]})
     pod = kube.create(api_path("v1", "pods", namespace), {"metadata": {"name": "agent"}, "spec": {
         "serviceAccountName": "dra-bridge", "nodeName": node_a, "containers": [{"name": "c", "image": "busybox"}]}})
-    policy, binding = documented_policy(namespace)
-    policy["metadata"]["name"] = binding["metadata"]["name"] = binding["spec"]["policyName"] = role
-    kube.create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", policy)
-    kube.create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", binding)
+    docs = documented_policy(namespace)
+    assert [d["kind"] for d in docs] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 2
+    names = []
+    for i, (policy, binding) in enumerate(zip(docs[::2], docs[1::2], strict=True)):
+        name = f"{role}-{i}"
+        policy["metadata"]["name"] = binding["metadata"]["name"] = binding["spec"]["policyName"] = name
+        kube.create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", policy)
+        kube.create("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", binding)
+        names.append(name)
     token = token_request(kube, namespace, "dra-bridge", pod)
     created: list[str] = []
     try:
@@ -271,11 +279,26 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
         assert status in (403, 422), body
         status, body = as_token(control_plane, token, "DELETE", api_path(V1, "resourceslices", name=f"{node_a}-own"))
         assert status == 200, body
+
+        # nodes/status, as the agent writes it (strategic merge patch of one condition)
+        def condition(node: str) -> tuple[int, Any]:
+            patch = {"status": {"conditions": [{"type": "DRABridgePreparedClaims", "status": "False",
+                                                "reason": "NoPreparedClaims", "message": "e2e"}]}}
+            return as_token(control_plane, token, "PATCH", f"/api/v1/nodes/{node}/status", patch,
+                            "application/strategic-merge-patch+json")
+
+        status, body = wait_for(lambda: (lambda r: r if r[0] >= 300 else None)(condition(node_b)), 30,
+                                "the nodes/status policy to take effect")
+        assert status in (403, 422) and f"may only set the status of Node {node_a}" in body["message"], body
+        status, body = condition(node_a)
+        assert status == 200, body
+        conditions = kube.get(api_path("v1", "nodes", name=node_a))["status"]["conditions"]
+        assert any(c["type"] == "DRABridgePreparedClaims" and c["message"] == "e2e" for c in conditions)
     finally:
         for name in created:
             kube.delete(api_path(V1, "resourceslices", name=name), ignore_missing=True)
-        for path in (f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{role}",
-                     f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{role}",
+        for path in (*(f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{n}" for n in names),
+                     *(f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{n}" for n in names),
                      f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
                      f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}",
                      api_path("v1", "nodes", name=node_a), api_path("v1", "nodes", name=node_b)):
