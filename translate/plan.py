@@ -41,6 +41,19 @@ DEFAULT_SCHEDULERS = ("", "default-scheduler")
 
 
 @dataclass(frozen=True)
+class Hints:
+    """How a finding tells the user to change the outcome, in the words of the front end
+    (``{name}``: the scheduler's name). The defaults are ``dra-migrate``'s flags."""
+
+    hami_whole_devices: str = "--hami-slicing whole-devices"
+    dra_scheduler: str = "--dra-scheduler {name}"
+
+
+#: The webhook's spelling: its policy keys (webhook/policy.py).
+POLICY_HINTS = Hints("policy hamiSlicing: whole-devices", "policy draSchedulers: [{name}]")
+
+
+@dataclass(frozen=True)
 class Options:
     """How to plan. ``api_version``: the resource.k8s.io version to render;
     ``kubernetes_minor``: the target release's minor version (default: the one that
@@ -48,7 +61,8 @@ class Options:
     ``hami_slicing``: ``unsupported`` or ``whole-devices``; ``keep_legacy_partial``: keep
     pods whose translation would be partial on the device plugin; ``kep5004``: resource name
     -> DeviceClass serving it through KEP-5004 (count-only pods are left to it); ``dra_schedulers``:
-    schedulers besides the default one known to support DRA."""
+    schedulers besides the default one known to support DRA; ``hints``: how findings name the
+    settings that change an outcome."""
 
     api_version: str = "resource.k8s.io/v1"
     kubernetes_minor: int | None = None
@@ -57,6 +71,7 @@ class Options:
     keep_legacy_partial: bool = False
     kep5004: Mapping[str, str] = field(default_factory=dict)
     dra_schedulers: tuple[str, ...] = ()
+    hints: Hints = Hints()
 
     @property
     def minor(self) -> int:
@@ -108,9 +123,8 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
         return _unchanged(pod, findings)
     if CONVERSION_ANNOTATION in annotations:
         return _unchanged(pod, [Finding(f"{path}metadata.annotations[{CONVERSION_ANNOTATION}]", "", "kept-legacy",
-                                        "already converted (carries the conversion annotation) but has legacy "
-                                        "requests again, so it would hold devices through both paths: convert the "
-                                        "original manifest again, or remove the annotation and the claims first")])
+                                        "converted before, yet asks for legacy devices again (they would be held "
+                                        "twice): re-convert the original, or drop the annotation and claims")])
     total = sum(d.count for d in wanted if d.mapping.kind != "slicing")
     if total > MAX_DEVICES_PER_POD:
         return _unchanged(pod, [*findings, Finding(wanted[0].path, f"{total} devices", "unsupported",
@@ -123,7 +137,7 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     if scheduler not in DEFAULT_SCHEDULERS and scheduler not in options.dra_schedulers:
         findings.append(Finding(f"{path}spec.schedulerName", scheduler, "kept-legacy",
                                 f"scheduler {scheduler!r} may not support DRA: the pod stays on the device plugin "
-                                f"(if it does, declare it: --dra-scheduler {scheduler})"))
+                                f"(if it does, declare it: {options.hints.dra_scheduler.format(name=scheduler)})"))
     if options.kep5004 and all(d.mapping.resource_name in options.kep5004 for d in wanted) and not (
             _has_gpu_placement(spec, annotations)):
         for d in wanted:
@@ -168,8 +182,8 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
                 dropped.add(m.resource_name)
                 continue
             findings.append(Finding(d.path, d.legacy, "unsupported",
-                                    f"{m.reason}: the pod stays legacy (--hami-slicing whole-devices converts it "
-                                    "to whole devices)"))
+                                    f"{m.reason}: the pod stays legacy ({options.hints.hami_whole_devices} "
+                                    "gives it whole devices)"))
             continue
         if m.kind == "shared":
             if m.fail_requests_greater_than_one and d.count > 1:
@@ -184,9 +198,8 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
                 d = ContainerDemand(d.container, d.role, d.field, d.index, m, 1, d.legacy, d.path)
             else:
                 findings.append(Finding(d.path, d.legacy, "partial",
-                                        f"{d.count} time-slicing replica(s) of the bridge, as the device plugin "
-                                        "counted; such a claim will not allocate after the move to the vendor "
-                                        "driver, which has no replicas"))
+                                        f"{d.count} time-slicing replica(s) of the bridge, as the plugin counted; "
+                                        "the vendor driver has no replicas: re-plan before moving to it"))
         if m.profile and m.profile not in catalog.mig_profiles and catalog.target == "bridge":
             findings.append(Finding(d.path, d.legacy, "partial",
                                     f"MIG profile {m.profile} is not in the catalog's profile list: create DeviceClass "

@@ -44,6 +44,10 @@ def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
         return out
     for name, want in _SPEC_FIELDS.items():
         _check(spec.get(name), want, f"{path}spec.{name}", out)
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, Mapping):
+        for key, value in selector.items():  # map[string]string: YAML reads `5` or `true` otherwise
+            _check(value, str, f"{path}spec.nodeSelector[{key}]", out, optional=False)
     for fld in ("initContainers", "containers"):
         items = spec.get(fld)
         if not isinstance(items, list):

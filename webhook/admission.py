@@ -31,7 +31,7 @@ import jsonpointer
 from translate.catalog import Catalog
 from translate.cluster import converted_resources, held_back
 from translate.findings import Finding
-from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.plan import MANAGED_BY_WEBHOOK, POLICY_HINTS, Options, plan_pod
 from webhook.errors import ReviewError
 from webhook.policy import Policy, Subject, Translation
 
@@ -84,9 +84,11 @@ class Decision:
         """The decision once its templates could not be ensured: deny, or admit unchanged."""
         if self.settings.on_error == "deny":
             msg = f"dra-bridge: cannot ensure ResourceClaimTemplate: {reason} (policy onError: deny)"
-            return replace(self, allowed=False, outcome="denied", patch=(), status=(403, msg[:1000]))
+            return replace(self, allowed=False, outcome="denied", patch=(), status=(403, msg[:1000]), audit={})
         warn = _clip(f"dra-bridge: left on the device plugin, the ResourceClaimTemplate could not be ensured: {reason}")
-        return replace(self, outcome="error-admitted", patch=(), warnings=(*self.warnings, warn)[-MAX_WARNINGS:])
+        return replace(self, outcome="error-admitted", patch=(), warnings=(*self.warnings, warn)[-MAX_WARNINGS:],
+                       audit={"not-applied": _clip(f"{self.summary} (template not ensured: {reason})",
+                                                   MAX_AUDIT_CHARS)})
 
     def response(self) -> dict[str, Any]:
         """The AdmissionReview to send back (HTTP 200)."""
@@ -178,7 +180,8 @@ def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
                     settings=settings)
     options = Options(api_version=ctx.api_version, managed_by=MANAGED_BY_WEBHOOK,
                       keep_legacy_partial=settings.keep_legacy, hami_slicing=settings.hami_slicing,
-                      kep5004=ctx.kep5004 if settings.defer_to_kep5004 else {})
+                      kep5004=ctx.kep5004 if settings.defer_to_kep5004 else {},
+                      dra_schedulers=settings.dra_schedulers, hints=POLICY_HINTS)
     try:
         plan = plan_pod(obj, ctx.catalog, options, namespace or None)
     except Exception as exc:  # plan_pod promises not to raise; an odd pod must still be admitted

@@ -117,7 +117,8 @@ def _certs(ns: argparse.Namespace) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"dra-webhook certs: error: {exc}\n")
         return 1
-    sys.stdout.write(f"wrote {paths.ca_cert} {paths.cert} {paths.key}\n")
+    sys.stdout.write(f"wrote {paths.ca_cert} (the caBundle) {paths.cert} {paths.key} (serving pair) "
+                     f"{paths.ca_key} (the CA key: keep it private)\n")
     return 0
 
 

@@ -11,6 +11,7 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
       onError: admit-unchanged     # admit-unchanged | deny (a template cannot be ensured)
       deferToKEP5004: false        # leave count-only pods to KEP-5004 DeviceClasses that serve them
       ignoreLegacyQuota: false     # convert even where a quota limits only the legacy resource (lifts it)
+      draSchedulers: []            # schedulers besides default-scheduler that support DRA (others stay legacy)
     rules:
       - name: training             # for logs and warnings
         match:                     # every key given must match (AND); lists are alternatives (OR)
@@ -39,7 +40,8 @@ POLICY_API_VERSION = "policy.dra-bridge.io/v1"
 OnError = Literal["admit-unchanged", "deny"]
 HamiSlicing = Literal["unsupported", "whole-devices"]
 _SETTING_KEYS = {"keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
-                 "deferToKEP5004": "defer_to_kep5004", "ignoreLegacyQuota": "ignore_legacy_quota"}
+                 "deferToKEP5004": "defer_to_kep5004", "ignoreLegacyQuota": "ignore_legacy_quota",
+                 "draSchedulers": "dra_schedulers"}
 _MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
 
 
@@ -52,8 +54,9 @@ class Translation:
     template cannot be ensured (design decision 9); ``defer_to_kep5004``: leave count-only
     pods to a KEP-5004 DeviceClass serving their resource; ``ignore_legacy_quota``: convert
     even where a ResourceQuota limits the legacy resource but not the DRA class (which
-    lifts the limit); ``rule``: the rule that matched
-    (empty for the defaults).
+    lifts the limit); ``dra_schedulers``: schedulers besides the default one that support
+    DRA (pods naming another scheduler stay on the device plugin); ``rule``: the rule that
+    matched (empty for the defaults).
     """
 
     keep_legacy: bool = False
@@ -61,6 +64,7 @@ class Translation:
     on_error: OnError = "admit-unchanged"
     defer_to_kep5004: bool = False
     ignore_legacy_quota: bool = False
+    dra_schedulers: tuple[str, ...] = ()
     rule: str = ""
 
 
@@ -138,6 +142,10 @@ def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
             raise _fail(source, path, "must be unsupported or whole-devices")
         if name == "onError" and value not in ("admit-unchanged", "deny"):
             raise _fail(source, path, "must be admit-unchanged or deny")
+        if name == "draSchedulers":
+            value = _strings(value, source, path)
+            if not all(value):
+                raise _fail(source, path, "must be a list of non-empty scheduler names")
         out[_SETTING_KEYS[name]] = value
     return out
 

@@ -239,6 +239,7 @@ def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, A
 @pytest.mark.parametrize(("field", "value"), [
     ("resourceClaims", "foo"), ("initContainers", "foo"), ("tolerations", "foo"), ("nodeSelector", "foo"),
     ("affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": "foo"}}),
+    ("nodeSelector", {"nvidia.com/gpu.product": 5}), ("nodeSelector", {"nvidia.com/gpu.count": None}),
 ])
 def test_fields_of_the_wrong_type_leave_the_pod_unchanged_naming_the_field(field: str, value: Any) -> None:
     pod = make_pod([make_container("c", gpu(1))], **{field: value})
@@ -274,7 +275,7 @@ def test_garbage_conversion_annotation_is_reported() -> None:
     pod = make_pod([make_container("c", gpu(1))])
     pod["metadata"]["annotations"] = {CONVERSION_ANNOTATION: "{garbage"}
     plan = plan_pod(pod, CATALOG)
-    assert not plan.changed and "already converted" in plan.findings[0].reason
+    assert not plan.changed and "converted before" in plan.findings[0].reason
 
 
 @pytest.mark.parametrize("edit", [
@@ -321,7 +322,7 @@ def test_a_converted_pod_with_legacy_requests_again_is_a_severe_finding() -> Non
     again = plan.pod
     again["spec"]["containers"].append(make_container("late", gpu(2)))
     second = plan_pod(again, CATALOG)
-    assert not second.changed and second.severity == 3 and "convert the original manifest" in second.findings[0].reason
+    assert not second.changed and second.severity == 3 and "re-convert the original" in second.findings[0].reason
 
 
 def test_binary_suffixed_counts_are_counted_not_rejected_as_non_numbers() -> None:

@@ -180,6 +180,8 @@ async def test_template_failure_admits_unchanged_by_default(client: Client, ensu
     resp = answer["response"]
     assert status == 200 and resp["allowed"] is True and "patch" not in resp
     assert any("API server unreachable" in w for w in resp["warnings"])
+    assert set(resp["auditAnnotations"]) == {"not-applied"}, "the audit log must not claim a conversion"
+    assert "API server unreachable" in resp["auditAnnotations"]["not-applied"]
     metrics = await (await client.get("/metrics")).text()
     assert 'dra_webhook_errors_total{kind="template"} 1.0' in metrics
     assert 'dra_webhook_requests_total{mode="enforce",outcome="error-admitted"} 1.0' in metrics
@@ -280,3 +282,29 @@ async def test_each_admission_logs_one_structured_line(client: Client, caplog: p
     assert len(lines) == 1
     assert all(f in lines[0] for f in ("uid=u-42", "namespace=team-a", "name=web-*", "mode=enforce",
                                         "outcome=patched", "translated=nvidia.com/gpu", "duration_ms="))
+
+
+@pytest.mark.parametrize("settings", [{}, {"keepLegacy": True}, {"hamiSlicing": "whole-devices"}], ids=str)
+def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> None:
+    """Warnings are clipped at MAX_WARNING_CHARS (the API server may cut longer ones): the
+    findings the shipped examples produce must fit whole, advice included."""
+    from pathlib import Path
+
+    import yaml
+
+    from translate.workloads import _get, find_pod_templates
+    from webhook.admission import MAX_WARNING_CHARS, Context, evaluate
+    from webhook.policy import parse_policy
+
+    ctx = Context(load_catalog(), parse_policy({"defaults": settings}, "test"), "resource.k8s.io/v1")
+    seen = 0
+    for path in sorted((Path(__file__).parents[1] / "data" / "examples").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            pods = [doc] if (doc or {}).get("kind") == "Pod" else [_get(doc, w) for w in find_pod_templates(doc or {})]
+            for pod in pods:
+                for mode in ("enforce", "audit"):
+                    review = make_admission_review({"apiVersion": "v1", "kind": "Pod", **pod})
+                    for w in evaluate(review["request"], mode, ctx).warnings:
+                        seen += 1
+                        assert len(w) < MAX_WARNING_CHARS and not w.endswith("..."), (path.name, w)
+    assert seen > 10

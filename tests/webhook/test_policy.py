@@ -31,6 +31,8 @@ Client = TestClient[web.Request, web.Application]
     ("rules: [{match: {podLabels: {a: 1}}}]", "rules[0].match.podLabels"),
     ("rules: [{match: {}, deferToKEP5004: 3}]", "rules[0].deferToKEP5004"),
     ("rules: {}", "rules"),
+    ("defaults: {draSchedulers: volcano}", "defaults.draSchedulers"),
+    ("rules: [{match: {}, draSchedulers: ['']}]", "rules[0].draSchedulers"),
     ("apiVersion: policy.dra-bridge.io/v2", "apiVersion"),
     ("extra: 1", "extra"),
     ("[1, 2]", "(top level)"),
@@ -139,3 +141,19 @@ async def test_ignore_legacy_quota_converts_with_a_warning(
     answer = (await (await client.post("/mutate/enforce", data=body(make_admission_review(make_pod())))).json())
     assert "patch" in answer["response"]
     assert any("ignoreLegacyQuota" in w for w in answer["response"]["warnings"])
+
+
+async def test_dra_schedulers_lets_pods_of_a_declared_scheduler_convert(
+        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("rules: [{name: batch, match: {namespaces: [team-a]}, draSchedulers: [volcano]}]\n")
+    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
+    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
+    pod = make_pod(schedulerName="volcano")
+    resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod)))
+    assert "patch" in (await resp.json())["response"]
+    answer = await (await client.post("/mutate/enforce", data=body(make_admission_review(pod, namespace="team-b")))
+                    ).json()
+    assert "patch" not in answer["response"]
+    assert any("policy draSchedulers: [volcano]" in w and "--dra-scheduler" not in w
+               for w in answer["response"]["warnings"]), answer["response"]["warnings"]
