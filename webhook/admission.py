@@ -49,7 +49,8 @@ class Context:
 
     ``node_mode(name)``: the ``dra-bridge.io/mode`` label of a node (None when unknown);
     ``quota_keys(namespace)``: the resource keys any ResourceQuota there limits;
-    ``kep5004``: legacy resource name -> DeviceClass serving it via KEP-5004.
+    ``kep5004``: legacy resource name -> DeviceClass serving it via KEP-5004; ``patches``:
+    the memo of patches (None: diff every time).
     """
 
     catalog: Catalog
@@ -58,6 +59,7 @@ class Context:
     kep5004: Mapping[str, str] = field(default_factory=dict)
     node_mode: Callable[[str], str | None] = lambda _name: None
     quota_keys: Callable[[str], frozenset[str]] = lambda _ns: frozenset()
+    patches: PatchMemo | None = None
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
         audit = {"plan": summary}
         return replace(base, outcome="audited", translated=translated, summary=summary, audit=audit,
                        warnings=(f"dra-bridge (audit): would {summary}", *warnings)[:MAX_WARNINGS])
-    patch = diff(obj, plan.pod, PATCHES)
+    patch = diff(obj, plan.pod, ctx.patches)
     return replace(base, outcome="patched", patch=patch, templates=plan.templates, translated=translated,
                    summary=summary, warnings=warnings, audit={"plan": summary})
 
@@ -282,10 +284,6 @@ class PatchMemo:
         if len(self._ops) >= self.size:
             del self._ops[next(iter(self._ops))]
         self._ops[key] = ops
-
-
-#: The memo ``evaluate`` uses (one per process; a few hundred small entries).
-PATCHES = PatchMemo()
 
 
 def diff(original: Mapping[str, Any], migrated: Mapping[str, Any],

@@ -19,7 +19,7 @@ from typing import Any
 
 from translate.catalog import Catalog, load_catalog
 from translate.errors import CatalogError
-from webhook.admission import Context
+from webhook.admission import Context, PatchMemo
 from webhook.errors import ConfigError
 from webhook.metrics import Metrics
 from webhook.policy import Policy, load_policy
@@ -64,7 +64,11 @@ class Runtime:
     kep5004: Callable[[], Mapping[str, str]] = dict
     node_mode: Callable[[str], str | None] = lambda _name: None
     quota_keys: Callable[[str], frozenset[str]] = lambda _ns: frozenset()
+    patches: PatchMemo = field(default_factory=PatchMemo)
     _context: Context | None = None
+
+    def __post_init__(self) -> None:
+        self.metrics.watch_patch_memo(self.patches)
 
     def _files(self) -> dict[str, Any]:
         return {"policy": self.policy, "catalog": self.catalog, "tls": self.tls}
@@ -87,11 +91,11 @@ class Runtime:
             policy = self.policy.value if self.policy and self.policy.value else Policy()
             catalog = self.catalog.value if self.catalog and self.catalog.value else load_catalog()
             self._context = Context(catalog, policy, self.api_version, node_mode=self.node_mode,
-                                    quota_keys=self.quota_keys)
+                                    quota_keys=self.quota_keys, patches=self.patches)
         kep = self.kep5004()
         if kep != self._context.kep5004:
             self._context = Context(self._context.catalog, self._context.policy, self.api_version, dict(kep),
-                                    self.node_mode, self.quota_keys)
+                                    self.node_mode, self.quota_keys, self.patches)
         return self._context
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:

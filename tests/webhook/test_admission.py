@@ -308,3 +308,16 @@ def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> Non
                         seen += 1
                         assert len(w) < MAX_WARNING_CHARS and not w.endswith("..."), (path.name, w)
     assert seen > 10
+
+
+async def test_replicas_are_answered_from_the_patch_memo_and_counted(client: Client) -> None:
+    answers = []
+    for name in ("web-1", "web-2", "web-3"):
+        pod = make_pod(name, 2)
+        pod["metadata"]["uid"] = f"uid-{name}"
+        _, answer = await post(client, make_admission_review(pod))
+        answers.append(answer["response"]["patch"])
+    assert answers[0] == answers[1] == answers[2]
+    text = await (await client.get("/metrics")).text()
+    assert 'dra_webhook_patch_memo_total{result="hit"} 2.0' in text
+    assert 'dra_webhook_patch_memo_total{result="miss"} 1.0' in text
