@@ -268,6 +268,7 @@ class PatchMemo:
         self.misses = 0
 
     def get(self, key: str) -> tuple[dict[str, Any], ...] | None:
+        """The operations stored under ``key`` (counted as a hit), or None (a miss)."""
         found = self._ops.get(key)
         if found is None:
             self.misses += 1
@@ -276,9 +277,11 @@ class PatchMemo:
         return found
 
     def __len__(self) -> int:
+        """Pairs held."""
         return len(self._ops)
 
     def put(self, key: str, ops: tuple[dict[str, Any], ...]) -> None:
+        """Store ``ops`` under ``key`` unless the key is too long; forget the oldest when full."""
         if self.size <= 0 or len(key) > self.max_key_chars:
             return
         if len(self._ops) >= self.size:
