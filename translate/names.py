@@ -35,9 +35,13 @@ def is_dns_subdomain(value: str) -> bool:
     )
 
 
+#: One encoder for every call (``json.dumps`` with options builds a new one each time).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def canonical_json(value: object) -> str:
     """The canonical JSON text of a value: sorted keys, compact separators, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL(value)
 
 
 def digest(value: object, length: int = 10) -> str:

@@ -41,6 +41,8 @@ REVIEW_API_VERSION = "admission.k8s.io/v1"
 MAX_WARNINGS = 12
 MAX_WARNING_CHARS = 240
 MAX_AUDIT_CHARS = 200
+#: One encoder for every call (``json.dumps`` with options builds a new one each time).
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ class Decision:
         resp: dict[str, Any] = {"uid": self.uid, "allowed": self.allowed}
         if self.patch:
             resp["patchType"] = "JSONPatch"
-            resp["patch"] = base64.b64encode(json.dumps(list(self.patch), separators=(",", ":")).encode()).decode()
+            resp["patch"] = base64.b64encode(_COMPACT(list(self.patch)).encode()).decode()
         if self.warnings:
             resp["warnings"] = list(self.warnings)
         if self.audit:
@@ -306,7 +308,7 @@ def diff(original: Mapping[str, Any], migrated: Mapping[str, Any],
     key = ""
     if memo is not None:
         with contextlib.suppress(TypeError, ValueError, RecursionError):  # not JSON: no memo
-            key = json.dumps((a, b), separators=(",", ":"))
+            key = _COMPACT((a, b))
     ops = memo.get(key) if memo is not None and key else None
     if ops is None:
         ops = tuple(jsonpatch.JsonPatch.from_diff(a, b, optimization=False).patch)
