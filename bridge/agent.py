@@ -322,6 +322,7 @@ class Agent:
     async def run(self, stop: asyncio.Event) -> None:
         """Tick every ``poll_interval`` and run the publisher until ``stop`` is set."""
         publisher = asyncio.create_task(self.publisher.run(stop, self.settings.poll_interval))
+        watcher = asyncio.create_task(self.publisher.watch(stop))
         try:
             while not stop.is_set():
                 try:
@@ -332,5 +333,8 @@ class Agent:
                     await asyncio.wait_for(stop.wait(), timeout=self.settings.poll_interval)
         finally:
             stop.set()
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
             await publisher
             await self.kubelet.close()

@@ -1,6 +1,6 @@
 """The API-server edge: the few calls the agent needs, as plain dicts (style.md item 2).
 
-The agent needs only (issue 5): ResourceSlices (create, update, delete, list), get its Node,
+The agent needs only (issue 5): ResourceSlices (create, update, delete, list, watch), get its Node,
 create Events, and patch its own Node's status with one condition. :class:`KubeApi` is that
 surface as a Protocol, so the publisher and the agent are tested against an in-memory fake;
 :class:`RestKubeApi` implements it with kubernetes-asyncio's ``ApiClient.call_api`` on raw JSON
@@ -11,6 +11,7 @@ raises :class:`~bridge.errors.PublishError` with the HTTP status in ``code``.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from bridge.errors import PublishError
@@ -43,6 +44,12 @@ class KubeApi(Protocol):
 
     async def delete_slice(self, api_version: str, name: str) -> None:
         """Delete a ResourceSlice (a missing one is not an error)."""
+        ...
+
+    def watch_slices(self, api_version: str, field_selector: str, timeout: int) -> AsyncIterator[tuple[str, Obj]]:
+        """Events ``(type, object)`` (ADDED for what exists first, then ADDED, MODIFIED,
+        DELETED) on ResourceSlices matching the selector, until the server ends the watch
+        after ``timeout`` seconds; an ERROR event ends it too. Raises PublishError."""
         ...
 
     async def get_node(self, name: str) -> Obj:
@@ -126,6 +133,31 @@ class RestKubeApi:
         except PublishError as exc:
             if exc.code != 404:
                 raise
+
+    async def watch_slices(self, api_version: str, field_selector: str, timeout: int) -> AsyncIterator[tuple[str, Obj]]:
+        from kubernetes_asyncio import client, watch
+        from kubernetes_asyncio.client.exceptions import ApiException
+
+        group, version = api_version.split("/", 1)
+        objects = client.CustomObjectsApi(self.client)
+        w = watch.Watch()
+        try:
+            async for event in w.stream(objects.list_cluster_custom_object, group, version, "resourceslices",
+                                        field_selector=field_selector, timeout_seconds=timeout):
+                kind, raw = str(event.get("type")), event.get("raw_object")
+                if kind == "ERROR" or not isinstance(raw, dict):
+                    return
+                yield kind, raw
+        except ApiException as exc:
+            raise PublishError(f"watch {_slices_path(api_version)}: {exc.status} {exc.reason}", exc.status) from exc
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise PublishError(f"watch {_slices_path(api_version)}: API server unreachable: {exc}") from exc
+        except Exception as exc:  # aiohttp client errors and friends
+            if type(exc).__module__.startswith("aiohttp"):
+                raise PublishError(f"watch {_slices_path(api_version)}: API server unreachable: {exc}") from exc
+            raise
+        finally:
+            w.stop()
 
     async def get_node(self, name: str) -> Obj:
         result: Obj = await self._call("GET", f"/api/v1/nodes/{name}")

@@ -8,8 +8,10 @@ lists what is stored (``spec.nodeName=<node>,spec.driver=<driver>``) and writes 
   zero API writes;
 - otherwise the pool generation is bumped (highest stored + 1) and every slice of the pool is
   written (create or replace), stale slices deleted first;
-- a slice deleted by someone else (the kubelet wipes a node's slices when it restarts) is
-  missing at the next sync (every resync period) and is written again.
+- a slice deleted or changed by someone else (the kubelet wipes a node's slices when it
+  restarts) is written again at once: :meth:`watch` wakes :meth:`run` on every event on the
+  pool's slices (the sync that follows lists and compares, so our own writes cost a list,
+  never a write); the periodic resync remains the backstop should the watch be down.
 
 Slices carry an ownerReference to the Node (set :attr:`owner_uid`), so they go with it.
 Counters in :attr:`stats` (``creates``, ``updates``, ``deletes``, ``errors``) let tests assert
@@ -161,6 +163,23 @@ class Publisher:
         logger.info("published pool %s of %s: generation %d, %d slice(s), %d device(s)",
                     self.node, self.driver, generation, len(want), len(self._desired))
         return True
+
+    async def watch(self, stop: asyncio.Event, timeout: int = 300) -> None:
+        """Wake :meth:`run` on every event on the pool's slices until ``stop``: watch for
+        ``timeout`` seconds at a time; on errors back off (like :meth:`run`) and watch again."""
+        backoff = self._backoff_initial
+        while not stop.is_set():
+            try:
+                version = await self.version()
+                async for _kind, _obj in self.api.watch_slices(version, self._selector(), timeout):
+                    self._changed.set()
+                    backoff = self._backoff_initial
+                    if stop.is_set():
+                        return
+            except PublishError as exc:
+                logger.warning("ResourceSlice watch failed, watching again in %.1fs: %s", backoff, exc)
+                await self._sleep(backoff)
+                backoff = min(backoff * 2, self._backoff_max)
 
     async def run(self, stop: asyncio.Event, resync: float) -> None:
         """Sync on every update and every ``resync`` seconds until ``stop``; back off on errors."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import os
 from collections.abc import AsyncIterator
@@ -112,6 +113,36 @@ class FakeApi:
         self.writes: list[tuple[str, str]] = []
         self.fail: str = ""
         self._rv = 0
+        self._watchers: list[asyncio.Queue[tuple[str, Obj]]] = []
+
+    def _notify(self, kind: str, obj: Obj) -> None:
+        for queue in self._watchers:
+            queue.put_nowait((kind, copy.deepcopy(obj)))
+
+    def delete_by_hand(self, name: str) -> None:
+        """What ``kubectl delete resourceslice`` (or a restarting kubelet) does."""
+        self._notify("DELETED", self.slices.pop(name))
+
+    async def watch_slices(self, api_version: str, field_selector: str, timeout: int) -> AsyncIterator[tuple[str, Obj]]:
+        self._check()
+        want = dict(part.split("=", 1) for part in field_selector.split(","))
+        queue: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue()
+        self._watchers.append(queue)
+        try:
+            for s in list(self.slices.values()):
+                queue.put_nowait(("ADDED", copy.deepcopy(s)))
+            loop = asyncio.get_running_loop()
+            end = loop.time() + timeout
+            while (left := end - loop.time()) > 0:
+                try:
+                    kind, obj = await asyncio.wait_for(queue.get(), left)
+                except TimeoutError:
+                    return
+                spec = obj["spec"]
+                if spec.get("nodeName") == want["spec.nodeName"] and spec.get("driver") == want["spec.driver"]:
+                    yield kind, obj
+        finally:
+            self._watchers.remove(queue)
 
     def _check(self) -> None:
         if self.fail:
@@ -146,6 +177,7 @@ class FakeApi:
         stored["metadata"].update(resourceVersion=str(self._rv), uid=f"s{self._rv}")
         self.slices[name] = stored
         self.writes.append(("create", name))
+        self._notify("ADDED", stored)
         return stored
 
     async def replace_slice(self, api_version: str, name: str, body: Obj) -> Obj:
@@ -159,12 +191,14 @@ class FakeApi:
         stored["metadata"].update(resourceVersion=str(self._rv), uid=self.slices[name]["metadata"]["uid"])
         self.slices[name] = stored
         self.writes.append(("update", name))
+        self._notify("MODIFIED", stored)
         return stored
 
     async def delete_slice(self, api_version: str, name: str) -> None:
         self._check()
-        if self.slices.pop(name, None) is not None:
+        if (gone := self.slices.pop(name, None)) is not None:
             self.writes.append(("delete", name))
+            self._notify("DELETED", gone)
 
     async def get_node(self, name: str) -> Obj:
         self._check()

@@ -128,3 +128,54 @@ async def test_api_errors_back_off_exponentially_then_recover(api: FakeApi) -> N
 def test_empty_lists_match_fields_the_server_omitted() -> None:
     assert is_subset({"spec": {"devices": [], "x": 1}}, {"spec": {"x": 1, "extra": 2}})
     assert not is_subset({"spec": {"devices": [{"name": "a"}]}}, {"spec": {}})
+
+
+async def test_a_slice_deleted_by_hand_comes_back_at_once_through_the_watch(api: FakeApi) -> None:
+    """With a resync of an hour, only the watch can bring the slice back within a second;
+    our own writes wake a sync too, which lists and writes nothing."""
+    pub = Publisher(api, "node-a", "dra-bridge.io")
+    pub.update(make_devices(2))
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(pub.run(stop, resync=3600)), asyncio.create_task(pub.watch(stop))]
+    try:
+        async def until(check: object, seconds: float = 2.0) -> None:
+            async with asyncio.timeout(seconds):
+                while not check():  # type: ignore[operator]
+                    await asyncio.sleep(0.01)
+
+        await until(lambda: len(api.slices) == 1)
+        await asyncio.sleep(0.2)
+        assert pub.stats.writes == 1, "the watch event of our own create must not cause a write"
+        (name,) = api.slices
+        api.delete_by_hand(name)
+        await until(lambda: name in api.slices)
+        assert pub.stats.creates == 2 and pub.stats.writes == 2
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_failing_watch_backs_off_and_watches_again(api: FakeApi) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 3:
+            api.fail = ""
+        await asyncio.sleep(0)
+
+    pub = Publisher(api, "node-a", "dra-bridge.io", sleep=sleep)
+    api.fail = "connection refused"
+    stop = asyncio.Event()
+    task = asyncio.create_task(pub.watch(stop, timeout=1))
+    try:
+        async with asyncio.timeout(2):
+            while not api._watchers:
+                await asyncio.sleep(0.01)
+        assert slept == [1.0, 2.0, 4.0]
+    finally:
+        stop.set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

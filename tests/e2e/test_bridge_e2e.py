@@ -12,7 +12,7 @@ kubelet serving the real PodResources protocol on a unix socket:
    clock (``DRA_BRIDGE_STEADY_SECONDS``, default 300) with the poll interval shortened to
    0.25 s: 1,200 polls and resyncs, as many as 10 hours at the default 30 s;
 5. a GPU that NVML no longer sees is withdrawn: the slice is updated, the pool generation bumped;
-6. a slice deleted by hand comes back at the next resync;
+6. a slice deleted by hand comes back (watch or resync; a third test proves the watch alone);
 7. a slice of another driver listing one of our UUIDs stops publication (and says why on the Node).
 
 A second test applies the ValidatingAdmissionPolicies documented in docs/bridge.md: the agent's
@@ -51,7 +51,7 @@ from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, 
 from translate import expressions as ex
 from translate.catalog import load_catalog
 from translate.cluster import NODE_MODE_LABEL as MODE_LABEL
-from translate.slices import NvmlFacts
+from translate.slices import InventoryDevice, NvmlFacts, build_devices
 
 STEADY_SECONDS = float(os.environ.get("DRA_BRIDGE_STEADY_SECONDS", "300"))
 pytestmark = pytest.mark.e2e
@@ -304,3 +304,34 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
                      api_path("v1", "nodes", name=node_a), api_path("v1", "nodes", name=node_b)):
             with contextlib.suppress(ApiError):
                 kube.delete(path, ignore_missing=True)
+
+
+async def test_the_watch_brings_a_deleted_slice_back_long_before_the_resync(
+        control_plane: ControlPlane, kube: KubeClient) -> None:
+    """The publisher alone against the real API server, resync one hour: a slice deleted by
+    hand (as a restarting kubelet does) is back within seconds, through the watch."""
+    node = f"watch-e2e-{uuid.uuid4().hex[:6]}"
+    create_fake_node(kube, node)
+    api_client = await connect(str(control_plane.kubeconfig))
+    publisher = Publisher(RestKubeApi(api_client), node, "dra-bridge.io")
+    publisher.update(build_devices([InventoryDevice(resourceName="nvidia.com/gpu", deviceID=f"GPU-w{i}",
+                                                    numaNodes=[0]) for i in range(2)], CATALOG)[0])
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(publisher.run(stop, resync=3600)), asyncio.create_task(publisher.watch(stop))]
+    try:
+        (first,) = await wait(lambda: our_slices(kube, node), 15, "slice published")
+        await asyncio.sleep(1.0)
+        assert publisher.stats.writes == 1, "our own create, seen by the watch, must not cause a write"
+        kube.delete(api_path(V1, "resourceslices", name=first["metadata"]["name"]))
+        (back,) = await wait(lambda: (s := our_slices(kube, node)) and s[0]["metadata"]["uid"] !=
+                             first["metadata"]["uid"] and s, 10, "slice re-created by the watch")
+        assert device_ids([back]) == ["GPU-w0", "GPU-w1"] and publisher.stats.creates == 2
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await api_client.close()
+        for s in our_slices(kube, node):
+            kube.delete(api_path(V1, "resourceslices", name=s["metadata"]["name"]), ignore_missing=True)
+        kube.delete(api_path("v1", "nodes", name=node), ignore_missing=True)
