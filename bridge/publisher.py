@@ -176,8 +176,9 @@ class Publisher:
                     backoff = self._backoff_initial
                     if stop.is_set():
                         return
-            except PublishError as exc:
-                logger.warning("ResourceSlice watch failed, watching again in %.1fs: %s", backoff, exc)
+            except Exception as exc:  # PublishError, or anything odd a watch delivers: never end the loop
+                logger.warning("ResourceSlice watch failed, watching again in %.1fs: %s", backoff,
+                               str(exc) or type(exc).__name__, exc_info=not isinstance(exc, PublishError))
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self._backoff_max)
 
@@ -189,10 +190,11 @@ class Publisher:
             try:
                 await self.sync()
                 self.healthy, self.last_error, backoff = True, "", self._backoff_initial
-            except PublishError as exc:
+            except Exception as exc:  # PublishError, or an odd slice stored under our selector: retry
                 self.stats.errors += 1
-                self.healthy, self.last_error = False, str(exc)
-                logger.warning("ResourceSlice sync failed, retrying in %.1fs: %s", backoff, exc)
+                self.healthy, self.last_error = False, str(exc) or type(exc).__name__
+                logger.warning("ResourceSlice sync failed, retrying in %.1fs: %s", backoff, self.last_error,
+                               exc_info=not isinstance(exc, PublishError))
                 await self._sleep(backoff)
                 backoff = min(backoff * 2, self._backoff_max)
                 continue

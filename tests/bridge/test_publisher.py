@@ -179,3 +179,34 @@ async def test_a_failing_watch_backs_off_and_watches_again(api: FakeApi) -> None
         stop.set()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(api: FakeApi) -> None:
+    slept: list[float] = []
+    real = api.list_slices
+    calls = 0
+
+    async def odd_then_fine(api_version: str, field_selector: str) -> list[dict[str, object]]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ValueError("a slice under our selector that we cannot read")
+        return await real(api_version, field_selector)
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    api.list_slices = odd_then_fine  # type: ignore[method-assign]
+    pub = Publisher(api, "node-a", "dra-bridge.io", sleep=sleep)
+    pub.update(make_devices(1))
+    stop = asyncio.Event()
+    task = asyncio.create_task(pub.run(stop, resync=3600))
+    try:
+        async with asyncio.timeout(2):
+            while not api.slices:
+                await asyncio.sleep(0.01)
+        assert slept == [1.0] and pub.stats.errors == 1 and pub.healthy
+    finally:
+        stop.set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
