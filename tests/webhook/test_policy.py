@@ -91,69 +91,66 @@ def test_a_bad_policy_at_startup_is_a_config_error(tmp_path: Path) -> None:
         watch_policy(path)
 
 
-async def test_on_error_deny_refuses_the_pod_with_a_clear_message(
-        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
+MakeClient = Callable[[web.Application], Awaitable[Client]]
+
+
+async def policy_client(aiohttp_client: MakeClient, tmp_path: Path, policy: str, ensurer: FakeEnsurer | None = None,
+                        **runtime: Any) -> Client:
+    """A test client of the webhook app serving ``policy`` (YAML text) from a watched file."""
     path = tmp_path / "policy.yaml"
-    path.write_text("defaults: {onError: deny}\n")
-    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
+    path.write_text(policy)
+    rt = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False, **runtime)
+    return await aiohttp_client(make_app(rt, Admitter(rt.context, ensurer or FakeEnsurer(), rt.metrics)))
+
+
+async def enforce(client: Client, pod: dict[str, Any], namespace: str = "team-a") -> dict[str, Any]:
+    """The AdmissionReview response to ``pod`` on /mutate/enforce."""
+    resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod, namespace=namespace)))
+    assert resp.status == 200
+    answer: dict[str, Any] = (await resp.json())["response"]
+    return answer
+
+
+async def test_on_error_deny_refuses_the_pod_with_a_clear_message(aiohttp_client: MakeClient, tmp_path: Path) -> None:
     ensurer = FakeEnsurer()
     ensurer.fail = "forbidden by RBAC"
-    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, ensurer, runtime.metrics)))
-    resp = await client.post("/mutate/enforce", data=body(make_admission_review(make_pod())))
-    answer: dict[str, Any] = (await resp.json())["response"]
-    assert resp.status == 200 and answer["allowed"] is False and "patch" not in answer
+    client = await policy_client(aiohttp_client, tmp_path, "defaults: {onError: deny}\n", ensurer)
+    answer = await enforce(client, make_pod())
+    assert answer["allowed"] is False and "patch" not in answer
     assert answer["status"]["code"] == 403 and "forbidden by RBAC" in answer["status"]["message"]
 
 
-async def test_keep_legacy_rule_leaves_partial_translations_alone(
-        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
-    path = tmp_path / "policy.yaml"
-    path.write_text("rules: [{name: strict, match: {namespaces: [team-a]}, keepLegacy: true}]\n")
-    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
-    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
+async def test_keep_legacy_rule_leaves_partial_translations_alone(aiohttp_client: MakeClient, tmp_path: Path) -> None:
+    client = await policy_client(aiohttp_client, tmp_path,
+                                 "rules: [{name: strict, match: {namespaces: [team-a]}, keepLegacy: true}]\n")
     pod = make_pod(priorityClassName="high")  # priority makes the translation partial
-    resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod)))
-    assert "patch" not in (await resp.json())["response"]
-    resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod, namespace="team-b")))
-    assert "patch" in (await resp.json())["response"]
+    assert "patch" not in await enforce(client, pod)
+    assert "patch" in await enforce(client, pod, "team-b")
 
 
 async def test_defer_to_kep5004_leaves_count_only_pods_to_the_serving_class(
-        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
-    path = tmp_path / "policy.yaml"
-    path.write_text("rules: [{name: kep, match: {namespaces: [team-a]}, deferToKEP5004: true}]\n")
-    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False,
-                      kep5004=lambda: {"nvidia.com/gpu": "gpu.nvidia.com"})
-    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
-    resp = await client.post("/mutate/enforce", data=body(make_admission_review(make_pod())))
-    assert "patch" not in (await resp.json())["response"]
-    resp = await client.post("/mutate/enforce", data=body(make_admission_review(make_pod(), namespace="team-b")))
-    assert "patch" in (await resp.json())["response"]
+        aiohttp_client: MakeClient, tmp_path: Path) -> None:
+    client = await policy_client(aiohttp_client, tmp_path,
+                                 "rules: [{name: kep, match: {namespaces: [team-a]}, deferToKEP5004: true}]\n",
+                                 kep5004=lambda: {"nvidia.com/gpu": "gpu.nvidia.com"})
+    assert "patch" not in await enforce(client, make_pod())
+    assert "patch" in await enforce(client, make_pod(), "team-b")
 
 
-async def test_ignore_legacy_quota_converts_with_a_warning(
-        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
-    path = tmp_path / "policy.yaml"
-    path.write_text("defaults: {ignoreLegacyQuota: true}\n")
-    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False,
-                      quota_keys=lambda _ns: frozenset({"requests.nvidia.com/gpu"}))
-    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
-    answer = (await (await client.post("/mutate/enforce", data=body(make_admission_review(make_pod())))).json())
-    assert "patch" in answer["response"]
-    assert any("ignoreLegacyQuota" in w for w in answer["response"]["warnings"])
+async def test_ignore_legacy_quota_converts_with_a_warning(aiohttp_client: MakeClient, tmp_path: Path) -> None:
+    client = await policy_client(aiohttp_client, tmp_path, "defaults: {ignoreLegacyQuota: true}\n",
+                                 quota_keys=lambda _ns: frozenset({"requests.nvidia.com/gpu"}))
+    answer = await enforce(client, make_pod())
+    assert "patch" in answer and any("ignoreLegacyQuota" in w for w in answer["warnings"])
 
 
 async def test_dra_schedulers_lets_pods_of_a_declared_scheduler_convert(
-        aiohttp_client: Callable[[web.Application], Awaitable[Client]], tmp_path: Path) -> None:
-    path = tmp_path / "policy.yaml"
-    path.write_text("rules: [{name: batch, match: {namespaces: [team-a]}, draSchedulers: [volcano]}]\n")
-    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
-    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
+        aiohttp_client: MakeClient, tmp_path: Path) -> None:
+    client = await policy_client(aiohttp_client, tmp_path,
+                                 "rules: [{name: batch, match: {namespaces: [team-a]}, draSchedulers: [volcano]}]\n")
     pod = make_pod(schedulerName="volcano")
-    resp = await client.post("/mutate/enforce", data=body(make_admission_review(pod)))
-    assert "patch" in (await resp.json())["response"]
-    answer = await (await client.post("/mutate/enforce", data=body(make_admission_review(pod, namespace="team-b")))
-                    ).json()
-    assert "patch" not in answer["response"]
+    assert "patch" in await enforce(client, pod)
+    answer = await enforce(client, pod, "team-b")
+    assert "patch" not in answer
     assert any("policy draSchedulers: [volcano]" in w and "--dra-scheduler" not in w
-               for w in answer["response"]["warnings"]), answer["response"]["warnings"]
+               for w in answer["warnings"]), answer["warnings"]
