@@ -9,18 +9,10 @@ ResourceSlices of the bridge driver: a Tesla T4 node and an A100 node.
 
 from __future__ import annotations
 
-import base64
-import os
-import socket
 import ssl
-import subprocess
-import sys
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,207 +20,52 @@ import yaml
 
 from tests.e2e.controlplane import REPO_ROOT, ControlPlane
 from tests.e2e.kubeapi import (
-    ApiError,
     KubeClient,
     api_path,
-    create_fake_node,
-    create_namespace,
     wait_for,
     wait_for_object,
+)
+from tests.e2e.webhook_cluster import (
+    DS_LABEL,
+    V1,
+    Cluster,
+    legacy_deployment,
+    legacy_pod,
+    pods_of,
+    running_cluster,
+    wait_webhook_active,
+    webhook_namespace,
 )
 from translate.catalog import load_catalog
 from translate.plan import CONVERSION_ANNOTATION
 from translate.render import CONVERTED_LABEL, internal_from_template
-from webhook.certs import write_certs
 
 pytestmark = pytest.mark.e2e
 
-V1 = "resource.k8s.io/v1"
 V1BETA1 = "resource.k8s.io/v1beta1"
-DRIVER = "dra-bridge.io"
-MODE_LABEL = "dra-bridge-e2e/webhook"
-DS_LABEL = "dra-bridge-e2e/daemonset"
-NODE_MODE_LABEL = "dra-bridge.io/mode"
-A100_PRODUCT = "NVIDIA A100-SXM4-40GB"
 EXAMPLES = REPO_ROOT / "tests" / "data" / "examples"
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Webhook:
-    proc: subprocess.Popen[bytes]
-    port: int
-    log: Path
-
-    def tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
-
-
-def _start(cp: ControlPlane, certs: Any, workdir: Path, api_version: str) -> Webhook:
-    port = _port()
-    log = workdir / f"webhook-{api_version.rsplit('/', 1)[-1]}.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--tls-cert-file", str(certs.cert), "--tls-key-file", str(certs.key), "--kubeconfig", str(cp.kubeconfig),
-         "--api-version", api_version, "--reload-interval", "0.5"],
-        cwd=REPO_ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=ctx, timeout=2) as resp:
-                if resp.status == 200:
-                    return Webhook(proc, port, log)
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"webhook did not become ready:\n{log.read_text(errors='replace')[-3000:]}")
-        time.sleep(0.1)
-
-
-def _entry(name: str, port: int, path: str, ca: bytes, label: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca).decode()},
-        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
-                   "scope": "Namespaced"}],
-        "namespaceSelector": {"matchLabels": {MODE_LABEL: label}},
-        "sideEffects": "NoneOnDryRun",
-        "admissionReviewVersions": ["v1"],
-        "failurePolicy": "Fail",
-        "timeoutSeconds": 10,
-        "reinvocationPolicy": "IfNeeded",
-    }
-
-
-@dataclass
-class Cluster:
-    kube: KubeClient
-    v1: Webhook
-    v1beta1: Webhook
-    a100: str
-    t4: str
-    namespaces: list[str]
-    suffix: str
-
-
-def _device(i: int, product: str) -> dict[str, Any]:
-    return {"name": f"gpu-{i}", "attributes": {
-        "resourceName": {"string": "nvidia.com/gpu"},
-        "gpu.nvidia.com/productName": {"string": product},
-        "gpu.nvidia.com/type": {"string": "gpu"},
-    }}
 
 
 @pytest.fixture(scope="module")
 def cluster(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    workdir = tmp_path_factory.mktemp("webhook-e2e")
-    certs = write_certs(workdir / "certs", "dra-bridge", "dra-bridge-webhook", ("127.0.0.1",))
-    for cls in load_catalog().device_classes():
-        try:
-            kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
-        except ApiError as err:
-            if err.code != 409:
-                raise
-    suffix = uuid.uuid4().hex[:6]
-    nodes = {f"t4-{suffix}": "Tesla T4", f"a100-{suffix}": A100_PRODUCT}
-    for node, product in nodes.items():
-        labels = {"nvidia.com/gpu.product": product.replace(" ", "-"), DS_LABEL: suffix}
-        if product == A100_PRODUCT:
-            labels[NODE_MODE_LABEL] = "dra"  # handed over to DRA: DaemonSet pods there are converted
-        create_fake_node(kube, node, labels=labels)
-        kube.create(api_path(V1, "resourceslices"), {
-            "apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-{DRIVER}"},
-            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1,
-                                                                  "resourceSliceCount": 1},
-                     "devices": [_device(i, product) for i in range(16)]}})
-    v1 = _start(control_plane, certs, workdir, "v1")
-    v1beta1 = _start(control_plane, certs, workdir, "v1beta1")
-    ca = certs.ca_cert.read_bytes()
-    mwc_name = f"dra-bridge-e2e-{suffix}"
-    kube.create(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"), {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": mwc_name},
-        "webhooks": [_entry("enforce.v1.dra-bridge.io", v1.port, "/mutate/enforce", ca, "enforce"),
-                     _entry("audit.v1.dra-bridge.io", v1.port, "/mutate/audit", ca, "audit"),
-                     _entry("enforce.v1beta1.dra-bridge.io", v1beta1.port, "/mutate/enforce", ca, "enforce-v1beta1")],
-    })
-    try:
-        cluster = Cluster(kube, v1, v1beta1, f"a100-{suffix}", f"t4-{suffix}", [], suffix)
-        yield cluster
-    finally:
-        kube.delete(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc_name),
-                    ignore_missing=True)
-        for hook in (v1, v1beta1):
-            hook.proc.terminate()
-            try:
-                hook.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                hook.proc.kill()
-            if os.environ.get("DRA_BRIDGE_KEEP_LOGS") == "1":
-                print(hook.tail())
-        for node in nodes:
-            kube.delete(api_path(V1, "resourceslices", name=f"{node}-{DRIVER}"), ignore_missing=True)
-            kube.delete(api_path("v1", "nodes", name=node), ignore_missing=True)
-        for ns in cluster.namespaces if "cluster" in locals() else []:
-            kube.delete(api_path("v1", "namespaces", name=ns), ignore_missing=True)
-
-
-def _namespace(cluster: Cluster, mode: str) -> str:
-    name = f"wh-{mode}-{uuid.uuid4().hex[:6]}"
-    create_namespace(cluster.kube, name)
-    cluster.namespaces.append(name)
-    cluster.kube.patch(api_path("v1", "namespaces", name=name), {"metadata": {"labels": {MODE_LABEL: mode}}})
-    return name
-
-
-def _legacy_pod(name: str, gpus: int = 2) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"},
-                     "containers": [{"name": "cuda", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}
-
-
-def _deployment(name: str, replicas: int = 2) -> dict[str, Any]:
-    pod = _legacy_pod(name)
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod["spec"]}}}
-
-
-def _wait_webhook_active(cluster: Cluster, ns: str) -> dict[str, Any]:
-    """Dry-run creates until the API server calls the webhook (it learns of the MWC asynchronously)."""
-    def converted() -> dict[str, Any] | None:
-        pod = cluster.kube.create(api_path("v1", "pods", ns), _legacy_pod("probe"), dry_run=True)
-        return pod if CONVERTED_LABEL in (pod["metadata"].get("labels") or {}) else None
-    return wait_for(converted, 30, "the API server to call the webhook")
-
-
-def _pods(kube: KubeClient, ns: str, app: str) -> list[dict[str, Any]]:
-    return kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}")
+    with running_cluster(control_plane, kube, tmp_path_factory.mktemp("webhook-e2e")) as running:
+        yield running
 
 
 def _run_deployment_flow(cluster: Cluster, mode: str, version: str) -> list[dict[str, Any]]:
     kube = cluster.kube
-    ns = _namespace(cluster, mode)
-    _wait_webhook_active(cluster, ns)
-    kube.create(api_path("apps/v1", "deployments", ns), _deployment("trainer"))
+    ns = webhook_namespace(cluster, mode)
+    wait_webhook_active(cluster, ns)
+    kube.create(api_path("apps/v1", "deployments", ns), legacy_deployment("trainer"))
 
     def bound() -> list[dict[str, Any]] | None:
-        pods = _pods(kube, ns, "trainer")
+        pods = pods_of(kube, ns, "trainer")
         ok = len(pods) == 2 and all(p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses")
                                     for p in pods)
         return pods if ok else None
     pods = wait_for(bound, 90, "2 converted pods bound with claims",
                     observe=lambda: [(p["metadata"]["name"], p["spec"].get("nodeName"), p["status"])
-                                     for p in _pods(kube, ns, "trainer")])
+                                     for p in pods_of(kube, ns, "trainer")])
     for pod in pods:
         assert CONVERSION_ANNOTATION in pod["metadata"]["annotations"]
         assert pod["spec"]["nodeName"] == cluster.a100
@@ -259,31 +96,31 @@ def test_webhook_told_to_use_v1beta1_writes_v1beta1_templates(cluster: Cluster) 
 
 
 def test_server_side_dry_run_creates_no_template(cluster: Cluster) -> None:
-    ns = _namespace(cluster, "enforce")
-    pod = _wait_webhook_active(cluster, ns)
+    ns = webhook_namespace(cluster, "enforce")
+    pod = wait_webhook_active(cluster, ns)
     assert pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"].startswith("dra-bridge-")
     assert cluster.kube.list(api_path(V1, "resourceclaimtemplates", ns)) == []
 
 
 def test_deleted_template_is_recreated_for_the_next_pod(cluster: Cluster) -> None:
     kube = cluster.kube
-    ns = _namespace(cluster, "enforce")
-    _wait_webhook_active(cluster, ns)
-    first = kube.create(api_path("v1", "pods", ns), _legacy_pod("first", 1))
+    ns = webhook_namespace(cluster, "enforce")
+    wait_webhook_active(cluster, ns)
+    first = kube.create(api_path("v1", "pods", ns), legacy_pod("first", 1))
     name = first["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
     kube.delete(api_path(V1, "resourceclaimtemplates", ns, name))
     wait_for(lambda: not kube.exists(api_path(V1, "resourceclaimtemplates", ns, name)), 10, "template deleted")
     time.sleep(1.0)  # let the webhook's template watch deliver the DELETED event
-    second = kube.create(api_path("v1", "pods", ns), _legacy_pod("second", 1))
+    second = kube.create(api_path("v1", "pods", ns), legacy_pod("second", 1))
     assert second["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == name
     assert kube.exists(api_path(V1, "resourceclaimtemplates", ns, name))
 
 
 def test_audit_mode_leaves_pods_unchanged_and_an_event_shows_the_plan(cluster: Cluster) -> None:
     kube = cluster.kube
-    ns = _namespace(cluster, "audit")
-    kube.create(api_path("apps/v1", "deployments", ns), _deployment("audited", 1))
-    pods = wait_for(lambda: _pods(kube, ns, "audited") or None, 30, "the audited pod")
+    ns = webhook_namespace(cluster, "audit")
+    kube.create(api_path("apps/v1", "deployments", ns), legacy_deployment("audited", 1))
+    pods = wait_for(lambda: pods_of(kube, ns, "audited") or None, 30, "the audited pod")
     assert CONVERSION_ANNOTATION not in (pods[0]["metadata"].get("annotations") or {})
     assert pods[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
     events = wait_for(lambda: [e for e in kube.list(api_path("v1", "events", ns))
@@ -295,8 +132,8 @@ def test_audit_mode_leaves_pods_unchanged_and_an_event_shows_the_plan(cluster: C
 
 def test_already_dra_workload_is_left_alone(cluster: Cluster) -> None:
     kube = cluster.kube
-    ns = _namespace(cluster, "enforce")
-    _wait_webhook_active(cluster, ns)
+    ns = webhook_namespace(cluster, "enforce")
+    wait_webhook_active(cluster, ns)
     docs = [d for d in yaml.safe_load_all((EXAMPLES / "14-helm-already-dra-claim.yaml").read_text()) if d]
     template = next(d for d in docs if d["kind"] == "ResourceClaimTemplate")
     deployment = next(d for d in docs if d["kind"] == "Deployment")
@@ -313,15 +150,15 @@ def test_already_dra_workload_is_left_alone(cluster: Cluster) -> None:
 
 def test_daemonset_pods_are_converted_only_on_nodes_handed_over_to_dra(cluster: Cluster) -> None:
     kube = cluster.kube
-    ns = _namespace(cluster, "enforce")
-    _wait_webhook_active(cluster, ns)
-    pod_spec = _legacy_pod("agent", 1)["spec"]
+    ns = webhook_namespace(cluster, "enforce")
+    wait_webhook_active(cluster, ns)
+    pod_spec = legacy_pod("agent", 1)["spec"]
     pod_spec["nodeSelector"] = {DS_LABEL: cluster.suffix}
     kube.create(api_path("apps/v1", "daemonsets", ns), {
         "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
         "spec": {"selector": {"matchLabels": {"app": "agent"}},
                  "template": {"metadata": {"labels": {"app": "agent"}}, "spec": pod_spec}}})
-    pods = wait_for(lambda: (p if len(p := _pods(kube, ns, "agent")) == 2 else None), 30, "one agent pod per node")
+    pods = wait_for(lambda: (p if len(p := pods_of(kube, ns, "agent")) == 2 else None), 30, "one agent pod per node")
     by_node = {}
     for pod in pods:
         terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -333,13 +170,13 @@ def test_daemonset_pods_are_converted_only_on_nodes_handed_over_to_dra(cluster: 
 
 def test_quota_on_the_legacy_resource_keeps_pods_legacy(cluster: Cluster) -> None:
     kube = cluster.kube
-    ns = _namespace(cluster, "enforce")
-    _wait_webhook_active(cluster, ns)
+    ns = webhook_namespace(cluster, "enforce")
+    wait_webhook_active(cluster, ns)
     kube.create(api_path("v1", "resourcequotas", ns), {"metadata": {"name": "gpus"},
                                                        "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}})
 
     def legacy() -> dict[str, Any] | None:
-        pod = kube.create(api_path("v1", "pods", ns), _legacy_pod("probe"), dry_run=True)
+        pod = kube.create(api_path("v1", "pods", ns), legacy_pod("probe"), dry_run=True)
         return pod if CONVERTED_LABEL not in (pod["metadata"].get("labels") or {}) else None
     pod = wait_for(legacy, 30, "the webhook's quota cache to see the ResourceQuota")
     assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
@@ -366,11 +203,11 @@ def _reconcile(cp: ControlPlane, identity: str, lease_ns: str, grace: float, pas
 def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
         cluster: Cluster, control_plane: ControlPlane) -> None:
     kube = cluster.kube
-    ns = _namespace(cluster, "enforce")
-    _wait_webhook_active(cluster, ns)
-    pod = kube.create(api_path("v1", "pods", ns), _legacy_pod("live", 1))
+    ns = webhook_namespace(cluster, "enforce")
+    wait_webhook_active(cluster, ns)
+    pod = kube.create(api_path("v1", "pods", ns), legacy_pod("live", 1))
     used = pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
-    unused = kube.create(api_path("v1", "pods", ns), _legacy_pod("short-lived", 2))
+    unused = kube.create(api_path("v1", "pods", ns), legacy_pod("short-lived", 2))
     unused_name = unused["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
     kube.delete(api_path("v1", "pods", ns, "short-lived"))
     wait_for(lambda: not kube.exists(api_path("v1", "pods", ns, "short-lived")), 30, "pod deleted")
@@ -380,7 +217,7 @@ def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
                    "deviceClassName": "nvidia-gpu.dra-bridge.io"}}]}}}}
     kube.create(api_path(V1, "resourceclaimtemplates", ns), by_hand)
     kube.delete(api_path(V1, "resourceclaimtemplates", ns, used))  # the race: a live pod's template vanished
-    lease_ns = _namespace(cluster, "lease")
+    lease_ns = webhook_namespace(cluster, "lease")
 
     report = _reconcile(control_plane, "replica-a", lease_ns, grace=0)[0]
     assert report.leader
@@ -407,9 +244,9 @@ def test_discovery_picks_the_newest_served_resource_version(control_plane: Contr
 
 
 def test_metrics_count_admissions_and_created_templates(cluster: Cluster) -> None:
-    ns = _namespace(cluster, "enforce")
-    _wait_webhook_active(cluster, ns)
-    cluster.kube.create(api_path("v1", "pods", ns), _legacy_pod("counted", 3))
+    ns = webhook_namespace(cluster, "enforce")
+    wait_webhook_active(cluster, ns)
+    cluster.kube.create(api_path("v1", "pods", ns), legacy_pod("counted", 3))
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE  # only reading metrics; the certificate is checked by the API server

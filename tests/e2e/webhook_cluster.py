@@ -1,0 +1,196 @@
+"""The webhook under test: two ``dra-webhook serve`` subprocesses on loopback over TLS, fake
+GPU nodes with bridge ResourceSlices, and the MutatingWebhookConfiguration that routes
+labelled namespaces to them (see test_webhook_e2e.py)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.controlplane import REPO_ROOT, ControlPlane
+from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, create_namespace, wait_for
+from translate.catalog import load_catalog
+from translate.render import CONVERTED_LABEL
+from webhook.certs import write_certs
+
+V1 = "resource.k8s.io/v1"
+DRIVER = "dra-bridge.io"
+MODE_LABEL = "dra-bridge-e2e/webhook"
+DS_LABEL = "dra-bridge-e2e/daemonset"
+NODE_MODE_LABEL = "dra-bridge.io/mode"
+A100_PRODUCT = "NVIDIA A100-SXM4-40GB"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Webhook:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
+
+
+def start_webhook(cp: ControlPlane, certs: Any, workdir: Path, api_version: str) -> Webhook:
+    port = free_port()
+    log = workdir / f"webhook-{api_version.rsplit('/', 1)[-1]}.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+         "--tls-cert-file", str(certs.cert), "--tls-key-file", str(certs.key), "--kubeconfig", str(cp.kubeconfig),
+         "--api-version", api_version, "--reload-interval", "0.5"],
+        cwd=REPO_ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=ctx, timeout=2) as resp:
+                if resp.status == 200:
+                    return Webhook(proc, port, log)
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"webhook did not become ready:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.1)
+
+
+def webhook_entry(name: str, port: int, path: str, ca: bytes, label: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca).decode()},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
+                   "scope": "Namespaced"}],
+        "namespaceSelector": {"matchLabels": {MODE_LABEL: label}},
+        "sideEffects": "NoneOnDryRun",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 10,
+        "reinvocationPolicy": "IfNeeded",
+    }
+
+
+@dataclass
+class Cluster:
+    kube: KubeClient
+    v1: Webhook
+    v1beta1: Webhook
+    a100: str
+    t4: str
+    namespaces: list[str]
+    suffix: str
+
+
+def bridge_device(i: int, product: str) -> dict[str, Any]:
+    return {"name": f"gpu-{i}", "attributes": {
+        "resourceName": {"string": "nvidia.com/gpu"},
+        "gpu.nvidia.com/productName": {"string": product},
+        "gpu.nvidia.com/type": {"string": "gpu"},
+    }}
+
+
+@contextlib.contextmanager
+def running_cluster(control_plane: ControlPlane, kube: KubeClient, workdir: Path) -> Iterator[Cluster]:
+    """Our DeviceClasses, a T4 and an A100 node with bridge slices, two webhook servers (v1
+    and v1beta1) and the MutatingWebhookConfiguration; all removed on exit."""
+    certs = write_certs(workdir / "certs", "dra-bridge", "dra-bridge-webhook", ("127.0.0.1",))
+    for cls in load_catalog().device_classes():
+        try:
+            kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
+        except ApiError as err:
+            if err.code != 409:
+                raise
+    suffix = uuid.uuid4().hex[:6]
+    nodes = {f"t4-{suffix}": "Tesla T4", f"a100-{suffix}": A100_PRODUCT}
+    for node, product in nodes.items():
+        labels = {"nvidia.com/gpu.product": product.replace(" ", "-"), DS_LABEL: suffix}
+        if product == A100_PRODUCT:
+            labels[NODE_MODE_LABEL] = "dra"  # handed over to DRA: DaemonSet pods there are converted
+        create_fake_node(kube, node, labels=labels)
+        kube.create(api_path(V1, "resourceslices"), {
+            "apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-{DRIVER}"},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                  "resourceSliceCount": 1},
+                     "devices": [bridge_device(i, product) for i in range(16)]}})
+    v1 = start_webhook(control_plane, certs, workdir, "v1")
+    v1beta1 = start_webhook(control_plane, certs, workdir, "v1beta1")
+    ca = certs.ca_cert.read_bytes()
+    mwc_name = f"dra-bridge-e2e-{suffix}"
+    kube.create(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"), {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": mwc_name},
+        "webhooks": [webhook_entry("enforce.v1.dra-bridge.io", v1.port, "/mutate/enforce", ca, "enforce"),
+                     webhook_entry("audit.v1.dra-bridge.io", v1.port, "/mutate/audit", ca, "audit"),
+                     webhook_entry("enforce.v1beta1.dra-bridge.io", v1beta1.port, "/mutate/enforce", ca, "enforce-v1beta1")],
+    })
+    try:
+        cluster = Cluster(kube, v1, v1beta1, f"a100-{suffix}", f"t4-{suffix}", [], suffix)
+        yield cluster
+    finally:
+        kube.delete(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc_name),
+                    ignore_missing=True)
+        for hook in (v1, v1beta1):
+            hook.proc.terminate()
+            try:
+                hook.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                hook.proc.kill()
+            if os.environ.get("DRA_BRIDGE_KEEP_LOGS") == "1":
+                print(hook.tail())
+        for node in nodes:
+            kube.delete(api_path(V1, "resourceslices", name=f"{node}-{DRIVER}"), ignore_missing=True)
+            kube.delete(api_path("v1", "nodes", name=node), ignore_missing=True)
+        for ns in cluster.namespaces if "cluster" in locals() else []:
+            kube.delete(api_path("v1", "namespaces", name=ns), ignore_missing=True)
+
+
+def webhook_namespace(cluster: Cluster, mode: str) -> str:
+    name = f"wh-{mode}-{uuid.uuid4().hex[:6]}"
+    create_namespace(cluster.kube, name)
+    cluster.namespaces.append(name)
+    cluster.kube.patch(api_path("v1", "namespaces", name=name), {"metadata": {"labels": {MODE_LABEL: mode}}})
+    return name
+
+
+def legacy_pod(name: str, gpus: int = 2) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"},
+                     "containers": [{"name": "cuda", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}
+
+
+def legacy_deployment(name: str, replicas: int = 2) -> dict[str, Any]:
+    pod = legacy_pod(name)
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod["spec"]}}}
+
+
+def wait_webhook_active(cluster: Cluster, ns: str) -> dict[str, Any]:
+    """Dry-run creates until the API server calls the webhook (it learns of the MWC asynchronously)."""
+    def converted() -> dict[str, Any] | None:
+        pod = cluster.kube.create(api_path("v1", "pods", ns), legacy_pod("probe"), dry_run=True)
+        return pod if CONVERTED_LABEL in (pod["metadata"].get("labels") or {}) else None
+    return wait_for(converted, 30, "the API server to call the webhook")
+
+
+def pods_of(kube: KubeClient, ns: str, app: str) -> list[dict[str, Any]]:
+    return kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}")
