@@ -14,12 +14,12 @@ import itertools
 import os
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from bridge.errors import SettingsError
 from translate.names import is_dns_subdomain
-from translate.slice_render import API_VERSIONS
+from translate.render import normalize_api_version
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 """The values ``--log-level``/``LOG_LEVEL`` accept (in any case)."""
@@ -44,27 +44,38 @@ class Settings:
     settle_period: float = 120.0
     """Seconds every interlock must hold before publishing starts (SETTLE_PERIOD)."""
     kubeconfig: str = ""
-    """Kubeconfig file (KUBECONFIG); empty means the in-cluster service account."""
+    """Kubeconfig file (KUBECONFIG; one file, not a colon-separated list); empty means the in-cluster
+    service account."""
     resource_api_version: str = ""
-    """Force a ``resource.k8s.io`` version (RESOURCE_API_VERSION); empty means discovery picks the newest."""
+    """Force a resource.k8s.io version (RESOURCE_API_VERSION): v1, v1beta2 or v1beta1, with or without the
+    resource.k8s.io/ prefix; empty means discovery picks the newest served."""
     health_port: int = 8081
-    """Port of the readiness/liveness and Prometheus endpoints (HEALTH_PORT); 0 disables them."""
+    """Port of the readiness/liveness and Prometheus endpoints (HEALTH_PORT), 1-65535; 0 disables them."""
     log_level: str = "INFO"
     """Log level (LOG_LEVEL): DEBUG, INFO, WARNING or ERROR, in any case. Logs go to stderr."""
 
     def validate(self, need_node: bool = True) -> Settings:
-        """Return self, or raise SettingsError naming the flag and its environment twin."""
+        """The settings (resource_api_version in its full form), or SettingsError naming the
+        flag and its environment twin."""
         if need_node and not is_dns_subdomain(self.node_name):
             raise SettingsError(f"--node-name/NODE_NAME must be a node name, got {self.node_name!r}")
         if not is_dns_subdomain(self.driver_name) or len(self.driver_name) > 63:
             raise SettingsError(f"--driver-name/DRIVER_NAME must be a DNS subdomain (<= 63), got {self.driver_name!r}")
         if self.poll_interval <= 0 or self.settle_period < 0:
             raise SettingsError("--poll-interval/POLL_INTERVAL must be > 0 and --settle-period/SETTLE_PERIOD >= 0")
-        if self.resource_api_version and self.resource_api_version not in API_VERSIONS:
-            raise SettingsError(f"--resource-api-version/RESOURCE_API_VERSION must be one of {', '.join(API_VERSIONS)}")
+        version = self.resource_api_version
+        if version:
+            try:
+                version = normalize_api_version(version)
+            except ValueError:
+                raise SettingsError("--resource-api-version/RESOURCE_API_VERSION must be v1, v1beta2 or v1beta1 "
+                                    f"(resource.k8s.io/ prefix optional), got {self.resource_api_version!r}") from None
+        if not 0 <= self.health_port <= 65535:
+            raise SettingsError(f"--health-port/HEALTH_PORT must be a port number (1-65535) or 0 for none, "
+                                f"got {self.health_port}")
         if self.log_level.upper() not in LOG_LEVELS:
             raise SettingsError(f"--log-level/LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
-        return self
+        return replace(self, resource_api_version=version)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -108,7 +119,7 @@ def _field_docs(cls: type) -> dict[str, str]:
     for node, after in itertools.pairwise(body):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
                 and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
-            out[node.target.id] = " ".join(after.value.value.split()).replace("%", "%%")
+            out[node.target.id] = " ".join(after.value.value.split()).replace("``", "").replace("%", "%%")
     return out
 
 

@@ -74,3 +74,21 @@ def test_docs_flag_table_matches_help() -> None:
         assert twin[1] == action.dest.upper()  # the variable Settings.from_namespace reads
         helped[action.option_strings[0]] = (twin[1], default[1])
     assert documented == helped
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["--health-port", "70000"], "--health-port/HEALTH_PORT"),
+    (["--health-port", "-1"], "--health-port/HEALTH_PORT"),
+    (["--resource-api-version", "v2"], "--resource-api-version/RESOURCE_API_VERSION"),
+])
+def test_out_of_range_values_are_configuration_errors(argv: list[str], flag: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--node-name", "n", *argv]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err
+
+
+@pytest.mark.parametrize("given", ["v1beta1", "resource.k8s.io/v1beta1"])
+def test_resource_api_version_takes_the_short_or_the_full_form(given: str) -> None:
+    settings = Settings.from_args(["--resource-api-version", given], {}).validate(need_node=False)
+    assert settings.resource_api_version == "resource.k8s.io/v1beta1"
