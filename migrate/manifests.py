@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from translate.yamltext import StrictLoader
+
 
 class ManifestError(Exception):
     """A manifest source cannot be read or parsed; the message names the file (and line)."""
@@ -28,33 +30,7 @@ class Document:
     obj: Any
 
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
-    """SafeLoader that keeps timestamps as strings (Kubernetes objects carry RFC 3339 text) and
-    refuses duplicate mapping keys (kubectl does; a silent "last one wins" would change a pod)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                duplicate = key in seen
-            except TypeError:  # an unhashable key: let the base class report it
-                break
-            if duplicate:
-                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                        f"found duplicate key {key!r}", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
-
-
-_Loader.yaml_implicit_resolvers = {
-    k: [(tag, regexp) for tag, regexp in v if tag != "tag:yaml.org,2002:timestamp"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def _files(source: str) -> list[Path]:
@@ -90,7 +66,7 @@ def _parse(text: str, name: str) -> list[Any]:
         if stream is not None:
             return [d for d in stream if d is not None]
     try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        return [d for d in yaml.load_all(text, Loader=StrictLoader) if d is not None]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name

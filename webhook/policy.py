@@ -34,6 +34,8 @@ from typing import Any, Literal
 
 import yaml
 
+from translate.names import is_dns_subdomain
+from translate.yamltext import StrictLoader
 from webhook.errors import PolicyError
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
@@ -144,8 +146,9 @@ def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
             raise _fail(source, path, "must be admit-unchanged or deny")
         if name == "draSchedulers":
             value = _strings(value, source, path)
-            if not all(value):
-                raise _fail(source, path, "must be a list of non-empty scheduler names")
+            if not all(is_dns_subdomain(v) for v in value):  # core/v1 validates spec.schedulerName so
+                raise _fail(source, path, "must be a list of scheduler names (DNS subdomains, as "
+                                          "spec.schedulerName)")
         out[_SETTING_KEYS[name]] = value
     return out
 
@@ -180,7 +183,7 @@ def parse_policy(doc: object, source: str) -> Policy:
         return Policy(source=source)
     if not isinstance(doc, Mapping):
         raise _fail(source, "(top level)", "must be a mapping")
-    known = ("apiVersion", "kind", "defaults", "rules")
+    known = ("apiVersion", "defaults", "rules")
     for name in doc:
         if name not in known:
             raise _fail(source, str(name), f"unknown key (known: {', '.join(known)})")
@@ -211,7 +214,7 @@ def parse_policy(doc: object, source: str) -> Policy:
 def load_policy(text: str, source: str) -> Policy:
     """Parse and validate policy YAML text; raise PolicyError (source, key, rule)."""
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=StrictLoader)  # duplicate keys refused, as kubectl does
     except yaml.YAMLError as exc:
         raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
     return parse_policy(doc, source)

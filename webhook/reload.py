@@ -60,6 +60,6 @@ class Watched(Generic[T]):
         if reason != self.error:
             self.failures += 1
             kept = "keeping the last good version" if self.value is not None else "nothing in force"
-            logger.error("refused %s: %s (%s)", self.path, reason, kept)
+            logger.error("refused %s (%s)", reason, kept)  # reason starts with the path
         self.error = reason
         return False

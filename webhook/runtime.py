@@ -111,8 +111,8 @@ class Runtime:
                 detail[name] = "built-in defaults" if name == "policy" else "shipped catalog"
             else:
                 state = "in force" if watched.value is not None else "none in force"
-                detail[name] = f"{watched.path}: {state}" + (f"; newest file refused: {watched.error}"
-                                                             if watched.error else "")
+                refused = watched.error.removeprefix(f"{watched.path}: ")
+                detail[name] = f"{watched.path}: {state}" + (f"; newest file refused: {refused}" if refused else "")
         ready = tls_ok and policy_ok
         detail["ready"] = ready
         return ready, detail

@@ -33,6 +33,9 @@ Client = TestClient[web.Request, web.Application]
     ("rules: {}", "rules"),
     ("defaults: {draSchedulers: volcano}", "defaults.draSchedulers"),
     ("rules: [{match: {}, draSchedulers: ['']}]", "rules[0].draSchedulers"),
+    ("defaults: {draSchedulers: [' ']}", "defaults.draSchedulers"),
+    ("defaults: {keepLegacy: true, keepLegacy: false}", "not valid YAML"),
+    ("kind: Policy", "kind"),
     ("apiVersion: policy.dra-bridge.io/v2", "apiVersion"),
     ("extra: 1", "extra"),
     ("[1, 2]", "(top level)"),
@@ -76,6 +79,7 @@ def test_a_bad_new_file_keeps_the_last_good_policy_and_says_why(tmp_path: Path) 
     assert runtime.context().policy.defaults.on_error == "deny"
     ready, detail = runtime.readiness()
     assert ready is True and "defaults.onError" in detail["policy"]
+    assert detail["policy"].count(str(path)) == 1, detail["policy"]
     assert "dra_webhook_config_reload_failures_total{file=\"policy\"} 1.0" in runtime.metrics.render().decode()
     assert 'dra_webhook_config_valid{file="policy"} 0.0' in runtime.metrics.render().decode()
     path.write_text("defaults: {onError: admit-unchanged}\n")
