@@ -50,7 +50,7 @@ class Hints:
 
 
 #: The webhook's spelling: its policy keys (webhook/policy.py).
-POLICY_HINTS = Hints("policy hamiSlicing: whole-devices", "policy draSchedulers: [{name}]")
+POLICY_HINTS = Hints("policy hamiSlicing: whole-devices", "policy draSchedulers")
 
 
 @dataclass(frozen=True)

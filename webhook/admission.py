@@ -154,7 +154,17 @@ def _controller(meta: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _warning(f: Finding) -> str:
-    return _clip(f"dra-bridge: {f.path}: {f.outcome}: {f.reason}")
+    """``dra-bridge: <path>: <outcome>: <reason>`` in at most MAX_WARNING_CHARS: a long path is
+    shortened in its middle first, so the reason and its advice stay whole; a pod-level
+    finding (path ".") names no path."""
+    tail = f"{f.outcome}: {f.reason}"
+    if f.path in ("", "."):
+        return _clip(f"dra-bridge: {tail}")
+    path, room = f.path, MAX_WARNING_CHARS - len("dra-bridge: : ") - len(tail)
+    if len(path) > room:
+        keep = max(room, 24) - 3
+        path = path[: keep // 2] + "..." + path[len(path) - (keep - keep // 2):]
+    return _clip(f"dra-bridge: {path}: {tail}")
 
 
 def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:

@@ -321,3 +321,16 @@ async def test_replicas_are_answered_from_the_patch_memo_and_counted(client: Cli
     text = await (await client.get("/metrics")).text()
     assert 'dra_webhook_patch_memo_total{result="hit"} 2.0' in text
     assert 'dra_webhook_patch_memo_total{result="miss"} 1.0' in text
+
+
+def test_long_paths_are_shortened_so_the_advice_stays_whole() -> None:
+    from translate.findings import Finding
+    from webhook.admission import MAX_WARNING_CHARS, _warning
+
+    reason = "HAMi memory slicing (percent per container) has no DRA equivalent: the pod stays legacy " \
+             "(policy hamiSlicing: whole-devices gives it whole devices)"
+    path = "spec.initContainers[12].resources.limits[example.vendor.io/gpumem-percentage-per-container]"
+    text = _warning(Finding(path, "50", "unsupported", reason))
+    assert len(text) <= MAX_WARNING_CHARS and text.endswith(reason) and "..." in text, text
+    assert text.startswith("dra-bridge: spec.initCont") and "-per-container]: unsupported: " in text
+    assert _warning(Finding(".", "", "kept-legacy", "kept")) == "dra-bridge: kept-legacy: kept"

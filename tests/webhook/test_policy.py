@@ -156,5 +156,5 @@ async def test_dra_schedulers_lets_pods_of_a_declared_scheduler_convert(
     assert "patch" in await enforce(client, pod)
     answer = await enforce(client, pod, "team-b")
     assert "patch" not in answer
-    assert any("policy draSchedulers: [volcano]" in w and "--dra-scheduler" not in w
+    assert any("'volcano'" in w and "policy draSchedulers" in w and "--dra-scheduler" not in w
                for w in answer["warnings"]), answer["warnings"]
