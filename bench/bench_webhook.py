@@ -3,14 +3,16 @@
 (a) in-process: ``Admitter.handle`` on a Pod-sized enforce review (decode, plan, patch,
     encode; template already known), p50/p99 over N calls (targets p50 <= 0.5 ms, p99 <= 5 ms),
     twice: pods of one workload (replicas: the patch memo answers after the first pod) and
-    pods that are each of a different workload (every call plans and diffs from scratch);
+    pods that are each of a different workload (every call plans and diffs from scratch),
+    in K interleaved rounds with a decode+encode baseline (median of the rounds' ratios);
 (b) over TLS with keep-alive at a steady RATE reviews/s for SECONDS, end-to-end p50/p99
     (target p99 <= 10 ms);
 (c) saturation: reviews/s of /mutate/enforce and of a no-op AdmissionReview handler on the
     same stack (aiohttp + TLS + JSON), same run, and their ratio (target >= 1,000 enforce/s
-    per server core).
+    per server core), for both kinds of pods.
 
-The server runs in a child process (one core); the client in this one.
+The server runs in a child process (one core); the client in this one. Exit status 1 when
+a target is not met.
 Usage: python bench/bench_webhook.py [--calls N] [--rounds K] [--rate R] [--seconds S] [--concurrency C]
 """
 
