@@ -171,11 +171,15 @@ class Publisher:
         while not stop.is_set():
             try:
                 version = await self.version()
+                delivered = False
                 async for _kind, _obj in self.api.watch_slices(version, self._selector(), timeout):
                     self._changed.set()
-                    backoff = self._backoff_initial
+                    delivered, backoff = True, self._backoff_initial
                     if stop.is_set():
                         return
+                if not delivered:  # ended (or refused with an ERROR event) at once: never a tight loop
+                    await self._sleep(backoff)
+                    backoff = min(backoff * 2, self._backoff_max)
             except Exception as exc:  # PublishError, or anything odd a watch delivers: never end the loop
                 logger.warning("ResourceSlice watch failed, watching again in %.1fs: %s", backoff,
                                str(exc) or type(exc).__name__, exc_info=not isinstance(exc, PublishError))

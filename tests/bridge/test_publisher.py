@@ -210,3 +210,18 @@ async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(api: FakeApi) 
         stop.set()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_watch_that_ends_at_once_without_events_is_not_restarted_in_a_tight_loop(api: FakeApi) -> None:
+    slept: list[float] = []
+    stop = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 4:
+            stop.set()
+        await asyncio.sleep(0)
+
+    pub = Publisher(api, "node-a", "dra-bridge.io", sleep=sleep)
+    await asyncio.wait_for(pub.watch(stop, timeout=0), 2)  # an empty pool: each watch ends at once
+    assert slept == [1.0, 2.0, 4.0, 8.0]
