@@ -49,10 +49,6 @@ class Hints:
     dra_scheduler: str = "--dra-scheduler {name}"
 
 
-#: The webhook's spelling: its policy keys (webhook/policy.py).
-POLICY_HINTS = Hints("policy hamiSlicing: whole-devices", "policy draSchedulers")
-
-
 @dataclass(frozen=True)
 class Options:
     """How to plan. ``api_version``: the resource.k8s.io version to render;

@@ -31,9 +31,9 @@ import jsonpointer
 from translate.catalog import Catalog
 from translate.cluster import converted_resources, held_back
 from translate.findings import Finding
-from translate.plan import MANAGED_BY_WEBHOOK, POLICY_HINTS, Options, plan_pod
+from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
 from webhook.errors import ReviewError
-from webhook.policy import Policy, Subject, Translation
+from webhook.policy import POLICY_HINTS, Policy, Subject, Translation
 
 Mode = Literal["enforce", "audit"]
 MAX_BODY_BYTES = 3 * 1024 * 1024

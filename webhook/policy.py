@@ -35,10 +35,13 @@ from typing import Any, Literal
 import yaml
 
 from translate.names import is_dns_subdomain
+from translate.plan import Hints
 from translate.yamltext import StrictLoader
 from webhook.errors import PolicyError
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
+#: How findings name the settings that change an outcome, in this policy's keys.
+POLICY_HINTS = Hints("policy hamiSlicing: whole-devices", "policy draSchedulers")
 OnError = Literal["admit-unchanged", "deny"]
 HamiSlicing = Literal["unsupported", "whole-devices"]
 _SETTING_KEYS = {"keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
@@ -226,6 +229,7 @@ def setting_names() -> tuple[str, ...]:
 
 
 __all__ = [
+    "POLICY_HINTS",
     "Match",
     "OnError",
     "Policy",
