@@ -92,3 +92,10 @@ def test_out_of_range_values_are_configuration_errors(argv: list[str], flag: str
 def test_resource_api_version_takes_the_short_or_the_full_form(given: str) -> None:
     settings = Settings.from_args(["--resource-api-version", given], {}).validate(need_node=False)
     assert settings.resource_api_version == "resource.k8s.io/v1beta1"
+
+
+def test_help_texts_carry_no_rest_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "--kubelet-dir" in out and "``" not in out

@@ -101,3 +101,17 @@ def test_digest_prefix_equals_the_prefix_of_the_whole_digest_in_base32() -> None
     for value in ({"a": 1}, ["x", "y"], "é", {"spec": {"requests": [{"count": 2}]}}):
         whole = base64.b32encode(hashlib.sha256(canonical_json(value).encode()).digest()).decode().lower()
         assert [digest(value, n) for n in range(1, 53)] == [whole[:n] for n in range(1, 53)]
+
+
+def test_lookups_are_remembered_per_catalog_and_target() -> None:
+    from translate.catalog import LOOKUP_MEMO_SIZE
+
+    catalog = load_catalog()
+    bridge = catalog.lookup("nvidia.com/mig-1g.10gb")
+    assert bridge is not None and catalog.lookup("nvidia.com/mig-1g.10gb") is bridge
+    vendor = catalog.with_target("vendor").lookup("nvidia.com/mig-1g.10gb")
+    assert vendor is not None and vendor.device_class == "mig.nvidia.com", "a new target must not reuse answers"
+    assert catalog.lookup("nvidia.com/mig-1g.10gb") is bridge
+    for i in range(LOOKUP_MEMO_SIZE + 10):  # names come from pods: the memo stays bounded
+        assert catalog.lookup(f"example.com/thing-{i}") is None
+    assert len(catalog._memo) == LOOKUP_MEMO_SIZE

@@ -33,9 +33,13 @@ def test_bad_values_are_config_errors(argv: list[str]) -> None:
         Settings.from_args(["--tls-cert-file", "c", "--tls-key-file", "k", *argv], {})
 
 
-def test_certs_command_writes_a_ca_and_a_serving_certificate(tmp_path: Path) -> None:
+def test_certs_command_writes_a_ca_and_a_serving_certificate(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["certs", "--namespace", "gpu-system", "--service", "dra-webhook", "--out", str(tmp_path),
                  "--ip", "127.0.0.1"]) == 0
+    said = capsys.readouterr().out
+    assert all(str(tmp_path / f) in said for f in ("ca.crt", "tls.crt", "tls.key", "ca.key")), said
+    assert "keep it private" in said
     cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
     ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
     cert.verify_directly_issued_by(ca)
