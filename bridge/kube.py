@@ -78,6 +78,11 @@ def _slices_path(api_version: str, name: str | None = None) -> str:
     return f"{path}/{name}" if name else path
 
 
+def _connection_failure(exc: Exception) -> bool:
+    """True for an OSError, a timeout or an aiohttp client error: the API server unreachable."""
+    return isinstance(exc, OSError | TimeoutError) or type(exc).__module__.startswith("aiohttp")
+
+
 class RestKubeApi:
     """:class:`KubeApi` over a ``kubernetes_asyncio.client.ApiClient``."""
 
@@ -98,10 +103,8 @@ class RestKubeApi:
         except ApiException as exc:
             text = f"{method} {path}: {exc.status} {exc.reason}: {str(exc.body)[:300]}"
             raise PublishError(text, exc.status) from exc
-        except (OSError, TimeoutError) as exc:
-            raise PublishError(f"{method} {path}: API server unreachable: {exc}") from exc
-        except Exception as exc:  # aiohttp client errors and friends: the edge turns them into ours
-            if type(exc).__module__.startswith("aiohttp"):
+        except Exception as exc:
+            if _connection_failure(exc):
                 raise PublishError(f"{method} {path}: API server unreachable: {exc}") from exc
             raise
 
@@ -150,10 +153,10 @@ class RestKubeApi:
                 yield kind, raw
         except ApiException as exc:
             raise PublishError(f"watch {_slices_path(api_version)}: {exc.status} {exc.reason}", exc.status) from exc
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise PublishError(f"watch {_slices_path(api_version)}: API server unreachable: {exc}") from exc
-        except Exception as exc:  # aiohttp client errors and friends
-            if type(exc).__module__.startswith("aiohttp"):
+        except ValueError as exc:  # a watch line that does not decode
+            raise PublishError(f"watch {_slices_path(api_version)}: {exc}") from exc
+        except Exception as exc:
+            if _connection_failure(exc):
                 raise PublishError(f"watch {_slices_path(api_version)}: API server unreachable: {exc}") from exc
             raise
         finally:
