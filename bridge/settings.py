@@ -30,13 +30,13 @@ class Settings:
     """The agent's configuration."""
 
     node_name: str = ""
-    """Name of the Node this agent serves (NODE_NAME; from the downward API in the chart). Required for ``run``."""
+    """Name of the Node this agent serves (NODE_NAME; in a DaemonSet, from the downward API). Required for ``run``."""
     kubelet_dir: str = "/var/lib/kubelet"
     """The kubelet root directory (KUBELET_DIR): holds ``pod-resources/`` and ``device-plugins/``."""
     state_dir: str = "/var/lib/dra-bridge"
     """Directory of the node-local inventory state (STATE_DIR); must survive restarts and reboots."""
     driver_name: str = "dra-bridge.io"
-    """The DRA driver name our ResourceSlices carry (DRIVER_NAME); a DNS subdomain of at most 63."""
+    """The DRA driver name our ResourceSlices carry (DRIVER_NAME); a DNS subdomain of at most 63 characters."""
     catalog: str = ""
     """Optional user catalog file extending the shipped one (CATALOG); empty for none."""
     poll_interval: float = 30.0

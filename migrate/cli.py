@@ -41,12 +41,15 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     conv = sub.add_parser("convert", help="convert manifests (stdout) and list findings (stderr)")
     conv.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR|-",
-                      help="manifest file, directory (recursive .yaml/.yml/.json) or - for stdin; repeatable")
-    conv.add_argument("--api-version", default="v1", help="resource.k8s.io version to render: v1, v1beta2, v1beta1")
+                      help="manifest file, directory (recursive .yaml/.yml/.json) or - for stdin; repeatable "
+                           "(default: stdin)")
+    conv.add_argument("--api-version", default="v1", metavar="v1|v1beta2|v1beta1",
+                      help="resource.k8s.io version to render (default v1)")
     conv.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
     conv.add_argument("--target", choices=("bridge", "vendor"),
                       help="DeviceClasses to use: ours (bridge, default) or the vendor driver's own")
-    conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
+                      help="format of the converted objects on stdout (default yaml)")
     conv.add_argument("--include-custom-resources", action="store_true",
                       help="also convert pod templates inside custom resources (RayCluster, PyTorchJob, ...)")
     conv.add_argument("--hami-slicing", choices=("unsupported", "whole-devices"), default="unsupported",
@@ -54,8 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
                       help="a scheduler besides default-scheduler that supports DRA (its pods are converted); "
                            "repeatable")
-    conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists")
-    classes = sub.add_parser("classes", help="print our DeviceClasses (what the chart installs)")
+    conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists "
+                                                         "(unsupported includes kept-legacy)")
+    classes = sub.add_parser("classes", help="print our DeviceClasses (apply them before converted workloads)")
     classes.add_argument("--api-version", default="v1")
     classes.add_argument("--catalog", metavar="FILE")
     classes.add_argument("--mig-profile", action="append", default=[], metavar="PROFILE",

@@ -1,4 +1,4 @@
-"""A CA and a serving certificate for the webhook (development and the chart's self-signed mode).
+"""A CA and a serving certificate for the webhook (development, or a self-signed deployment).
 
     write_certs(out_dir, namespace, service, ip_addresses=(), days=365) -> CertPaths
         ca.crt, ca.key, tls.crt, tls.key in out_dir (keys mode 0600)
