@@ -2,13 +2,13 @@
 
 The I/O edge around :mod:`translate` (kubelet gRPC, node-local state, the API server). Modules:
 ``podresources`` (PodResources v1 proto, stubs, client), ``state`` (recorded inventory),
-``interlocks`` (pure hand-over decisions), ``kube`` (API server adapter), ``publisher``
-(ResourceSlice reconciler), ``nvml`` (optional), ``agent`` (the loop), ``health``,
+``interlocks`` (pure hand-over decisions), ``access`` (the API calls it makes), ``publisher``
+(ResourceSlice reconciler, over the shared :mod:`kube` layer), ``nvml`` (optional), ``agent`` (the loop), ``health``,
 ``settings``, ``cli`` and ``errors``.
 """
 
 from __future__ import annotations
 
-from bridge.errors import BridgeError, NvmlError, PodResourcesError, PublishError, SettingsError, StateError
+from bridge.errors import BridgeError, NvmlError, PodResourcesError, SettingsError, StateError
 
-__all__ = ["BridgeError", "NvmlError", "PodResourcesError", "PublishError", "SettingsError", "StateError"]
+__all__ = ["BridgeError", "NvmlError", "PodResourcesError", "SettingsError", "StateError"]

@@ -31,14 +31,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.errors import NvmlError, PodResourcesError, PublishError, StateError
+from bridge.errors import NvmlError, PodResourcesError, StateError
 from bridge.health import Health, Metrics
 from bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, evaluate
-from bridge.kube import KubeApi
 from bridge.podresources.client import PodResourcesClient
 from bridge.publisher import Publisher
 from bridge.settings import Settings
 from bridge.state import Inventory, InventoryStore
+from kube.api import KubeApi
+from kube.errors import KubeError
+from kube.events import event, post_event
+from kube.resources import NODES, RESOURCE_SLICES
 from translate.catalog import Catalog
 from translate.cluster import NODE_MODE_LABEL
 from translate.errors import InventoryError
@@ -49,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 CONDITION_TYPE = "DRABridgePreparedClaims"
 EVENT_NAMESPACE = "default"
+COMPONENT = "dra-bridge"
 GFD_PREFIXES = ("nvidia.com/",)
 NvmlProbe = Callable[[], "dict[str, NvmlFacts] | None"]
 
@@ -71,15 +75,9 @@ class Agent:
     def __init__(self, settings: Settings, catalog: Catalog, kubelet: PodResourcesClient, store: InventoryStore,
                  api: KubeApi, publisher: Publisher, nvml_probe: NvmlProbe | None = None,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
-        self.settings = settings
-        self.catalog = catalog
-        self.kubelet = kubelet
-        self.store = store
-        self.api = api
-        self.publisher = publisher
-        self.nvml_probe = nvml_probe
-        self.clock = clock
-        self.wall = wall
+        self.settings, self.catalog, self.kubelet, self.store = settings, catalog, kubelet, store
+        self.api, self.publisher, self.nvml_probe = api, publisher, nvml_probe
+        self.clock, self.wall = clock, wall
         self.metrics = Metrics()
         self.health = Health(clock=clock)
         self.node_writes = 0
@@ -113,8 +111,8 @@ class Agent:
 
     async def _node(self) -> dict[str, Any] | None:
         try:
-            node = await self.api.get_node(self.settings.node_name)
-        except PublishError as exc:
+            node = await self.api.get(NODES, self.settings.node_name)
+        except KubeError as exc:
             if self.health.api != str(exc):
                 logger.warning("API server unavailable, will retry: %s", exc)
             self.health.api = str(exc)
@@ -140,9 +138,10 @@ class Agent:
             return frozenset()
 
     async def _other_driver_uuids(self) -> dict[str, str]:
-        version = await self.publisher.version()
+        slices = RESOURCE_SLICES.at(await self.publisher.version())
         out: dict[str, str] = {}
-        for item in await self.api.list_slices(version, f"spec.nodeName={self.settings.node_name}"):
+        listed = await self.api.list(slices, field_selector=f"spec.nodeName={self.settings.node_name}")
+        for item in listed.get("items") or []:
             spec = item.get("spec", {})
             if spec.get("driver") == self.settings.driver_name:
                 continue
@@ -188,7 +187,7 @@ class Agent:
             self.health.kubelet, held = str(exc), None
         try:
             others = await self._other_driver_uuids()
-        except PublishError as exc:
+        except KubeError as exc:
             self.health.api = str(exc)
             return Decision(False, (Refusal("other-driver", f"cannot list this node's slices: {exc}"),), None), True
         if offered is None or held is None:
@@ -245,18 +244,15 @@ class Agent:
 
     async def _flush_events(self) -> None:
         events, self._pending_events = self._pending_events, []
-        now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC)
+        node = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node_name, "uid": self.publisher.owner_uid}
         for kind, reason, message in events:
-            body = {"apiVersion": "v1", "kind": "Event",
-                    "metadata": {"generateName": f"{self.settings.node_name}.dra-bridge."},
-                    "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": self.settings.node_name,
-                                       "uid": self.publisher.owner_uid},
-                    "type": kind, "reason": reason, "message": message, "source": {"component": "dra-bridge"},
-                    "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+            body = event(node, reason=reason, message=message, component=COMPONENT, namespace=EVENT_NAMESPACE,
+                         type=kind, now=now, generate_name=f"{self.settings.node_name}.dra-bridge.")
             try:
-                await self.api.create_event(EVENT_NAMESPACE, body)
+                await post_event(self.api, body)
                 self.node_writes += 1
-            except PublishError as exc:
+            except KubeError as exc:
                 logger.warning("cannot create Event %s: %s", reason, exc)
 
     async def _condition(self, node: dict[str, Any]) -> None:
@@ -269,9 +265,9 @@ class Agent:
                      "reason": "ClaimsPrepared" if self.prepared_claims else "NoPreparedClaims",
                      "message": message, "lastHeartbeatTime": now, "lastTransitionTime": now}
         try:
-            await self.api.patch_node_status(self.settings.node_name, {"status": {"conditions": [condition]}})
+            await self.api.patch_status(NODES, self.settings.node_name, {"status": {"conditions": [condition]}})
             self.node_writes += 1
-        except PublishError as exc:
+        except KubeError as exc:
             logger.warning("cannot set the %s condition: %s", CONDITION_TYPE, exc)
 
     # -- loop ------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from bridge.errors import BridgeError
 from bridge.podresources.client import PodResourcesClient, socket_path
 from bridge.settings import Settings, build_parser
 from bridge.state import InventoryStore
+from kube.errors import KubeError
 from translate.catalog import load_catalog
 from translate.errors import TranslateError
 
@@ -70,14 +71,15 @@ async def run(settings: Settings) -> int:
     """Build the agent from settings and run it until SIGTERM/SIGINT."""
     from bridge.agent import Agent
     from bridge.health import serve
-    from bridge.kube import RestKubeApi, connect
     from bridge.nvml import probe
     from bridge.publisher import Publisher
+    from kube.api import ApiServer
+    from kube.client import connect
 
     catalog_text = Path(settings.catalog).read_text("utf-8") if settings.catalog else None
     catalog = load_catalog(catalog_text, settings.catalog or "user catalog")
-    api_client = await connect(settings.kubeconfig)
-    api = RestKubeApi(api_client)
+    client = await connect(settings.kubeconfig)
+    api = ApiServer(client)
     publisher = Publisher(api, settings.node_name, settings.driver_name, settings.resource_api_version)
     agent = Agent(settings, catalog, PodResourcesClient(socket_path(settings.kubelet_dir)),
                   InventoryStore(settings.state_dir), api, publisher, nvml_probe=probe)
@@ -95,7 +97,7 @@ async def run(settings: Settings) -> int:
     finally:
         if runner is not None:
             await runner.cleanup()
-        await api_client.close()
+        await client.close()
     return 0
 
 
@@ -109,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "inventory":
             return asyncio.run(inventory(settings, args.json, sys.stdout))
         return asyncio.run(run(settings))
-    except (BridgeError, TranslateError, OSError) as exc:
+    except (BridgeError, KubeError, TranslateError, OSError) as exc:
         print(f"dra-bridge: {exc}", file=sys.stderr)
         return 1
 

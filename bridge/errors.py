@@ -6,8 +6,10 @@ The tree (third-party errors are chained with ``raise ... from``, never re-expor
     ├── SettingsError              a flag or environment variable is missing or malformed
     ├── PodResourcesError          the kubelet's PodResources socket is missing or an RPC failed
     ├── StateError                 the node-local inventory state cannot be read or written
-    ├── PublishError               the API server refused or could not be reached (slices, Node, Events)
     └── NvmlError                  NVML is present but a query failed
+
+API server failures (slices, Node, Events) are :mod:`kube.errors` (``KubeError`` and its
+tree), shared with the webhook.
 
 Interlock refusals (design decision 6) are *not* exceptions: they are values returned by
 :func:`bridge.interlocks.evaluate`, so the agent can report every one of them.
@@ -30,17 +32,6 @@ class PodResourcesError(BridgeError):
 
 class StateError(BridgeError):
     """The node-local inventory state file cannot be read, parsed or written."""
-
-
-class PublishError(BridgeError):
-    """An API server request failed (unreachable, refused, or an unexpected answer).
-
-    ``code`` is the HTTP status when the server answered (404, 409, ...), else None.
-    """
-
-    def __init__(self, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class NvmlError(BridgeError):

@@ -15,26 +15,29 @@ lists what is stored (``spec.nodeName=<node>,spec.driver=<driver>``) and writes 
 
 Slices carry an ownerReference to the Node (set :attr:`owner_uid`), so they go with it.
 Counters in :attr:`stats` (``creates``, ``updates``, ``deletes``, ``errors``) let tests assert
-that an identical update writes nothing. :meth:`run` retries failed syncs with exponential
-backoff. The ``resource.k8s.io`` version is the override or the newest served (discovery).
+that an identical update writes nothing. :meth:`run` and :meth:`watch` retry with exponential
+backoff (:class:`kube.backoff.Backoff`). The ``resource.k8s.io`` version is the override or
+the newest served (discovery). API failures are :mod:`kube.errors`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.errors import PublishError
-from bridge.kube import KubeApi, newest_version
+from kube.api import KubeApi
+from kube.backoff import Backoff, Sleep
+from kube.discovery import GROUP, newest_served
+from kube.errors import KubeError, NotFound
+from kube.resources import RESOURCE_SLICES, Resource
 from translate.slice_render import SliceDevice, internal_form, pool_slices, render_slice
 
 logger = logging.getLogger(__name__)
-
-Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass
@@ -83,8 +86,7 @@ class Publisher:
         self._desired: list[SliceDevice] | None = None
         self._changed = asyncio.Event()
         self._sleep = sleep
-        self._backoff_initial = backoff_initial
-        self._backoff_max = backoff_max
+        self._backoff = (backoff_initial, backoff_max)
 
     @property
     def desired(self) -> list[SliceDevice] | None:
@@ -101,9 +103,12 @@ class Publisher:
     async def version(self) -> str:
         """The ``resource.k8s.io`` version to write (override, else discovery, cached)."""
         if not self.api_version:
-            self.api_version = newest_version(await self.api.served_resource_versions())
+            self.api_version = newest_served(await self.api.served_versions(GROUP))
             logger.info("publishing ResourceSlices as %s", self.api_version)
         return self.api_version
+
+    async def _slices(self) -> Resource:
+        return RESOURCE_SLICES.at(await self.version())
 
     def _selector(self) -> str:
         return f"spec.nodeName={self.node},spec.driver={self.driver}"
@@ -117,17 +122,17 @@ class Publisher:
 
     async def stored(self) -> list[dict[str, Any]]:
         """Our slices as stored, in internal form (metadata kept)."""
-        version = await self.version()
-        return [internal_form(s) for s in await self.api.list_slices(version, self._selector())]
+        listed = await self.api.list(await self._slices(), field_selector=self._selector())
+        return [internal_form(s) for s in listed.get("items") or []]
 
     async def sync(self) -> bool:
-        """One reconcile pass; True when it wrote anything. Raises PublishError."""
+        """One reconcile pass; True when it wrote anything. Raises KubeError."""
         version = await self.version()
+        slices = RESOURCE_SLICES.at(version)
         stored = {s["metadata"]["name"]: s for s in await self.stored()}
         if self._desired is None:
             for name in sorted(stored):
-                await self.api.delete_slice(version, name)
-                self.stats.deletes += 1
+                await self._delete(slices, name)
             if stored:
                 logger.info("withdrew pool %s of %s: deleted %d slice(s)", self.node, self.driver, len(stored))
             return bool(stored)
@@ -141,66 +146,67 @@ class Publisher:
         want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation)]
         names = {w["metadata"]["name"] for w in want}
         for name in sorted(set(stored) - names):
-            await self.api.delete_slice(version, name)
-            self.stats.deletes += 1
+            await self._delete(slices, name)
         for w in want:
             body = render_slice(w, version)
             old = stored.get(w["metadata"]["name"])
             if old is None:
-                await self.api.create_slice(version, body)
+                await self.api.create(slices, body)
                 self.stats.creates += 1
                 continue
             body["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion", "")
             try:
-                await self.api.replace_slice(version, w["metadata"]["name"], body)
+                await self.api.replace(slices, w["metadata"]["name"], body)
                 self.stats.updates += 1
-            except PublishError as exc:
-                if exc.code != 404:
-                    raise
+            except NotFound:
                 del body["metadata"]["resourceVersion"]
-                await self.api.create_slice(version, body)
+                await self.api.create(slices, body)
                 self.stats.creates += 1
         logger.info("published pool %s of %s: generation %d, %d slice(s), %d device(s)",
                     self.node, self.driver, generation, len(want), len(self._desired))
         return True
 
+    async def _delete(self, slices: Resource, name: str) -> None:
+        with contextlib.suppress(NotFound):  # already gone: what we wanted
+            await self.api.delete(slices, name)
+        self.stats.deletes += 1
+
     async def watch(self, stop: asyncio.Event, timeout: int = 300) -> None:
         """Wake :meth:`run` on every event on the pool's slices until ``stop``: watch for
         ``timeout`` seconds at a time; on errors back off (like :meth:`run`) and watch again."""
-        backoff = self._backoff_initial
+        backoff = Backoff(*self._backoff, sleep=self._sleep)
         while not stop.is_set():
             try:
-                version = await self.version()
                 delivered = False
-                async for _kind, _obj in self.api.watch_slices(version, self._selector(), timeout):
+                async for _kind, _obj in self.api.watch(await self._slices(), field_selector=self._selector(),
+                                                        timeout=timeout):
                     self._changed.set()
-                    delivered, backoff = True, self._backoff_initial
+                    delivered = True
+                    backoff.reset()
                     if stop.is_set():
                         return
-                if not delivered:  # ended (or refused with an ERROR event) at once: never a tight loop
-                    await self._sleep(backoff)
-                    backoff = min(backoff * 2, self._backoff_max)
-            except Exception as exc:  # PublishError, or anything odd a watch delivers: never end the loop
-                logger.warning("ResourceSlice watch failed, watching again in %.1fs: %s", backoff,
-                               str(exc) or type(exc).__name__, exc_info=not isinstance(exc, PublishError))
-                await self._sleep(backoff)
-                backoff = min(backoff * 2, self._backoff_max)
+                if not delivered:  # ended at once: never a tight loop
+                    await backoff.wait()
+            except Exception as exc:  # KubeError, or anything odd a watch delivers: never end the loop
+                logger.warning("ResourceSlice watch failed, watching again in %.1fs: %s", backoff.delay,
+                               str(exc) or type(exc).__name__, exc_info=not isinstance(exc, KubeError))
+                await backoff.wait()
 
     async def run(self, stop: asyncio.Event, resync: float) -> None:
         """Sync on every update and every ``resync`` seconds until ``stop``; back off on errors."""
-        backoff = self._backoff_initial
+        backoff = Backoff(*self._backoff, sleep=self._sleep)
         while not stop.is_set():
             self._changed.clear()
             try:
                 await self.sync()
-                self.healthy, self.last_error, backoff = True, "", self._backoff_initial
-            except Exception as exc:  # PublishError, or an odd slice stored under our selector: retry
+                self.healthy, self.last_error = True, ""
+                backoff.reset()
+            except Exception as exc:  # KubeError, or an odd slice stored under our selector: retry
                 self.stats.errors += 1
                 self.healthy, self.last_error = False, str(exc) or type(exc).__name__
-                logger.warning("ResourceSlice sync failed, retrying in %.1fs: %s", backoff, self.last_error,
-                               exc_info=not isinstance(exc, PublishError))
-                await self._sleep(backoff)
-                backoff = min(backoff * 2, self._backoff_max)
+                logger.warning("ResourceSlice sync failed, retrying in %.1fs: %s", backoff.delay, self.last_error,
+                               exc_info=not isinstance(exc, KubeError))
+                await backoff.wait()
                 continue
             waiters = [asyncio.ensure_future(self._changed.wait()), asyncio.ensure_future(stop.wait())]
             _, pending = await asyncio.wait(waiters, timeout=resync, return_when=asyncio.FIRST_COMPLETED)

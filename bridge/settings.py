@@ -1,80 +1,78 @@
 """Agent settings: a frozen dataclass built only by :meth:`Settings.from_args` / :meth:`Settings.from_env`.
 
-Every flag has an UPPER_SNAKE environment twin (style.md item 13); a flag given on the command
-line wins over its environment variable, which wins over the default. These two constructors
-are the only places that read the environment.
+Every flag has an environment twin ``DRA_BRIDGE_<NAME>`` (style.md item 13, the kube.flags
+convention); a flag given on the command line wins over its environment variable, which wins
+over the default. The former unprefixed twins (``NODE_NAME``, ``DRIVER_NAME``, ``CATALOG``,
+``LOG_LEVEL``, ...) are still read, with a deprecation warning. These constructors are the
+only places that read the environment; the flags' help texts are the table :data:`FLAGS`.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import inspect
-import itertools
 import os
-import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from bridge.errors import SettingsError
+from kube.flags import BRIDGE_PREFIX, Flag, FlagTable
 from translate.names import is_dns_subdomain
 from translate.render import normalize_api_version
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-"""The values ``--log-level``/``LOG_LEVEL`` accept (in any case)."""
+"""The values ``--log-level`` accepts (in any case)."""
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The agent's configuration."""
+    """The agent's configuration (the flags' help texts are :data:`FLAGS`)."""
 
     node_name: str = ""
-    """Name of the Node this agent serves (NODE_NAME; in a DaemonSet, from the downward API). Required for ``run``."""
+    """The Node this agent serves; required for ``run``."""
     kubelet_dir: str = "/var/lib/kubelet"
-    """The kubelet root directory (KUBELET_DIR): holds ``pod-resources/`` and ``device-plugins/``."""
+    """The kubelet root directory."""
     state_dir: str = "/var/lib/dra-bridge"
-    """Directory of the node-local inventory state (STATE_DIR); must survive restarts and reboots."""
+    """Directory of the node-local inventory state."""
     driver_name: str = "dra-bridge.io"
-    """The DRA driver name our ResourceSlices carry (DRIVER_NAME); a DNS subdomain of at most 63 characters."""
+    """The DRA driver name our ResourceSlices carry."""
     catalog: str = ""
-    """Optional user catalog file extending the shipped one (CATALOG); empty for none."""
+    """User catalog file extending the shipped one; empty for none."""
     poll_interval: float = 30.0
-    """Seconds between inventory polls and slice resyncs (POLL_INTERVAL)."""
+    """Seconds between inventory polls and slice resyncs."""
     settle_period: float = 120.0
-    """Seconds every interlock must hold before publishing starts (SETTLE_PERIOD)."""
+    """Seconds every interlock must hold before publishing starts."""
     kubeconfig: str = ""
-    """Kubeconfig file (KUBECONFIG; one file, not a colon-separated list); empty means the in-cluster
-    service account."""
+    """Kubeconfig file; empty: the in-cluster service account."""
     resource_api_version: str = ""
-    """Force a resource.k8s.io version (RESOURCE_API_VERSION): v1, v1beta2 or v1beta1, with or without the
-    resource.k8s.io/ prefix; empty means discovery picks the newest served."""
+    """The resource.k8s.io version to write; empty: discovered."""
     health_port: int = 8081
-    """Port of the readiness/liveness and Prometheus endpoints (HEALTH_PORT), 1-65535; 0 disables them."""
+    """Port of the probe and metrics endpoints; 0: none."""
     log_level: str = "INFO"
-    """Log level (LOG_LEVEL): DEBUG, INFO, WARNING or ERROR, in any case. Logs go to stderr."""
+    """Log level."""
 
     def validate(self, need_node: bool = True) -> Settings:
         """The settings (resource_api_version in its full form), or SettingsError naming the
         flag and its environment twin."""
+        twin = FLAGS.twin
         if need_node and not is_dns_subdomain(self.node_name):
-            raise SettingsError(f"--node-name/NODE_NAME must be a node name, got {self.node_name!r}")
+            raise SettingsError(f"{twin('node_name')} must be a node name, got {self.node_name!r}")
         if not is_dns_subdomain(self.driver_name) or len(self.driver_name) > 63:
-            raise SettingsError(f"--driver-name/DRIVER_NAME must be a DNS subdomain (<= 63), got {self.driver_name!r}")
+            raise SettingsError(f"{twin('driver_name')} must be a DNS subdomain (<= 63), got {self.driver_name!r}")
         if self.poll_interval <= 0 or self.settle_period < 0:
-            raise SettingsError("--poll-interval/POLL_INTERVAL must be > 0 and --settle-period/SETTLE_PERIOD >= 0")
+            raise SettingsError(f"{twin('poll_interval')} must be > 0 and {twin('settle_period')} >= 0")
         version = self.resource_api_version
         if version:
             try:
                 version = normalize_api_version(version)
             except ValueError:
-                raise SettingsError("--resource-api-version/RESOURCE_API_VERSION must be v1, v1beta2 or v1beta1 "
+                raise SettingsError(f"{twin('resource_api_version')} must be v1, v1beta2 or v1beta1 "
                                     f"(resource.k8s.io/ prefix optional), got {self.resource_api_version!r}") from None
         if not 0 <= self.health_port <= 65535:
-            raise SettingsError(f"--health-port/HEALTH_PORT must be a port number (1-65535) or 0 for none, "
+            raise SettingsError(f"{twin('health_port')} must be a port number (1-65535) or 0 for none, "
                                 f"got {self.health_port}")
         if self.log_level.upper() not in LOG_LEVELS:
-            raise SettingsError(f"--log-level/LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+            raise SettingsError(f"{twin('log_level')} must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
         return replace(self, resource_api_version=version)
 
     @classmethod
@@ -85,7 +83,6 @@ class Settings:
     @classmethod
     def from_args(cls, argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
         """Settings from flags, falling back to environment twins, then defaults."""
-        env = os.environ if env is None else env
         parser = build_parser(argparse.ArgumentParser(add_help=False))
         args, _ = parser.parse_known_args(list(argv))
         return cls.from_namespace(args, env)
@@ -93,44 +90,41 @@ class Settings:
     @classmethod
     def from_namespace(cls, args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from parsed flags (``None`` = not given) and environment twins."""
-        env = os.environ if env is None else env
         values: dict[str, Any] = {}
-        for f in fields(cls):
-            given = getattr(args, f.name, None)
-            raw = given if given is not None else env.get(f.name.upper())
-            if raw is None:
-                continue
+        for name, raw in FLAGS.values(args, os.environ if env is None else env).items():
             try:
-                values[f.name] = type(getattr(cls, f.name))(raw)
+                values[name] = type(getattr(cls, name))(raw)
             except ValueError as exc:
-                flag = "--" + f.name.replace("_", "-")
-                raise SettingsError(f"{flag}/{f.name.upper()}: {exc}") from exc
+                raise SettingsError(f"{FLAGS.twin(name)}: {exc}") from exc
         return cls(**values)
 
 
-def _field_docs(cls: type) -> dict[str, str]:
-    """The docstring under each field of a dataclass (they are the flags' help texts)."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    except (OSError, TypeError):  # no source shipped: fall back to the names
-        return {}
-    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-    out: dict[str, str] = {}
-    for node, after in itertools.pairwise(body):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
-            out[node.target.id] = " ".join(after.value.value.split()).replace("``", "").replace("%", "%%")
-    return out
+def _flag(name: str, help_text: str, metavar: str | None = None) -> Flag:
+    default = getattr(Settings, name)
+    return Flag(name, help_text, repr(default), metavar, type(default))
 
 
-_FIELD_HELP = _field_docs(Settings)
+FLAGS = FlagTable(BRIDGE_PREFIX, (
+    _flag("node_name", "Name of the Node this agent serves (in a DaemonSet, from the downward API). "
+                       "Required for run."),
+    _flag("kubelet_dir", "The kubelet root directory: holds pod-resources/ and device-plugins/.", "DIR"),
+    _flag("state_dir", "Directory of the node-local inventory state; must survive restarts and reboots.", "DIR"),
+    _flag("driver_name", "The DRA driver name our ResourceSlices carry; a DNS subdomain of at most 63 characters."),
+    _flag("catalog", "Optional user catalog file extending the shipped one; empty for none.", "FILE"),
+    _flag("poll_interval", "Seconds between inventory polls and slice resyncs.", "SECONDS"),
+    _flag("settle_period", "Seconds every interlock must hold before publishing starts.", "SECONDS"),
+    _flag("kubeconfig", "Kubeconfig file (one file, not a colon-separated list); empty means the in-cluster "
+                        "service account.", "FILE"),
+    _flag("resource_api_version", "Force a resource.k8s.io version: v1, v1beta2 or v1beta1, with or without the "
+                                  "resource.k8s.io/ prefix; empty means discovery picks the newest served."),
+    _flag("health_port", "Port of the readiness/liveness and Prometheus endpoints, 1-65535; 0 disables them.",
+          "PORT"),
+    _flag("log_level", "Log level: DEBUG, INFO, WARNING or ERROR, in any case. Logs go to stderr.", "LEVEL"),
+), legacy=frozenset(f.name for f in fields(Settings)))
+"""The agent's flags, their ``DRA_BRIDGE_`` twins and the deprecated unprefixed names (kube.flags)."""
 
 
 def build_parser(parser: argparse.ArgumentParser, default: Any = None) -> argparse.ArgumentParser:
     """Add the agent's flags (defaulting to None, so environment twins can apply; a subcommand's
     parser passes ``argparse.SUPPRESS`` so it does not hide flags given before the subcommand)."""
-    for f in fields(Settings):
-        flag = "--" + f.name.replace("_", "-")
-        parser.add_argument(flag, dest=f.name, default=default, type=type(getattr(Settings, f.name)),
-                            help=f"{_FIELD_HELP.get(f.name, f.name.upper())} Default {getattr(Settings, f.name)!r}.")
-    return parser
+    return FLAGS.add_to(parser, default)

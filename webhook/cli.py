@@ -23,12 +23,15 @@ from pathlib import Path
 
 from aiohttp import web
 
+from kube.api import ApiServer
+from kube.client import Client, connect
+from kube.discovery import discover_resource_version
+from kube.errors import KubeError
 from webhook.certs import write_certs
 from webhook.cluster import ClusterView
 from webhook.errors import ConfigError
 from webhook.events import KubeAuditSink
 from webhook.handler import Admitter
-from webhook.kube import api_client, discover_api_version
 from webhook.metrics import Metrics
 from webhook.reconciler import Reconciler
 from webhook.runtime import Runtime, watch_catalog, watch_policy
@@ -40,14 +43,32 @@ from webhook.tls import TlsReloader
 logger = logging.getLogger("webhook")
 
 
+async def _connect(settings: Settings) -> Client:
+    try:
+        return await connect(settings.kubeconfig)
+    except KubeError as exc:
+        raise ConfigError(f"{exc} (pass --kubeconfig FILE outside a cluster)") from exc
+
+
+async def _api_version(settings: Settings, api: ApiServer) -> str:
+    if settings.api_version:
+        return settings.api_version
+    try:
+        return await discover_resource_version(api)
+    except KubeError as exc:
+        raise ConfigError(f"API discovery failed: {type(exc).__name__}: {exc}; pass --api-version to force one"
+                          ) from exc
+
+
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); raises ConfigError on bad startup settings."""
     tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file)
     policy = watch_policy(settings.policy_file) if settings.policy_file else None
     catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
-    api = await api_client(settings.kubeconfig)
+    client = await _connect(settings)
     try:
-        api_version = settings.api_version or await discover_api_version(api)
+        api = ApiServer(client)
+        api_version = await _api_version(settings, api)
         metrics = Metrics()
         view = ClusterView()
         runtime = Runtime(api_version, metrics, policy, catalog, tls, kep5004=view.kep5004,
@@ -85,7 +106,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         finally:
             await runner.cleanup()
     finally:
-        await api.close()
+        await client.close()
 
 
 def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -23,17 +23,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import aiohttp
-from kubernetes_asyncio import client, watch
-from kubernetes_asyncio.client.exceptions import ApiException
-
+from kube.api import KubeApi
+from kube.backoff import Backoff, Sleep
+from kube.errors import Gone, KubeError
+from kube.resources import DEVICE_CLASSES, NODES, RESOURCE_QUOTAS, RESOURCE_SLICES, Resource
 from translate.cel import evaluate_selectors
 from translate.cluster import NODE_MODE_LABEL
 from translate.errors import SelectorError
-from webhook.backoff import Backoff, Sleep
 
 logger = logging.getLogger(__name__)
 Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice"
@@ -139,23 +138,16 @@ class ClusterView:
                 self._slices[name] = obj.get("spec") or {}
         self._kep5004 = None
 
-    async def run(self, api: client.ApiClient, resource_version: str, stop: asyncio.Event) -> None:
+    async def run(self, api: KubeApi, resource_version: str, stop: asyncio.Event) -> None:
         """Keep every cache fed until ``stop`` is set (``resource_version``: resource.k8s.io/<v>)."""
-        core = client.CoreV1Api(api)
-        objects = client.CustomObjectsApi(api)
-        group, version = resource_version.split("/", 1)
-        sources: dict[Kind, Callable[..., Awaitable[Any]]] = {
-            "Node": core.list_node,
-            "ResourceQuota": core.list_resource_quota_for_all_namespaces,
+        sources: dict[Kind, Resource] = {
+            "Node": NODES,
+            "ResourceQuota": RESOURCE_QUOTAS,
+            "DeviceClass": DEVICE_CLASSES.at(resource_version),
+            "ResourceSlice": RESOURCE_SLICES.at(resource_version),
         }
-        tasks = [asyncio.get_running_loop().create_task(self._feed(api, kind, fn, (), stop))
-                 for kind, fn in sources.items()]
-        tasks.append(asyncio.get_running_loop().create_task(
-            self._feed(api, "DeviceClass", objects.list_cluster_custom_object, (group, version, "deviceclasses"),
-                       stop)))
-        tasks.append(asyncio.get_running_loop().create_task(
-            self._feed(api, "ResourceSlice", objects.list_cluster_custom_object,
-                       (group, version, "resourceslices"), stop)))
+        tasks = [asyncio.get_running_loop().create_task(self._feed(api, kind, resource, stop))
+                 for kind, resource in sources.items()]
         try:
             await stop.wait()
         finally:
@@ -163,41 +155,35 @@ class ClusterView:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _feed(self, api: client.ApiClient, kind: Kind, fn: Callable[..., Awaitable[Any]], args: tuple[str, ...],
-                    stop: asyncio.Event) -> None:
+    async def _feed(self, api: KubeApi, kind: Kind, resource: Resource, stop: asyncio.Event) -> None:
         backoff = Backoff(*self._backoff, sleep=self._sleep)
         while not stop.is_set():
             try:
-                if await self._list_and_watch(api, kind, fn, args, stop):
+                if await self._list_and_watch(api, kind, resource, stop):
                     backoff.reset()
                     continue
                 logger.info("%s watch: ended with an ERROR event; relisting in %gs", kind, backoff.delay)
                 await backoff.wait()
             except asyncio.CancelledError:
                 raise
-            except (ApiException, aiohttp.ClientError, OSError, ValueError, TimeoutError) as exc:
+            except (KubeError, ValueError) as exc:
                 logger.warning("%s watch: %s; relisting in %gs", kind, str(exc) or type(exc).__name__, backoff.delay)
                 await backoff.wait()
 
-    async def _list_and_watch(self, api: client.ApiClient, kind: Kind, fn: Callable[..., Awaitable[Any]],
-                              args: tuple[str, ...], stop: asyncio.Event) -> bool:
+    async def _list_and_watch(self, api: KubeApi, kind: Kind, resource: Resource, stop: asyncio.Event) -> bool:
         """List ``kind``, then apply watch events until the watch ends; True when it worked
-        (the watch delivered an event or ended normally), errors propagate."""
-        doc = api.sanitize_for_serialization(await fn(*args))
+        (the watch delivered an event or ended normally). A watch that expired (410 Gone)
+        returns whether it delivered anything; other errors propagate."""
+        doc = await api.list(resource)
         self.replace(kind, doc.get("items") or [])
-        rv = (doc.get("metadata") or {}).get("resourceVersion")
-        w = watch.Watch()
+        rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
         worked = False
         try:
-            async for event in w.stream(fn, *args, resource_version=rv, timeout_seconds=300):
-                raw = event.get("raw_object")
-                if event.get("type") == "ERROR":  # e.g. 410 Gone: relist
-                    return worked
+            async for event_type, obj in api.watch(resource, resource_version=rv, timeout=300):
                 worked = True
-                if isinstance(raw, dict):
-                    self.apply(kind, str(event.get("type")), raw)
+                self.apply(kind, event_type, obj)
                 if stop.is_set():
                     break
-        finally:
-            w.stop()
+        except Gone:
+            return worked
         return True

@@ -5,9 +5,9 @@
 
 Warnings go to the client that created the pod (for a Deployment's pods that is the
 controller-manager, which nobody reads), so audit mode also records a core/v1 Event
-(``reason: DRAMigrationPlan``, type Normal) on the owner named by the pod's controller
-ownerReference. :class:`KubeAuditSink` posts it in a background task; failures are logged
-and counted, never surfaced to the admission.
+(``reason: DRAMigrationPlan``, type Normal, built by :func:`kube.events.event`) on the owner
+named by the pod's controller ownerReference. :class:`KubeAuditSink` posts it in a
+background task; failures are logged and counted, never surfaced to the admission.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import asyncio
 import datetime
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
+from kube.api import KubeApi
+from kube.errors import KubeError
+from kube.events import event, post_event
 
 logger = logging.getLogger(__name__)
 REASON = "DRAMigrationPlan"
@@ -36,30 +37,16 @@ class AuditSink(Protocol):
 
 def event_body(namespace: str, owner: Mapping[str, Any], message: str, now: datetime.datetime) -> dict[str, Any]:
     """A core/v1 Event about ``owner``; the name is unique per owner and timestamp."""
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{str(owner.get('name', 'pod'))[:200]}.dra-plan-", "namespace": namespace},
-        "involvedObject": {"apiVersion": owner.get("apiVersion"), "kind": owner.get("kind"),
-                           "name": owner.get("name"), "uid": owner.get("uid"), "namespace": namespace},
-        "reason": REASON,
-        "message": message[:1024],
-        "type": "Normal",
-        "source": {"component": COMPONENT},
-        "reportingComponent": COMPONENT,
-        "reportingInstance": COMPONENT,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
+    involved = {**{k: owner.get(k) for k in ("apiVersion", "kind", "name", "uid")}, "namespace": namespace}
+    return event(involved, reason=REASON, message=message, component=COMPONENT, namespace=namespace, now=now,
+                 generate_name=f"{str(owner.get('name', 'pod'))[:200]}.dra-plan-")
 
 
 class KubeAuditSink:
-    """Posts Events through kubernetes-asyncio in background tasks; ``on_result(ok)`` counts them."""
+    """Posts Events in background tasks; ``on_result(ok)`` counts them."""
 
-    def __init__(self, api: client.ApiClient, on_result: Callable[[bool], None] = lambda _ok: None) -> None:
-        self._core = client.CoreV1Api(api)
+    def __init__(self, api: KubeApi, on_result: Callable[[bool], None] = lambda _ok: None) -> None:
+        self._api = api
         self._tasks: set[asyncio.Task[None]] = set()
         self._on_result = on_result
 
@@ -73,9 +60,9 @@ class KubeAuditSink:
     async def _post(self, namespace: str, body: dict[str, Any]) -> None:
         try:
             async with asyncio.timeout(5):
-                await self._core.create_namespaced_event(namespace, cast(Any, body))
+                await post_event(self._api, body)
             self._on_result(True)
-        except (ApiException, OSError, TimeoutError, ValueError) as exc:
+        except (KubeError, TimeoutError) as exc:
             logger.warning("audit event in %s: %s", namespace, exc)
             self._on_result(False)
 

@@ -21,11 +21,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
-
+from kube.api import KubeApi
+from kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from kube.resources import LEASES, PODS, RESOURCE_CLAIM_TEMPLATES
 from translate.catalog import Catalog
 from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
 from translate.render import CONVERTED_LABEL, MANAGED_BY
@@ -33,7 +33,6 @@ from webhook.reconcile_rules import Key, garbage, legacy_pod, missing
 
 logger = logging.getLogger(__name__)
 LEASE_NAME = "dra-bridge-webhook-reconciler"
-GROUP = "resource.k8s.io"
 
 
 @dataclass
@@ -52,15 +51,13 @@ def _now_iso() -> str:
 class Reconciler:
     """See the module docstring. ``clock`` gives wall-clock seconds (tests)."""
 
-    def __init__(self, api: client.ApiClient, api_version: str, catalog: Callable[[], Catalog], identity: str,
+    def __init__(self, api: KubeApi, api_version: str, catalog: Callable[[], Catalog], identity: str,
                  namespace: str, *, grace: float = 600.0, lease_seconds: int = 30,
                  clock: Callable[[], float] = time.time) -> None:
-        self._core = client.CoreV1Api(api)
-        self._objects = client.CustomObjectsApi(api)
-        self._leases = client.CoordinationV1Api(api)
         self._api = api
+        self._templates = RESOURCE_CLAIM_TEMPLATES.at(api_version)
         self.api_version = api_version
-        self.version = api_version.split("/", 1)[1]
+        self.version = self._templates.version
         self._catalog = catalog
         self.identity = identity
         self.namespace = namespace
@@ -74,20 +71,15 @@ class Reconciler:
         spec = {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
                 "renewTime": _now_iso()}
         try:
-            lease = await self._leases.read_namespaced_lease(LEASE_NAME, self.namespace)
-            current: dict[str, Any] = self._api.sanitize_for_serialization(lease)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+            current = await self._api.get(LEASES, LEASE_NAME, self.namespace)
+        except NotFound:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": LEASE_NAME, "namespace": self.namespace},
                     "spec": {**spec, "acquireTime": _now_iso()}}
             try:
-                await self._leases.create_namespaced_lease(self.namespace, cast(Any, body))
-            except ApiException as create_exc:
-                if create_exc.status == 409:
-                    return False
-                raise
+                await self._api.create(LEASES, body, self.namespace)
+            except AlreadyExists:
+                return False
             return True
         held = current.get("spec") or {}
         if held.get("holderIdentity") not in (self.identity, None, ""):
@@ -98,11 +90,9 @@ class Reconciler:
             spec["acquireTime"] = _now_iso()
         current["spec"] = {**held, **spec}
         try:  # the resourceVersion in metadata makes this a compare-and-swap
-            await self._leases.replace_namespaced_lease(LEASE_NAME, self.namespace, cast(Any, current))
-        except ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise
+            await self._api.replace(LEASES, LEASE_NAME, current, self.namespace)
+        except Conflict:
+            return False
         return True
 
     async def run_once(self) -> Report:
@@ -110,23 +100,18 @@ class Reconciler:
         report = Report(leader=await self._lead())
         if not report.leader:
             return report
-        pod_list = await self._core.list_pod_for_all_namespaces(label_selector=f"{CONVERTED_LABEL}=true")
-        pods = self._api.sanitize_for_serialization(pod_list).get("items") or []
-        tpls = (await self._objects.list_cluster_custom_object(
-            GROUP, self.version, "resourceclaimtemplates", label_selector=f"{MANAGED_BY}={MANAGED_BY_WEBHOOK}"
-        )).get("items") or []
+        pods = (await self._api.list(PODS, label_selector=f"{CONVERTED_LABEL}=true")).get("items") or []
+        tpls = (await self._api.list(self._templates, label_selector=f"{MANAGED_BY}={MANAGED_BY_WEBHOOK}"
+                                     )).get("items") or []
         for ns, name in garbage(tpls, pods, self._clock(), self.grace, self._first_unused):
             rv = next(t["metadata"].get("resourceVersion") for t in tpls
                       if t["metadata"]["namespace"] == ns and t["metadata"]["name"] == name)
             try:
-                await self._objects.delete_namespaced_custom_object(
-                    GROUP, self.version, ns, "resourceclaimtemplates", name,
-                    body=cast(Any, {"preconditions": {"resourceVersion": rv}}))
+                await self._api.delete(self._templates, name, ns, resource_version=rv)
                 report.deleted.append((ns, name))
                 logger.info("deleted unused ResourceClaimTemplate %s/%s", ns, name)
-            except ApiException as exc:
-                if exc.status not in (404, 409):
-                    raise
+            except (NotFound, Conflict):
+                pass
         for pod, names in missing(tpls, pods):
             report.recreated += await self._recreate(pod, names)
         return report
@@ -144,13 +129,11 @@ class Reconciler:
                                ns, pod["metadata"].get("name"), name)
                 continue
             try:
-                await self._objects.create_namespaced_custom_object(GROUP, self.version, ns,
-                                                                    "resourceclaimtemplates", wanted[name])
+                await self._api.create(self._templates, dict(wanted[name]), ns)
                 done.append((ns, name))
                 logger.info("re-created ResourceClaimTemplate %s/%s for pod %s", ns, name, pod["metadata"].get("name"))
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
+            except AlreadyExists:
+                pass
         return done
 
     async def run(self, stop: asyncio.Event, interval: float = 30.0) -> None:
@@ -158,7 +141,7 @@ class Reconciler:
         while not stop.is_set():
             try:
                 await self.run_once()
-            except (ApiException, OSError, ValueError, TimeoutError) as exc:
+            except (KubeError, ValueError) as exc:
                 logger.warning("template reconciler: %s", exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval)

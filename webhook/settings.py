@@ -1,7 +1,8 @@
 """Startup settings of ``dra-webhook serve`` (style item 13).
 
 Built only by :meth:`Settings.from_args` (flags; each falls back to its env twin, then to
-the default) and :meth:`Settings.from_env`; nothing else reads the environment.
+the default) and :meth:`Settings.from_env`; nothing else reads the environment. The flags,
+their help and their twins are the table :data:`FLAGS` (the kube.flags convention).
 
     flag                 env twin                        default
     --host               DRA_WEBHOOK_HOST                0.0.0.0
@@ -29,10 +30,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kube.flags import WEBHOOK_PREFIX, Flag, FlagTable
 from translate.render import normalize_api_version
 from webhook.errors import ConfigError
 
-ENV_PREFIX = "DRA_WEBHOOK_"
+ENV_PREFIX = WEBHOOK_PREFIX
 
 
 @dataclass(frozen=True)
@@ -76,13 +78,11 @@ class Settings:
     @classmethod
     def from_args(cls, argv: Sequence[str], env: Mapping[str, str] | None = None) -> Settings:
         """Settings from flags, falling back to env twins (``env`` defaults to os.environ)."""
-        env = os.environ if env is None else env
-        parser = build_parser()
-        args = parser.parse_args(list(argv))
+        given = FLAGS.values(build_parser().parse_args(list(argv)), os.environ if env is None else env)
 
         def pick(name: str) -> str | None:
-            value = getattr(args, name)
-            return value if value is not None else env.get(ENV_PREFIX + name.upper())
+            value = given.get(name)
+            return None if value is None else str(value)
 
         cert, key = pick("tls_cert_file"), pick("tls_key_file")
         if not cert or not key:
@@ -116,28 +116,28 @@ class Settings:
                    template_grace=grace, reconcile_interval=reconcile)
 
 
+FLAGS = FlagTable(ENV_PREFIX, (
+    Flag("host", "address to listen on", "0.0.0.0"),
+    Flag("port", "HTTPS port", "8443"),
+    Flag("tls_cert_file", "PEM certificate chain, reloaded when it changes (required)", metavar="FILE"),
+    Flag("tls_key_file", "PEM private key of the certificate (required)", metavar="FILE"),
+    Flag("policy", "policy YAML, hot-reloaded", "built-in defaults", "FILE"),
+    Flag("catalog", "user catalog YAML extending the shipped one", "the shipped catalog only", "FILE"),
+    Flag("kubeconfig", "kubeconfig file", "in-cluster service account", "FILE"),
+    Flag("api_version", "resource.k8s.io version to write: v1, v1beta2 or v1beta1", "discovered"),
+    Flag("reload_interval", "seconds between checks of the TLS, policy and catalog files", "2", "SECONDS"),
+    Flag("template_deadline", "seconds allowed for ensuring a pod's templates", "2", "SECONDS"),
+    Flag("namespace", "namespace of the reconciler's Lease, the webhook's own", "dra-bridge"),
+    Flag("identity", "Lease holder identity of this replica", "the host name"),
+    Flag("template_grace", "seconds a managed template may stay unreferenced before deletion", "600", "SECONDS"),
+    Flag("reconcile_interval", "seconds between template reconciler passes", "30", "SECONDS"),
+))
+"""The ``serve`` flags and their ``DRA_WEBHOOK_`` twins (kube.flags)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``serve`` flags; every default is None so env twins can fill them in."""
     p = argparse.ArgumentParser(prog="dra-webhook [serve]",
                                 description="Serve the dra-bridge mutating webhook "
                                             "(`dra-webhook certs --help`: development certificates).")
-    def add(flag: str, help_text: str, metavar: str | None = None) -> None:
-        env = ENV_PREFIX + flag[2:].replace("-", "_").upper()
-        p.add_argument(flag, metavar=metavar, help=f"{help_text} (env {env})")
-
-    add("--host", "address to listen on (default 0.0.0.0)")
-    add("--port", "HTTPS port (default 8443)")
-    add("--tls-cert-file", "PEM certificate chain, reloaded when it changes (required)", "FILE")
-    add("--tls-key-file", "PEM private key of the certificate (required)", "FILE")
-    add("--policy", "policy YAML, hot-reloaded (default: built-in defaults)", "FILE")
-    add("--catalog", "user catalog YAML extending the shipped one", "FILE")
-    add("--kubeconfig", "kubeconfig file (default: in-cluster service account)", "FILE")
-    add("--api-version", "resource.k8s.io version to write: v1, v1beta2 or v1beta1 (default: discovered)")
-    add("--reload-interval", "seconds between checks of the TLS, policy and catalog files (default 2)", "SECONDS")
-    add("--template-deadline", "seconds allowed for ensuring a pod's templates (default 2)", "SECONDS")
-    add("--namespace", "namespace of the reconciler's Lease, the webhook's own (default dra-bridge)")
-    add("--identity", "Lease holder identity of this replica (default: the host name)")
-    add("--template-grace", "seconds a managed template may stay unreferenced before deletion (default 600)",
-        "SECONDS")
-    add("--reconcile-interval", "seconds between template reconciler passes (default 30)", "SECONDS")
-    return p
+    return FLAGS.add_to(p)

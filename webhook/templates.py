@@ -3,7 +3,7 @@
     class TemplateEnsurer(Protocol):
         async def ensure(templates, *, dry_run) -> int       # templates created; TemplateError
 
-:class:`KubeTemplateEnsurer` is the real one (kubernetes-asyncio, design decision 2):
+:class:`KubeTemplateEnsurer` is the real one (over :class:`kube.api.KubeApi`, design decision 2):
 - create; AlreadyExists is success when the stored spec equals the wanted one after API
   defaulting (compared through ``translate.render.internal_from_template``); a different
   spec under the same content-addressed name is an error;
@@ -26,17 +26,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-import aiohttp
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
-
+from kube.api import KubeApi
+from kube.backoff import Backoff, Sleep
+from kube.errors import AlreadyExists, KubeError, Unavailable
+from kube.resources import RESOURCE_CLAIM_TEMPLATES
 from translate.render import MANAGED_BY, internal_from_template
-from webhook.backoff import Backoff, Sleep
 from webhook.errors import TemplateError
 
 logger = logging.getLogger(__name__)
-GROUP = "resource.k8s.io"
-PLURAL = "resourceclaimtemplates"
 
 
 class TemplateEnsurer(Protocol):
@@ -47,6 +44,10 @@ class TemplateEnsurer(Protocol):
         ...
 
 
+def _unreachable(exc: KubeError) -> bool:
+    return isinstance(exc, Unavailable) and exc.status is None
+
+
 def _same_spec(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     try:
         return internal_from_template(stored) == internal_from_template(wanted)
@@ -55,17 +56,18 @@ def _same_spec(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 
 class KubeTemplateEnsurer:
-    """The real ensurer over a kubernetes-asyncio ``ApiClient`` (see the module docstring).
+    """The real ensurer over the API server (see the module docstring).
 
     ``api_version``: ``resource.k8s.io/<version>`` to write; ``deadline``: seconds for one
     ensure call; ``ttl``: seconds a name stays known; ``clock``: monotonic seconds (tests).
     """
 
-    def __init__(self, api: client.ApiClient, api_version: str, *, deadline: float = 2.0, ttl: float = 30.0,
+    def __init__(self, api: KubeApi, api_version: str, *, deadline: float = 2.0, ttl: float = 30.0,
                  clock: Callable[[], float] = time.monotonic, sleep: Sleep = asyncio.sleep) -> None:
         self._sleep = sleep
-        self._objects = client.CustomObjectsApi(api)
-        self.version = api_version.split("/", 1)[1]
+        self._api = api
+        self._templates = RESOURCE_CLAIM_TEMPLATES.at(api_version)
+        self.version = self._templates.version
         self.deadline = deadline
         self.ttl = ttl
         self._clock = clock
@@ -95,27 +97,29 @@ class KubeTemplateEnsurer:
             async with asyncio.timeout(self.deadline):
                 for tpl in templates:
                     created += await self._ensure_one(tpl)
-        except TimeoutError as exc:  # before OSError: TimeoutError is one
+        except TimeoutError as exc:
             raise TemplateError(f"no answer from the API server within {self.deadline:g}s") from exc
-        except (aiohttp.ClientError, OSError) as exc:  # refused, TLS (ssl.SSLError is an OSError), protocol
-            raise TemplateError(f"cannot reach the API server ({type(exc).__name__}: {exc})") from exc
+        except Unavailable as exc:  # refused, TLS, protocol (an answered 5xx names its status below)
+            raise TemplateError(f"cannot reach the API server ({exc})") from exc
         return created
 
     async def _ensure_one(self, tpl: Mapping[str, Any]) -> int:
         ns, name = str(tpl["metadata"]["namespace"]), str(tpl["metadata"]["name"])
         if self.known(ns, name):
             return 0
-        body = {**tpl, "apiVersion": f"{GROUP}/{self.version}"}
+        body = {**tpl, "apiVersion": self._templates.api_version}
         try:
             self.api_calls += 1
-            await self._objects.create_namespaced_custom_object(GROUP, self.version, ns, PLURAL, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                self.forget(ns, name)
-                raise TemplateError(f"creating {ns}/{name}: HTTP {exc.status} {exc.reason}") from exc
+            await self._api.create(self._templates, body, ns)
+        except AlreadyExists:
             await self._check_existing(ns, name, tpl)
             self._known[(ns, name)] = self._clock() + self.ttl
             return 0
+        except KubeError as exc:
+            self.forget(ns, name)
+            if _unreachable(exc):
+                raise
+            raise TemplateError(f"creating {ns}/{name}: HTTP {exc.status} {exc.reason}") from exc
         logger.info("created ResourceClaimTemplate %s/%s", ns, name)
         self._known[(ns, name)] = self._clock() + self.ttl
         return 1
@@ -123,10 +127,11 @@ class KubeTemplateEnsurer:
     async def _check_existing(self, ns: str, name: str, tpl: Mapping[str, Any]) -> None:
         try:
             self.api_calls += 1
-            stored: dict[str, Any] = await self._objects.get_namespaced_custom_object(
-                GROUP, self.version, ns, PLURAL, name)
-        except ApiException as exc:
+            stored = await self._api.get(self._templates, name, ns)
+        except KubeError as exc:
             self.forget(ns, name)
+            if _unreachable(exc):
+                raise
             raise TemplateError(f"reading {ns}/{name} after AlreadyExists: HTTP {exc.status} {exc.reason}") from exc
         if stored.get("metadata", {}).get("deletionTimestamp"):
             raise TemplateError(f"{ns}/{name} is being deleted")
@@ -140,29 +145,22 @@ class KubeTemplateEnsurer:
         its own managed-by value); reconnects after errors with exponential backoff (1 s
         doubling to 30 s, reset once a watch delivered an event or ended normally).
         """
-        from kubernetes_asyncio import watch
-
         selector = label_selector or f"{MANAGED_BY}=dra-bridge-webhook"
         backoff = Backoff(sleep=self._sleep)
         while not stop.is_set():
-            w = watch.Watch()
             try:
-                stream = w.stream(self._objects.list_cluster_custom_object, GROUP, self.version, PLURAL,
-                                  label_selector=selector, timeout_seconds=60)
-                async for event in stream:
+                async for event_type, obj in self._api.watch(self._templates, label_selector=selector, timeout=60):
                     backoff.reset()
-                    obj = event.get("object") or {}
-                    meta = obj.get("metadata", {}) if isinstance(obj, dict) else {}
-                    if event.get("type") == "DELETED" or meta.get("deletionTimestamp"):
+                    meta = obj.get("metadata") or {}
+                    if event_type == "DELETED" or meta.get("deletionTimestamp"):
                         self.forget(str(meta.get("namespace")), str(meta.get("name")))
                     if stop.is_set():
                         break
                 backoff.reset()
-            except (TimeoutError, ApiException, aiohttp.ClientError, OSError, ValueError) as exc:
+            except KubeError as exc:
                 logger.warning("template watch: %s; retrying in %gs", str(exc) or type(exc).__name__, backoff.delay)
                 await backoff.wait()
             finally:
-                w.stop()
                 self._known.clear()  # events may have been missed while disconnected
 
 

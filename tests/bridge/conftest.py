@@ -1,10 +1,9 @@
 """Fakes for the bridge's component tests: a kubelet serving the real PodResources v1 protocol
-(our generated stubs, grpc.aio) on a unix socket in a temp dir, and an in-memory API server."""
+(our generated stubs, grpc.aio) on a unix socket in a temp dir, and the shared in-memory API
+(kube.fake) allowed only the agent's declared calls."""
 
 from __future__ import annotations
 
-import asyncio
-import copy
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,8 +12,10 @@ from typing import Any
 import grpc
 import pytest
 
-from bridge.errors import PublishError
+from bridge.access import API_CALLS
 from bridge.podresources import api_pb2, api_pb2_grpc
+from kube.fake import FakeKube
+from kube.resources import EVENTS, NODES, RESOURCE_SLICES
 from translate.slice_render import internal_form
 
 Obj = dict[str, Any]
@@ -102,120 +103,33 @@ async def kubelet(tmp_path: Path) -> AsyncIterator[KubeletServer]:
     short.rmdir()
 
 
-class FakeApi:
-    """In-memory :class:`bridge.kube.KubeApi`: slices, Nodes, Events; counts writes; can fail."""
+class FakeApi(FakeKube):
+    """The shared in-memory API (kube.fake) allowed exactly the agent's declared calls, with
+    views on what the agent touches: slices and Nodes by name, Events in order."""
 
     def __init__(self, served: list[str] | None = None) -> None:
-        self.served = served if served is not None else ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"]
-        self.slices: dict[str, Obj] = {}
-        self.nodes: dict[str, Obj] = {}
-        self.events: list[Obj] = []
-        self.writes: list[tuple[str, str]] = []
-        self.fail: str = ""
-        self._rv = 0
-        self._watchers: list[asyncio.Queue[tuple[str, Obj]]] = []
+        super().__init__(allowed=API_CALLS, served=served if served is not None else
+                         ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"])
 
-    def _notify(self, kind: str, obj: Obj) -> None:
-        for queue in self._watchers:
-            queue.put_nowait((kind, copy.deepcopy(obj)))
+    @property
+    def slices(self) -> dict[str, Obj]:
+        return self.objects[RESOURCE_SLICES.plural]
+
+    @property
+    def nodes(self) -> dict[str, Obj]:
+        return self.objects[NODES.plural]
+
+    @property
+    def events(self) -> list[Obj]:
+        return sorted(self.objects[EVENTS.plural].values(), key=lambda e: int(e["metadata"]["resourceVersion"]))
 
     def delete_by_hand(self, name: str) -> None:
         """What ``kubectl delete resourceslice`` (or a restarting kubelet) does."""
-        self._notify("DELETED", self.slices.pop(name))
-
-    async def watch_slices(self, api_version: str, field_selector: str, timeout: int) -> AsyncIterator[tuple[str, Obj]]:
-        self._check()
-        want = dict(part.split("=", 1) for part in field_selector.split(","))
-        queue: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue()
-        self._watchers.append(queue)
-        try:
-            for s in list(self.slices.values()):
-                queue.put_nowait(("ADDED", copy.deepcopy(s)))
-            loop = asyncio.get_running_loop()
-            end = loop.time() + timeout
-            while (left := end - loop.time()) > 0:
-                try:
-                    kind, obj = await asyncio.wait_for(queue.get(), left)
-                except TimeoutError:
-                    return
-                spec = obj["spec"]
-                if spec.get("nodeName") == want["spec.nodeName"] and spec.get("driver") == want["spec.driver"]:
-                    yield kind, obj
-        finally:
-            self._watchers.remove(queue)
-
-    def _check(self) -> None:
-        if self.fail:
-            raise PublishError(self.fail, 503)
+        self.remove(RESOURCE_SLICES, name)
 
     def add_node(self, name: str, labels: dict[str, str] | None = None, capacity: dict[str, str] | None = None) -> None:
-        self.nodes[name] = {"metadata": {"name": name, "uid": f"uid-{name}", "labels": labels or {}},
-                            "status": {"capacity": capacity or {}, "allocatable": capacity or {}, "conditions": []}}
-
-    async def served_resource_versions(self) -> list[str]:
-        self._check()
-        return list(self.served)
-
-    async def list_slices(self, api_version: str, field_selector: str) -> list[Obj]:
-        self._check()
-        want = dict(part.split("=", 1) for part in field_selector.split(","))
-        out = []
-        for s in self.slices.values():
-            spec = s["spec"]
-            if all({"spec.nodeName": spec.get("nodeName"), "spec.driver": spec.get("driver")}[k] == v
-                   for k, v in want.items()):
-                out.append(copy.deepcopy(s))
-        return out
-
-    async def create_slice(self, api_version: str, body: Obj) -> Obj:
-        self._check()
-        name = body["metadata"]["name"]
-        if name in self.slices:
-            raise PublishError("AlreadyExists", 409)
-        self._rv += 1
-        stored = copy.deepcopy(body)
-        stored["metadata"].update(resourceVersion=str(self._rv), uid=f"s{self._rv}")
-        self.slices[name] = stored
-        self.writes.append(("create", name))
-        self._notify("ADDED", stored)
-        return stored
-
-    async def replace_slice(self, api_version: str, name: str, body: Obj) -> Obj:
-        self._check()
-        if name not in self.slices:
-            raise PublishError("NotFound", 404)
-        if body["metadata"].get("resourceVersion") != self.slices[name]["metadata"]["resourceVersion"]:
-            raise PublishError("Conflict", 409)
-        self._rv += 1
-        stored = copy.deepcopy(body)
-        stored["metadata"].update(resourceVersion=str(self._rv), uid=self.slices[name]["metadata"]["uid"])
-        self.slices[name] = stored
-        self.writes.append(("update", name))
-        self._notify("MODIFIED", stored)
-        return stored
-
-    async def delete_slice(self, api_version: str, name: str) -> None:
-        self._check()
-        if (gone := self.slices.pop(name, None)) is not None:
-            self.writes.append(("delete", name))
-            self._notify("DELETED", gone)
-
-    async def get_node(self, name: str) -> Obj:
-        self._check()
-        if name not in self.nodes:
-            raise PublishError(f"node {name} not found", 404)
-        return copy.deepcopy(self.nodes[name])
-
-    async def patch_node_status(self, name: str, patch: Obj) -> None:
-        self._check()
-        conditions = self.nodes[name]["status"]["conditions"]
-        for c in patch["status"]["conditions"]:
-            conditions[:] = [x for x in conditions if x["type"] != c["type"]] + [c]
-        self.writes.append(("patch-node", name))
-
-    async def create_event(self, namespace: str, body: Obj) -> None:
-        self._check()
-        self.events.append(body)
+        self.put(NODES, {"metadata": {"name": name, "uid": f"uid-{name}", "labels": labels or {}},
+                         "status": {"capacity": capacity or {}, "allocatable": capacity or {}, "conditions": []}})
 
     def devices(self) -> list[Obj]:
         """Every published device (internal form), in slice-name order."""

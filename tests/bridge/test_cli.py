@@ -23,7 +23,7 @@ def _root_level() -> Iterator[None]:
 @pytest.mark.parametrize(("argv", "env"), [
     (["--log-level", "bogus", "inventory"], {}),
     (["inventory", "--log-level", "bogus"], {}),
-    (["inventory"], {"LOG_LEVEL": "bogus"}),
+    (["inventory"], {"DRA_BRIDGE_LOG_LEVEL": "bogus"}),
     (["--log-level", "bogus", "--node-name", "n"], {}),
 ])
 def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[str, str],
@@ -33,18 +33,19 @@ def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[s
         monkeypatch.setenv(name, value)
     assert main(argv) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--log-level/LOG_LEVEL" in err and "'bogus'" in err and "DEBUG" in err
+    assert err.count("\n") == 1 and "--log-level/DRA_BRIDGE_LOG_LEVEL" in err and "'bogus'" in err and "DEBUG" in err
 
 
 @pytest.mark.parametrize(("argv", "env", "level"), [
     ([], {}, logging.INFO),
-    ([], {"LOG_LEVEL": "debug"}, logging.DEBUG),
-    (["--log-level", "ERROR"], {"LOG_LEVEL": "debug"}, logging.ERROR),
+    ([], {"DRA_BRIDGE_LOG_LEVEL": "debug"}, logging.DEBUG),
+    (["--log-level", "ERROR"], {"DRA_BRIDGE_LOG_LEVEL": "debug"}, logging.ERROR),
     (["--log-level", "warning"], {}, logging.WARNING),
 ])
 def test_log_level_flag_wins_over_env_which_wins_over_default(argv: list[str], env: dict[str, str], level: int,
                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOG_LEVEL", raising=False)
+    monkeypatch.delenv("DRA_BRIDGE_LOG_LEVEL", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     # no kubelet in tmp_path: inventory fails after logging is configured
@@ -68,18 +69,18 @@ def test_docs_flag_table_matches_help() -> None:
         if not action.option_strings or action.dest == "help":
             continue
         help_text = " ".join((action.help or "").split())
-        twin = re.search(r"\(([A-Z_]+)[;):]", help_text)
-        default = re.search(r"Default (.*)\.$", help_text)
+        twin = re.search(r"\(env ([A-Z_]+)[;)]", help_text)
+        default = re.search(r"Default: (.*)\.$", help_text)
         assert twin and default, help_text
-        assert twin[1] == action.dest.upper()  # the variable Settings.from_namespace reads
+        assert twin[1] == "DRA_BRIDGE_" + action.dest.upper()  # the variable Settings.from_namespace reads
         helped[action.option_strings[0]] = (twin[1], default[1])
     assert documented == helped
 
 
 @pytest.mark.parametrize(("argv", "flag"), [
-    (["--health-port", "70000"], "--health-port/HEALTH_PORT"),
-    (["--health-port", "-1"], "--health-port/HEALTH_PORT"),
-    (["--resource-api-version", "v2"], "--resource-api-version/RESOURCE_API_VERSION"),
+    (["--health-port", "70000"], "--health-port/DRA_BRIDGE_HEALTH_PORT"),
+    (["--health-port", "-1"], "--health-port/DRA_BRIDGE_HEALTH_PORT"),
+    (["--resource-api-version", "v2"], "--resource-api-version/DRA_BRIDGE_RESOURCE_API_VERSION"),
 ])
 def test_out_of_range_values_are_configuration_errors(argv: list[str], flag: str,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,3 +100,20 @@ def test_help_texts_carry_no_rest_markup(capsys: pytest.CaptureFixture[str]) -> 
         main(["run", "--help"])
     out = capsys.readouterr().out
     assert "--kubelet-dir" in out and "``" not in out
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [("LOG_LEVEL", "log_level", "debug"),
+                                                  ("DRIVER_NAME", "driver_name", "example.com"),
+                                                  ("CATALOG", "catalog", "/etc/catalog.yaml")])
+def test_the_former_unprefixed_names_still_work_with_a_deprecation_warning(
+        old: str, new: str, value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from bridge.settings import FLAGS
+
+    FLAGS._warned.clear()
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: use DRA_BRIDGE_{old}"):
+        assert getattr(Settings.from_env({old: value}), new) == value
+    assert f"{old} is deprecated" in caplog.text
+    caplog.clear()
+    assert getattr(Settings.from_env({old: value}), new) == value
+    assert "deprecated" not in caplog.text, "warned once"
+    assert getattr(Settings.from_env({old: value, f"DRA_BRIDGE_{old}": "x.io"}), new) == "x.io"

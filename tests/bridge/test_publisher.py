@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
-from bridge.errors import PublishError
 from bridge.publisher import Publisher, is_subset
+from kube.errors import ConfigError
+from kube.resources import Resource
 from tests.bridge.conftest import FakeApi
 from translate.catalog import load_catalog
 from translate.slice_render import SliceDevice
@@ -95,9 +97,9 @@ async def test_v1beta1_is_used_when_it_is_the_only_served_version() -> None:
     assert await pub.sync() is False
 
 
-async def test_no_served_version_is_a_publish_error() -> None:
+async def test_no_served_version_is_a_configuration_error() -> None:
     pub = Publisher(FakeApi(served=[]), "node-a", "dra-bridge.io")
-    with pytest.raises(PublishError, match="serves none"):
+    with pytest.raises(ConfigError, match="serves none"):
         await pub.version()
 
 
@@ -183,20 +185,20 @@ async def test_a_failing_watch_backs_off_and_watches_again(api: FakeApi) -> None
 
 async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(api: FakeApi) -> None:
     slept: list[float] = []
-    real = api.list_slices
+    real = api.list
     calls = 0
 
-    async def odd_then_fine(api_version: str, field_selector: str) -> list[dict[str, object]]:
+    async def odd_then_fine(resource: Resource, namespace: str | None = None, **selectors: str) -> dict[str, Any]:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise ValueError("a slice under our selector that we cannot read")
-        return await real(api_version, field_selector)
+        return await real(resource, namespace, **selectors)
 
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    api.list_slices = odd_then_fine  # type: ignore[method-assign]
+    api.list = odd_then_fine  # type: ignore[method-assign]
     pub = Publisher(api, "node-a", "dra-bridge.io", sleep=sleep)
     pub.update(make_devices(1))
     stop = asyncio.Event()

@@ -81,12 +81,15 @@ def test_unreadable_state_is_a_state_error(tmp_path: Path, text: str) -> None:
 
 
 def test_flags_win_over_env_twins_which_win_over_defaults() -> None:
-    s = Settings.from_args(["--node-name", "a"], {"NODE_NAME": "b", "POLL_INTERVAL": "5", "KUBELET_DIR": "/k"})
+    s = Settings.from_args(["--node-name", "a"], {"DRA_BRIDGE_NODE_NAME": "b", "DRA_BRIDGE_POLL_INTERVAL": "5",
+                                                  "DRA_BRIDGE_KUBELET_DIR": "/k"})
     assert (s.node_name, s.poll_interval, s.kubelet_dir, s.driver_name) == ("a", 5.0, "/k", "dra-bridge.io")
 
 
-@pytest.mark.parametrize(("env", "flag"), [({"NODE_NAME": ""}, "NODE_NAME"), ({"NODE_NAME": "a", "POLL_INTERVAL": "x"},
-                                           "POLL_INTERVAL"), ({"NODE_NAME": "a", "DRIVER_NAME": "Bad_Name"}, "DRIVER_NAME")])
+@pytest.mark.parametrize(("env", "flag"), [
+    ({"DRA_BRIDGE_NODE_NAME": ""}, "--node-name/DRA_BRIDGE_NODE_NAME"),
+    ({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_POLL_INTERVAL": "x"}, "--poll-interval/DRA_BRIDGE_POLL_INTERVAL"),
+    ({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_DRIVER_NAME": "Bad_Name"}, "--driver-name/DRA_BRIDGE_DRIVER_NAME")])
 def test_bad_settings_name_the_flag_and_env_twin(env: dict[str, str], flag: str) -> None:
     with pytest.raises(SettingsError, match=flag):
         Settings.from_env(env).validate()

@@ -15,6 +15,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kube.resources import api_path
+
+__all__ = ["ApiError", "KubeClient", "WaitTimeout", "api_path", "create_fake_node", "create_namespace", "wait_for",
+           "wait_for_object"]
+
 T = TypeVar("T")
 Obj = dict[str, Any]
 ObjList = list[Obj]
@@ -38,25 +43,6 @@ class ApiError(Exception):
         self.reason: str = self.status.get("reason", "")
         self.message: str = self.status.get("message", "") or str(body)[:2000]
         super().__init__(f"{method} {path}: {code} {self.reason}: {self.message}")
-
-
-def api_path(
-    api_version: str,
-    plural: str,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-) -> str:
-    """``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` otherwise."""
-    parts = ["api", "v1"] if api_version == "v1" else ["apis", *api_version.split("/")]
-    if namespace:
-        parts += ["namespaces", namespace]
-    parts.append(plural)
-    if name:
-        parts.append(name)
-    if subresource:
-        parts.append(subresource)
-    return "/" + "/".join(parts)
 
 
 class KubeClient:

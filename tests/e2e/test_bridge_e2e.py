@@ -40,11 +40,12 @@ import pytest
 import yaml
 
 from bridge.agent import Agent
-from bridge.kube import RestKubeApi, connect
 from bridge.podresources.client import PodResourcesClient
 from bridge.publisher import Publisher
 from bridge.settings import Settings
 from bridge.state import InventoryStore
+from kube.api import ApiServer
+from kube.client import connect
 from tests.bridge.conftest import KubeletServer
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, wait_for
@@ -100,8 +101,8 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
                                   "GPU-cccc0003": dict(L4)}  # type: ignore[dict-item]
     settings = Settings(node_name=node, kubelet_dir=str(kubelet.dir), state_dir=str(tmp_path / "state"),
                         poll_interval=0.25, settle_period=1.0, kubeconfig=str(control_plane.kubeconfig))
-    api_client = await connect(settings.kubeconfig)
-    api = RestKubeApi(api_client)
+    client = await connect(settings.kubeconfig)
+    api = ApiServer(client)
     publisher = Publisher(api, node, settings.driver_name)
     agent = Agent(settings, CATALOG, PodResourcesClient(kubelet.socket), InventoryStore(settings.state_dir), api,
                   publisher, nvml_probe=lambda: nvml)
@@ -177,7 +178,7 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)
-        await api_client.close()
+        await client.close()
         kube.delete(api_path(V1, "resourceslices", name=f"{node}-vendor"), ignore_missing=True)
         kube.delete(node_path, ignore_missing=True)
         for name in created_class:
@@ -312,8 +313,8 @@ async def test_the_watch_brings_a_deleted_slice_back_long_before_the_resync(
     hand (as a restarting kubelet does) is back within seconds, through the watch."""
     node = f"watch-e2e-{uuid.uuid4().hex[:6]}"
     create_fake_node(kube, node)
-    api_client = await connect(str(control_plane.kubeconfig))
-    publisher = Publisher(RestKubeApi(api_client), node, "dra-bridge.io")
+    client = await connect(str(control_plane.kubeconfig))
+    publisher = Publisher(ApiServer(client), node, "dra-bridge.io")
     publisher.update(build_devices([InventoryDevice(resourceName="nvidia.com/gpu", deviceID=f"GPU-w{i}",
                                                     numaNodes=[0]) for i in range(2)], CATALOG)[0])
     stop = asyncio.Event()
@@ -331,7 +332,7 @@ async def test_the_watch_brings_a_deleted_slice_back_long_before_the_resync(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await api_client.close()
+        await client.close()
         for s in our_slices(kube, node):
             kube.delete(api_path(V1, "resourceslices", name=s["metadata"]["name"]), ignore_missing=True)
         kube.delete(api_path("v1", "nodes", name=node), ignore_missing=True)

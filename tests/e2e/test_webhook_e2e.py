@@ -186,16 +186,17 @@ def _reconcile(cp: ControlPlane, identity: str, lease_ns: str, grace: float, pas
     """Runs ``passes`` reconciler passes in-process against the real API server."""
     import asyncio
 
-    from webhook.kube import api_client
+    from kube.api import ApiServer
+    from kube.client import connect
     from webhook.reconciler import Reconciler
 
     async def go() -> list[Any]:
-        api = await api_client(cp.kubeconfig)
+        client = await connect(cp.kubeconfig)
         try:
-            rec = Reconciler(api, V1, load_catalog, identity, lease_ns, grace=grace, lease_seconds=30)
+            rec = Reconciler(ApiServer(client), V1, load_catalog, identity, lease_ns, grace=grace, lease_seconds=30)
             return [await rec.run_once() for _ in range(passes)]
         finally:
-            await api.close()
+            await client.close()
 
     return asyncio.run(go())
 
@@ -231,14 +232,16 @@ def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
 def test_discovery_picks_the_newest_served_resource_version(control_plane: ControlPlane) -> None:
     import asyncio
 
-    from webhook.kube import api_client, discover_api_version
+    from kube.api import ApiServer
+    from kube.client import connect
+    from kube.discovery import discover_resource_version
 
     async def go() -> str:
-        api = await api_client(control_plane.kubeconfig)
+        client = await connect(control_plane.kubeconfig)
         try:
-            return await discover_api_version(api)
+            return await discover_resource_version(ApiServer(client))
         finally:
-            await api.close()
+            await client.close()
 
     assert asyncio.run(go()) == V1
 

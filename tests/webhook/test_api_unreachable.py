@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from kube.api import ApiServer
+from kube.client import Client
 from tests.webhook.conftest import body, make_admission_review, make_pod
 from tests.webhook.test_templates import template
 from webhook.errors import TemplateError
@@ -52,15 +54,15 @@ async def endpoint(request: pytest.FixtureRequest) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def api(endpoint: str) -> AsyncIterator[client.ApiClient]:
+async def api(endpoint: str) -> AsyncIterator[ApiServer]:
     cfg = client.Configuration(host=endpoint)
     cfg.verify_ssl = False
-    api = client.ApiClient(cfg)
-    yield api
+    api = Client(client.ApiClient(cfg))
+    yield ApiServer(api)
     await api.close()
 
 
-async def test_an_unreachable_api_server_is_a_template_error(api: client.ApiClient) -> None:
+async def test_an_unreachable_api_server_is_a_template_error(api: ApiServer) -> None:
     ensurer = KubeTemplateEnsurer(api, "resource.k8s.io/v1", deadline=5.0)
     with pytest.raises(TemplateError, match="cannot reach the API server"):
         await ensurer.ensure([template()], dry_run=False)
@@ -72,7 +74,7 @@ def runtime_with(tmp_path: Path, on_error: str) -> Runtime:
     return Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
 
 
-async def admit(api: client.ApiClient, runtime: Runtime) -> tuple[int, dict[str, Any]]:
+async def admit(api: ApiServer, runtime: Runtime) -> tuple[int, dict[str, Any]]:
     admitter = Admitter(runtime.context, KubeTemplateEnsurer(api, "resource.k8s.io/v1", deadline=5.0),
                         runtime.metrics)
     return await admitter.handle(body(make_admission_review(make_pod())), "enforce")
@@ -86,7 +88,7 @@ def assert_one_warning_without_traceback(caplog: pytest.LogCaptureFixture) -> No
 
 
 async def test_on_error_deny_refuses_the_pod_when_the_api_server_is_unreachable(
-        api: client.ApiClient, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        api: ApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     runtime = runtime_with(tmp_path, "deny")
     status, answer = await admit(api, runtime)
     resp = answer["response"]
@@ -100,7 +102,7 @@ async def test_on_error_deny_refuses_the_pod_when_the_api_server_is_unreachable(
 
 
 async def test_on_error_admit_unchanged_warns_when_the_api_server_is_unreachable(
-        api: client.ApiClient, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        api: ApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     runtime = runtime_with(tmp_path, "admit-unchanged")
     status, answer = await admit(api, runtime)
     resp = answer["response"]
@@ -113,7 +115,7 @@ async def test_on_error_admit_unchanged_warns_when_the_api_server_is_unreachable
     assert_one_warning_without_traceback(caplog)
 
 
-async def test_the_template_watch_backs_off_exponentially(api: client.ApiClient,
+async def test_the_template_watch_backs_off_exponentially(api: ApiServer,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     stop = asyncio.Event()
     delays: list[float] = []

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
 import pytest
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from webhook.backoff import Backoff
+from kube.api import ApiServer
+from kube.backoff import Backoff
+from kube.client import Client
+from kube.errors import Unavailable
+from kube.resources import NODES
 from webhook.cluster import ClusterView
 
 
@@ -102,13 +104,13 @@ async def feed_with_script(script: list[BaseException | bool], limit: int,
     steps = iter(script)
 
     async def attempt(*_args: object) -> bool:
-        step = next(steps, OSError("connection refused"))
+        step = next(steps, Unavailable("connection refused"))
         if isinstance(step, BaseException):
             raise step
         return step
 
     monkeypatch.setattr(view, "_list_and_watch", attempt)
-    await asyncio.wait_for(view._feed(None, "Node", attempt, (), stop), 5)  # type: ignore[arg-type]
+    await asyncio.wait_for(view._feed(None, "Node", NODES, stop), 5)  # type: ignore[arg-type]
     return sleep.delays
 
 
@@ -120,8 +122,8 @@ async def test_an_unreachable_api_server_is_retried_with_exponential_backoff_cap
 
 
 async def test_backoff_resets_after_a_watch_that_worked(monkeypatch: pytest.MonkeyPatch) -> None:
-    script: list[BaseException | bool] = [OSError("refused"), OSError("refused"), OSError("refused"), True,
-                                          aiohttp.ServerDisconnectedError(), ApiException(status=503)]
+    script: list[BaseException | bool] = [Unavailable("refused"), Unavailable("refused"), Unavailable("refused"), True,
+                                          Unavailable("server disconnected"), Unavailable("503", 503)]
     assert await feed_with_script(script, 4, monkeypatch) == [1, 2, 4, 1]
 
 
@@ -144,9 +146,9 @@ async def test_every_kind_backs_off_against_a_closed_port(caplog: pytest.LogCapt
     stop = asyncio.Event()
     sleep = Recorder(stop, 16)
     view = ClusterView(sleep=sleep)
-    api = client.ApiClient(client.Configuration(host=f"https://127.0.0.1:{closed_port()}"))
+    api = Client(client.ApiClient(client.Configuration(host=f"https://127.0.0.1:{closed_port()}")))
     try:
-        await asyncio.wait_for(view.run(api, "resource.k8s.io/v1", stop), 10)
+        await asyncio.wait_for(view.run(ApiServer(api), "resource.k8s.io/v1", stop), 10)
     finally:
         await api.close()
     assert sorted(sleep.delays)[:4] == [1, 1, 1, 1] and 4 in sleep.delays

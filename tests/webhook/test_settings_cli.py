@@ -128,11 +128,11 @@ current-context: x
 async def test_discovery_through_a_server_that_drops_the_connection_is_a_configuration_error() -> None:
     import asyncio
 
-    import pytest
     from kubernetes_asyncio import client
 
-    from webhook.errors import ConfigError
-    from webhook.kube import discover_api_version
+    from kube.api import ApiServer
+    from kube.client import Client
+    from webhook.cli import _api_version
 
     async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(100)
@@ -141,10 +141,10 @@ async def test_discovery_through_a_server_that_drops_the_connection_is_a_configu
     server = await asyncio.start_server(drop, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     cfg = client.Configuration(host=f"http://127.0.0.1:{port}")
-    api = client.ApiClient(cfg)
+    api = Client(client.ApiClient(cfg))
     try:
         with pytest.raises(ConfigError, match="API discovery failed"):
-            await discover_api_version(api)
+            await _api_version(Settings(Path("c"), Path("k")), ApiServer(api))
     finally:
         await api.close()
         server.close()

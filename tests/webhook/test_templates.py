@@ -1,51 +1,31 @@
-"""KubeTemplateEnsurer against a fake CustomObjectsApi: idempotence, cache, deletion, deadline."""
+"""KubeTemplateEnsurer against the shared in-memory API (kube.fake): idempotence, cache,
+deletion, deadline. What only the real API server proves (AlreadyExists with a spec equal after
+its defaulting) is in tests/e2e; here a test writes the stored object by hand."""
 
 from __future__ import annotations
 
-import asyncio
-import copy
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
+from kube.errors import Forbidden
+from kube.fake import FakeKube
+from kube.resources import RESOURCE_CLAIM_TEMPLATES
 from tests.webhook.conftest import make_pod
 from translate.catalog import load_catalog
 from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from webhook.access import API_CALLS
 from webhook.errors import TemplateError
 from webhook.templates import KubeTemplateEnsurer
 
 
-class FakeObjects:
-    def __init__(self) -> None:
-        self.store: dict[tuple[str, str], dict[str, Any]] = {}
-        self.creates = 0
-        self.delay = 0.0
-        self.fail_status = 0
+def stored(fake: FakeKube, tpl: dict[str, Any]) -> dict[str, Any]:
+    return fake.objects[RESOURCE_CLAIM_TEMPLATES.plural][f"team-a/{tpl['metadata']['name']}"]
 
-    async def create_namespaced_custom_object(self, group: str, version: str, ns: str, plural: str,
-                                              body: dict[str, Any]) -> dict[str, Any]:
-        self.creates += 1
-        await asyncio.sleep(self.delay)
-        if self.fail_status:
-            raise ApiException(status=self.fail_status, reason="Forbidden")
-        key = (ns, body["metadata"]["name"])
-        if key in self.store:
-            raise ApiException(status=409, reason="AlreadyExists")
-        stored = copy.deepcopy(body)
-        # API defaulting: the server adds fields the webhook never sent.
-        for req in stored["spec"]["spec"]["devices"]["requests"]:
-            req.get("exactly", req).setdefault("adminAccess", False)
-        self.store[key] = stored
-        return stored
 
-    async def get_namespaced_custom_object(self, group: str, version: str, ns: str, plural: str,
-                                           name: str) -> dict[str, Any]:
-        if (ns, name) not in self.store:
-            raise ApiException(status=404, reason="NotFound")
-        return self.store[(ns, name)]
+def creates(fake: FakeKube) -> int:
+    return sum(1 for verb, plural, _ in fake.writes if verb == "create" and plural == "resourceclaimtemplates")
 
 
 class Clock:
@@ -62,8 +42,8 @@ def template(gpus: int = 1) -> dict[str, Any]:
 
 
 @pytest.fixture
-def fake() -> FakeObjects:
-    return FakeObjects()
+def fake() -> FakeKube:
+    return FakeKube(allowed=API_CALLS)
 
 
 @pytest.fixture
@@ -72,68 +52,66 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def ensurer(fake: FakeObjects, clock: Clock) -> AsyncIterator[KubeTemplateEnsurer]:
-    api = client.ApiClient()
-    e = KubeTemplateEnsurer(api, "resource.k8s.io/v1", deadline=0.2, ttl=30, clock=clock)
-    e._objects = fake  # type: ignore[assignment]
-    yield e
-    await api.close()
+def ensurer(fake: FakeKube, clock: Clock) -> Iterator[KubeTemplateEnsurer]:
+    yield KubeTemplateEnsurer(fake, "resource.k8s.io/v1", deadline=0.2, ttl=30, clock=clock)
 
 
-async def test_creates_once_then_serves_from_cache(ensurer: KubeTemplateEnsurer, fake: FakeObjects) -> None:
+async def test_creates_once_then_serves_from_cache(ensurer: KubeTemplateEnsurer, fake: FakeKube) -> None:
     assert await ensurer.ensure([template()], dry_run=False) == 1
     assert await ensurer.ensure([template()], dry_run=False) == 0
-    assert fake.creates == 1
+    assert creates(fake) == 1
 
 
 async def test_already_exists_with_an_equal_spec_after_defaulting_is_success(
-        ensurer: KubeTemplateEnsurer, fake: FakeObjects, clock: Clock) -> None:
-    await ensurer.ensure([template()], dry_run=False)
+        ensurer: KubeTemplateEnsurer, fake: FakeKube, clock: Clock) -> None:
+    tpl = template()
+    await ensurer.ensure([tpl], dry_run=False)
+    for req in stored(fake, tpl)["spec"]["spec"]["devices"]["requests"]:  # what API defaulting adds
+        req.get("exactly", req).setdefault("adminAccess", False)
     clock.now = 31  # cache expired
     assert await ensurer.ensure([template()], dry_run=False) == 0
-    assert fake.creates == 2
+    assert [c.verb for c in fake.calls] == ["create", "create", "get"]
 
 
-async def test_a_different_spec_under_the_name_is_an_error(ensurer: KubeTemplateEnsurer, fake: FakeObjects) -> None:
+async def test_a_different_spec_under_the_name_is_an_error(ensurer: KubeTemplateEnsurer, fake: FakeKube) -> None:
     tpl = template()
     await ensurer.ensure([tpl], dry_run=False)
     ensurer.forget("team-a", tpl["metadata"]["name"])
-    stored = fake.store[("team-a", tpl["metadata"]["name"])]
-    stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 5
+    stored(fake, tpl)["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 5
     with pytest.raises(TemplateError, match="different spec"):
         await ensurer.ensure([tpl], dry_run=False)
 
 
-async def test_a_template_being_deleted_counts_as_missing(ensurer: KubeTemplateEnsurer, fake: FakeObjects) -> None:
+async def test_a_template_being_deleted_counts_as_missing(ensurer: KubeTemplateEnsurer, fake: FakeKube) -> None:
     tpl = template()
     await ensurer.ensure([tpl], dry_run=False)
-    fake.store[("team-a", tpl["metadata"]["name"])]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    stored(fake, tpl)["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     ensurer.forget("team-a", tpl["metadata"]["name"])  # what the watch does on the update
     with pytest.raises(TemplateError, match="being deleted"):
         await ensurer.ensure([tpl], dry_run=False)
 
 
-async def test_deleted_template_is_recreated_for_the_next_pod(ensurer: KubeTemplateEnsurer, fake: FakeObjects) -> None:
+async def test_deleted_template_is_recreated_for_the_next_pod(ensurer: KubeTemplateEnsurer, fake: FakeKube) -> None:
     tpl = template()
     await ensurer.ensure([tpl], dry_run=False)
-    del fake.store[("team-a", tpl["metadata"]["name"])]
+    fake.remove(RESOURCE_CLAIM_TEMPLATES, tpl["metadata"]["name"], "team-a")
     ensurer.forget("team-a", tpl["metadata"]["name"])  # the watch saw DELETED
     assert await ensurer.ensure([tpl], dry_run=False) == 1
-    assert ("team-a", tpl["metadata"]["name"]) in fake.store
+    assert stored(fake, tpl)
 
 
-async def test_dry_run_calls_nothing(ensurer: KubeTemplateEnsurer, fake: FakeObjects) -> None:
+async def test_dry_run_calls_nothing(ensurer: KubeTemplateEnsurer, fake: FakeKube) -> None:
     assert await ensurer.ensure([template()], dry_run=True) == 0
-    assert fake.creates == 0 and not fake.store
+    assert fake.calls == [] and not fake.objects[RESOURCE_CLAIM_TEMPLATES.plural]
 
 
-async def test_slow_api_hits_the_deadline(ensurer: KubeTemplateEnsurer, fake: FakeObjects) -> None:
+async def test_slow_api_hits_the_deadline(ensurer: KubeTemplateEnsurer, fake: FakeKube) -> None:
     fake.delay = 1.0
     with pytest.raises(TemplateError, match=r"within 0\.2s"):
         await ensurer.ensure([template()], dry_run=False)
 
 
-async def test_api_errors_become_template_errors(ensurer: KubeTemplateEnsurer, fake: FakeObjects) -> None:
-    fake.fail_status = 403
+async def test_api_errors_become_template_errors(ensurer: KubeTemplateEnsurer, fake: FakeKube) -> None:
+    fake.fail = Forbidden("POST ...: 403 Forbidden", 403, "Forbidden")
     with pytest.raises(TemplateError, match="HTTP 403"):
         await ensurer.ensure([template()], dry_run=False)

@@ -1,4 +1,4 @@
-"""Exponential backoff for the watch loops that reconnect to the API server.
+"""Exponential backoff for the loops that retry the API server (watches, relists, syncs).
 
     b = Backoff(initial=1.0, cap=30.0)
     b.next() -> 1.0, 2.0, 4.0, ... 30.0, 30.0      (doubling, capped)

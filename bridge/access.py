@@ -1,0 +1,19 @@
+"""Every API call the agent makes, in one list: the chart's RBAC is derived from it.
+
+The component tests run the agent against :class:`kube.fake.FakeKube` allowed exactly
+:data:`API_CALLS` (an undeclared call is Forbidden there), and a test compares the list with
+the permissions table of docs/bridge.md.
+"""
+
+from __future__ import annotations
+
+from kube.resources import ApiCall, grant
+
+API_CALLS: tuple[ApiCall, ...] = (
+    # its pool (publisher), and other drivers' slices on its node (the other-driver interlock)
+    *grant("resource.k8s.io", "resourceslices", "list", "watch", "create", "update", "delete"),
+    *grant("", "nodes", "get"),  # mode label, capacity, uid (the slices' owner)
+    *grant("", "nodes/status", "patch"),  # the DRABridgePreparedClaims condition
+    *grant("", "events", "create"),  # refusals and alarms, on its Node
+)
+"""The agent's API calls (verb, group, resource, scope)."""

@@ -1,0 +1,62 @@
+"""The shared Kubernetes layer of dra-bridge: everything the services say to the API server.
+
+Modules, one concern each: client (connection, raw JSON requests and watch streams over
+kubernetes-asyncio's ApiClient), api (the typed calls: KubeApi, ApiServer), resources (the
+resources some service calls, REST paths, ApiCall permissions), discovery (the
+resource.k8s.io version to write), errors (one error tree), backoff, events (core/v1 Event
+builder), flags (flag table with environment twins), fake (an in-memory KubeApi for
+component tests).
+
+Layers (import-linter): migrate | webhook | bridge above kube, translate below it. Objects are
+plain dicts, never kubernetes-asyncio's generated models.
+"""
+
+from kube.api import ApiServer, KubeApi, api_call
+from kube.backoff import Backoff
+from kube.client import Client, connect
+from kube.discovery import discover_resource_version, newest_served
+from kube.errors import (
+    AlreadyExists,
+    ApiError,
+    ConfigError,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    KubeError,
+    NotFound,
+    Unauthorized,
+    Unavailable,
+)
+from kube.events import event, post_event
+from kube.flags import Flag, FlagTable
+from kube.resources import ApiCall, Resource, api_path
+
+__all__ = [
+    "AlreadyExists",
+    "ApiCall",
+    "ApiError",
+    "ApiServer",
+    "Backoff",
+    "Client",
+    "ConfigError",
+    "Conflict",
+    "Flag",
+    "FlagTable",
+    "Forbidden",
+    "Gone",
+    "Invalid",
+    "KubeApi",
+    "KubeError",
+    "NotFound",
+    "Resource",
+    "Unauthorized",
+    "Unavailable",
+    "api_call",
+    "api_path",
+    "connect",
+    "discover_resource_version",
+    "event",
+    "newest_served",
+    "post_event",
+]

@@ -1,0 +1,143 @@
+"""The typed calls the services make, as plain dicts, over any resource of :mod:`kube.resources`.
+
+    class KubeApi(Protocol):                    what a service may do; ApiServer (real), FakeKube (tests)
+        await served_versions(group) -> ["resource.k8s.io/v1", ...]      discovery of one group
+        await get(resource, name, namespace=None) -> obj
+        await list(resource, namespace=None, label_selector=, field_selector=) -> List object
+        await create(resource, body, namespace=None) -> obj
+        await replace(resource, name, body, namespace=None) -> obj      (metadata.resourceVersion: CAS)
+        await patch_status(resource, name, patch, namespace=None)       strategic merge of .../status
+        await delete(resource, name, namespace=None, resource_version=None)   (precondition when given)
+        watch(resource, namespace=None, ..., resource_version=, timeout=) -> async (type, obj) events
+
+``namespace=None`` on a namespaced resource means every namespace (list, watch). Every call
+raises :mod:`kube.errors` (NotFound, AlreadyExists, Conflict, Forbidden, Gone, Unavailable,
+...). A watch ends when the server ends it (``timeout`` seconds); an ERROR event raises the
+error it carries (410: :class:`~kube.errors.Gone`, relist). :func:`api_call` says which
+permission a call needs (the services declare theirs in one list each).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from kube.client import STRATEGIC_MERGE, Client
+from kube.errors import NotFound, from_status
+from kube.resources import ApiCall, Resource, Verb
+
+Obj = dict[str, Any]
+
+
+def api_call(verb: Verb, resource: Resource, namespace: str | None = None, subresource: str = "") -> ApiCall:
+    """The permission one call needs (a namespaced resource called without a namespace: cluster-wide)."""
+    plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
+    return ApiCall(verb, resource.group, plural, "namespace" if resource.namespaced and namespace else "cluster")
+
+
+def _selectors(label_selector: str, field_selector: str) -> list[tuple[str, str]]:
+    query = []
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
+    return query
+
+
+class KubeApi(Protocol):
+    """What a service may ask of the API server (see the module docstring)."""
+
+    async def served_versions(self, group: str) -> builtins.list[str]:
+        """``<group>/<version>`` of every version served (empty when the group is not served)."""
+        ...
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        """Read one object."""
+        ...
+
+    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
+                   field_selector: str = "") -> Obj:
+        """The List object (``items``, ``metadata.resourceVersion``)."""
+        ...
+
+    async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        """Create an object; AlreadyExists when the name is taken."""
+        ...
+
+    async def replace(self, resource: Resource, name: str, body: Obj, namespace: str | None = None) -> Obj:
+        """Replace an object (a ``metadata.resourceVersion`` in ``body`` makes it a compare-and-swap)."""
+        ...
+
+    async def patch_status(self, resource: Resource, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+        """Strategic-merge-patch the status subresource."""
+        ...
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+                     resource_version: str | None = None) -> None:
+        """Delete an object (only at ``resource_version`` when given: Conflict otherwise)."""
+        ...
+
+    def watch(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
+              field_selector: str = "", resource_version: str = "", timeout: int = 300
+              ) -> AsyncIterator[tuple[str, Obj]]:
+        """Events ``(ADDED | MODIFIED | DELETED, object)`` until the server ends the watch."""
+        ...
+
+
+class ApiServer:
+    """:class:`KubeApi` over a :class:`kube.client.Client`."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def served_versions(self, group: str) -> builtins.list[str]:
+        try:
+            doc = await self.client.request("GET", f"/apis/{group}")
+        except NotFound:
+            return []
+        return [str(v["groupVersion"]) for v in (doc or {}).get("versions", [])]
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        result: Obj = await self.client.request("GET", resource.path(namespace, name))
+        return result
+
+    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
+                   field_selector: str = "") -> Obj:
+        result: Obj = await self.client.request("GET", resource.path(namespace),
+                                                query=_selectors(label_selector, field_selector))
+        return result or {"items": []}
+
+    async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
+        result: Obj = await self.client.request("POST", resource.path(namespace), body)
+        return result
+
+    async def replace(self, resource: Resource, name: str, body: Obj, namespace: str | None = None) -> Obj:
+        result: Obj = await self.client.request("PUT", resource.path(namespace, name), body)
+        return result
+
+    async def patch_status(self, resource: Resource, name: str, patch: Obj, namespace: str | None = None) -> Obj:
+        result: Obj = await self.client.request("PATCH", resource.path(namespace, name, "status"), patch,
+                                                content_type=STRATEGIC_MERGE)
+        return result
+
+    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
+                     resource_version: str | None = None) -> None:
+        body = {"preconditions": {"resourceVersion": resource_version}} if resource_version else None
+        await self.client.request("DELETE", resource.path(namespace, name), body)
+
+    async def watch(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
+                    field_selector: str = "", resource_version: str = "", timeout: int = 300
+                    ) -> AsyncIterator[tuple[str, Obj]]:
+        path = resource.path(namespace)
+        query = [*_selectors(label_selector, field_selector), ("timeoutSeconds", str(timeout))]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        async for event in self.client.stream(path, query):
+            kind, obj = str(event.get("type", "")), event.get("object")
+            if kind == "ERROR":
+                status = obj if isinstance(obj, dict) else {}
+                raise from_status(f"watch {path}", int(status.get("code") or 0), status)
+            if kind == "BOOKMARK" or not isinstance(obj, dict):
+                continue
+            yield kind, obj

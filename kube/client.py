@@ -1,0 +1,109 @@
+"""Connection: kubernetes-asyncio's Configuration and ApiClient, spoken to in raw JSON.
+
+    client = await connect(kubeconfig | None)          kubeconfig file, or the in-cluster service account
+    client = Client(api_client)                         over an existing ApiClient (tests)
+    await client.request(method, path, body=None, query=(), content_type=...) -> dict | None
+    async for line in client.stream(path, query):       decoded JSON lines of a watch
+    await client.close()
+
+No generated models: every body in and out is a plain dict, so every ``resource.k8s.io``
+version works the same way. Every failure is a :class:`kube.errors.KubeError` raised ``from``
+the client's exception (connection failures and timeouts: ``Unavailable``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from kube.errors import ConfigError, KubeError, Unavailable, from_api_exception, from_status, is_connection_failure
+
+logger = logging.getLogger(__name__)
+JSON = "application/json"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+
+
+async def configuration(kubeconfig: str | Path | None) -> k8s.Configuration:
+    """A client Configuration from a kubeconfig file, or the pod's service account when empty."""
+    cfg = k8s.Configuration()
+    try:
+        if kubeconfig:
+            await k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
+        else:
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    except (k8s_config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+        where = kubeconfig or "the in-cluster service account"
+        raise ConfigError(f"cannot configure the Kubernetes client from {where}: {exc}") from exc
+    return cfg
+
+
+async def connect(kubeconfig: str | Path | None = None) -> Client:
+    """A :class:`Client` from a kubeconfig file, or the in-cluster service account when empty."""
+    return Client(k8s.ApiClient(await configuration(kubeconfig)))
+
+
+class Client:
+    """Raw JSON requests over one ``kubernetes_asyncio.client.ApiClient``."""
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self.api_client = api_client
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        await self.api_client.close()
+
+    async def request(self, method: str, path: str, body: Any = None, query: Sequence[tuple[str, str]] = (),
+                      content_type: str = JSON, timeout: float | None = None) -> Any:
+        """One call; the decoded JSON answer. Raises KubeError (see the module docstring)."""
+        return await self._call(f"{method} {path}", path, method, query_params=list(query), body=body,
+                                header_params={"Accept": JSON, "Content-Type": content_type},
+                                response_types_map={200: "object", 201: "object", 202: "object"},
+                                _request_timeout=timeout)
+
+    async def _call(self, what: str, path: str, method: str, **kwargs: Any) -> Any:
+        try:
+            return await self.api_client.call_api(path, method, auth_settings=["BearerToken"],
+                                                  _return_http_data_only=True, **kwargs)
+        except ApiException as exc:
+            raise from_api_exception(what, exc) from exc
+        except Exception as exc:
+            if is_connection_failure(exc):
+                raise Unavailable(f"{what}: API server unreachable: {type(exc).__name__}: {exc}") from exc
+            raise
+
+    async def stream(self, path: str, query: Sequence[tuple[str, str]] = ()) -> AsyncIterator[dict[str, Any]]:
+        """The decoded JSON lines of a watch on ``path`` (``watch=true`` is added) until the server
+        ends it. Raises KubeError: for an error status, a line that does not decode, or a
+        connection failure."""
+        what = f"watch {path}"
+        resp = await self._call(what, path, "GET", query_params=[*query, ("watch", "true")],
+                                header_params={"Accept": JSON}, _preload_content=False)
+        try:
+            if not 200 <= resp.status <= 299:
+                raise from_status(what, resp.status, await resp.read(), str(resp.reason or ""))
+            while line := await resp.content.readline():
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError as exc:
+                    raise KubeError(f"{what}: a watch line that does not decode: {line[:200]!r}") from exc
+                if not isinstance(event, dict):
+                    raise KubeError(f"{what}: a watch line that is not an object: {line[:200]!r}")
+                yield event
+        except KubeError:
+            raise
+        except Exception as exc:
+            if is_connection_failure(exc):
+                raise Unavailable(f"{what}: connection lost: {type(exc).__name__}: {exc}") from exc
+            raise
+        finally:
+            resp.release()

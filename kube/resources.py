@@ -1,0 +1,91 @@
+"""The resources some service calls, and the REST paths and RBAC names that derive from them.
+
+    Resource(group, version, plural, kind, namespaced)
+    PODS, NODES, EVENTS, LEASES, RESOURCE_QUOTAS                        fixed versions
+    DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIM_TEMPLATES           resource.k8s.io: ``.at(api_version)``
+    resource.path(namespace, name, subresource) -> "/apis/<group>/<version>/..."
+    api_path(api_version, plural, namespace, name, subresource)        the same for any resource
+    ApiCall(verb, group, resource, scope)                               one permission a service needs
+
+Only resources that some service (or an e2e helper) calls are listed here; the typed calls
+of :mod:`kube.api` take one of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+Verb = Literal["get", "list", "watch", "create", "update", "patch", "delete"]
+Scope = Literal["cluster", "namespace"]
+
+
+def api_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None,
+             subresource: str | None = None) -> str:
+    """``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` otherwise."""
+    parts = ["api", "v1"] if api_version == "v1" else ["apis", *api_version.split("/")]
+    if namespace:
+        parts += ["namespaces", namespace]
+    parts.append(plural)
+    if name:
+        parts.append(name)
+    if subresource:
+        parts.append(subresource)
+    return "/" + "/".join(parts)
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A served resource: ``group`` ("" for core), ``version``, ``plural``, ``kind``, ``namespaced``."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        """``v1`` or ``<group>/<version>``."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def at(self, api_version: str) -> Resource:
+        """The same resource in another version of its group (``resource.k8s.io/v1beta1`` or ``v1beta1``)."""
+        version = api_version.rsplit("/", 1)[-1]
+        if "/" in api_version and api_version.split("/", 1)[0] != self.group:
+            raise ValueError(f"{api_version} is not a version of {self.group or 'core'}")
+        return replace(self, version=version)
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        """The REST path (a collection when ``name`` is None; every namespace when ``namespace`` is None)."""
+        return api_path(self.api_version, self.plural, namespace if self.namespaced else None, name, subresource)
+
+
+PODS = Resource("", "v1", "pods", "Pod", True)
+NODES = Resource("", "v1", "nodes", "Node", False)
+EVENTS = Resource("", "v1", "events", "Event", True)
+RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
+
+
+@dataclass(frozen=True, order=True)
+class ApiCall:
+    """One permission: ``verb`` on ``group``/``resource`` (``nodes/status`` for a subresource),
+    cluster-wide or only in the service's own namespace (``scope``)."""
+
+    verb: Verb
+    group: str
+    resource: str
+    scope: Scope = "cluster"
+
+    def __str__(self) -> str:
+        where = " (own namespace)" if self.scope == "namespace" else ""
+        return f"{self.verb} {self.group or 'core'}/{self.resource}{where}"
+
+
+def grant(group: str, resource: str, *verbs: Verb, scope: Scope = "cluster") -> tuple[ApiCall, ...]:
+    """One :class:`ApiCall` per verb on ``group``/``resource`` (how services write their lists)."""
+    return tuple(ApiCall(verb, group, resource, scope) for verb in verbs)

@@ -1,0 +1,36 @@
+"""Each service's declared API calls are exactly the permissions its doc lists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bridge.access import API_CALLS as BRIDGE_CALLS
+from kube.resources import ApiCall
+from webhook.access import API_CALLS as WEBHOOK_CALLS
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def documented(doc: str) -> set[ApiCall]:
+    """The rows ``| `group` `resource` (own namespace only) | verb, verb | why |`` of the
+    permissions table (a core resource has no group)."""
+    text = (DOCS / doc).read_text("utf-8")
+    table = text.split("| resource | verbs | why |", 1)[1].split("\n\n", 1)[0]
+    calls: set[ApiCall] = set()
+    for row in table.strip().splitlines()[1:]:
+        first, verbs = (c.strip() for c in row.strip("|").split("|")[:2])
+        names = re.findall(r"`([^`]+)`", first)
+        group, resource = names if len(names) == 2 else ("", names[0])
+        scope = "namespace" if "own namespace" in first else "cluster"
+        calls |= {ApiCall(v.strip(), group, resource, scope) for v in verbs.split(",")}  # type: ignore[arg-type]
+    return calls
+
+
+@pytest.mark.parametrize(("doc", "declared"), [("webhook.md", WEBHOOK_CALLS), ("bridge.md", BRIDGE_CALLS)],
+                         ids=["webhook", "bridge"])
+def test_the_declared_api_calls_are_the_documented_permissions(doc: str, declared: tuple[ApiCall, ...]) -> None:
+    assert len(set(declared)) == len(declared), "a call declared twice"
+    assert documented(doc) == set(declared)
