@@ -43,10 +43,12 @@ from kube.errors import KubeError
 from kube.events import event, post_event
 from kube.resources import NODES, RESOURCE_SLICES
 from translate.catalog import Catalog
-from translate.cluster import NODE_MODE_LABEL
 from translate.errors import InventoryError
-from translate.slice_render import SliceDevice
-from translate.slices import InventoryDevice, NvmlFacts, build_devices, device_uuids, group_allocatable
+from translate.inventory.allocatable import InventoryDevice, group_allocatable
+from translate.inventory.api_rules import SliceDevice
+from translate.inventory.device_facts import NvmlFacts
+from translate.inventory.slices import build_devices, device_uuids
+from translate.names import NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,8 @@ from kube.backoff import Backoff, Sleep
 from kube.discovery import GROUP, newest_served
 from kube.errors import KubeError, NotFound
 from kube.resources import RESOURCE_SLICES, Resource
-from translate.slice_render import SliceDevice, internal_form, pool_slices, render_slice
+from translate.inventory.api_rules import SliceDevice
+from translate.inventory.pool import internal_form, pool_slices, render_slice
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from bridge.errors import SettingsError
 from kube.flags import BRIDGE_PREFIX, Flag, FlagTable
-from translate.names import is_dns_subdomain
-from translate.render import normalize_api_version
+from translate.dns_names import is_dns_subdomain
+from translate.names import normalize_api_version
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 """The values ``--log-level`` accepts (in any case)."""

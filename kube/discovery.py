@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from kube.api import KubeApi
 from kube.errors import ConfigError
-from translate.render import API_VERSIONS
+from translate.names import API_VERSIONS
 
 GROUP = "resource.k8s.io"
 

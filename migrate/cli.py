@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from migrate.manifests import ManifestError, dump, read_sources
+from migrate.remedies import phrased
 from migrate.report import findings_table
 from translate.catalog import PROFILE_RE, Catalog, load_catalog
 from translate.errors import TranslateError
 from translate.findings import SEVERITY, Finding
-from translate.plan import Options
-from translate.render import normalize_api_version
-from translate.workloads import convert_object
+from translate.names import normalize_api_version
+from translate.plan.pod_plan import Options
+from translate.plan.workloads import convert_object
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -107,7 +108,7 @@ def convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 seen.add(key)
                 objects.append(template)
         objects.append(result.obj)
-        rows += [(doc.source, _object_name(doc.obj), f) for f in result.findings]
+        rows += [(doc.source, _object_name(doc.obj), f) for f in phrased(result.findings)]
     if not objects:
         err.write("dra-migrate: no objects in the input\n")
         return EXIT_OK

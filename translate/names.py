@@ -1,92 +1,85 @@
-"""Object, request and device names: validity checks and deterministic derivation.
+"""Well-known names, each defined once: API versions, labels, annotations, domains, drivers.
 
-Rules (Kubernetes apimachinery validation, as used by resource.k8s.io/v1 and core/v1):
-    DNS label      ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most 63 characters
-                   (request names, pod claim names, device names)
-    DNS subdomain  dot-separated DNS labels, at most 253 characters
-                   (DeviceClass, ResourceClaimTemplate, ResourceSlice names, driver names)
+Every name that dra-bridge writes into objects or reads from them (and that another
+component must spell the same way) lives here; everything else imports it.
 
-Derived names are stable across runs and Python versions: hashes are SHA-256 of canonical
-JSON (sorted keys, no whitespace), encoded in lower-case base32.
+API versions
+    ``resource.k8s.io``: ``v1`` (Kubernetes 1.34+), ``v1beta2`` (1.33), ``v1beta1`` (1.32), the
+    versions translate renders (design decision 7); ``catalog.dra-bridge.io/v1`` for catalogs.
+Labels and annotations
+    ``app.kubernetes.io/managed-by`` on what we create (DeviceClasses and ResourceSlices:
+    ``dra-bridge``; ResourceClaimTemplates: ``dra-migrate`` or ``dra-bridge-webhook``, by who
+    wrote them), ``dra-bridge.io/converted`` on converted pods and their claims,
+    ``dra-bridge.io/conversion`` (the conversion record) on converted pods,
+    ``dra-bridge.io/mode`` on Nodes handed over to DRA, ``dra-bridge.io/legacy-resource`` on our
+    DeviceClasses; GPU Feature Discovery labels and HAMi annotations under ``nvidia.com/``.
+Domains and drivers
+    ``dra-bridge.io`` (the bridge's default driver name and attribute domain),
+    ``gpu.nvidia.com`` (the NVIDIA DRA driver and its attribute domain),
+    ``resource.kubernetes.io`` (standard attributes: ``pciBusID``, ``pcieRoot``, ``numaNode``),
+    and the ResourceQuota key suffix of DRA device counts (KEP-4381).
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
-import re
-from collections.abc import Iterable
+from typing import Final, Literal
 
-_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-MAX_LABEL = 63
-MAX_SUBDOMAIN = 253
+# ------------------------------------------------------------------ API versions
 
-
-def is_dns_label(value: str) -> bool:
-    """True for a valid DNS label (RFC 1123, at most 63 characters)."""
-    return len(value) <= MAX_LABEL and _LABEL.fullmatch(value) is not None
-
-
-def is_dns_subdomain(value: str) -> bool:
-    """True for a valid DNS subdomain (RFC 1123, at most 253 characters)."""
-    return 0 < len(value) <= MAX_SUBDOMAIN and all(
-        _LABEL.fullmatch(part) for part in value.split(".")
-    )
+ApiVersion = Literal["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]
+#: The resource.k8s.io versions translate renders, newest first.
+API_VERSIONS: Final[tuple[str, ...]] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
+DEFAULT_API_VERSION: Final = "resource.k8s.io/v1"
+#: The Kubernetes minor release that introduced each version: what a target serving only
+#: that version can be assumed to run (used for CEL library availability).
+MINOR_FOR_VERSION: Final[dict[str, int]] = {
+    "resource.k8s.io/v1": 34, "resource.k8s.io/v1beta2": 33, "resource.k8s.io/v1beta1": 32,
+}
+CATALOG_API_VERSION: Final = "catalog.dra-bridge.io/v1"
 
 
-#: One encoder for every call (``json.dumps`` with options builds a new one each time).
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+def normalize_api_version(value: str) -> str:
+    """Accept ``v1`` or ``resource.k8s.io/v1`` (and the beta versions); raise ValueError otherwise."""
+    full = value if "/" in value else f"resource.k8s.io/{value}"
+    if full not in API_VERSIONS:
+        raise ValueError(f"unsupported resource.k8s.io version {value!r} (one of: v1, v1beta2, v1beta1)")
+    return full
 
 
-def canonical_json(value: object) -> str:
-    """The canonical JSON text of a value: sorted keys, compact separators, UTF-8."""
-    return _CANONICAL(value)
+# ------------------------------------------------------------------ labels and annotations
 
+#: The label key saying which tool manages an object.
+MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+#: Its value on our DeviceClasses and ResourceSlices.
+MANAGED_BY_BRIDGE: Final = "dra-bridge"
+#: Its value on ResourceClaimTemplates written by ``dra-migrate convert``.
+MANAGED_BY_CONVERT: Final = "dra-migrate"
+#: Its value on ResourceClaimTemplates the webhook creates (only those are garbage-collected).
+MANAGED_BY_WEBHOOK: Final = "dra-bridge-webhook"
+#: ``"true"`` on converted pods and on the claims generated for them.
+CONVERTED_LABEL: Final = "dra-bridge.io/converted"
+#: A converted pod's record: plan hash, template names, the original requests.
+CONVERSION_ANNOTATION: Final = "dra-bridge.io/conversion"
+#: A Node's allocator: ``dra`` once handed over to DRA (design decision 6), else legacy.
+NODE_MODE_LABEL: Final = "dra-bridge.io/mode"
+#: The legacy resource one of our DeviceClasses serves.
+LEGACY_RESOURCE_ANNOTATION: Final = "dra-bridge.io/legacy-resource"
+#: GPU Feature Discovery's label prefix (and the NVIDIA device plugin's resource prefix).
+GFD_PREFIX: Final = "nvidia.com/"
+HAMI_USE_TYPE: Final = "nvidia.com/use-gputype"
+HAMI_NOUSE_TYPE: Final = "nvidia.com/nouse-gputype"
+HAMI_USE_UUID: Final = "nvidia.com/use-gpuuuid"
+HAMI_NOUSE_UUID: Final = "nvidia.com/nouse-gpuuuid"
+#: HAMi's device-filter annotations, each of which becomes a device selector.
+HAMI_ANNOTATIONS: Final = (HAMI_USE_TYPE, HAMI_NOUSE_TYPE, HAMI_USE_UUID, HAMI_NOUSE_UUID)
 
-def digest(value: object, length: int = 10) -> str:
-    """A short stable hash of a JSON-able value: ``length`` lower-case base32 characters."""
-    raw = hashlib.sha256(canonical_json(value).encode("utf-8")).digest()
-    # base32 writes each 5 bytes as 8 characters on their own: encoding only the blocks the
-    # prefix needs gives the same characters as encoding the whole digest, at a fraction.
-    blocks = min(-(-length // 8), 7) * 5
-    return base64.b32encode(raw[:blocks]).decode("ascii").lower()[:length]
+# ------------------------------------------------------------------ domains and drivers
 
-
-def to_label(text: str, max_len: int = MAX_LABEL) -> str:
-    """Squash arbitrary text into a DNS label: lower case, runs of other characters to '-'.
-
-    Too long or empty results keep a prefix and end in a hash of the full text, so two
-    different inputs never collapse to the same label by truncation.
-    """
-    out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    if out and len(out) <= max_len:
-        return out
-    tail = digest(text, 8)
-    keep = max_len - len(tail) - 1
-    head = out[:keep].strip("-")
-    return f"{head}-{tail}" if head else tail
-
-
-def unique_labels(wanted: Iterable[str], taken: Iterable[str] = ()) -> list[str]:
-    """Make each wanted label unique (in order), appending ``-2``, ``-3``... on collision.
-
-    Stable: the same input list always yields the same output list.
-    """
-    used = set(taken)
-    out: list[str] = []
-    for name in wanted:
-        candidate, n = name, 1
-        while candidate in used:
-            n += 1
-            suffix = f"-{n}"
-            candidate = name[: MAX_LABEL - len(suffix)].rstrip("-") + suffix
-        used.add(candidate)
-        out.append(candidate)
-    return out
-
-
-def resource_label(resource_name: str) -> str:
-    """A short label for a legacy resource: ``nvidia.com/mig-1g.10gb`` -> ``mig-1g-10gb``,
-    ``nvidia.com/gpu`` -> ``gpu``, ``gpu.intel.com/i915`` -> ``i915``."""
-    return to_label(resource_name.rsplit("/", 1)[-1], 30)
+#: The bridge's default DRA driver name, also the domain of its own attributes.
+BRIDGE_DRIVER: Final = "dra-bridge.io"
+#: The NVIDIA DRA driver's name and the domain of its attributes (design decision 5).
+NVIDIA_DRIVER: Final = "gpu.nvidia.com"
+#: The domain of standard device attributes (``pciBusID``, ``pcieRoot``, ``numaNode``).
+STANDARD_DOMAIN: Final = "resource.kubernetes.io"
+#: ``<DeviceClass><suffix>``: the ResourceQuota key counting devices of a class (KEP-4381).
+DRA_QUOTA_SUFFIX: Final = ".deviceclass.resource.k8s.io/devices"

@@ -31,8 +31,8 @@ from kube.backoff import Backoff, Sleep
 from kube.errors import Gone, KubeError
 from kube.resources import DEVICE_CLASSES, NODES, RESOURCE_QUOTAS, RESOURCE_SLICES, Resource
 from translate.cel import evaluate_selectors
-from translate.cluster import NODE_MODE_LABEL
 from translate.errors import SelectorError
+from translate.names import NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice"

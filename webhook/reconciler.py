@@ -27,8 +27,8 @@ from kube.api import KubeApi
 from kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from kube.resources import LEASES, PODS, RESOURCE_CLAIM_TEMPLATES
 from translate.catalog import Catalog
-from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
-from translate.render import CONVERTED_LABEL, MANAGED_BY
+from translate.names import CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options, plan_pod
 from webhook.reconcile_rules import Key, garbage, legacy_pod, missing
 
 logger = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kube.flags import WEBHOOK_PREFIX, Flag, FlagTable
-from translate.render import normalize_api_version
+from translate.names import normalize_api_version
 from webhook.errors import ConfigError
 
 ENV_PREFIX = WEBHOOK_PREFIX

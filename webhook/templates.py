@@ -5,7 +5,7 @@
 
 :class:`KubeTemplateEnsurer` is the real one (over :class:`kube.api.KubeApi`, design decision 2):
 - create; AlreadyExists is success when the stored spec equals the wanted one after API
-  defaulting (compared through ``translate.render.internal_from_template``); a different
+  defaulting (compared through ``translate.plan.claim_templates.internal_from_template``); a different
   spec under the same content-addressed name is an error;
 - a template with ``deletionTimestamp`` counts as missing (TemplateError: the pod would
   reference a template about to vanish);
@@ -30,7 +30,8 @@ from kube.api import KubeApi
 from kube.backoff import Backoff, Sleep
 from kube.errors import AlreadyExists, KubeError, Unavailable
 from kube.resources import RESOURCE_CLAIM_TEMPLATES
-from translate.render import MANAGED_BY, internal_from_template
+from translate.names import MANAGED_BY
+from translate.plan.claim_templates import internal_from_template
 from webhook.errors import TemplateError
 
 logger = logging.getLogger(__name__)

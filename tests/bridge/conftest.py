@@ -16,7 +16,7 @@ from bridge.access import API_CALLS
 from bridge.podresources import api_pb2, api_pb2_grpc
 from kube.fake import FakeKube
 from kube.resources import EVENTS, NODES, RESOURCE_SLICES
-from translate.slice_render import internal_form
+from translate.inventory.pool import internal_form
 
 Obj = dict[str, Any]
 

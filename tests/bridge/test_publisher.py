@@ -12,8 +12,9 @@ from kube.errors import ConfigError
 from kube.resources import Resource
 from tests.bridge.conftest import FakeApi
 from translate.catalog import load_catalog
-from translate.slice_render import SliceDevice
-from translate.slices import InventoryDevice, build_devices
+from translate.inventory.allocatable import InventoryDevice
+from translate.inventory.api_rules import SliceDevice
+from translate.inventory.slices import build_devices
 
 CATALOG = load_catalog()
 

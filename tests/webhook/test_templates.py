@@ -14,7 +14,8 @@ from kube.fake import FakeKube
 from kube.resources import RESOURCE_CLAIM_TEMPLATES
 from tests.webhook.conftest import make_pod
 from translate.catalog import load_catalog
-from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.names import MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options, plan_pod
 from webhook.access import API_CALLS
 from webhook.errors import TemplateError
 from webhook.templates import KubeTemplateEnsurer
