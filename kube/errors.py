@@ -31,10 +31,12 @@ from typing import Any
 class KubeError(Exception):
     """Base class of every error raised by the ``kube`` package."""
 
-    def __init__(self, message: str, status: int | None = None, reason: str = "") -> None:
+    def __init__(self, message: str, status: int | None = None, reason: str = "", detail: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
+        self.detail = detail or message
+        """The server's whole Status message (the exception's text cuts it at 300 characters)."""
 
 
 class ConfigError(KubeError):
@@ -93,10 +95,10 @@ def from_status(what: str, status: int, body: Any = None, reason: str = "") -> K
     message = str(doc.get("message") or "")
     text = f"{what}: {status} {reason}" + (f": {message[:300]}" if message else "")
     if status == 409 and reason == "AlreadyExists":
-        return AlreadyExists(text, status, reason)
+        return AlreadyExists(text, status, reason, message)
     if status == 429 or status >= 500 or status == 0:
-        return Unavailable(text, status or None, reason)
-    return _BY_STATUS.get(status, ApiError)(text, status, reason)
+        return Unavailable(text, status or None, reason, message)
+    return _BY_STATUS.get(status, ApiError)(text, status, reason, message)
 
 
 def from_api_exception(what: str, exc: Any) -> KubeError:

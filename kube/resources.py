@@ -6,6 +6,8 @@
     resource.path(namespace, name, subresource) -> "/apis/<group>/<version>/..."
     api_path(api_version, plural, namespace, name, subresource)        the same for any resource
     ApiCall(verb, group, resource, scope)                               one permission a service needs
+    grant(group, resource, *verbs, scope=) -> (ApiCall, ...)            how a service writes its list
+    rbac_rules(calls, scope) -> [PolicyRule]                            the RBAC that grants exactly those
 
 Only resources that some service (or an e2e helper) calls are listed here; the typed calls
 of :mod:`kube.api` take one of them.
@@ -13,6 +15,7 @@ of :mod:`kube.api` take one of them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -89,3 +92,14 @@ class ApiCall:
 def grant(group: str, resource: str, *verbs: Verb, scope: Scope = "cluster") -> tuple[ApiCall, ...]:
     """One :class:`ApiCall` per verb on ``group``/``resource`` (how services write their lists)."""
     return tuple(ApiCall(verb, group, resource, scope) for verb in verbs)
+
+
+def rbac_rules(calls: Iterable[ApiCall], scope: Scope = "cluster") -> list[dict[str, list[str]]]:
+    """RBAC PolicyRules granting exactly the ``calls`` of ``scope``: a ClusterRole's
+    (``cluster``), or the Role's in the service's own namespace (``namespace``)."""
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for call in calls:
+        if call.scope == scope:
+            verbs.setdefault((call.group, call.resource), set()).add(call.verb)
+    return [{"apiGroups": [group], "resources": [resource], "verbs": sorted(v)}
+            for (group, resource), v in sorted(verbs.items())]

@@ -1,6 +1,9 @@
 """A small synchronous JSON client for the Kubernetes API, plus helpers for e2e tests.
 
-Only the standard library: ``http.client`` over TLS with the kubeconfig's client certificate.
+Synchronous (the tests are), over ``http.client`` with the kubeconfig's client certificate,
+for what the product never calls (namespaces, nodes, RBAC, webhook configurations, status
+writes by hand). The rest is the shared layer's: paths from :func:`kube.resources.api_path`,
+and answers raised as :mod:`kube.errors` (``NotFound``, ``AlreadyExists``, ``Invalid``, ...).
 Other test modules import it: ``from tests.e2e.kubeapi import KubeClient, wait_for, ...``.
 """
 
@@ -15,9 +18,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kube.errors import KubeError, NotFound, from_status
 from kube.resources import api_path
 
-__all__ = ["ApiError", "KubeClient", "WaitTimeout", "api_path", "create_fake_node", "create_namespace", "wait_for",
+__all__ = ["KubeClient", "WaitTimeout", "api_path", "create_fake_node", "create_namespace", "wait_for",
            "wait_for_object"]
 
 T = TypeVar("T")
@@ -30,19 +34,6 @@ PATCH_TYPES = {
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",
 }
-
-
-class ApiError(Exception):
-    """A non-2xx answer of the API server, carrying its ``Status`` object."""
-
-    def __init__(self, method: str, path: str, code: int, body: Any) -> None:
-        self.method = method
-        self.path = path
-        self.code = code
-        self.status: Obj = body if isinstance(body, dict) else {}
-        self.reason: str = self.status.get("reason", "")
-        self.message: str = self.status.get("message", "") or str(body)[:2000]
-        super().__init__(f"{method} {path}: {code} {self.reason}: {self.message}")
 
 
 class KubeClient:
@@ -77,7 +68,7 @@ class KubeClient:
         content_type: str = "application/json",
         query: Mapping[str, str | int | bool] | None = None,
     ) -> Any:
-        """Sends one request; returns the decoded JSON answer or raises :class:`ApiError`."""
+        """Sends one request; returns the decoded JSON answer or raises :class:`kube.errors.KubeError`."""
         if query:
             items = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in query.items()}
             path = f"{path}?{urllib.parse.urlencode(items)}"
@@ -98,7 +89,7 @@ class KubeClient:
         except ValueError:
             decoded = raw.decode(errors="replace")
         if resp.status >= 300:
-            raise ApiError(method, path, resp.status, decoded)
+            raise from_status(f"{method} {path}", resp.status, decoded)
         return decoded
 
     # -- verbs --------------------------------------------------------------------------
@@ -148,8 +139,8 @@ class KubeClient:
     def delete(self, path: str, *, ignore_missing: bool = False) -> Obj | None:
         try:
             result: Obj = self.request("DELETE", path)
-        except ApiError as err:
-            if ignore_missing and err.code == 404:
+        except NotFound:
+            if ignore_missing:
                 return None
             raise
         return result
@@ -166,10 +157,8 @@ class KubeClient:
     def exists(self, path: str) -> bool:
         try:
             self.get(path)
-        except ApiError as err:
-            if err.code == 404:
-                return False
-            raise
+        except NotFound:
+            return False
         return True
 
 
@@ -198,7 +187,7 @@ def wait_for(
 ) -> T:
     """Polls ``condition`` until it returns a truthy value and returns that value.
 
-    An :class:`ApiError` raised by ``condition`` counts as "not yet". On timeout raises
+    A :class:`kube.errors.KubeError` raised by ``condition`` counts as "not yet". On timeout raises
     :class:`WaitTimeout` showing the last value or error, and ``observe()`` if given.
     """
     deadline = time.monotonic() + timeout
@@ -209,7 +198,7 @@ def wait_for(
             if value:
                 return value
             last = value
-        except ApiError as err:
+        except KubeError as err:
             last = err
         if time.monotonic() >= deadline:
             break

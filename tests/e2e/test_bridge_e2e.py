@@ -39,6 +39,7 @@ from typing import Any
 import pytest
 import yaml
 
+from bridge.access import API_CALLS
 from bridge.agent import Agent
 from bridge.podresources.client import PodResourcesClient
 from bridge.publisher import Publisher
@@ -46,9 +47,11 @@ from bridge.settings import Settings
 from bridge.state import InventoryStore
 from kube.api import ApiServer
 from kube.client import connect
+from kube.errors import KubeError
+from kube.resources import rbac_rules
 from tests.bridge.conftest import KubeletServer
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, wait_for
+from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for
 from translate.catalog import load_catalog
 from translate.cel import selector_text as ex
 from translate.inventory.allocatable import InventoryDevice
@@ -240,10 +243,8 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
         create_fake_node(kube, n)
     kube.create(api_path("v1", "serviceaccounts", namespace), {"metadata": {"name": "dra-bridge"}})
     role = f"dra-bridge-e2e-{suffix}"
-    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": role}, "rules": [
-        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
-         "verbs": ["get", "list", "watch", "create", "update", "delete"]},
-        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]}]})
+    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": role},
+                                                                    "rules": rbac_rules(API_CALLS)})
     kube.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
         "metadata": {"name": role}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                                  "name": role},
@@ -305,7 +306,7 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
                      f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
                      f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}",
                      api_path("v1", "nodes", name=node_a), api_path("v1", "nodes", name=node_b)):
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(KubeError):
                 kube.delete(path, ignore_missing=True)
 
 

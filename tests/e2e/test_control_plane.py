@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from kube.errors import Invalid
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import (
-    ApiError,
     KubeClient,
     api_path,
     create_fake_node,
@@ -156,13 +156,13 @@ def test_claim_from_template_is_allocated_and_pod_bound(kube: KubeClient, namesp
 
 def test_api_server_rejects_slice_with_too_many_devices(kube: KubeClient) -> None:
     devices = [{"name": f"gpu-{i}"} for i in range(129)]
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(Invalid) as info:
         kube.create(api_path(RESOURCE_V1, "resourceslices"), _slice(f"node-{_uid()}", devices))
     err = info.value
-    assert err.code == 422, err
+    assert err.status == 422, err
     assert err.reason == "Invalid", err
-    assert "spec.devices" in err.message, err.message
-    assert "128" in err.message, err.message
+    assert "spec.devices" in err.detail, err.detail
+    assert "128" in err.detail, err.detail
 
 
 def test_v1beta1_claim_template_round_trip(control_plane: ControlPlane, kube: KubeClient, namespace: str) -> None:

@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from kube.errors import NotFound
 from tests.e2e.certs import CertificateAuthority, KeyPair
-from tests.e2e.kubeapi import ApiError, KubeClient, WaitTimeout, api_path, wait_for
+from tests.e2e.kubeapi import KubeClient, WaitTimeout, api_path, wait_for
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -90,9 +91,9 @@ def test_client_over_mutual_tls(server: str, pki: tuple[CertificateAuthority, Ke
     assert body == [{"op": "add", "path": "/x", "value": 1}]
     assert _Handler.seen[-2][2] == "application/strategic-merge-patch+json"
 
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(NotFound) as info:
         kube.get("/api/v1/namespaces/missing")
-    assert (info.value.code, info.value.reason) == (404, "NotFound")
+    assert (info.value.status, info.value.reason) == (404, "NotFound")
     assert "not there" in str(info.value)
     assert kube.delete("/api/v1/namespaces/missing", ignore_missing=True) is None
     assert not kube.exists("/api/v1/namespaces/missing")

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kube.errors import AlreadyExists
 from tests.e2e.controlplane import REPO_ROOT, ControlPlane
-from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, create_namespace, wait_for
+from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, create_namespace, wait_for
 from translate.catalog import load_catalog
 from translate.names import CONVERTED_LABEL, NODE_MODE_LABEL
 from webhook.certs import write_certs
@@ -112,11 +113,8 @@ def running_cluster(control_plane: ControlPlane, kube: KubeClient, workdir: Path
     and v1beta1) and the MutatingWebhookConfiguration; all removed on exit."""
     certs = write_certs(workdir / "certs", "dra-bridge", "dra-bridge-webhook", ("127.0.0.1",))
     for cls in load_catalog().device_classes():
-        try:
+        with contextlib.suppress(AlreadyExists):
             kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
-        except ApiError as err:
-            if err.code != 409:
-                raise
     suffix = uuid.uuid4().hex[:6]
     nodes = {f"t4-{suffix}": "Tesla T4", f"a100-{suffix}": A100_PRODUCT}
     for node, product in nodes.items():

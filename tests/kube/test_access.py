@@ -34,3 +34,13 @@ def documented(doc: str) -> set[ApiCall]:
 def test_the_declared_api_calls_are_the_documented_permissions(doc: str, declared: tuple[ApiCall, ...]) -> None:
     assert len(set(declared)) == len(declared), "a call declared twice"
     assert documented(doc) == set(declared)
+
+
+def test_rbac_rules_grant_exactly_the_declared_calls_of_a_scope() -> None:
+    from kube.resources import rbac_rules
+
+    assert rbac_rules(WEBHOOK_CALLS, "namespace") == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}]
+    rules = rbac_rules(BRIDGE_CALLS)
+    assert {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]} in rules
+    assert sum(len(r["verbs"]) for r in rules) == len(BRIDGE_CALLS)
