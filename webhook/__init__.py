@@ -4,7 +4,7 @@ Modules, one concern each: admission (pure review -> decision and patch), handle
 measure, log), server (aiohttp app), policy, runtime (files in force), reload, tls,
 templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), events (audit
 Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
-kube (client, discovery), certs, settings, cli, errors.
+access (the API calls it makes; the I/O is the shared kube/ layer), certs, settings, cli, errors.
 """
 
 from webhook.admission import Context, Decision, decode_review, diff, evaluate
