@@ -106,4 +106,4 @@ class Client:
                 raise Unavailable(f"{what}: connection lost: {type(exc).__name__}: {exc}") from exc
             raise
         finally:
-            resp.release()
+            resp.close()  # a watch connection is never reused
