@@ -35,7 +35,7 @@ from typing import Any, Literal
 import yaml
 
 from translate.names import is_dns_subdomain
-from translate.plan import Hints
+from translate.plan import MANAGED_BY_WEBHOOK, Hints, Options
 from translate.yamltext import StrictLoader
 from webhook.errors import PolicyError
 
@@ -71,6 +71,15 @@ class Translation:
     ignore_legacy_quota: bool = False
     dra_schedulers: tuple[str, ...] = ()
     rule: str = ""
+
+    def plan_options(self, api_version: str, kep5004: Mapping[str, str]) -> Options:
+        """The plan options these settings stand for: the one place the policy becomes
+        ``translate.plan.Options`` (``kep5004``: the cluster's KEP-5004 classes, used only
+        where ``defer_to_kep5004``). ``on_error`` and ``ignore_legacy_quota`` are not plan
+        options: the first governs the answer, the second the cluster checks."""
+        return Options(api_version=api_version, managed_by=MANAGED_BY_WEBHOOK, keep_legacy_partial=self.keep_legacy,
+                       hami_slicing=self.hami_slicing, kep5004=kep5004 if self.defer_to_kep5004 else {},
+                       dra_schedulers=self.dra_schedulers, hints=POLICY_HINTS)
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,8 @@ def converted(pod: dict[str, Any], policy: str) -> dict[str, Any]:
     """``pod`` as the webhook stored it under ``policy`` (enforce), then scheduled and running."""
     ctx = Context(load_catalog(), parse_policy(json.loads(policy), "test"), V1)
     decision = evaluate(make_admission_review(pod)["request"], "enforce", ctx)
-    assert decision.outcome == "patched", decision
-    stored: dict[str, Any] = jsonpatch.apply_patch(pod, list(decision.patch))
+    assert decision.log.outcome == "patched", decision
+    stored: dict[str, Any] = jsonpatch.apply_patch(pod, list(decision.answer.patch))
     stored["metadata"].update(uid="3f1c", resourceVersion="7", creationTimestamp="2026-01-01T00:00:00Z")
     stored["spec"]["nodeName"] = "node-a"
     stored["status"] = {"phase": "Running"}
