@@ -15,8 +15,8 @@ import yaml
 
 from migrate.manifests import _Loader, dump
 from translate.catalog import load_catalog
-from translate.plan import Options
-from translate.workloads import convert_object
+from translate.plan.pod_plan import Options
+from translate.plan.workloads import convert_object
 
 EXAMPLES = Path(__file__).parents[1] / "tests" / "data" / "examples"
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from translate.catalog import Catalog
-from translate.cluster import converted_resources, held_back
 from translate.findings import Finding
-from translate.plan import plan_pod
+from translate.plan.cluster_state import converted_resources, held_back
+from translate.plan.pod_plan import plan_pod
 from webhook.patch import PatchMemo, diff
 from webhook.policy import OnError, Policy, Subject
 from webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
