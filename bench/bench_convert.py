@@ -13,10 +13,11 @@ from pathlib import Path
 
 import yaml
 
-from migrate.manifests import _Loader, dump
+from migrate.manifests import dump
 from translate.catalog import load_catalog
 from translate.plan.pod_plan import Options
 from translate.plan.workloads import convert_object
+from translate.strict_yaml import StrictLoader
 
 EXAMPLES = Path(__file__).parents[1] / "tests" / "data" / "examples"
 
@@ -47,13 +48,13 @@ def main() -> None:
     options = Options()
 
     t0 = time.perf_counter()
-    docs = list(yaml.load_all(text, Loader=_Loader))
+    docs = list(yaml.load_all(text, Loader=StrictLoader))
     baseline_out = dump(docs, "yaml")
     baseline = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     objects = []
-    for doc in yaml.load_all(text, Loader=_Loader):
+    for doc in yaml.load_all(text, Loader=StrictLoader):
         result = convert_object(doc, catalog, options)
         objects += [*result.templates, result.obj]
     out = dump(objects, "yaml")

@@ -35,7 +35,8 @@ from typing import Any, Literal
 import yaml
 
 from translate.dns_names import is_dns_subdomain
-from translate.plan.pod_plan import MANAGED_BY_WEBHOOK, Hints, Options
+from translate.names import MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Hints, Options
 from translate.strict_yaml import StrictLoader
 from webhook.errors import PolicyError
 

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Literal, NewType, TypedDict
+from typing import NewType, TypedDict
 
 from translate.dns_names import is_dns_label, is_dns_subdomain
 from translate.errors import InventoryError
 
 DriverName = NewType("DriverName", str)
 PoolName = NewType("PoolName", str)
-ApiVersion = Literal["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]
-API_VERSIONS: tuple[str, ...] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
 
 #: dra-api.md 2.2 (ResourceSliceMaxAttributesAndCapacitiesPerDevice).
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
@@ -37,7 +35,6 @@ SEMVER_RE = re.compile(
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
 )
 _QUALIFIED_RE = re.compile(r"(?:(?P<domain>[^/]+)/)?(?P<id>[A-Za-z_][A-Za-z0-9_]{0,31})")
-MANAGED_BY = {"app.kubernetes.io/managed-by": "dra-bridge"}
 
 
 class AttributeValue(TypedDict, total=False):
