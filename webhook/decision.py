@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from translate.catalog import Catalog
 from translate.findings import Finding
-from translate.plan.cluster_state import converted_resources, held_back
+from translate.plan.cluster_state import held_back
 from translate.plan.pod_plan import plan_pod
 from webhook.patch import PatchMemo, diff
 from webhook.policy import OnError, Policy, Subject
@@ -184,7 +184,7 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
     warnings = tuple(_warning(f) for f in findings if f.severity >= 2)[:MAX_WARNINGS]
     if not plan.changed or any(f.outcome == "kept-legacy" and f.path.startswith("(") for f in findings):
         return Decision(Answer(uid, warnings=warnings), log)
-    translated = tuple(sorted(converted_resources(plan.pod)))
+    translated = tuple(sorted(plan.converted))
     templates = tuple(str(t["metadata"]["name"]) for t in plan.templates)
     summary = clip(f"convert {', '.join(translated)} to claims from ResourceClaimTemplate {', '.join(templates)}",
                    MAX_AUDIT_CHARS)

@@ -90,10 +90,8 @@ def _gpumem_pod() -> dict[str, Any]:
 
 @pytest.mark.parametrize(("pod", "policy"), [
     (make_pod(gpus=2), "{}"),
-    pytest.param(make_pod(gpus=1, schedulerName="volcano"), '{"defaults": {"draSchedulers": ["volcano"]}}',
-                 marks=pytest.mark.xfail(strict=True, reason="issue 9: re-planned with default options")),
-    pytest.param(_gpumem_pod(), '{"rules": [{"name": "hami", "match": {}, "hamiSlicing": "whole-devices"}]}',
-                 marks=pytest.mark.xfail(strict=True, reason="issue 9: re-planned with default options")),
+    (make_pod(gpus=1, schedulerName="volcano"), '{"defaults": {"draSchedulers": ["volcano"]}}'),
+    (_gpumem_pod(), '{"rules": [{"name": "hami", "match": {}, "hamiSlicing": "whole-devices"}]}'),
 ], ids=["defaults", "dra-schedulers", "hami-whole-devices"])
 async def test_a_deleted_template_is_recreated_with_the_options_that_converted_the_pod(
         fake_api: tuple[FakeApi, client.ApiClient], pod: dict[str, Any], policy: str) -> None:

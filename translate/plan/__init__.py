@@ -5,6 +5,7 @@ container (:mod:`~translate.plan.demand`, counts in :mod:`~translate.plan.device
 request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAMi annotations as
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
-(:mod:`~translate.plan.pod_plan`), workloads (:mod:`~translate.plan.workloads`) and the rules that
+(:mod:`~translate.plan.pod_plan`), the conversion record it leaves on the pod (written, read,
+reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`) and the rules that
 depend on cluster state (:mod:`~translate.plan.cluster_state`).
 """

@@ -14,13 +14,13 @@ The webhook feeds these from its watch caches; tests feed them directly.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from translate.catalog import Catalog, ResourceMapping
 from translate.findings import Finding
-from translate.names import CONVERSION_ANNOTATION, DRA_QUOTA_SUFFIX, NODE_MODE_LABEL
+from translate.names import DRA_QUOTA_SUFFIX, NODE_MODE_LABEL
+from translate.plan.record import ConversionRecord
 
 
 def dra_quota_key(mapping: ResourceMapping) -> str:
@@ -42,13 +42,9 @@ def daemonset_node(spec: Mapping[str, Any]) -> str | None:
 
 
 def converted_resources(pod: Mapping[str, Any]) -> set[str]:
-    """The legacy resource names a converted pod's conversion annotation records."""
-    record = json.loads(pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
-    out: set[str] = set()
-    for sections in record.get("original", {}).get("containers", {}).values():
-        for block in sections.values():
-            out.update(block)
-    return out
+    """The legacy resource names a converted pod's conversion record holds (none without one)."""
+    record = ConversionRecord.read(pod)
+    return set(record.resources) if record else set()
 
 
 def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: str,
