@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from migrate.manifests import ManifestError, dump, read_sources
+from migrate.remedies import phrased
 from migrate.report import findings_table
 from translate.catalog import PROFILE_RE, Catalog, load_catalog
 from translate.errors import TranslateError
@@ -107,7 +108,7 @@ def convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 seen.add(key)
                 objects.append(template)
         objects.append(result.obj)
-        rows += [(doc.source, _object_name(doc.obj), f) for f in result.findings]
+        rows += [(doc.source, _object_name(doc.obj), f) for f in phrased(result.findings)]
     if not objects:
         err.write("dra-migrate: no objects in the input\n")
         return EXIT_OK

@@ -29,7 +29,7 @@ from translate.findings import Finding
 from translate.plan.cluster_state import held_back
 from translate.plan.pod_plan import plan_pod
 from webhook.patch import PatchMemo, diff
-from webhook.policy import OnError, Policy, Subject
+from webhook.policy import OnError, Policy, Subject, policy_remedy
 from webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
 
 Mode = Literal["enforce", "audit"]
@@ -134,7 +134,7 @@ def _warning(f: Finding) -> str:
     """``dra-bridge: <path>: <outcome>: <reason>`` in at most MAX_WARNING_CHARS: a long path is
     shortened in its middle first, so the reason and its advice stay whole; a pod-level
     finding (path ".") names no path."""
-    tail = f"{f.outcome}: {f.reason}"
+    tail = f"{f.outcome}: {f.phrased(policy_remedy(f)).reason}"
     if f.path in ("", "."):
         return clip(f"dra-bridge: {tail}")
     path, room = f.path, MAX_WARNING_CHARS - len("dra-bridge: : ") - len(tail)

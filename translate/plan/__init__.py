@@ -6,6 +6,29 @@ request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAM
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
 (:mod:`~translate.plan.pod_plan`), the conversion record it leaves on the pod (written, read,
-reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`) and the rules that
-depend on cluster state (:mod:`~translate.plan.cluster_state`).
+reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`),
+ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster state
+(:mod:`~translate.plan.cluster_state`), and every rule that keeps a pod on the device plugin
+(:mod:`~translate.plan.stay_legacy`).
 """
+
+from translate.plan.claim_templates import internal_from_template, render_template
+from translate.plan.cluster_state import converted_resources, daemonset_node, held_back
+from translate.plan.pod_plan import Options, Plan, plan_pod
+from translate.plan.record import ConversionRecord, RecordedOptions
+from translate.plan.workloads import Converted, convert_object
+
+__all__ = [
+    "ConversionRecord",
+    "Converted",
+    "Options",
+    "Plan",
+    "RecordedOptions",
+    "convert_object",
+    "converted_resources",
+    "daemonset_node",
+    "held_back",
+    "internal_from_template",
+    "plan_pod",
+    "render_template",
+]
