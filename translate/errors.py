@@ -5,6 +5,8 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     TranslateError                 base of every error raised by ``translate``
     ├── CatalogError               a catalog file is malformed (names the file, key and rule)
     ├── InputError                 an object cannot be read as the kind it claims to be
+    │   └── RecordError            a pod's conversion record is malformed (names the pod, the
+    │                              annotation and the rule)
     ├── SelectorError              a CEL selector does not compile or fails at evaluation
     └── InventoryError             a device-plugin inventory cannot become ResourceSlices
 
@@ -33,3 +35,7 @@ class SelectorError(TranslateError):
 
 class InventoryError(TranslateError):
     """A device-plugin inventory cannot be turned into ResourceSlices."""
+
+
+class RecordError(InputError):
+    """A conversion record annotation is malformed; the message names the pod, the annotation and the rule."""
