@@ -21,9 +21,9 @@ import yaml
 
 from migrate.manifests import dump
 from translate.catalog import load_catalog
-from translate.plan import Options
-from translate.workloads import convert_object
-from translate.yamltext import StrictLoader
+from translate.plan.pod_plan import Options
+from translate.plan.workloads import convert_object
+from translate.strict_yaml import StrictLoader
 
 EXAMPLES = Path(__file__).parents[1] / "tests" / "data" / "examples"
 

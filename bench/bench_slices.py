@@ -1,6 +1,6 @@
 """Benchmark: ResourceSlices for N simulated nodes x G GPUs, computed by translate (pure).
 
-Prints wall time and peak Python memory (tracemalloc) of ``translate.slices.build_slices`` for
+Prints wall time and peak Python memory (tracemalloc) of ``translate.inventory.slices.build_slices`` for
 every node, and, as a baseline measured in the same run, the time of ``json.dumps`` of the very
 same output (what any agent pays at least once to send it). Ratios > 1 mean building costs more
 than serialising.
@@ -21,7 +21,8 @@ import tracemalloc
 from typing import Any
 
 from translate.catalog import load_catalog
-from translate.slices import InventoryDevice, build_slices
+from translate.inventory.allocatable import InventoryDevice
+from translate.inventory.slices import build_slices
 
 LABELS = {
     "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.family": "hopper",

@@ -40,10 +40,12 @@ from bridge.publisher import Publisher
 from bridge.settings import Settings
 from bridge.state import Inventory, InventoryStore
 from translate.catalog import Catalog
-from translate.cluster import NODE_MODE_LABEL
 from translate.errors import InventoryError
-from translate.slice_render import SliceDevice
-from translate.slices import InventoryDevice, NvmlFacts, build_devices, device_uuids, group_allocatable
+from translate.inventory.allocatable import InventoryDevice, group_allocatable
+from translate.inventory.api_rules import SliceDevice
+from translate.inventory.device_facts import NvmlFacts
+from translate.inventory.slices import build_devices, device_uuids
+from translate.plan.cluster_state import NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
     out.write(f"recorded ({InventoryStore(settings.state_dir).path}, {len(recorded.devices)} device(s)):\n")
     for d in recorded.devices:
         out.write(f"  {d['resourceName']}  {d['deviceID']}  numa={','.join(map(str, d['numaNodes'])) or '-'}\n")
-    from translate.slices import group_allocatable
+    from translate.inventory.allocatable import group_allocatable
 
     now = group_allocatable(offered)
     out.write(f"offered by the kubelet now ({len(now)} device(s)):\n")

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bridge.state import Inventory
-from translate.slices import split_replica
+from translate.inventory.allocatable import split_replica
 
 INTERLOCKS: tuple[str, ...] = (
     "inventory", "plugin-socket", "node-capacity", "kubelet-offers", "devices-held", "other-driver", "settle",

@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from bridge.errors import NvmlError
-from translate.slices import ARCHITECTURES, NvmlFacts
+from translate.inventory.device_facts import ARCHITECTURES, NvmlFacts
 
 logger = logging.getLogger(__name__)
 

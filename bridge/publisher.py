@@ -30,7 +30,8 @@ from typing import Any
 
 from bridge.errors import PublishError
 from bridge.kube import KubeApi, newest_version
-from translate.slice_render import SliceDevice, internal_form, pool_slices, render_slice
+from translate.inventory.api_rules import SliceDevice
+from translate.inventory.pool import internal_form, pool_slices, render_slice
 
 logger = logging.getLogger(__name__)
 

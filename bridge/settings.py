@@ -18,8 +18,8 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from bridge.errors import SettingsError
-from translate.names import is_dns_subdomain
-from translate.render import normalize_api_version
+from translate.dns_names import is_dns_subdomain
+from translate.plan.claim_templates import normalize_api_version
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 """The values ``--log-level``/``LOG_LEVEL`` accept (in any case)."""

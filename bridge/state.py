@@ -9,7 +9,7 @@ One versioned JSON file (style.md item 10), ``<state dir>/inventory.json``::
      "nvml": {uuid: NvmlFacts}}               # empty without NVML
 
 Only what cannot be re-derived once the device plugin is gone is kept; the slices are
-recomputed by ``translate.slices``. Writes are atomic (temp file in the same directory,
+recomputed by ``translate.inventory``. Writes are atomic (temp file in the same directory,
 fsync, rename, fsync of the directory), so a crash or reboot leaves the old or the new file,
 never a torn one. A missing file means an empty inventory; an unreadable one raises
 :class:`~bridge.errors.StateError` and is never overwritten silently (the agent keeps running
@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from bridge.errors import StateError
-from translate.slices import InventoryDevice, NvmlFacts
+from translate.inventory.allocatable import InventoryDevice
+from translate.inventory.device_facts import NvmlFacts
 
 logger = logging.getLogger(__name__)
 

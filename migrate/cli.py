@@ -20,9 +20,9 @@ from migrate.report import findings_table
 from translate.catalog import PROFILE_RE, Catalog, load_catalog
 from translate.errors import TranslateError
 from translate.findings import SEVERITY, Finding
-from translate.plan import Options
-from translate.render import normalize_api_version
-from translate.workloads import convert_object
+from translate.plan.claim_templates import normalize_api_version
+from translate.plan.pod_plan import Options
+from translate.plan.workloads import convert_object
 
 EXIT_OK = 0
 EXIT_ERROR = 1

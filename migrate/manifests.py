@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from translate.yamltext import StrictLoader
+from translate.strict_yaml import StrictLoader
 
 
 class ManifestError(Exception):

@@ -24,8 +24,10 @@ import yaml
 
 from translate.catalog import load_catalog
 from translate.errors import TranslateError
-from translate.slice_render import API_VERSIONS, render_slice
-from translate.slices import DEFAULT_DRIVER, build_slices, group_allocatable
+from translate.inventory.allocatable import group_allocatable
+from translate.inventory.api_rules import API_VERSIONS
+from translate.inventory.pool import render_slice
+from translate.inventory.slices import DEFAULT_DRIVER, build_slices
 
 EXIT_OK = 0
 EXIT_ERROR = 1

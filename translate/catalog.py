@@ -24,9 +24,9 @@ from typing import Any, Literal, cast
 
 import yaml
 
-from translate import expressions as ex
+from translate.cel import selector_text as ex
+from translate.dns_names import is_dns_subdomain
 from translate.errors import CatalogError
-from translate.names import is_dns_subdomain
 
 Kind = Literal["gpu", "mig", "shared", "slicing"]
 Target = Literal["bridge", "vendor"]

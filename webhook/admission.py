@@ -29,9 +29,9 @@ import jsonpatch
 import jsonpointer
 
 from translate.catalog import Catalog
-from translate.cluster import converted_resources, held_back
 from translate.findings import Finding
-from translate.plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.plan.cluster_state import converted_resources, held_back
+from translate.plan.pod_plan import MANAGED_BY_WEBHOOK, Options, plan_pod
 from webhook.errors import ReviewError
 from webhook.policy import POLICY_HINTS, Policy, Subject, Translation
 

@@ -31,8 +31,8 @@ from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from translate.cel import evaluate_selectors
-from translate.cluster import NODE_MODE_LABEL
 from translate.errors import SelectorError
+from translate.plan.cluster_state import NODE_MODE_LABEL
 from webhook.backoff import Backoff, Sleep
 
 logger = logging.getLogger(__name__)

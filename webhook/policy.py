@@ -34,9 +34,9 @@ from typing import Any, Literal
 
 import yaml
 
-from translate.names import is_dns_subdomain
-from translate.plan import Hints
-from translate.yamltext import StrictLoader
+from translate.dns_names import is_dns_subdomain
+from translate.plan.pod_plan import Hints
+from translate.strict_yaml import StrictLoader
 from webhook.errors import PolicyError
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"

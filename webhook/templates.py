@@ -5,7 +5,7 @@
 
 :class:`KubeTemplateEnsurer` is the real one (kubernetes-asyncio, design decision 2):
 - create; AlreadyExists is success when the stored spec equals the wanted one after API
-  defaulting (compared through ``translate.render.internal_from_template``); a different
+  defaulting (compared through ``translate.plan.claim_templates.internal_from_template``); a different
   spec under the same content-addressed name is an error;
 - a template with ``deletionTimestamp`` counts as missing (TemplateError: the pod would
   reference a template about to vanish);
@@ -30,7 +30,7 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from translate.render import MANAGED_BY, internal_from_template
+from translate.plan.claim_templates import MANAGED_BY, internal_from_template
 from webhook.backoff import Backoff, Sleep
 from webhook.errors import TemplateError
 

@@ -5,7 +5,7 @@ paths are built from the wire contract (``/v1.PodResourcesLister/<Method>``) wit
 generated message classes, so the client does not depend on the generated ``_grpc`` module.
 
 Answers are returned as the protobuf JSON mapping (plain dicts), which is also what
-``dra-bridge inventory --json`` prints and what ``translate.slices.group_allocatable`` reads.
+``dra-bridge inventory --json`` prints and what ``translate.inventory.allocatable.group_allocatable`` reads.
 Every failure (socket missing, kubelet restarting, rate limit, deadline) raises
 :class:`~bridge.errors.PodResourcesError` naming the socket and the gRPC status.
 """

@@ -15,7 +15,7 @@ import pytest
 
 from bridge.errors import PublishError
 from bridge.podresources import api_pb2, api_pb2_grpc
-from translate.slice_render import internal_form
+from translate.inventory.pool import internal_form
 
 Obj = dict[str, Any]
 

@@ -17,8 +17,8 @@ from bridge.settings import Settings
 from bridge.state import InventoryStore
 from tests.bridge.conftest import FakeApi, KubeletServer
 from translate.catalog import load_catalog
-from translate.cluster import NODE_MODE_LABEL as MODE_LABEL
-from translate.slices import NvmlFacts
+from translate.inventory.device_facts import NvmlFacts
+from translate.plan.cluster_state import NODE_MODE_LABEL as MODE_LABEL
 
 CATALOG = load_catalog()
 NODE = "gpu-node-1"

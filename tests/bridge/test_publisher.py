@@ -10,8 +10,9 @@ from bridge.errors import PublishError
 from bridge.publisher import Publisher, is_subset
 from tests.bridge.conftest import FakeApi
 from translate.catalog import load_catalog
-from translate.slice_render import SliceDevice
-from translate.slices import InventoryDevice, build_devices
+from translate.inventory.allocatable import InventoryDevice
+from translate.inventory.api_rules import SliceDevice
+from translate.inventory.slices import build_devices
 
 CATALOG = load_catalog()
 

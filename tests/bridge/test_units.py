@@ -16,7 +16,7 @@ from bridge.interlocks import Observation, evaluate, socket_serves
 from bridge.podresources.client import to_json
 from bridge.settings import Settings
 from bridge.state import Inventory, InventoryStore
-from translate.slices import InventoryDevice, group_allocatable
+from translate.inventory.allocatable import InventoryDevice, group_allocatable
 
 ROOT = Path(__file__).resolve().parents[2]
 STUBS = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py")

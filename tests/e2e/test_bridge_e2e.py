@@ -48,10 +48,12 @@ from bridge.state import InventoryStore
 from tests.bridge.conftest import KubeletServer
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, wait_for
-from translate import expressions as ex
 from translate.catalog import load_catalog
-from translate.cluster import NODE_MODE_LABEL as MODE_LABEL
-from translate.slices import InventoryDevice, NvmlFacts, build_devices
+from translate.cel import selector_text as ex
+from translate.inventory.allocatable import InventoryDevice
+from translate.inventory.device_facts import NvmlFacts
+from translate.inventory.slices import build_devices
+from translate.plan.cluster_state import NODE_MODE_LABEL as MODE_LABEL
 
 STEADY_SECONDS = float(os.environ.get("DRA_BRIDGE_STEADY_SECONDS", "300"))
 pytestmark = pytest.mark.e2e

@@ -21,8 +21,8 @@ import yaml
 
 from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, wait_for_object
 from translate.catalog import load_catalog
-from translate.plan import Options, plan_pod
-from translate.workloads import convert_object
+from translate.plan.pod_plan import Options, plan_pod
+from translate.plan.workloads import convert_object
 
 pytestmark = pytest.mark.e2e
 

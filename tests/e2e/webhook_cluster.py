@@ -22,7 +22,7 @@ from typing import Any
 from tests.e2e.controlplane import REPO_ROOT, ControlPlane
 from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, create_namespace, wait_for
 from translate.catalog import load_catalog
-from translate.render import CONVERTED_LABEL
+from translate.plan.claim_templates import CONVERTED_LABEL
 from webhook.certs import write_certs
 
 V1 = "resource.k8s.io/v1"

@@ -96,7 +96,7 @@ def test_digest_prefix_equals_the_prefix_of_the_whole_digest_in_base32() -> None
     import base64
     import hashlib
 
-    from translate.names import canonical_json, digest
+    from translate.dns_names import canonical_json, digest
 
     for value in ({"a": 1}, ["x", "y"], "é", {"spec": {"requests": [{"count": 2}]}}):
         whole = base64.b32encode(hashlib.sha256(canonical_json(value).encode()).digest()).decode().lower()

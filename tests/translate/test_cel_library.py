@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from tests.translate.test_cel import NV, matches
-from translate.cel_values import Quantity, Semver
+from translate.cel.quantity_semver import Quantity, Semver
 from translate.errors import SelectorError
 
 # ------------------------------------------------------------------ quantity library

@@ -6,8 +6,8 @@ from typing import Any
 
 from tests.translate.factories import gpu, make_container, make_pod
 from translate.catalog import load_catalog
-from translate.cluster import daemonset_node, held_back
-from translate.plan import plan_pod
+from translate.plan.cluster_state import daemonset_node, held_back
+from translate.plan.pod_plan import plan_pod
 
 CATALOG = load_catalog()
 KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"

@@ -8,8 +8,8 @@ import pytest
 
 from translate.catalog import load_catalog
 from translate.cel import compile_selector
-from translate.gfd import Requirement, Untranslatable, selector_for
-from translate.placement import place
+from translate.plan.gfd_selectors import Requirement, Untranslatable, selector_for
+from translate.plan.placement import place
 
 CATALOG = load_catalog()
 NV = "gpu.nvidia.com"

@@ -1,4 +1,4 @@
-"""translate.slices / translate.slice_render: inventory -> ResourceSlices (pure, table-driven)."""
+"""translate.inventory: inventory -> ResourceSlices (pure, table-driven)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,13 @@ from typing import Any
 import pytest
 
 from translate.catalog import load_catalog
+from translate.dns_names import is_dns_label, is_dns_subdomain
 from translate.errors import InventoryError
-from translate.names import is_dns_label, is_dns_subdomain
-from translate.slice_render import (
-    binary_quantity,
-    check_attribute,
-    internal_form,
-    pool_slices,
-    render_slice,
-    semver,
-    slice_name,
-)
-from translate.slices import (
-    InventoryDevice,
-    NvmlFacts,
-    build_slices,
-    device_uuids,
-    group_allocatable,
-    vendor_profile,
-)
+from translate.inventory.allocatable import InventoryDevice, group_allocatable
+from translate.inventory.api_rules import binary_quantity, check_attribute, semver
+from translate.inventory.device_facts import NvmlFacts, vendor_profile
+from translate.inventory.pool import internal_form, pool_slices, render_slice, slice_name
+from translate.inventory.slices import build_slices, device_uuids
 
 CATALOG = load_catalog()
 A100_LABELS = {

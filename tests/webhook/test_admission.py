@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient
 
 from tests.webhook.conftest import FakeAudit, FakeEnsurer, body, example, make_admission_review, make_pod
 from translate.catalog import load_catalog
-from translate.plan import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.plan.pod_plan import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK, Options, plan_pod
 
 Client = TestClient[web.Request, web.Application]
 ClientFactory = Callable[[web.Application], Awaitable[Client]]
@@ -292,7 +292,7 @@ def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> Non
 
     import yaml
 
-    from translate.workloads import _get, find_pod_templates
+    from translate.plan.workloads import _get, find_pod_templates
     from webhook.admission import MAX_WARNING_CHARS, Context, evaluate
     from webhook.policy import parse_policy
 

@@ -1,114 +1,31 @@
-"""Shared plumbing of the DRA CEL library, and the Kubernetes string functions.
+"""The Kubernetes CEL string functions (cel-go ``ext.Strings`` v2) that cel-python lacks.
 
-Plumbing used by :mod:`translate.cel_library`: :func:`cel_function` wraps an
-implementation so that an error argument propagates and a :class:`LibraryFailure` (or a
-Python ``TypeError``/``ValueError``) becomes a cel-python ``CELEvalError`` whose message
-ends up in ``CEL runtime error: ...``; :func:`cel_type_name` names a value's CEL type.
-
-String functions, cel-go ``ext.Strings`` v2 as enabled by k8s.io/apiserver
-``pkg/cel/environment/base.go`` (registered in :data:`STRING_FUNCTIONS`; all receiver
-style, e.g. ``name.lowerAscii().replace(" ", "-")``): ``charAt``, ``lowerAscii``,
-``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``join`` (on a list of
-strings), plus :func:`index_of` / :func:`last_index_of` behind ``indexOf`` /
-``lastIndexOf`` (which the library shares with lists). Indexes count Unicode code
-points; an index out of range is an error; ``split``/``replace`` limits follow Go's
-``strings.SplitN`` / ``strings.Replace``. cel-python itself already provides
-``contains``, ``startsWith``, ``endsWith``, ``matches`` and ``size``.
+As enabled by k8s.io/apiserver ``pkg/cel/environment/base.go`` (registered in
+:data:`STRING_FUNCTIONS`; all receiver style, e.g. ``name.lowerAscii().replace(" ", "-")``):
+``charAt``, ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``,
+``join`` (on a list of strings), plus :func:`index_of` / :func:`last_index_of` behind
+``indexOf`` / ``lastIndexOf`` (which the library shares with lists). Indexes count Unicode
+code points; an index out of range is an error; ``split``/``replace`` limits follow Go's
+``strings.SplitN`` / ``strings.Replace``. cel-python itself already provides ``contains``,
+``startsWith``, ``endsWith``, ``matches`` and ``size``.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from celpy import celtypes
-from celpy.evaluation import CELEvalError
 
-from translate.cel_values import Quantity, Semver
+from translate.cel.overloads import (
+    CelFunction,
+    LibraryFailure,
+    cel_function,
+    int_arg,
+    overload_error,
+    string_arg,
+)
 
-__all__ = [
-    "STRING_FUNCTIONS",
-    "CelFunction",
-    "LibraryFailure",
-    "cel_function",
-    "cel_type_name",
-    "index_of",
-    "int_arg",
-    "last_index_of",
-    "overload_error",
-    "string_arg",
-]
-
-CelFunction = Callable[..., Any]
-
-
-class LibraryFailure(Exception):
-    """Raised inside a library function; becomes a CELEvalError with this message."""
-
-
-def cel_type_name(value: object) -> str:
-    """The CEL name of a value's type, for error messages (``int``, ``string``...)."""
-    names: list[tuple[type, str]] = [
-        (celtypes.BoolType, "bool"),
-        (celtypes.IntType, "int"),
-        (celtypes.UintType, "uint"),
-        (celtypes.DoubleType, "double"),
-        (celtypes.StringType, "string"),
-        (celtypes.BytesType, "bytes"),
-        (celtypes.ListType, "list"),
-        (celtypes.MapType, "map"),
-        (Quantity, "kubernetes.Quantity"),
-        (Semver, "kubernetes.Semver"),
-        (type(None), "null_type"),
-    ]
-    for python_type, name in names:
-        if isinstance(value, python_type):
-            return name
-    return type(value).__name__
-
-
-def overload_error(name: str, args: Sequence[object]) -> LibraryFailure:
-    kinds = ", ".join(cel_type_name(arg) for arg in args)
-    return LibraryFailure(f"no such overload: {name}({kinds})")
-
-
-def cel_function(name: str) -> Callable[[CelFunction], CelFunction]:
-    """Wrap a library function: propagate error arguments, turn failures into errors."""
-
-    def decorate(implementation: CelFunction) -> CelFunction:
-        @functools.wraps(implementation)
-        def wrapper(*args: Any) -> Any:
-            for arg in args:
-                if isinstance(arg, CELEvalError):
-                    return arg
-            try:
-                return implementation(*args)
-            except LibraryFailure as failure:
-                return CELEvalError(str(failure), LibraryFailure, failure.args)
-            except (TypeError, ValueError, IndexError) as exc:
-                error = CELEvalError(str(overload_error(name, args)), type(exc), exc.args)
-                error.__cause__ = exc
-                return error
-
-        return wrapper
-
-    return decorate
-
-
-def string_arg(value: object, name: str, args: Sequence[object]) -> str:
-    if isinstance(value, str):
-        return value
-    raise overload_error(name, args)
-
-
-def int_arg(value: object, name: str, args: Sequence[object]) -> int:
-    if isinstance(value, int) and not isinstance(value, celtypes.BoolType):
-        return int(value)
-    raise overload_error(name, args)
-
-
-# ---------------------------------------------------------------- strings (ext.Strings)
+__all__ = ["STRING_FUNCTIONS", "index_of", "last_index_of"]
 
 
 def _char_at(text: str, index: int) -> celtypes.StringType:
@@ -253,4 +170,4 @@ STRING_FUNCTIONS: Final[dict[str, CelFunction]] = {
     "trim": _fn_trim,
     "join": _fn_join,
 }
-"""String functions by name (``indexOf``/``lastIndexOf`` live in cel_library)."""
+"""String functions by name (``indexOf``/``lastIndexOf`` live in translate.cel.library)."""

@@ -9,7 +9,7 @@ the ``CEL runtime error: ...`` text; none raises.
 
 Libraries (Kubernetes sources named per group), all in :data:`LIBRARY_FUNCTIONS`:
 
-- strings: see :mod:`translate.cel_strings` (cel-go ``ext.Strings`` v2).
+- strings: see :mod:`translate.cel.string_functions` (cel-go ``ext.Strings`` v2).
 - lists, k8s.io/apiserver ``pkg/cel/library/lists.go``: ``isSorted``, ``sum``, ``max``,
   ``indexOf``, ``lastIndexOf`` (``min`` is a built-in of cel-python).
 - quantity, ``pkg/cel/library/quantity.go``: ``quantity``, ``isQuantity``,
@@ -36,19 +36,17 @@ from typing import Any, Final
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, base_functions
 
-from translate.cel_strings import (
-    STRING_FUNCTIONS,
+from translate.cel.overloads import (
     CelFunction,
     LibraryFailure,
     cel_function,
     cel_type_name,
-    index_of,
     int_arg,
-    last_index_of,
     overload_error,
     string_arg,
 )
-from translate.cel_values import Quantity, Semver
+from translate.cel.quantity_semver import Quantity, Semver
+from translate.cel.string_functions import STRING_FUNCTIONS, index_of, last_index_of
 
 __all__ = ["LIBRARY_FUNCTIONS", "cel_equal"]
 

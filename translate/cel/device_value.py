@@ -11,10 +11,10 @@ Rules (k8s.io/dynamic-resource-allocation ``cel/compile.go``; reference/dra-api.
 - attribute and capacity names: a bare ``id`` belongs to the driver's domain; a
   qualified ``domain/id`` is split at its last ``/`` (``parseQualifiedName``).
 - ``attributes[domain][id]``: ``int``/``bool``/``string`` give CEL int/bool/string,
-  ``version`` a :class:`~translate.cel_values.Semver` (strict semver 2.0.0), the alpha
+  ``version`` a :class:`~translate.cel.quantity_semver.Semver` (strict semver 2.0.0), the alpha
   list forms ``ints``/``bools``/``strings``/``versions`` lists of those. Exactly one
   field must be set.
-- ``capacity[domain][id]``: a :class:`~translate.cel_values.Quantity` from ``value``
+- ``capacity[domain][id]``: a :class:`~translate.cel.quantity_semver.Quantity` from ``value``
   (a bare quantity string, as in v1alpha3, is accepted too).
 - an unknown domain reads as an empty map (compile.go's mapper), so a guarded read
   (``has()``, ``in``) of it is false and an unguarded one is "no such key".
@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from celpy import celtypes
 
-from translate.cel_values import Quantity, Semver
+from translate.cel.quantity_semver import Quantity, Semver
 from translate.errors import SelectorError
 
 __all__ = ["device_label", "device_to_cel"]

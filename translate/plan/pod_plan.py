@@ -7,7 +7,7 @@ workload) as decoded from YAML/JSON; it is never mutated. ``Plan.pod`` is the mi
 or ``pod`` itself when nothing changes: it shares every subtree the migration leaves alone
 with ``pod`` (copy-on-write: the metadata, the spec, the containers and their resources are
 new objects; env, volumes, ... are the input's), so treat both as read-only and clone
-(``translate.values.clone``) before mutating either. ``Plan.templates`` are
+(``translate.json_copy.clone``) before mutating either. ``Plan.templates`` are
 the ResourceClaimTemplates (rendered in ``options.api_version``) that must exist in the
 pod's namespace. The webhook, ``dra-migrate convert`` and ``report`` all call this.
 
@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from translate.catalog import Catalog
-from translate.demand import ContainerDemand, collect
+from translate.dns_names import digest, resource_label, to_label, unique_labels
 from translate.findings import Finding, blocks_conversion, worst
-from translate.layout import MAX_DEVICES_PER_REQUEST, Demand, layout
-from translate.names import digest, resource_label, to_label, unique_labels
-from translate.placement import Placement, place
-from translate.render import CONVERTED_LABEL, MINOR_FOR_VERSION, normalize_api_version, render_template
-from translate.shape import shape_problems
+from translate.plan.claim_templates import CONVERTED_LABEL, MINOR_FOR_VERSION, normalize_api_version, render_template
+from translate.plan.demand import ContainerDemand, collect
+from translate.plan.field_types import shape_problems
+from translate.plan.placement import Placement, place
+from translate.plan.request_layout import MAX_DEVICES_PER_REQUEST, Demand, layout
 
 CONVERSION_ANNOTATION = "dra-bridge.io/conversion"
 MANAGED_BY_CONVERT = "dra-migrate"

@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from translate import expressions as ex
+from translate.cel import selector_text as ex
 from translate.findings import Finding
-from translate.gfd import DOMAIN, Requirement, Untranslatable, is_gpu_label, selector_for
-from translate.values import clone_mapping
+from translate.json_copy import clone_mapping
+from translate.plan.gfd_selectors import DOMAIN, Requirement, Untranslatable, is_gpu_label, selector_for
 
 HAMI_USE_TYPE = "nvidia.com/use-gputype"
 HAMI_NOUSE_TYPE = "nvidia.com/nouse-gputype"

@@ -1,7 +1,7 @@
 """Kubernetes Quantity and Semver values for the DRA CEL environment (pure, no I/O).
 
 Both classes are immutable Python objects that the CEL evaluator (cel-python) carries as
-opaque values; the functions that operate on them live in :mod:`translate.cel_library`.
+opaque values; the functions that operate on them live in :mod:`translate.cel.library`.
 
 ``Quantity``
     A ``resource.Quantity`` from k8s.io/apimachinery ``pkg/api/resource/quantity.go``:

@@ -5,7 +5,7 @@ has no device meaning (``gpu.count``, ``gpu.machine``, ...: those stay on the po
 value formats follow /shared/reference/vendors.md 2.10:
 
     nvidia.com/gpu.product        productName, compared in normalised form (see
-                                  expressions.normalized_product); ``-SHARED`` and
+                                  selector_text.normalized_product); ``-SHARED`` and
                                   ``-MIG-<profile>`` suffixes stripped (the latter adds
                                   ``type == "mig"`` and the profile test)
     nvidia.com/gpu.memory         capacity memory: the label is MiB, rounded down
@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from translate import expressions as ex
+from translate.cel import selector_text as ex
 
 DOMAIN = "gpu.nvidia.com"
 SEMVER_MIN_MINOR = 34

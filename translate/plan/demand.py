@@ -15,8 +15,8 @@ from typing import Any
 
 from translate.catalog import Catalog, ResourceMapping
 from translate.findings import Finding
-from translate.layout import Role
-from translate.quantities import parse_count
+from translate.plan.device_counts import parse_count
+from translate.plan.request_layout import Role
 
 #: Resource names with a slash that are not device-plugin extended resources.
 _NOT_EXTENDED = ("kubernetes.io/", "requests.", "limits.")

@@ -20,7 +20,7 @@ from typing import Any
 
 from translate.catalog import Catalog, ResourceMapping
 from translate.findings import Finding
-from translate.plan import CONVERSION_ANNOTATION
+from translate.plan.pod_plan import CONVERSION_ANNOTATION
 
 NODE_MODE_LABEL = "dra-bridge.io/mode"
 QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"

@@ -2,10 +2,11 @@
 
 Pure (no I/O). Built on cel-python (``celpy``, its interpreted runner) plus:
 
-- :mod:`translate.cel_device`: Device JSON (v1/v1beta2/v1beta1) -> the ``device`` value;
-- :mod:`translate.cel_library`, :mod:`translate.cel_strings`: the Kubernetes CEL
-  functions cel-python lacks (quantity, semver, strings, lists, heterogeneous equality);
-- :mod:`translate.cel_values`: the ``Quantity`` and ``Semver`` value types.
+- :mod:`translate.cel.device_value`: Device JSON (v1/v1beta2/v1beta1) -> the ``device`` value;
+- :mod:`translate.cel.library`, :mod:`translate.cel.string_functions`: the Kubernetes CEL
+  functions cel-python lacks (quantity, semver, strings, lists, heterogeneous equality),
+  called through :mod:`translate.cel.overloads`;
+- :mod:`translate.cel.quantity_semver`: the ``Quantity`` and ``Semver`` value types.
 
 Public API::
 
@@ -50,7 +51,7 @@ Differences from Kubernetes, because cel-python cannot express them:
   compile error here. Guard with ``has()`` or ``in`` (design.md decision 4).
 - ``cel.bind(var, init, body)`` *is* supported (an evaluator hook in this module).
 - No cost estimation or runtime cost limit.
-- Kubernetes libraries not listed in :mod:`translate.cel_library` (URLs, regex
+- Kubernetes libraries not listed in :mod:`translate.cel.library` (URLs, regex
   ``find``, IP/CIDR, format, sets, authz) are compile errors here.
 """
 
@@ -68,9 +69,9 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Context, Evaluator, base_functions
 
-from translate.cel_device import device_label, device_to_cel
-from translate.cel_library import LIBRARY_FUNCTIONS
-from translate.cel_strings import cel_type_name
+from translate.cel.device_value import device_label, device_to_cel
+from translate.cel.library import LIBRARY_FUNCTIONS
+from translate.cel.overloads import cel_type_name
 from translate.errors import SelectorError
 
 __all__ = [

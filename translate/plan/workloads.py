@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from translate.catalog import Catalog
-from translate.cluster import dra_quota_key
 from translate.findings import Finding
-from translate.plan import Options, plan_pod
-from translate.quantities import parse_count
-from translate.values import clone, clone_mapping
+from translate.json_copy import clone, clone_mapping
+from translate.plan.cluster_state import dra_quota_key
+from translate.plan.device_counts import parse_count
+from translate.plan.pod_plan import Options, plan_pod
 
 BUILTIN_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Deployment": ("spec", "template"),

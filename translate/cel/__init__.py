@@ -1,0 +1,26 @@
+"""The DRA CEL environment: compile and evaluate device selectors as the allocator does.
+
+Owns everything about running CEL against ResourceSlice devices: the environment and its
+static checks (:mod:`~translate.cel.environment`), a Device JSON as the CEL value ``device``
+(:mod:`~translate.cel.device_value`), the Kubernetes CEL library functions cel-python lacks
+(:mod:`~translate.cel.library`, :mod:`~translate.cel.string_functions`, called through
+:mod:`~translate.cel.overloads`), the ``Quantity`` and ``Semver`` values
+(:mod:`~translate.cel.quantity_semver`), and the text of guarded selectors the migration
+writes (:mod:`~translate.cel.selector_text`).
+"""
+
+from translate.cel.environment import (
+    MAX_EXPRESSION_BYTES,
+    CompiledSelector,
+    compile_selector,
+    device_to_cel,
+    evaluate_selectors,
+)
+
+__all__ = [
+    "MAX_EXPRESSION_BYTES",
+    "CompiledSelector",
+    "compile_selector",
+    "device_to_cel",
+    "evaluate_selectors",
+]

@@ -1,0 +1,8 @@
+"""A node's device-plugin inventory -> the ResourceSlices the bridge publishes (design decisions 5, 11).
+
+Owns: grouping the kubelet's allocatable devices (:mod:`~translate.inventory.allocatable`),
+what is known about each GPU from NVML or GFD labels (:mod:`~translate.inventory.device_facts`),
+building the slice devices with the vendor driver's attributes (:mod:`~translate.inventory.slices`),
+the API server's rules for slice values (:mod:`~translate.inventory.api_rules`), and splitting a
+pool into slices and rendering them per API version (:mod:`~translate.inventory.pool`).
+"""
