@@ -4,9 +4,13 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
 
     TranslateError                 base of every error raised by ``translate``
     ├── CatalogError               a catalog file is malformed (names the file, key and rule)
-    ├── InputError                 an object cannot be read as the kind it claims to be
     ├── SelectorError              a CEL selector does not compile or fails at evaluation
-    └── InventoryError             a device-plugin inventory cannot become ResourceSlices
+    ├── InventoryError             a device-plugin inventory cannot become ResourceSlices
+    ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
+    └── CountError                 a device count that is not a whole number (also a ValueError)
+
+``ApiVersionError`` and ``CountError`` are ValueErrors too, so that callers written against
+the builtin keep working; new code catches them by name.
 
 Findings about a pod (something that cannot be translated) are *not* exceptions: they are
 returned in the plan, so a whole manifest set is always processed.
@@ -23,13 +27,17 @@ class CatalogError(TranslateError):
     """A catalog (shipped or user-supplied) violates its schema or a rule."""
 
 
-class InputError(TranslateError):
-    """An input object is not a well-formed instance of its kind."""
-
-
 class SelectorError(TranslateError):
     """A CEL selector failed to compile or raised an error when evaluated."""
 
 
 class InventoryError(TranslateError):
     """A device-plugin inventory cannot be turned into ResourceSlices."""
+
+
+class ApiVersionError(TranslateError, ValueError):
+    """A ``resource.k8s.io`` version other than v1, v1beta2 and v1beta1."""
+
+
+class CountError(TranslateError, ValueError):
+    """A device count (an extended-resource quantity) that is not a non-negative whole number."""

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Literal, NewType, TypedDict
+from typing import TypedDict
 
 from translate.dns_names import is_dns_label, is_dns_subdomain
 from translate.errors import InventoryError
 
-DriverName = NewType("DriverName", str)
-PoolName = NewType("PoolName", str)
-ApiVersion = Literal["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]
 API_VERSIONS: tuple[str, ...] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
 
 #: dra-api.md 2.2 (ResourceSliceMaxAttributesAndCapacitiesPerDevice).

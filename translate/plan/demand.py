@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from translate.catalog import Catalog, ResourceMapping
+from translate.errors import CountError
 from translate.findings import Finding
 from translate.plan.device_counts import parse_count
 from translate.plan.request_layout import Role
@@ -91,7 +92,7 @@ def collect(spec: Mapping[str, Any], catalog: Catalog, path: str,
                                             "requests differ from limits, which extended resources forbid: "
                                             "left unchanged"))
                     continue
-            except ValueError as exc:
+            except CountError as exc:
                 findings.append(Finding(vpath, legacy, "unsupported", f"invalid quantity: {exc}"))
                 continue
             out.append(ContainerDemand(str(c.get("name", "")), role, fld, index, mapping, count, legacy,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from translate.catalog import Catalog
+from translate.errors import CountError
 from translate.findings import Finding
 from translate.json_copy import clone, clone_mapping
 from translate.plan.cluster_state import dra_quota_key
@@ -173,7 +174,7 @@ def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
             continue
         try:
             count = parse_count(hard[key])
-        except ValueError as exc:
+        except CountError as exc:
             findings.append(Finding(path, f"{key}: {hard[key]}", "unsupported", f"invalid quantity: {exc}"))
             continue
         total, keys = sums.get(dra_key, (0, []))

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from migrate.slices_cmd import EXIT_ERROR, EXIT_OK, run_slices
+from migrate.errors import EXIT_ERROR, EXIT_OK
+from migrate.slices_cmd import run_slices
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bridge"
 
