@@ -45,7 +45,7 @@ from translate.inventory.allocatable import InventoryDevice, group_allocatable
 from translate.inventory.api_rules import SliceDevice
 from translate.inventory.device_facts import NvmlFacts
 from translate.inventory.slices import build_devices, device_uuids
-from translate.plan.cluster_state import NODE_MODE_LABEL
+from translate.names import NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 

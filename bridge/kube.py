@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from bridge.errors import PublishError
-from translate.inventory.api_rules import API_VERSIONS
+from translate.names import API_VERSIONS
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from bridge.errors import SettingsError
 from translate.dns_names import is_dns_subdomain
-from translate.plan.claim_templates import normalize_api_version
+from translate.names import normalize_api_version
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 """The values ``--log-level``/``LOG_LEVEL`` accept (in any case)."""

@@ -27,7 +27,7 @@ from migrate.slices_cmd import run_slices
 from translate.catalog import PROFILE_RE, Catalog, load_catalog
 from translate.errors import ApiVersionError, TranslateError
 from translate.findings import SEVERITY, Finding
-from translate.plan.claim_templates import normalize_api_version
+from translate.names import normalize_api_version
 from translate.plan.pod_plan import Options
 from translate.plan.workloads import convert_object
 

@@ -25,9 +25,9 @@ from migrate.errors import EXIT_ERROR, EXIT_OK, InputError, MigrateError, UsageE
 from translate.catalog import load_catalog
 from translate.errors import TranslateError
 from translate.inventory.allocatable import group_allocatable
-from translate.inventory.api_rules import API_VERSIONS
 from translate.inventory.pool import render_slice
-from translate.inventory.slices import DEFAULT_DRIVER, build_slices
+from translate.inventory.slices import build_slices
+from translate.names import API_VERSIONS, BRIDGE_DRIVER
 
 
 def _read(path: str) -> str:
@@ -119,7 +119,7 @@ def run_slices(node: str, podresources_path: str, node_labels_path: str | None, 
         except TranslateError as exc:
             raise InputError(f"{podresources_path}: {exc}") from exc
         labels = _labels(_load(node_labels_path), node_labels_path) if node_labels_path else {}
-        build = build_slices(node, inventory, catalog, labels, driver=catalog.bridge_driver or DEFAULT_DRIVER)
+        build = build_slices(node, inventory, catalog, labels, driver=catalog.bridge_driver or BRIDGE_DRIVER)
     except (MigrateError, TranslateError) as exc:
         err.write(f"dra-migrate slices: {_one_line(str(exc))}\n")
         return EXIT_ERROR

@@ -27,6 +27,13 @@ import yaml
 from translate.cel import selector_text as ex
 from translate.dns_names import is_dns_subdomain
 from translate.errors import CatalogError
+from translate.names import (
+    BRIDGE_DRIVER,
+    CATALOG_API_VERSION,
+    LEGACY_RESOURCE_ANNOTATION,
+    MANAGED_BY,
+    MANAGED_BY_BRIDGE,
+)
 
 Kind = Literal["gpu", "mig", "shared", "slicing"]
 Target = Literal["bridge", "vendor"]
@@ -35,7 +42,6 @@ KINDS: tuple[str, ...] = ("gpu", "mig", "shared", "slicing")
 LOOKUP_MEMO_SIZE = 1024
 #: A MIG profile as the device plugin spells it in resource names (``+`` becomes ``.``).
 PROFILE_RE = r"[1-9][0-9]*g\.[0-9]+gb(?:\.me|\.gfx)?"
-CATALOG_API_VERSION = "catalog.dra-bridge.io/v1"
 BRIDGE_RESOURCE_ATTRIBUTE = "resourceName"
 
 
@@ -214,8 +220,8 @@ class Catalog:
                     "kind": "DeviceClass",
                     "metadata": {
                         "name": m.device_class,
-                        "labels": {"app.kubernetes.io/managed-by": "dra-bridge"},
-                        "annotations": {"dra-bridge.io/legacy-resource": n},
+                        "labels": {MANAGED_BY: MANAGED_BY_BRIDGE},
+                        "annotations": {LEGACY_RESOURCE_ANNOTATION: n},
                     },
                     "spec": {"selectors": [{"cel": {"expression": m.class_selector}}]},
                 }
@@ -334,7 +340,7 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
     entries: list[CatalogEntry] = []
     aliases: list[frozenset[str]] = []
     profiles: list[str] = []
-    bridge_driver, target = "dra-bridge.io", "bridge"
+    bridge_driver, target = BRIDGE_DRIVER, "bridge"
     for text, source in docs:
         try:
             doc = _parse(yaml.safe_load(text), source)

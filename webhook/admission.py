@@ -30,8 +30,9 @@ import jsonpointer
 
 from translate.catalog import Catalog
 from translate.findings import Finding
+from translate.names import MANAGED_BY_WEBHOOK
 from translate.plan.cluster_state import converted_resources, held_back
-from translate.plan.pod_plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.plan.pod_plan import Options, plan_pod
 from webhook.errors import ReviewError
 from webhook.policy import POLICY_HINTS, Policy, Subject, Translation
 

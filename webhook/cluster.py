@@ -32,7 +32,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from translate.cel import evaluate_selectors
 from translate.errors import SelectorError
-from translate.plan.cluster_state import NODE_MODE_LABEL
+from translate.names import NODE_MODE_LABEL
 from webhook.backoff import Backoff, Sleep
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from translate.plan.claim_templates import API_VERSIONS
+from translate.names import API_VERSIONS
 from webhook.errors import ConfigError
 
 

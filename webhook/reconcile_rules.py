@@ -23,8 +23,7 @@ import json
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
-from translate.plan.claim_templates import CONVERTED_LABEL, MANAGED_BY
-from translate.plan.pod_plan import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK
+from translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
 
 Key = tuple[str, str]
 

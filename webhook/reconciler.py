@@ -27,8 +27,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from translate.catalog import Catalog
-from translate.plan.claim_templates import CONVERTED_LABEL, MANAGED_BY
-from translate.plan.pod_plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.names import CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options, plan_pod
 from webhook.reconcile_rules import Key, garbage, legacy_pod, missing
 
 logger = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from translate.plan.claim_templates import normalize_api_version
+from translate.names import normalize_api_version
 from webhook.errors import ConfigError
 
 ENV_PREFIX = "DRA_WEBHOOK_"

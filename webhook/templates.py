@@ -30,7 +30,8 @@ import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from translate.plan.claim_templates import MANAGED_BY, internal_from_template
+from translate.names import MANAGED_BY
+from translate.plan.claim_templates import internal_from_template
 from webhook.backoff import Backoff, Sleep
 from webhook.errors import TemplateError
 

@@ -18,7 +18,7 @@ from bridge.state import InventoryStore
 from tests.bridge.conftest import FakeApi, KubeletServer
 from translate.catalog import load_catalog
 from translate.inventory.device_facts import NvmlFacts
-from translate.plan.cluster_state import NODE_MODE_LABEL as MODE_LABEL
+from translate.names import NODE_MODE_LABEL as MODE_LABEL
 
 CATALOG = load_catalog()
 NODE = "gpu-node-1"

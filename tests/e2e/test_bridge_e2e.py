@@ -53,7 +53,7 @@ from translate.cel import selector_text as ex
 from translate.inventory.allocatable import InventoryDevice
 from translate.inventory.device_facts import NvmlFacts
 from translate.inventory.slices import build_devices
-from translate.plan.cluster_state import NODE_MODE_LABEL as MODE_LABEL
+from translate.names import NODE_MODE_LABEL as MODE_LABEL
 
 STEADY_SECONDS = float(os.environ.get("DRA_BRIDGE_STEADY_SECONDS", "300"))
 pytestmark = pytest.mark.e2e

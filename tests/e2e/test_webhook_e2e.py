@@ -37,8 +37,8 @@ from tests.e2e.webhook_cluster import (
     webhook_namespace,
 )
 from translate.catalog import load_catalog
-from translate.plan.claim_templates import CONVERTED_LABEL, internal_from_template
-from translate.plan.pod_plan import CONVERSION_ANNOTATION
+from translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL
+from translate.plan.claim_templates import internal_from_template
 
 pytestmark = pytest.mark.e2e
 

@@ -22,14 +22,13 @@ from typing import Any
 from tests.e2e.controlplane import REPO_ROOT, ControlPlane
 from tests.e2e.kubeapi import ApiError, KubeClient, api_path, create_fake_node, create_namespace, wait_for
 from translate.catalog import load_catalog
-from translate.plan.claim_templates import CONVERTED_LABEL
+from translate.names import CONVERTED_LABEL, NODE_MODE_LABEL
 from webhook.certs import write_certs
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "dra-bridge.io"
 MODE_LABEL = "dra-bridge-e2e/webhook"
 DS_LABEL = "dra-bridge-e2e/daemonset"
-NODE_MODE_LABEL = "dra-bridge.io/mode"
 A100_PRODUCT = "NVIDIA A100-SXM4-40GB"
 
 

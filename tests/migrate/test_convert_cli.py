@@ -21,7 +21,7 @@ import yaml
 from migrate.cli import main
 from migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
 from translate.errors import ApiVersionError, CountError, TranslateError
-from translate.plan.claim_templates import normalize_api_version
+from translate.names import normalize_api_version
 from translate.plan.device_counts import parse_count
 
 EXAMPLES = Path(__file__).parents[1] / "data" / "examples"

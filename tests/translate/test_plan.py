@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from tests.translate.checks import check_limits, devices_seen
 from tests.translate.factories import gpu, make_container, make_pod
 from translate.catalog import load_catalog
+from translate.names import CONVERSION_ANNOTATION
 from translate.plan.claim_templates import internal_from_template
-from translate.plan.pod_plan import CONVERSION_ANNOTATION, Options, plan_pod
+from translate.plan.pod_plan import Options, plan_pod
 from translate.plan.request_layout import Demand, layout, legacy_total
 
 CATALOG = load_catalog()

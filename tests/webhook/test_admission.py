@@ -15,7 +15,8 @@ from aiohttp.test_utils import TestClient
 
 from tests.webhook.conftest import FakeAudit, FakeEnsurer, body, example, make_admission_review, make_pod
 from translate.catalog import load_catalog
-from translate.plan.pod_plan import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.names import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options, plan_pod
 
 Client = TestClient[web.Request, web.Application]
 ClientFactory = Callable[[web.Application], Awaitable[Client]]

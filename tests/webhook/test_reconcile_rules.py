@@ -8,7 +8,8 @@ import pytest
 
 from tests.webhook.conftest import example, make_pod
 from translate.catalog import load_catalog
-from translate.plan.pod_plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.names import MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options, plan_pod
 from webhook.reconcile_rules import Key, garbage, legacy_pod, missing
 
 

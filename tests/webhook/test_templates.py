@@ -13,7 +13,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.webhook.conftest import make_pod
 from translate.catalog import load_catalog
-from translate.plan.pod_plan import MANAGED_BY_WEBHOOK, Options, plan_pod
+from translate.names import MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options, plan_pod
 from webhook.errors import TemplateError
 from webhook.templates import KubeTemplateEnsurer
 

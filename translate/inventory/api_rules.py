@@ -21,8 +21,6 @@ from typing import TypedDict
 from translate.dns_names import is_dns_label, is_dns_subdomain
 from translate.errors import InventoryError
 
-API_VERSIONS: tuple[str, ...] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
-
 #: dra-api.md 2.2 (ResourceSliceMaxAttributesAndCapacitiesPerDevice).
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
 #: dra-api.md 2.2: string and version attribute values.
@@ -34,7 +32,6 @@ SEMVER_RE = re.compile(
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?"
 )
 _QUALIFIED_RE = re.compile(r"(?:(?P<domain>[^/]+)/)?(?P<id>[A-Za-z_][A-Za-z0-9_]{0,31})")
-MANAGED_BY = {"app.kubernetes.io/managed-by": "dra-bridge"}
 
 
 class AttributeValue(TypedDict, total=False):

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 from translate.catalog import ResourceMapping
+from translate.names import GFD_PREFIX
 
 MIB = 1024 * 1024
 #: GFD ``gpu.family`` (lower case, vendors.md 1.5) -> the DRA driver's ``architecture`` (2.4).
@@ -20,7 +21,6 @@ ARCHITECTURES: dict[str, str] = {
     "volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada-lovelace": "Ada Lovelace",
     "hopper": "Hopper", "blackwell": "Blackwell", "rubin": "Rubin",
 }
-_GFD = "nvidia.com/"
 
 
 class NvmlFacts(TypedDict, total=False):
@@ -62,12 +62,12 @@ def _gfd_product(value: str) -> tuple[str, str | None]:
 
 
 def _architecture(labels: Mapping[str, str]) -> str | None:
-    family = labels.get(_GFD + "gpu.family", "")
+    family = labels.get(GFD_PREFIX + "gpu.family", "")
     if family in ARCHITECTURES:
         return ARCHITECTURES[family]
     try:
-        major = int(labels.get(_GFD + "gpu.compute.major", ""))
-        minor = int(labels.get(_GFD + "gpu.compute.minor", ""))
+        major = int(labels.get(GFD_PREFIX + "gpu.compute.major", ""))
+        minor = int(labels.get(GFD_PREFIX + "gpu.compute.minor", ""))
     except ValueError:
         return None
     by_major = {9: "Hopper", 10: "Blackwell", 12: "Blackwell", 13: "Rubin", 6: "Pascal", 5: "Maxwell"}
@@ -86,34 +86,34 @@ def label_facts(labels: Mapping[str, str], mapping: ResourceMapping, device_id: 
     ``gpu.memory`` (MiB). Labels describe the node, so every GPU of it gets the same values.
     """
     facts = NvmlFacts()
-    model, single_profile = _gfd_product(labels.get(_GFD + "gpu.product", ""))
+    model, single_profile = _gfd_product(labels.get(GFD_PREFIX + "gpu.product", ""))
     profile = mapping.profile
     if profile is not None:
-        mixed = labels.get(f"{_GFD}mig-{profile}.product", "")
+        mixed = labels.get(f"{GFD_PREFIX}mig-{profile}.product", "")
         if mixed:
             model = _gfd_product(mixed)[0]
         facts["migProfile"] = vendor_profile(profile)
-        memory = labels.get(f"{_GFD}mig-{profile}.memory")
+        memory = labels.get(f"{GFD_PREFIX}mig-{profile}.memory")
     elif device_id.startswith("MIG-") and single_profile:
         facts["migProfile"] = vendor_profile(single_profile)
-        memory = labels.get(_GFD + "gpu.memory")
+        memory = labels.get(GFD_PREFIX + "gpu.memory")
     else:
-        memory = labels.get(_GFD + "gpu.memory")
+        memory = labels.get(GFD_PREFIX + "gpu.memory")
     if model:
         facts["productName"] = model
     arch = _architecture(labels)
     if arch:
         facts["architecture"] = arch
-    major, minor = labels.get(_GFD + "gpu.compute.major"), labels.get(_GFD + "gpu.compute.minor")
+    major, minor = labels.get(GFD_PREFIX + "gpu.compute.major"), labels.get(GFD_PREFIX + "gpu.compute.minor")
     if major and minor:
         facts["cudaComputeCapability"] = f"{major}.{minor}"
-    driver = labels.get(_GFD + "cuda.driver-version.full") or ".".join(
-        p for p in (labels.get(_GFD + f"cuda.driver-version.{k}", "") for k in ("major", "minor", "revision")) if p
+    driver = labels.get(GFD_PREFIX + "cuda.driver-version.full") or ".".join(
+        p for p in (labels.get(f"{GFD_PREFIX}cuda.driver-version.{k}", "") for k in ("major", "minor", "revision")) if p
     )
     if driver:
         facts["driverVersion"] = driver
-    cuda = labels.get(_GFD + "cuda.runtime-version.full") or ".".join(
-        p for p in (labels.get(_GFD + f"cuda.runtime-version.{k}", "") for k in ("major", "minor")) if p
+    cuda = labels.get(GFD_PREFIX + "cuda.runtime-version.full") or ".".join(
+        p for p in (labels.get(GFD_PREFIX + f"cuda.runtime-version.{k}", "") for k in ("major", "minor")) if p
     )
     if cuda:
         facts["cudaDriverVersion"] = cuda

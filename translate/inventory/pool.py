@@ -26,7 +26,8 @@ from typing import Any
 
 from translate.dns_names import digest, is_dns_subdomain, to_label
 from translate.errors import InventoryError
-from translate.inventory.api_rules import API_VERSIONS, MANAGED_BY, AttributeValue, Capacity, SliceDevice, check_device
+from translate.inventory.api_rules import AttributeValue, Capacity, SliceDevice, check_device
+from translate.names import API_VERSIONS, MANAGED_BY, MANAGED_BY_BRIDGE
 
 #: dra-api.md 2.1 (ResourceSliceMaxDevices); we never use taints or counters, so not 64.
 MAX_DEVICES_PER_SLICE = 128
@@ -67,7 +68,7 @@ def pool_slices(node: str, driver: str, devices: Sequence[SliceDevice], generati
         for device in chunk:
             check_device(device)
         out.append({
-            "metadata": {"name": slice_name(node, driver, index), "labels": dict(MANAGED_BY)},
+            "metadata": {"name": slice_name(node, driver, index), "labels": {MANAGED_BY: MANAGED_BY_BRIDGE}},
             "spec": {
                 "driver": driver,
                 "nodeName": node,

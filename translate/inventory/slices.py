@@ -47,10 +47,7 @@ from translate.inventory.api_rules import (
 )
 from translate.inventory.device_facts import NvmlFacts, label_facts
 from translate.inventory.pool import pool_slices
-
-NVIDIA_DOMAIN = "gpu.nvidia.com"
-STANDARD_DOMAIN = "resource.kubernetes.io"
-DEFAULT_DRIVER = "dra-bridge.io"
+from translate.names import BRIDGE_DRIVER, NVIDIA_DRIVER, STANDARD_DOMAIN
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ class _Device:
 
 
 def _nvidia(dev: _Device, facts: NvmlFacts, uuid: str, mig: bool) -> None:
-    n = NVIDIA_DOMAIN + "/"
+    n = NVIDIA_DRIVER + "/"
     dev.put(n + "type", {"string": "mig" if mig else "gpu"})
     dev.put(n + "uuid", {"string": uuid})
     for key in ("productName", "architecture"):
@@ -168,7 +165,7 @@ def build_devices(inventory: Sequence[InventoryDevice], catalog: Catalog, labels
 
 def build_slices(node: str, inventory: Sequence[InventoryDevice], catalog: Catalog,
                  labels: Mapping[str, str] | None = None, nvml: Mapping[str, NvmlFacts] | None = None,
-                 driver: str = DEFAULT_DRIVER, generation: int = 0) -> SliceBuild:
+                 driver: str = BRIDGE_DRIVER, generation: int = 0) -> SliceBuild:
     """The desired ResourceSlices (internal form) of ``node``'s pool for ``driver``.
 
     One pool named after the node, split every 128 devices, each slice with ``spec.nodeName``;

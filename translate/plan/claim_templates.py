@@ -15,22 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from translate.errors import ApiVersionError
-
-API_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
-#: The Kubernetes minor release that introduced each version: what a target serving only
-#: that version can be assumed to run (used for CEL library availability).
-MINOR_FOR_VERSION = {"resource.k8s.io/v1": 34, "resource.k8s.io/v1beta2": 33, "resource.k8s.io/v1beta1": 32}
-MANAGED_BY = "app.kubernetes.io/managed-by"
-CONVERTED_LABEL = "dra-bridge.io/converted"
-
-
-def normalize_api_version(value: str) -> str:
-    """Accept ``v1`` or ``resource.k8s.io/v1`` (and the beta versions); raise ApiVersionError otherwise."""
-    full = value if "/" in value else f"resource.k8s.io/{value}"
-    if full not in API_VERSIONS:
-        raise ApiVersionError(f"unsupported resource.k8s.io version {value!r} (one of: v1, v1beta2, v1beta1)")
-    return full
+from translate.names import CONVERTED_LABEL, MANAGED_BY
 
 
 def _request(req: Mapping[str, Any], api_version: str) -> dict[str, Any]:

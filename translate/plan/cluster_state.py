@@ -20,15 +20,12 @@ from typing import Any
 
 from translate.catalog import Catalog, ResourceMapping
 from translate.findings import Finding
-from translate.plan.pod_plan import CONVERSION_ANNOTATION
-
-NODE_MODE_LABEL = "dra-bridge.io/mode"
-QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+from translate.names import CONVERSION_ANNOTATION, DRA_QUOTA_SUFFIX, NODE_MODE_LABEL
 
 
 def dra_quota_key(mapping: ResourceMapping) -> str:
     """The ResourceQuota key that counts devices of the mapping's class (KEP-4381)."""
-    return f"{mapping.device_class}{QUOTA_SUFFIX}"
+    return f"{mapping.device_class}{DRA_QUOTA_SUFFIX}"
 
 
 def daemonset_node(spec: Mapping[str, Any]) -> str | None:

@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from translate.cel import selector_text as ex
+from translate.names import GFD_PREFIX, NVIDIA_DRIVER
 
-DOMAIN = "gpu.nvidia.com"
 SEMVER_MIN_MINOR = 34
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
@@ -58,11 +58,11 @@ _NODE_LEVEL = re.compile(
 
 def is_gpu_label(key: str) -> bool:
     """True for labels in GFD's ``nvidia.com/`` namespace (device-level or node-level)."""
-    return key.startswith("nvidia.com/")
+    return key.startswith(GFD_PREFIX)
 
 
 def _attr(name: str) -> str:
-    return ex.attribute(DOMAIN, name)
+    return ex.attribute(NVIDIA_DRIVER, name)
 
 
 def _product_selector(values: Sequence[str], aliases: Callable[[str], tuple[str, ...]]) -> str:
@@ -76,10 +76,10 @@ def _product_selector(values: Sequence[str], aliases: Callable[[str], tuple[str,
             base, profile = m.group(1), m.group(2)
             if profile == "INVALID":
                 raise Untranslatable(f"{value!r} marks a node whose MIG configuration is invalid")
-        test = ex.product_in(DOMAIN, "productName", [base])
+        test = ex.product_in(NVIDIA_DRIVER, "productName", [base])
         if profile is not None:
-            test = ex.all_of([test, ex.string_attribute_in(DOMAIN, "type", ["mig"]),
-                              ex.string_attribute_in(DOMAIN, "profile", aliases(profile))])
+            test = ex.all_of([test, ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"]),
+                              ex.string_attribute_in(NVIDIA_DRIVER, "profile", aliases(profile))])
         parts.append(test)
     return ex.any_of(parts)
 
@@ -92,8 +92,8 @@ def _int_values(req: Requirement) -> list[int]:
 
 
 def _memory_selector(req: Requirement) -> str:
-    cap = f"{ex.capacity(DOMAIN)}.memory"
-    has = ex.has_capacity(DOMAIN, "memory")
+    cap = f"{ex.capacity(NVIDIA_DRIVER)}.memory"
+    has = ex.has_capacity(NVIDIA_DRIVER, "memory")
 
     def cmp(mib: int) -> str:
         return f"{cap}.compareTo(quantity({ex.literal(f'{mib}Mi')}))"
@@ -117,7 +117,7 @@ def _semver_text(raw: str) -> str:
 
 def _version_selector(req: Requirement, attr: str, part: str | None) -> str:
     ref = _attr(attr)
-    has = f"{ex.has_attribute(DOMAIN, attr)} && {ex.is_version(ref)}"
+    has = f"{ex.has_attribute(NVIDIA_DRIVER, attr)} && {ex.is_version(ref)}"
     if part is None:
         if req.operator in ("Gt", "Lt"):
             raise Untranslatable(f"{req.key} {req.operator}: Gt/Lt need a single integer")
@@ -162,7 +162,7 @@ def selector_for(req: Requirement, kubernetes_minor: int,
         return None
     if key == "nvidia.com/gpu.product":
         if op in ("Exists", "DoesNotExist"):
-            test = ex.has_attribute(DOMAIN, "productName")
+            test = ex.has_attribute(NVIDIA_DRIVER, "productName")
             return test if op == "Exists" else ex.negate(test)
         if op in ("Gt", "Lt"):
             raise Untranslatable(f"{key} {op}: product names are not numbers")
@@ -170,28 +170,28 @@ def selector_for(req: Requirement, kubernetes_minor: int,
         return test if op == "In" else ex.negate(test)
     if key == "nvidia.com/gpu.memory":
         if op in ("Exists", "DoesNotExist"):
-            test = ex.has_capacity(DOMAIN, "memory")
+            test = ex.has_capacity(NVIDIA_DRIVER, "memory")
             return test if op == "Exists" else ex.negate(test)
         return _memory_selector(req)
     if key == "nvidia.com/gpu.family":
         if op in ("Gt", "Lt"):
             raise Untranslatable(f"{key} {op}: families are not numbers")
         if op in ("Exists", "DoesNotExist"):
-            test = ex.has_attribute(DOMAIN, "architecture")
+            test = ex.has_attribute(NVIDIA_DRIVER, "architecture")
             return test if op == "Exists" else ex.negate(test)
         ref = _attr("architecture")
         names = ", ".join(ex.literal(v.lower()) for v in req.values)
-        test = (f"({ex.has_attribute(DOMAIN, 'architecture')} && type({ref}) in [string] && "
+        test = (f"({ex.has_attribute(NVIDIA_DRIVER, 'architecture')} && type({ref}) in [string] && "
                 f"{ref}.lowerAscii().replace(\" \", \"-\") in [{names}])")
         return test if op == "In" else ex.negate(test)
     if key == "nvidia.com/mig.strategy":
         if op == "In" and list(req.values) == ["single"]:
-            return ex.string_attribute_in(DOMAIN, "type", ["mig"])
+            return ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"])
         return None
     if key in _VERSION_LABELS:
         attr, part = _VERSION_LABELS[key]
         if op in ("Exists", "DoesNotExist"):
-            test = ex.has_attribute(DOMAIN, attr)
+            test = ex.has_attribute(NVIDIA_DRIVER, attr)
             return test if op == "Exists" else ex.negate(test)
         if kubernetes_minor < SEMVER_MIN_MINOR:
             raise Untranslatable(

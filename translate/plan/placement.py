@@ -24,13 +24,8 @@ from typing import Any
 from translate.cel import selector_text as ex
 from translate.findings import Finding
 from translate.json_copy import clone_mapping
-from translate.plan.gfd_selectors import DOMAIN, Requirement, Untranslatable, is_gpu_label, selector_for
-
-HAMI_USE_TYPE = "nvidia.com/use-gputype"
-HAMI_NOUSE_TYPE = "nvidia.com/nouse-gputype"
-HAMI_USE_UUID = "nvidia.com/use-gpuuuid"
-HAMI_NOUSE_UUID = "nvidia.com/nouse-gpuuuid"
-HAMI_ANNOTATIONS = (HAMI_USE_TYPE, HAMI_NOUSE_TYPE, HAMI_USE_UUID, HAMI_NOUSE_UUID)
+from translate.names import HAMI_ANNOTATIONS, HAMI_NOUSE_TYPE, HAMI_USE_TYPE, HAMI_USE_UUID, NVIDIA_DRIVER
+from translate.plan.gfd_selectors import Requirement, Untranslatable, is_gpu_label, selector_for
 
 
 @dataclass
@@ -64,7 +59,7 @@ def _translate(req: Requirement, path: str, minor: int, aliases: Callable[[str],
                                     "node-level GPU label without a device attribute: stays on the pod"))
         return None
     out.findings.append(Finding(path, _describe(req), "translated",
-                                f"device selector over {DOMAIN} attributes"))
+                                f"device selector over {NVIDIA_DRIVER} attributes"))
     if req.key == "nvidia.com/gpu.product" and any(v.endswith("-SHARED") for v in req.values):
         out.findings.append(Finding(path, _describe(req), "partial",
                                     "the node shares each GPU by time-slicing: on the bridge the claim gets one "
@@ -154,11 +149,11 @@ def _hami(annotations: Mapping[str, str], path: str, out: Placement) -> None:
             continue
         if key in (HAMI_USE_TYPE, HAMI_NOUSE_TYPE):
             # HAMi: a case-insensitive substring of the device model (pkg/device/devices.go CheckType).
-            ref = ex.attribute(DOMAIN, "productName")
+            ref = ex.attribute(NVIDIA_DRIVER, "productName")
             contains = ex.any_of([f"{ref}.lowerAscii().contains({ex.literal(v.lower())})" for v in values])
-            test = f"({ex.has_attribute(DOMAIN, 'productName')} && type({ref}) in [string] && {contains})"
+            test = f"({ex.has_attribute(NVIDIA_DRIVER, 'productName')} && type({ref}) in [string] && {contains})"
         else:
-            test = ex.string_attribute_in(DOMAIN, "uuid", values)
+            test = ex.string_attribute_in(NVIDIA_DRIVER, "uuid", values)
         out.selectors.append(test if key in (HAMI_USE_TYPE, HAMI_USE_UUID) else ex.negate(test))
         out.removed_annotations.append(key)
         out.findings.append(Finding(apath, raw, "translated", "HAMi device filter as a device selector"))

@@ -25,15 +25,21 @@ from typing import Any, Literal
 from translate.catalog import Catalog
 from translate.dns_names import digest, resource_label, to_label, unique_labels
 from translate.findings import Finding, blocks_conversion, worst
-from translate.plan.claim_templates import CONVERTED_LABEL, MINOR_FOR_VERSION, normalize_api_version, render_template
+from translate.names import (
+    CONVERSION_ANNOTATION,
+    CONVERTED_LABEL,
+    DEFAULT_API_VERSION,
+    GFD_PREFIX,
+    MANAGED_BY_CONVERT,
+    MINOR_FOR_VERSION,
+    normalize_api_version,
+)
+from translate.plan.claim_templates import render_template
 from translate.plan.demand import ContainerDemand, collect
 from translate.plan.field_types import shape_problems
 from translate.plan.placement import Placement, place
 from translate.plan.request_layout import MAX_DEVICES_PER_REQUEST, Demand, layout
 
-CONVERSION_ANNOTATION = "dra-bridge.io/conversion"
-MANAGED_BY_CONVERT = "dra-migrate"
-MANAGED_BY_WEBHOOK = "dra-bridge-webhook"
 MAX_REQUESTS_PER_CLAIM = 32
 #: More devices than this in one pod is a typo or an attack, not a workload: refused.
 MAX_DEVICES_PER_POD = 256
@@ -60,7 +66,7 @@ class Options:
     schedulers besides the default one known to support DRA; ``hints``: how findings name the
     settings that change an outcome."""
 
-    api_version: str = "resource.k8s.io/v1"
+    api_version: str = DEFAULT_API_VERSION
     kubernetes_minor: int | None = None
     managed_by: str = MANAGED_BY_CONVERT
     hami_slicing: Literal["unsupported", "whole-devices"] = "unsupported"
@@ -160,7 +166,7 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
 
 def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> bool:
     text = json.dumps([spec.get("nodeSelector"), spec.get("affinity")])
-    return "nvidia.com/" in text or any(str(k).startswith("nvidia.com/") for k in annotations)
+    return GFD_PREFIX in text or any(str(k).startswith(GFD_PREFIX) for k in annotations)
 
 
 def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Options,

@@ -1,0 +1,87 @@
+"""Well-known names, each defined once: API versions, labels, annotations, domains, drivers.
+
+Every name that dra-bridge writes into objects or reads from them (and that another
+component must spell the same way) lives here; everything else imports it.
+
+API versions
+    ``resource.k8s.io``: ``v1`` (Kubernetes 1.34+), ``v1beta2`` (1.33), ``v1beta1`` (1.32), the
+    versions translate renders (design decision 7); ``catalog.dra-bridge.io/v1`` for catalogs.
+Labels and annotations
+    ``app.kubernetes.io/managed-by`` on what we create (DeviceClasses and ResourceSlices:
+    ``dra-bridge``; ResourceClaimTemplates: ``dra-migrate`` or ``dra-bridge-webhook``, by who
+    wrote them), ``dra-bridge.io/converted`` on converted pods and their claims,
+    ``dra-bridge.io/conversion`` (the conversion record) on converted pods,
+    ``dra-bridge.io/mode`` on Nodes handed over to DRA, ``dra-bridge.io/legacy-resource`` on our
+    DeviceClasses; GPU Feature Discovery labels and HAMi annotations under ``nvidia.com/``.
+Domains and drivers
+    ``dra-bridge.io`` (the bridge's default driver name and attribute domain),
+    ``gpu.nvidia.com`` (the NVIDIA DRA driver and its attribute domain),
+    ``resource.kubernetes.io`` (standard attributes: ``pciBusID``, ``pcieRoot``, ``numaNode``),
+    and the ResourceQuota key suffix of DRA device counts (KEP-4381).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from translate.errors import ApiVersionError
+
+# ------------------------------------------------------------------ API versions
+
+ApiVersion = Literal["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]
+#: The resource.k8s.io versions translate renders, newest first.
+API_VERSIONS: Final[tuple[str, ...]] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
+DEFAULT_API_VERSION: Final = "resource.k8s.io/v1"
+#: The Kubernetes minor release that introduced each version: what a target serving only
+#: that version can be assumed to run (used for CEL library availability).
+MINOR_FOR_VERSION: Final[dict[str, int]] = {
+    "resource.k8s.io/v1": 34, "resource.k8s.io/v1beta2": 33, "resource.k8s.io/v1beta1": 32,
+}
+CATALOG_API_VERSION: Final = "catalog.dra-bridge.io/v1"
+
+
+def normalize_api_version(value: str) -> str:
+    """Accept ``v1`` or ``resource.k8s.io/v1`` (and the beta versions); raise ApiVersionError otherwise."""
+    full = value if "/" in value else f"resource.k8s.io/{value}"
+    if full not in API_VERSIONS:
+        raise ApiVersionError(f"unsupported resource.k8s.io version {value!r} (one of: v1, v1beta2, v1beta1)")
+    return full
+
+
+# ------------------------------------------------------------------ labels and annotations
+
+#: The label key saying which tool manages an object.
+MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+#: Its value on our DeviceClasses and ResourceSlices.
+MANAGED_BY_BRIDGE: Final = "dra-bridge"
+#: Its value on ResourceClaimTemplates written by ``dra-migrate convert``.
+MANAGED_BY_CONVERT: Final = "dra-migrate"
+#: Its value on ResourceClaimTemplates the webhook creates (only those are garbage-collected).
+MANAGED_BY_WEBHOOK: Final = "dra-bridge-webhook"
+#: ``"true"`` on converted pods and on the claims generated for them.
+CONVERTED_LABEL: Final = "dra-bridge.io/converted"
+#: A converted pod's record: plan hash, template names, the original requests.
+CONVERSION_ANNOTATION: Final = "dra-bridge.io/conversion"
+#: A Node's allocator: ``dra`` once handed over to DRA (design decision 6), else legacy.
+NODE_MODE_LABEL: Final = "dra-bridge.io/mode"
+#: The legacy resource one of our DeviceClasses serves.
+LEGACY_RESOURCE_ANNOTATION: Final = "dra-bridge.io/legacy-resource"
+#: GPU Feature Discovery's label prefix (and the NVIDIA device plugin's resource prefix).
+GFD_PREFIX: Final = "nvidia.com/"
+HAMI_USE_TYPE: Final = "nvidia.com/use-gputype"
+HAMI_NOUSE_TYPE: Final = "nvidia.com/nouse-gputype"
+HAMI_USE_UUID: Final = "nvidia.com/use-gpuuuid"
+HAMI_NOUSE_UUID: Final = "nvidia.com/nouse-gpuuuid"
+#: HAMi's device-filter annotations, each of which becomes a device selector.
+HAMI_ANNOTATIONS: Final = (HAMI_USE_TYPE, HAMI_NOUSE_TYPE, HAMI_USE_UUID, HAMI_NOUSE_UUID)
+
+# ------------------------------------------------------------------ domains and drivers
+
+#: The bridge's default DRA driver name, also the domain of its own attributes.
+BRIDGE_DRIVER: Final = "dra-bridge.io"
+#: The NVIDIA DRA driver's name and the domain of its attributes (design decision 5).
+NVIDIA_DRIVER: Final = "gpu.nvidia.com"
+#: The domain of standard device attributes (``pciBusID``, ``pcieRoot``, ``numaNode``).
+STANDARD_DOMAIN: Final = "resource.kubernetes.io"
+#: ``<DeviceClass><suffix>``: the ResourceQuota key counting devices of a class (KEP-4381).
+DRA_QUOTA_SUFFIX: Final = ".deviceclass.resource.k8s.io/devices"
