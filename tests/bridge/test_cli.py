@@ -25,7 +25,7 @@ def _root_level() -> Iterator[None]:
     (["inventory", "--log-level", "bogus"], {}),
     (["inventory"], {"LOG_LEVEL": "bogus"}),
     (["--log-level", "bogus", "--node-name", "n"], {}),
-])
+], ids=["flag-before-command", "flag-after-command", "env", "flag-without-command"])
 def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[str, str],
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,7 +41,7 @@ def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[s
     ([], {"LOG_LEVEL": "debug"}, logging.DEBUG),
     (["--log-level", "ERROR"], {"LOG_LEVEL": "debug"}, logging.ERROR),
     (["--log-level", "warning"], {}, logging.WARNING),
-])
+], ids=["default-info", "env-debug", "flag-error-over-env", "flag-warning-lower-case"])
 def test_log_level_flag_wins_over_env_which_wins_over_default(argv: list[str], env: dict[str, str], level: int,
                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOG_LEVEL", raising=False)
@@ -80,7 +80,7 @@ def test_docs_flag_table_matches_help() -> None:
     (["--health-port", "70000"], "--health-port/HEALTH_PORT"),
     (["--health-port", "-1"], "--health-port/HEALTH_PORT"),
     (["--resource-api-version", "v2"], "--resource-api-version/RESOURCE_API_VERSION"),
-])
+], ids=["port-too-high", "port-negative", "unknown-api-version"])
 def test_out_of_range_values_are_configuration_errors(argv: list[str], flag: str,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--node-name", "n", *argv]) == 1

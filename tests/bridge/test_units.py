@@ -86,7 +86,8 @@ def test_flags_win_over_env_twins_which_win_over_defaults() -> None:
 
 
 @pytest.mark.parametrize(("env", "flag"), [({"NODE_NAME": ""}, "NODE_NAME"), ({"NODE_NAME": "a", "POLL_INTERVAL": "x"},
-                                           "POLL_INTERVAL"), ({"NODE_NAME": "a", "DRIVER_NAME": "Bad_Name"}, "DRIVER_NAME")])
+                                           "POLL_INTERVAL"), ({"NODE_NAME": "a", "DRIVER_NAME": "Bad_Name"}, "DRIVER_NAME")],
+                         ids=["empty-node-name", "poll-interval-not-a-number", "driver-name-not-dns"])
 def test_bad_settings_name_the_flag_and_env_twin(env: dict[str, str], flag: str) -> None:
     with pytest.raises(SettingsError, match=flag):
         Settings.from_env(env).validate()

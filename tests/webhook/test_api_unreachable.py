@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from tests.webhook.conftest import body, make_admission_review, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import body, make_admission_review
 from tests.webhook.test_templates import template
 from webhook.errors import TemplateError
 from webhook.handler import Admitter

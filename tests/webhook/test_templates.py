@@ -11,7 +11,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.webhook.conftest import make_pod
+from tests.factories import make_pod
 from translate.catalog import load_catalog
 from translate.names import MANAGED_BY_WEBHOOK
 from translate.plan.pod_plan import Options, plan_pod
