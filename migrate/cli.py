@@ -22,6 +22,7 @@ from typing import Any, NoReturn, TextIO
 
 from migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
 from migrate.manifests import dump, read_sources
+from migrate.remedies import phrased
 from migrate.report import findings_table
 from migrate.slices_cmd import run_slices
 from translate.catalog import PROFILE_RE, Catalog, load_catalog
@@ -118,7 +119,7 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
                 seen.add(key)
                 objects.append(template)
         objects.append(result.obj)
-        rows += [(doc.source, _object_name(doc.obj), f) for f in result.findings]
+        rows += [(doc.source, _object_name(doc.obj), f) for f in phrased(result.findings)]
     if not objects:
         err.write("dra-migrate: no objects in the input\n")
         return EXIT_OK

@@ -1,1 +1,49 @@
-"""The migration rules: pure functions from legacy device requests to DRA objects."""
+"""The migration rules: pure functions from legacy device requests to DRA objects.
+
+No I/O, no asyncio, no Kubernetes client: plain dicts in, new dicts out, deterministic. By
+concern:
+
+    translate.plan        the pod plan: a pod or workload -> claim templates, migrated pod, findings
+                          (demand, request splitting, GPU placement and GFD selectors, claim template
+                          rendering, workloads, quota, and every rule that keeps a pod legacy)
+    translate.inventory   a node's device-plugin inventory -> the ResourceSlices of its pool
+    translate.cel         the DRA CEL environment (compile and evaluate selectors) and the text of
+                          the guarded selectors the migration writes
+    translate.names       every well-known label, annotation, domain, driver name and API version
+    translate.catalog     the translation catalog (legacy resource -> DeviceClass), as data
+    translate.findings    findings, their outcomes and severities, and remedy codes
+    translate.errors      the exception tree
+    translate.dns_names   DNS name rules and stable hashes for derived names
+    translate.json_copy   copies of JSON-like values
+    translate.strict_yaml YAML as Kubernetes tools read it (duplicate keys refused)
+
+This package exports the vocabulary every front end shares; each subpackage exports its own
+public surface.
+"""
+
+from translate.catalog import Catalog, ResourceMapping, load_catalog
+from translate.errors import (
+    ApiVersionError,
+    CatalogError,
+    CountError,
+    InventoryError,
+    SelectorError,
+    TranslateError,
+)
+from translate.findings import SEVERITY, Finding, Outcome, Remedy
+
+__all__ = [
+    "SEVERITY",
+    "ApiVersionError",
+    "Catalog",
+    "CatalogError",
+    "CountError",
+    "Finding",
+    "InventoryError",
+    "Outcome",
+    "Remedy",
+    "ResourceMapping",
+    "SelectorError",
+    "TranslateError",
+    "load_catalog",
+]

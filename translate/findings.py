@@ -10,12 +10,19 @@ a reason a person can act on. Outcomes and their severity (design decision 1):
     kept-legacy, unsupported   3
 
 ``--fail-on LEVEL`` fails when any finding's severity is at or above LEVEL's.
+
+A finding whose outcome a setting of the front end changes carries a :class:`Remedy` code
+(and the ``remedy_subject`` it applies to, e.g. a scheduler's name). translate never names
+the setting: each front end phrases the code in its own words (``dra-migrate`` with its flag
+names, the webhook with its policy keys) and appends that to the reason with
+:meth:`Finding.phrased`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Literal
 
 Outcome = Literal["translated", "ignored", "left-for-webhook", "partial", "kept-legacy", "unsupported"]
@@ -30,20 +37,51 @@ SEVERITY: dict[str, int] = {
 }
 
 
+class Remedy(StrEnum):
+    """The front-end setting that changes a finding's outcome (each front end phrases it).
+
+    On a finding that keeps a pod legacy (or leaves it to the webhook, or asks for a class)
+    it says what would convert it; on a ``partial`` finding a setting caused, which setting
+    that was.
+    """
+
+    #: The pod's scheduler supports DRA: declare it (``remedy_subject``: the scheduler's name).
+    DECLARE_DRA_SCHEDULER = "declare-dra-scheduler"
+    #: HAMi memory/core slicing may be converted to whole devices.
+    HAMI_WHOLE_DEVICES = "hami-whole-devices"
+    #: Render the DeviceClass of a MIG profile the catalog does not list (subject: the profile).
+    ADD_MIG_PROFILE_CLASS = "add-mig-profile-class"
+    #: Convert pod templates inside custom resources too (subject: the kind).
+    INCLUDE_CUSTOM_RESOURCES = "include-custom-resources"
+    #: Convert although a ResourceQuota limits only the legacy resource (subject: the DRA key).
+    IGNORE_LEGACY_QUOTA = "ignore-legacy-quota"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One observation about one legacy value: ``path`` in the object, the ``legacy`` value
-    as text, the ``outcome`` and the ``reason``."""
+    as text, the ``outcome`` and the ``reason``; ``remedy`` (with ``remedy_subject``) names
+    the setting that changes the outcome, for a front end to phrase."""
 
     path: str
     legacy: str
     outcome: Outcome
     reason: str
+    remedy: Remedy | None = None
+    remedy_subject: str = ""
 
     @property
     def severity(self) -> int:
         """0 (fine) .. 3 (the value stays on the device plugin or cannot move)."""
         return SEVERITY[self.outcome]
+
+    def phrased(self, remedy_text: str | None) -> Finding:
+        """This finding as a front end shows it: its remedy, in that front end's words, appended
+        to the reason in parentheses. The result carries no remedy code (it is phrased)."""
+        if self.remedy is None:
+            return self
+        reason = f"{self.reason} ({remedy_text})" if remedy_text else self.reason
+        return replace(self, reason=reason, remedy=None, remedy_subject="")
 
     def as_dict(self) -> dict[str, str]:
         """JSON form: ``{"path", "legacy", "outcome", "reason"}``."""

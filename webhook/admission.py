@@ -34,7 +34,7 @@ from translate.names import MANAGED_BY_WEBHOOK
 from translate.plan.cluster_state import converted_resources, held_back
 from translate.plan.pod_plan import Options, plan_pod
 from webhook.errors import ReviewError
-from webhook.policy import POLICY_HINTS, Policy, Subject, Translation
+from webhook.policy import Policy, Subject, Translation, policy_remedy
 
 Mode = Literal["enforce", "audit"]
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -158,7 +158,7 @@ def _warning(f: Finding) -> str:
     """``dra-bridge: <path>: <outcome>: <reason>`` in at most MAX_WARNING_CHARS: a long path is
     shortened in its middle first, so the reason and its advice stay whole; a pod-level
     finding (path ".") names no path."""
-    tail = f"{f.outcome}: {f.reason}"
+    tail = f"{f.outcome}: {f.phrased(policy_remedy(f)).reason}"
     if f.path in ("", "."):
         return _clip(f"dra-bridge: {tail}")
     path, room = f.path, MAX_WARNING_CHARS - len("dra-bridge: : ") - len(tail)
@@ -196,7 +196,7 @@ def evaluate(request: Mapping[str, Any], mode: Mode, ctx: Context) -> Decision:
     options = Options(api_version=ctx.api_version, managed_by=MANAGED_BY_WEBHOOK,
                       keep_legacy_partial=settings.keep_legacy, hami_slicing=settings.hami_slicing,
                       kep5004=ctx.kep5004 if settings.defer_to_kep5004 else {},
-                      dra_schedulers=settings.dra_schedulers, hints=POLICY_HINTS)
+                      dra_schedulers=settings.dra_schedulers)
     try:
         plan = plan_pod(obj, ctx.catalog, options, namespace or None)
     except Exception as exc:  # plan_pod promises not to raise; an odd pod must still be admitted

@@ -30,18 +30,16 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 import yaml
 
 from translate.dns_names import is_dns_subdomain
-from translate.plan.pod_plan import Hints
+from translate.findings import Finding, Remedy
 from translate.strict_yaml import StrictLoader
 from webhook.errors import PolicyError
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
-#: How findings name the settings that change an outcome, in this policy's keys.
-POLICY_HINTS = Hints("policy hamiSlicing: whole-devices", "policy draSchedulers")
 OnError = Literal["admit-unchanged", "deny"]
 HamiSlicing = Literal["unsupported", "whole-devices"]
 _SETTING_KEYS = {"keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
@@ -228,8 +226,28 @@ def setting_names() -> tuple[str, ...]:
     return tuple(f.name for f in fields(Translation))
 
 
+def policy_remedy(finding: Finding) -> str | None:
+    """A finding's remedy code in this policy's keys (None when it has none): what converts a pod
+    that stays legacy, or which setting made a partial translation."""
+    subject, stays = finding.remedy_subject, finding.severity >= 3
+    match finding.remedy:
+        case None:
+            return None
+        case Remedy.DECLARE_DRA_SCHEDULER:
+            return "if it does, declare it: policy draSchedulers"
+        case Remedy.HAMI_WHOLE_DEVICES:
+            return "policy hamiSlicing: whole-devices gives it whole devices"
+        case Remedy.ADD_MIG_PROFILE_CLASS:
+            return f"`dra-migrate classes --mig-profile {subject}` renders it"
+        case Remedy.INCLUDE_CUSTOM_RESOURCES:
+            return "dra-migrate convert --include-custom-resources"
+        case Remedy.IGNORE_LEGACY_QUOTA:
+            return "policy ignoreLegacyQuota: true converts it anyway" if stays else "policy ignoreLegacyQuota"
+        case _:
+            assert_never(finding.remedy)
+
+
 __all__ = [
-    "POLICY_HINTS",
     "Match",
     "OnError",
     "Policy",
@@ -238,5 +256,7 @@ __all__ = [
     "Translation",
     "load_policy",
     "parse_policy",
+    "policy_remedy",
     "setting_names",
 ]
+

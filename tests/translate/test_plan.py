@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.factories import gpu, make_container, make_pod
 from tests.translate.checks import check_limits, devices_seen
 from translate.catalog import load_catalog
+from translate.findings import Remedy
 from translate.names import CONVERSION_ANNOTATION
 from translate.plan.claim_templates import internal_from_template
 from translate.plan.pod_plan import Options, plan_pod
@@ -271,7 +272,8 @@ def test_absurd_device_counts_are_refused_without_building_them() -> None:
 
 def test_unknown_mig_profile_is_flagged_as_needing_its_class() -> None:
     plan = plan_pod(make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]), CATALOG)
-    assert plan.changed and any("--mig-profile 9g.999gb" in f.reason for f in plan.findings)
+    assert plan.changed and any(f.remedy is Remedy.ADD_MIG_PROFILE_CLASS and f.remedy_subject == "9g.999gb"
+                                and "nvidia-mig-9g.999gb.dra-bridge.io" in f.reason for f in plan.findings)
 
 
 def test_garbage_conversion_annotation_is_reported() -> None:
@@ -333,6 +335,14 @@ def test_binary_suffixed_counts_are_counted_not_rejected_as_non_numbers() -> Non
     assert any("1024 devices" in f.legacy and "more than 256" in f.reason for f in plan.findings)
 
 
-def test_hami_slicing_reason_names_the_option_that_converts_it() -> None:
+def test_hami_slicing_finding_carries_the_remedy_that_converts_it() -> None:
     plan = plan_pod(make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30})]), CATALOG)
-    assert any("--hami-slicing whole-devices" in f.reason for f in plan.findings)
+    assert any(f.outcome == "unsupported" and f.remedy is Remedy.HAMI_WHOLE_DEVICES for f in plan.findings)
+
+
+def test_findings_name_no_front_end_setting() -> None:
+    pods = [make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30})]),
+            make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]),
+            make_pod([make_container("c", gpu(1))], schedulerName="volcano")]
+    reasons = [f.reason for pod in pods for f in plan_pod(pod, CATALOG).findings]
+    assert reasons and not [r for r in reasons if "--" in r or "policy" in r]

@@ -16,10 +16,13 @@ from translate.cel.environment import (
     device_to_cel,
     evaluate_selectors,
 )
+from translate.cel.quantity_semver import Quantity, Semver
 
 __all__ = [
     "MAX_EXPRESSION_BYTES",
     "CompiledSelector",
+    "Quantity",
+    "Semver",
     "compile_selector",
     "device_to_cel",
     "evaluate_selectors",

@@ -6,3 +6,24 @@ building the slice devices with the vendor driver's attributes (:mod:`~translate
 the API server's rules for slice values (:mod:`~translate.inventory.api_rules`), and splitting a
 pool into slices and rendering them per API version (:mod:`~translate.inventory.pool`).
 """
+
+from translate.inventory.allocatable import InventoryDevice, group_allocatable, split_replica
+from translate.inventory.api_rules import SliceDevice
+from translate.inventory.device_facts import NvmlFacts
+from translate.inventory.pool import internal_form, pool_slices, render_slice
+from translate.inventory.slices import SliceBuild, build_devices, build_slices, device_uuids
+
+__all__ = [
+    "InventoryDevice",
+    "NvmlFacts",
+    "SliceBuild",
+    "SliceDevice",
+    "build_devices",
+    "build_slices",
+    "device_uuids",
+    "group_allocatable",
+    "internal_form",
+    "pool_slices",
+    "render_slice",
+    "split_replica",
+]

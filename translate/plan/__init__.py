@@ -5,6 +5,26 @@ container (:mod:`~translate.plan.demand`, counts in :mod:`~translate.plan.device
 request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAMi annotations as
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
-(:mod:`~translate.plan.pod_plan`), workloads (:mod:`~translate.plan.workloads`) and the rules that
-depend on cluster state (:mod:`~translate.plan.cluster_state`).
+(:mod:`~translate.plan.pod_plan`), workloads (:mod:`~translate.plan.workloads`), ResourceQuota
+(:mod:`~translate.plan.quota`), the rules that depend on cluster state
+(:mod:`~translate.plan.cluster_state`), and every rule that keeps a pod on the device plugin
+(:mod:`~translate.plan.stay_legacy`).
 """
+
+from translate.plan.claim_templates import internal_from_template, render_template
+from translate.plan.cluster_state import converted_resources, daemonset_node, held_back
+from translate.plan.pod_plan import Options, Plan, plan_pod
+from translate.plan.workloads import Converted, convert_object
+
+__all__ = [
+    "Converted",
+    "Options",
+    "Plan",
+    "convert_object",
+    "converted_resources",
+    "daemonset_node",
+    "held_back",
+    "internal_from_template",
+    "plan_pod",
+    "render_template",
+]

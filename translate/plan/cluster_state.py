@@ -7,9 +7,10 @@ The webhook feeds these from its watch caches; tests feed them directly.
   decision 6): elsewhere the device plugin still owns the devices.
 - Quota safety: where a ResourceQuota limits the legacy resource (``requests.<name>``) but
   not the DRA class key (``<class>.deviceclass.resource.k8s.io/devices``: KEP-4381 quota),
-  converting would silently lift the limit, so the pod stays legacy unless the policy says
-  ``ignoreLegacyQuota``. Where both exist: DRA quota is charged when the claim is created,
-  so an over-quota pod now waits Pending instead of being refused.
+  converting would silently lift the limit, so the pod stays legacy unless the front end is
+  told to ignore legacy quota (:attr:`~translate.findings.Remedy.IGNORE_LEGACY_QUOTA`). Where
+  both exist: DRA quota is charged when the claim is created, so an over-quota pod now waits
+  Pending instead of being refused.
 """
 
 from __future__ import annotations
@@ -18,14 +19,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from translate.catalog import Catalog, ResourceMapping
-from translate.findings import Finding
-from translate.names import CONVERSION_ANNOTATION, DRA_QUOTA_SUFFIX, NODE_MODE_LABEL
-
-
-def dra_quota_key(mapping: ResourceMapping) -> str:
-    """The ResourceQuota key that counts devices of the mapping's class (KEP-4381)."""
-    return f"{mapping.device_class}{DRA_QUOTA_SUFFIX}"
+from translate.catalog import Catalog
+from translate.findings import Finding, Remedy
+from translate.names import CONVERSION_ANNOTATION
+from translate.plan.quota import dra_quota_key
+from translate.plan.stay_legacy import daemonset_node_not_handed_over, legacy_quota_only
 
 
 def daemonset_node(spec: Mapping[str, Any]) -> str | None:
@@ -62,31 +60,27 @@ def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: 
     because they name cluster state, not a field of the pod.
     """
     out: list[Finding] = []
-    if owner_kind == "DaemonSet":
-        node = daemonset_node(spec)
-        mode = node_mode(node) if node else None
-        if mode != "dra":
-            out.append(Finding("(daemonset)", node or "", "kept-legacy",
-                               f"DaemonSet pod for node {node or '?'}: converted only once that node is handed "
-                               f"over to DRA ({NODE_MODE_LABEL}=dra)"))
+    pinned = daemonset_node_not_handed_over(owner_kind, daemonset_node(spec) if owner_kind == "DaemonSet" else None,
+                                            node_mode)
+    if pinned is not None:
+        out.append(pinned)
     if not quota_keys:
         return out
     for resource in sorted(converted_resources(migrated)):
         mapping = catalog.lookup(resource)
-        legacy_limited = {f"requests.{resource}", resource} & quota_keys
+        legacy_limited = sorted({f"requests.{resource}", resource} & quota_keys)
         if mapping is None or not legacy_limited:
             continue
         dra_key = dra_quota_key(mapping)
-        if dra_key not in quota_keys and not ignore_legacy_quota:
-            out.append(Finding("(quota)", resource, "kept-legacy",
-                               f"a ResourceQuota limits {sorted(legacy_limited)[0]} but not {dra_key}: "
-                               "converting would lift the limit"))
+        lifted = legacy_quota_only(resource, legacy_limited, dra_key, quota_keys, ignore_legacy_quota)
+        if lifted is not None:
+            out.append(lifted)
         elif dra_key in quota_keys:
             out.append(Finding("(quota)", resource, "partial",
                                "DRA quota is charged when the claim is created: an over-quota pod now waits "
                                "Pending instead of being refused"))
         else:
             out.append(Finding("(quota)", resource, "partial",
-                               f"converted although no ResourceQuota limits {dra_key} (policy "
-                               "ignoreLegacyQuota): the legacy quota no longer applies to this pod"))
+                               f"converted although no ResourceQuota limits {dra_key}: the legacy quota no longer "
+                               "applies to this pod", Remedy.IGNORE_LEGACY_QUOTA, dra_key))
     return out

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from translate.catalog import Catalog, ResourceMapping
-from translate.errors import CountError
 from translate.findings import Finding
 from translate.plan.device_counts import parse_count
 from translate.plan.request_layout import Role
+from translate.plan.stay_legacy import invalid_quantity, requests_differ_from_limits, requests_without_limits
 
 #: Resource names with a slash that are not device-plugin extended resources.
 _NOT_EXTENDED = ("kubernetes.io/", "requests.", "limits.")
@@ -80,21 +80,14 @@ def collect(spec: Mapping[str, Any], catalog: Catalog, path: str,
             if mapping is None:
                 findings.append(Finding(vpath, legacy, "ignored", "not in the translation catalog: left as it is"))
                 continue
-            if name not in limits:
-                findings.append(Finding(vpath, legacy, "unsupported",
-                                        "an extended resource in requests without limits is an invalid pod "
-                                        "(the API server rejects it): left unchanged"))
+            problem = (requests_without_limits(name, limits, vpath, legacy)
+                       or invalid_quantity(limits[name], vpath, legacy)
+                       or (invalid_quantity(requests[name], vpath, legacy) if name in requests else None)
+                       or requests_differ_from_limits(name, limits, requests, vpath, legacy))
+            if problem is not None:
+                findings.append(problem)
                 continue
-            try:
-                count = parse_count(limits[name])
-                if name in requests and parse_count(requests[name]) != count:
-                    findings.append(Finding(vpath, legacy, "unsupported",
-                                            "requests differ from limits, which extended resources forbid: "
-                                            "left unchanged"))
-                    continue
-            except CountError as exc:
-                findings.append(Finding(vpath, legacy, "unsupported", f"invalid quantity: {exc}"))
-                continue
+            count = parse_count(limits[name])
             out.append(ContainerDemand(str(c.get("name", "")), role, fld, index, mapping, count, legacy,
                                        f"{rpath}.limits[{name}]"))
     return out

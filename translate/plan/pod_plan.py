@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from translate.catalog import Catalog
 from translate.dns_names import digest, resource_label, to_label, unique_labels
-from translate.findings import Finding, blocks_conversion, worst
+from translate.findings import Finding, Remedy, worst
 from translate.names import (
     CONVERSION_ANNOTATION,
     CONVERTED_LABEL,
@@ -34,6 +34,7 @@ from translate.names import (
     MINOR_FOR_VERSION,
     normalize_api_version,
 )
+from translate.plan import stay_legacy
 from translate.plan.claim_templates import render_template
 from translate.plan.demand import ContainerDemand, collect
 from translate.plan.field_types import shape_problems
@@ -41,18 +42,6 @@ from translate.plan.placement import Placement, place
 from translate.plan.request_layout import MAX_DEVICES_PER_REQUEST, Demand, layout
 
 MAX_REQUESTS_PER_CLAIM = 32
-#: More devices than this in one pod is a typo or an attack, not a workload: refused.
-MAX_DEVICES_PER_POD = 256
-DEFAULT_SCHEDULERS = ("", "default-scheduler")
-
-
-@dataclass(frozen=True)
-class Hints:
-    """How a finding tells the user to change the outcome, in the words of the front end
-    (``{name}``: the scheduler's name). The defaults are ``dra-migrate``'s flags."""
-
-    hami_whole_devices: str = "--hami-slicing whole-devices"
-    dra_scheduler: str = "--dra-scheduler {name}"
 
 
 @dataclass(frozen=True)
@@ -63,8 +52,7 @@ class Options:
     ``hami_slicing``: ``unsupported`` or ``whole-devices``; ``keep_legacy_partial``: keep
     pods whose translation would be partial on the device plugin; ``kep5004``: resource name
     -> DeviceClass serving it through KEP-5004 (count-only pods are left to it); ``dra_schedulers``:
-    schedulers besides the default one known to support DRA; ``hints``: how findings name the
-    settings that change an outcome."""
+    schedulers besides the default one known to support DRA."""
 
     api_version: str = DEFAULT_API_VERSION
     kubernetes_minor: int | None = None
@@ -73,7 +61,6 @@ class Options:
     keep_legacy_partial: bool = False
     kep5004: Mapping[str, str] = field(default_factory=dict)
     dra_schedulers: tuple[str, ...] = ()
-    hints: Hints = Hints()
 
     @property
     def minor(self) -> int:
@@ -123,23 +110,15 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     wanted = [d for d in demands if d.count > 0]
     if not wanted:
         return _unchanged(pod, findings)
-    if CONVERSION_ANNOTATION in annotations:
-        return _unchanged(pod, [Finding(f"{path}metadata.annotations[{CONVERSION_ANNOTATION}]", "", "kept-legacy",
-                                        "converted before, yet asks for legacy devices again (they would be held "
-                                        "twice): re-convert the original, or drop the annotation and claims")])
-    total = sum(d.count for d in wanted if d.mapping.kind != "slicing")
-    if total > MAX_DEVICES_PER_POD:
-        return _unchanged(pod, [*findings, Finding(wanted[0].path, f"{total} devices", "unsupported",
-                                                  f"more than {MAX_DEVICES_PER_POD} devices in one pod")])
-    if spec.get("nodeName"):
-        findings.append(Finding(f"{path}spec.nodeName", str(spec["nodeName"]), "kept-legacy",
-                                "a pod with spec.nodeName skips the scheduler, so its claims could never be "
-                                "allocated: it stays on the device plugin"))
-    scheduler = str(spec.get("schedulerName") or "")
-    if scheduler not in DEFAULT_SCHEDULERS and scheduler not in options.dra_schedulers:
-        findings.append(Finding(f"{path}spec.schedulerName", scheduler, "kept-legacy",
-                                f"scheduler {scheduler!r} may not support DRA: the pod stays on the device plugin "
-                                f"(if it does, declare it: {options.hints.dra_scheduler.format(name=scheduler)})"))
+    again = stay_legacy.converted_before(annotations, path)
+    if again is not None:
+        return _unchanged(pod, [again])
+    too_many = stay_legacy.too_many_devices(sum(d.count for d in wanted if d.mapping.kind != "slicing"),
+                                            wanted[0].path)
+    if too_many is not None:
+        return _unchanged(pod, [*findings, too_many])
+    findings += [f for f in (stay_legacy.pinned_to_node(spec, path),
+                             stay_legacy.scheduler_without_dra(spec, options.dra_schedulers, path)) if f is not None]
     if options.kep5004 and all(d.mapping.resource_name in options.kep5004 for d in wanted) and not (
             _has_gpu_placement(spec, annotations)):
         for d in wanted:
@@ -156,10 +135,9 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
                                 "the pod may rely on preemption, and the scheduler may not preempt lower-priority "
                                 "pods to free DRA devices: check your release's DRA preemption support before "
                                 "converting high-priority workloads"))
-    if blocks_conversion(findings) or (options.keep_legacy_partial and worst(findings) >= 2):
-        reason = "kept on the device plugin: a finding above forbids a faithful translation"
-        findings.append(Finding(path or ".", "", "kept-legacy", reason))
-        return _unchanged(pod, findings)
+    verdict = stay_legacy.translation_not_faithful(findings, options.keep_legacy_partial, path)
+    if verdict is not None:
+        return _unchanged(pod, [*findings, verdict])
     return _build(pod, spec, annotations, wanted, dropped, placement if uses_gfd else None, options,
                   api_version, namespace, findings)
 
@@ -177,22 +155,17 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
     dropped: set[str] = set()
     for d in wanted:
         m = d.mapping
+        kept = (stay_legacy.hami_slicing_kept(m, options.hami_slicing == "whole-devices", d.path, d.legacy)
+                or stay_legacy.shared_count_over_one(m, d.count, d.path, d.legacy))
+        if kept is not None:
+            findings.append(kept)
+            continue
         if m.kind == "slicing":
-            if options.hami_slicing == "whole-devices":
-                findings.append(Finding(d.path, d.legacy, "partial",
-                                        f"{m.reason}; dropped: the container gets whole devices"))
-                dropped.add(m.resource_name)
-                continue
-            findings.append(Finding(d.path, d.legacy, "unsupported",
-                                    f"{m.reason}: the pod stays legacy ({options.hints.hami_whole_devices} "
-                                    "gives it whole devices)"))
+            findings.append(Finding(d.path, d.legacy, "partial",
+                                    f"{m.reason}; dropped: the container gets whole devices"))
+            dropped.add(m.resource_name)
             continue
         if m.kind == "shared":
-            if m.fail_requests_greater_than_one and d.count > 1:
-                findings.append(Finding(d.path, d.legacy, "unsupported",
-                                        "the device plugin fails shared requests greater than one "
-                                        "(failRequestsGreaterThanOne), and so would this claim"))
-                continue
             if catalog.target == "vendor":
                 findings.append(Finding(d.path, d.legacy, "partial",
                                         "a shared GPU becomes one whole device of the vendor driver "
@@ -205,7 +178,7 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
         if m.profile and m.profile not in catalog.mig_profiles and catalog.target == "bridge":
             findings.append(Finding(d.path, d.legacy, "partial",
                                     f"MIG profile {m.profile} is not in the catalog's profile list: create DeviceClass "
-                                    f"{m.device_class} with `dra-migrate classes --mig-profile {m.profile}`"))
+                                    f"{m.device_class}", Remedy.ADD_MIG_PROFILE_CLASS, m.profile))
         out.append(d)
     return out, dropped
 

@@ -13,7 +13,9 @@ Where the pod template lives:
 DaemonSets span legacy and DRA node pools, so they stay unchanged (``left-for-webhook``: the
 webhook converts their pods node by node). Custom resources (RayCluster, PyTorchJob,
 LeaderWorkerSet, ...) stay unchanged unless ``include_custom_resources``: their operators
-derive settings (process counts, ...) from the GPU limit in the template.
+derive settings (process counts, ...) from the GPU limit in the template (the findings carry
+:attr:`~translate.findings.Remedy.INCLUDE_CUSTOM_RESOURCES`). Why a pod stays legacy:
+:mod:`translate.plan.stay_legacy`; a ResourceQuota: :mod:`translate.plan.quota`.
 """
 
 from __future__ import annotations
@@ -23,12 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from translate.catalog import Catalog
-from translate.errors import CountError
-from translate.findings import Finding
+from translate.findings import Finding, Remedy
 from translate.json_copy import clone, clone_mapping
-from translate.plan.cluster_state import dra_quota_key
-from translate.plan.device_counts import parse_count
 from translate.plan.pod_plan import Options, plan_pod
+from translate.plan.quota import convert_quota
+from translate.plan.stay_legacy import live_pod
 
 BUILTIN_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Deployment": ("spec", "template"),
@@ -91,13 +92,13 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
     if kind == "ResourceQuota" and obj.get("apiVersion") == "v1":
-        return _quota(obj, catalog)
+        quota, notes = convert_quota(obj, catalog)
+        return Converted(quota, (), notes)
     if kind == "Pod" and obj.get("apiVersion") == "v1":
         plan = plan_pod(obj, catalog, options, namespace)
-        if plan.changed and isinstance(meta, Mapping) and (meta.get("uid") or meta.get("ownerReferences")):
-            return Converted(clone(obj), (), (Finding(".", f"Pod {meta.get('name', '')}", "kept-legacy",
-                                                      "a live or controller-owned Pod cannot change its spec: convert "
-                                                      "its owner (Deployment, Job, ...) instead"),))
+        live = live_pod(meta) if plan.changed and isinstance(meta, Mapping) else None
+        if live is not None:
+            return Converted(clone(obj), (), (live,))
         return Converted(_without_server_fields(clone_mapping(plan.pod)), plan.templates, plan.findings)
     builtin = _is_builtin(obj) and kind in BUILTIN_TEMPLATE_PATHS
     paths = [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj))
@@ -115,12 +116,16 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
         if not plan.changed:
             findings += plan.findings
             continue
-        if kind == "DaemonSet" or (not builtin and not include_custom_resources):
-            reason = ("a DaemonSet spans legacy and DRA node pools: the webhook converts its pods node by node"
-                      if kind == "DaemonSet" else
-                      f"{kind} is a custom resource whose operator may derive settings from the GPU limit: "
-                      "left for the webhook (--include-custom-resources converts it)")
-            findings += [Finding(f.path, f.legacy, "left-for-webhook", reason)
+        if kind == "DaemonSet":
+            findings += [Finding(f.path, f.legacy, "left-for-webhook", "a DaemonSet spans legacy and DRA node "
+                                 "pools: the webhook converts its pods node by node")
+                         for f in plan.findings if f.outcome == "translated"]
+            findings += [f for f in plan.findings if f.outcome != "translated"]
+            continue
+        if not builtin and not include_custom_resources:
+            findings += [Finding(f.path, f.legacy, "left-for-webhook", f"{kind} is a custom resource whose operator "
+                                 "may derive settings from the GPU limit: left for the webhook",
+                                 Remedy.INCLUDE_CUSTOM_RESOURCES, kind)
                          for f in plan.findings if f.outcome == "translated"]
             findings += [f for f in plan.findings if f.outcome != "translated"]
             continue
@@ -130,9 +135,9 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
         findings += plan.findings
         if not builtin:
             findings.append(Finding(_text(path) or ".", kind, "partial",
-                                    f"{kind} converted on request (--include-custom-resources): check that its "
-                                    "operator does not derive settings (process counts, ...) from the GPU limit, "
-                                    "which the converted template no longer carries"))
+                                    f"{kind} converted on request: check that its operator does not derive settings "
+                                    "(process counts, ...) from the GPU limit, which the converted template no "
+                                    "longer carries", Remedy.INCLUDE_CUSTOM_RESOURCES, kind))
     if templates:
         new = _without_server_fields(new)
     return Converted(new, tuple(templates), tuple(findings))
@@ -150,39 +155,3 @@ def _without_server_fields(obj: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in obj.items() if k != "status"}
     out["metadata"] = {k: v for k, v in meta.items() if k not in SERVER_FIELDS}
     return out
-
-
-def _quota(obj: Mapping[str, Any], catalog: Catalog) -> Converted:
-    new = clone_mapping(obj)
-    spec = new.get("spec")
-    hard = spec.get("hard") if isinstance(spec, dict) else None
-    findings: list[Finding] = []
-    if not isinstance(hard, dict):
-        return Converted(new, (), ())
-    # Several legacy keys may map to one class (the vendor's mig.nvidia.com serves every MIG
-    # profile): the class key gets their sum, so no allowance is lost.
-    sums: dict[str, tuple[int, list[str]]] = {}
-    for key in list(hard):
-        if not isinstance(key, str) or not key.startswith("requests."):
-            continue
-        mapping = catalog.lookup(key[len("requests."):])
-        if mapping is None or mapping.kind == "slicing":
-            continue
-        dra_key = dra_quota_key(mapping)
-        path = f"spec.hard[{key}]"
-        if dra_key in hard and dra_key not in sums:
-            continue
-        try:
-            count = parse_count(hard[key])
-        except CountError as exc:
-            findings.append(Finding(path, f"{key}: {hard[key]}", "unsupported", f"invalid quantity: {exc}"))
-            continue
-        total, keys = sums.get(dra_key, (0, []))
-        sums[dra_key] = (total + count, [*keys, key])
-        hard[dra_key] = str(total + count)
-    for dra_key, (total, keys) in sums.items():
-        merged = f" (the sum of {', '.join(keys)}: per-resource limits become one limit)" if len(keys) > 1 else ""
-        findings.append(Finding(f"spec.hard[{keys[0]}]", ", ".join(f"{k}: {hard[k]}" for k in keys), "partial",
-                                f"converted pods are charged to {dra_key} = {total}{merged}; until the legacy "
-                                "keys go, the namespace's total allowance is doubled"))
-    return Converted(new, (), tuple(findings))

@@ -1,0 +1,36 @@
+"""Remedy codes in dra-migrate's words: the flag (or command) that changes a finding's outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import assert_never
+
+from translate.findings import Finding, Remedy
+
+
+def remedy_text(finding: Finding) -> str | None:
+    """A finding's remedy code as dra-migrate's flags say it (None when it has none): what converts
+    a pod that stays legacy, or which flag made a partial translation."""
+    subject, stays = finding.remedy_subject, finding.severity >= 3
+    match finding.remedy:
+        case None:
+            return None
+        case Remedy.DECLARE_DRA_SCHEDULER:
+            return f"if it does, declare it: --dra-scheduler {subject}"
+        case Remedy.HAMI_WHOLE_DEVICES:
+            return "--hami-slicing whole-devices gives it whole devices"
+        case Remedy.ADD_MIG_PROFILE_CLASS:
+            return f"`dra-migrate classes --mig-profile {subject}` renders it"
+        case Remedy.INCLUDE_CUSTOM_RESOURCES:
+            return ("--include-custom-resources converts it" if finding.outcome == "left-for-webhook"
+                    else "converted because of --include-custom-resources")
+        case Remedy.IGNORE_LEGACY_QUOTA:  # quotas are the webhook's concern: only its policy has this setting
+            return ("the webhook's policy ignoreLegacyQuota: true converts it anyway" if stays
+                    else "the webhook's policy ignoreLegacyQuota")
+        case _:
+            assert_never(finding.remedy)
+
+
+def phrased(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings as dra-migrate shows them: each remedy code said in its flags."""
+    return [f.phrased(remedy_text(f)) for f in findings]

@@ -1,0 +1,58 @@
+"""Remedy codes phrased by each front end: dra-migrate's flags, the webhook's policy keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from migrate.remedies import phrased, remedy_text
+from tests.factories import gpu, make_container, make_pod
+from translate.catalog import load_catalog
+from translate.findings import Finding, Outcome, Remedy
+from translate.plan.pod_plan import plan_pod
+from webhook.policy import policy_remedy
+
+CATALOG = load_catalog()
+
+
+@pytest.mark.parametrize(("remedy", "subject", "outcome", "flags", "policy"), [
+    (Remedy.DECLARE_DRA_SCHEDULER, "volcano", "kept-legacy", "declare it: --dra-scheduler volcano",
+     "declare it: policy draSchedulers"),
+    (Remedy.HAMI_WHOLE_DEVICES, "", "unsupported", "--hami-slicing whole-devices gives it whole devices",
+     "policy hamiSlicing: whole-devices gives it whole devices"),
+    (Remedy.ADD_MIG_PROFILE_CLASS, "9g.999gb", "partial", "`dra-migrate classes --mig-profile 9g.999gb`",
+     "`dra-migrate classes --mig-profile 9g.999gb`"),
+    (Remedy.INCLUDE_CUSTOM_RESOURCES, "RayCluster", "left-for-webhook", "--include-custom-resources converts it",
+     "--include-custom-resources"),
+    (Remedy.INCLUDE_CUSTOM_RESOURCES, "RayCluster", "partial", "because of --include-custom-resources",
+     "--include-custom-resources"),
+    (Remedy.IGNORE_LEGACY_QUOTA, "x.deviceclass.resource.k8s.io/devices", "kept-legacy", "ignoreLegacyQuota: true",
+     "policy ignoreLegacyQuota: true converts it anyway"),
+    (Remedy.IGNORE_LEGACY_QUOTA, "x.deviceclass.resource.k8s.io/devices", "partial", "ignoreLegacyQuota",
+     "policy ignoreLegacyQuota"),
+], ids=lambda v: str(v))
+def test_each_front_end_phrases_every_remedy_in_its_own_words(remedy: Remedy, subject: str, outcome: Outcome,
+                                                               flags: str, policy: str) -> None:
+    finding = Finding("spec", "x", outcome, "why", remedy, subject)
+    assert flags in (remedy_text(finding) or "") and policy in (policy_remedy(finding) or "")
+    shown = finding.phrased(remedy_text(finding))
+    assert shown.reason.startswith("why (") and flags in shown.reason and shown.remedy is None
+
+
+def test_every_remedy_code_has_a_phrase_in_both_front_ends() -> None:
+    for remedy in Remedy:
+        finding = Finding("spec", "x", "kept-legacy", "why", remedy, "s")
+        assert remedy_text(finding) and policy_remedy(finding)
+
+
+def test_findings_without_a_remedy_are_shown_as_they_are() -> None:
+    finding = Finding("spec", "x", "translated", "why")
+    assert phrased([finding]) == [finding] and policy_remedy(finding) is None
+
+
+def test_dra_migrate_says_the_scheduler_flag_and_the_mig_profile_command() -> None:
+    pods = [make_pod([make_container("c", gpu(1))], schedulerName="volcano"),
+            make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))])]
+    reasons = [f.reason for pod in pods for f in phrased(plan_pod(pod, CATALOG).findings)]
+    assert any("scheduler 'volcano' may not support DRA" in r and "--dra-scheduler volcano" in r for r in reasons)
+    assert any("create DeviceClass nvidia-mig-9g.999gb.dra-bridge.io" in r
+               and "dra-migrate classes --mig-profile 9g.999gb" in r for r in reasons)
