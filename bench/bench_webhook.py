@@ -42,9 +42,9 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from webhook.admission import decode_review
 from webhook.certs import write_certs
 from webhook.handler import Admitter
+from webhook.review import decode_review
 from webhook.runtime import Runtime
 from webhook.server import make_app
 from webhook.templates import NullEnsurer

@@ -4,6 +4,9 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
 
     TranslateError                 base of every error raised by ``translate``
     ├── CatalogError               a catalog file is malformed (names the file, key and rule)
+    ├── InputError                 an object cannot be read as the kind it claims to be
+    │   └── RecordError            a pod's conversion record is malformed (names the pod, the
+    │                              annotation and the rule)
     ├── SelectorError              a CEL selector does not compile or fails at evaluation
     ├── InventoryError             a device-plugin inventory cannot become ResourceSlices
     ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
@@ -27,12 +30,20 @@ class CatalogError(TranslateError):
     """A catalog (shipped or user-supplied) violates its schema or a rule."""
 
 
+class InputError(TranslateError):
+    """An input object is not a well-formed instance of its kind."""
+
+
 class SelectorError(TranslateError):
     """A CEL selector failed to compile or raised an error when evaluated."""
 
 
 class InventoryError(TranslateError):
     """A device-plugin inventory cannot be turned into ResourceSlices."""
+
+
+class RecordError(InputError):
+    """A conversion record annotation is malformed; the message names the pod, the annotation and the rule."""
 
 
 class ApiVersionError(TranslateError, ValueError):

@@ -1,16 +1,19 @@
 """The dra-bridge mutating admission webhook: an aiohttp HTTPS server around ``translate``.
 
-Modules, one concern each: admission (pure review -> decision and patch), handler (ensure,
-measure, log), server (aiohttp app), policy, runtime (files in force), reload, tls,
+Modules, one concern each: review (AdmissionReview types, decoding, the answer), decision
+(pure request -> decision), patch (the JSON Patch by diffing), handler (ensure, measure,
+log), server (aiohttp app), policy, runtime (files in force), reload, tls,
 templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), events (audit
 Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
 kube (client, discovery), certs, settings, cli, errors.
 """
 
-from webhook.admission import Context, Decision, decode_review, diff, evaluate
+from webhook.decision import Context, Decision, evaluate
 from webhook.errors import ConfigError, PolicyError, ReviewError, TemplateError, WebhookError
 from webhook.handler import Admitter
+from webhook.patch import diff
 from webhook.policy import Policy, Translation, load_policy
+from webhook.review import decode_review
 from webhook.server import make_app
 from webhook.settings import Settings
 

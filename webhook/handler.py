@@ -1,4 +1,4 @@
-"""The admission pipeline around :mod:`webhook.admission`: ensure, measure, log, answer.
+"""The admission pipeline around :mod:`webhook.decision`: ensure, measure, log, answer.
 
     Admitter.handle(body: bytes, mode) -> (http_status, json_body)
 
@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
-from webhook.admission import Context, Decision, Mode, decode_review, evaluate, warn_all
+from webhook.decision import Context, Decision, LogEntry, Mode, evaluate
 from webhook.errors import ReviewError, TemplateError
 from webhook.events import AuditSink
 from webhook.metrics import Metrics
+from webhook.review import AdmissionRequest, AdmissionReview, Answer, decode_review
 from webhook.templates import TemplateEnsurer
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class Admitter:
         self.metrics = metrics
         self._audit = audit
 
-    async def handle(self, body: bytes, mode: Mode) -> tuple[int, dict[str, Any]]:
+    async def handle(self, body: bytes, mode: Mode) -> tuple[int, AdmissionReview | dict[str, str]]:
         """The HTTP status and JSON body answering ``body`` on the ``mode`` path."""
         start = time.perf_counter()
         try:
@@ -53,32 +53,32 @@ class Admitter:
         except Exception as exc:  # never a 5xx: admit unchanged and say why
             logger.exception("admission uid=%s: internal error", request["uid"])
             self.metrics.errors.labels("internal").inc()
-            decision = Decision(str(request["uid"]), True, "error-admitted",
-                                warnings=(f"dra-bridge: internal error ({type(exc).__name__}): left unchanged",))
+            decision = Decision(Answer(str(request["uid"]), warnings=(
+                f"dra-bridge: internal error ({type(exc).__name__}): left unchanged",)), LogEntry("error-admitted"))
         elapsed = time.perf_counter() - start
-        self.metrics.requests.labels(mode, decision.outcome).inc()
+        log = decision.log
+        self.metrics.requests.labels(mode, log.outcome).inc()
         self.metrics.latency.labels(mode).observe(elapsed)
         logger.info("admission uid=%s namespace=%s name=%s mode=%s outcome=%s translated=%s duration_ms=%.2f",
-                    decision.uid, decision.namespace or "-", decision.name or "-", mode, decision.outcome,
-                    ",".join(decision.translated) or "-", elapsed * 1000)
-        return 200, decision.response()
+                    decision.answer.uid, log.namespace or "-", log.name or "-", mode, log.outcome,
+                    ",".join(log.translated) or "-", elapsed * 1000)
+        return 200, decision.answer.review()
 
-    async def _decide(self, request: dict[str, Any], mode: Mode) -> Decision:
+    async def _decide(self, request: AdmissionRequest, mode: Mode) -> Decision:
         decision = evaluate(request, mode, self._context())
-        if decision.outcome == "audited" and decision.owner and self._audit is not None and not decision.dry_run:
-            self._audit.emit(decision.namespace, decision.owner,
-                             f"dra-bridge audit: pod {decision.name} would {decision.summary}; "
-                             + "; ".join(decision.warnings[1:])[:600])
-        if decision.outcome != "patched" or not decision.templates:
+        effects = decision.effects
+        if effects.event is not None and self._audit is not None:
+            self._audit.emit(effects.event.namespace, effects.event.owner, effects.event.message)
+        if decision.log.outcome != "patched" or not effects.templates:
             return decision
         try:
-            created = await self._ensurer.ensure(decision.templates, dry_run=decision.dry_run)
+            created = await self._ensurer.ensure(effects.templates, dry_run=effects.dry_run)
         except TemplateError as exc:
             self.metrics.errors.labels("template").inc()
-            logger.warning("admission uid=%s: %s", decision.uid, exc)
+            logger.warning("admission uid=%s: %s", decision.answer.uid, exc)
             return decision.failed(str(exc))
         if created:
             self.metrics.templates_created.inc(created)
-        if decision.dry_run:
-            return warn_all(decision, ["dra-bridge: dry run: the ResourceClaimTemplate was not created"])
+        if effects.dry_run:
+            return decision.warned(["dra-bridge: dry run: the ResourceClaimTemplate was not created"])
         return decision

@@ -36,6 +36,8 @@ import yaml
 
 from translate.dns_names import is_dns_subdomain
 from translate.findings import Finding, Remedy
+from translate.names import MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options
 from translate.strict_yaml import StrictLoader
 from webhook.errors import PolicyError
 
@@ -69,6 +71,15 @@ class Translation:
     ignore_legacy_quota: bool = False
     dra_schedulers: tuple[str, ...] = ()
     rule: str = ""
+
+    def plan_options(self, api_version: str, kep5004: Mapping[str, str]) -> Options:
+        """The plan options these settings stand for: the one place the policy becomes
+        ``translate.plan.Options`` (``kep5004``: the cluster's KEP-5004 classes, used only
+        where ``defer_to_kep5004``). ``on_error`` and ``ignore_legacy_quota`` are not plan
+        options: the first governs the answer, the second the cluster checks."""
+        return Options(api_version=api_version, managed_by=MANAGED_BY_WEBHOOK, keep_legacy_partial=self.keep_legacy,
+                       hami_slicing=self.hami_slicing, kep5004=kep5004 if self.defer_to_kep5004 else {},
+                       dra_schedulers=self.dra_schedulers)
 
 
 @dataclass(frozen=True)

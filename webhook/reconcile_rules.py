@@ -1,29 +1,29 @@
 """What the template reconciler should do: pure decisions over listed objects.
 
     referenced(pods) -> {(namespace, template name)}           from spec.resourceClaims
-    legacy_pod(pod) -> dict | None                              the pod as it was before conversion
     garbage(templates, pods, now, grace, first_unused) -> [(ns, name)]
         managed templates (``app.kubernetes.io/managed-by: dra-bridge-webhook``; never those
         written by ``dra-migrate convert`` or by hand) referenced by no pod for ``grace``
         seconds, counting from the later of their creation and the first time seen unused
     missing(templates, pods) -> [(pod, [template names])]      live converted pods referencing
         templates that do not exist (the race between an admission and a deletion)
-
-``legacy_pod`` undoes a conversion from its annotation (``original``: removed requests, node
-selector entries, affinity, annotations; ``spec.nodeName`` set by the scheduler is dropped)
-so the plan can be recomputed: the webhook
-re-creates a missing template only when the recomputed plan names the same template.
+    repair(pod, names, catalog, api_version) -> Repair(create, problems)
+        the missing templates the pod's conversion record plans again (reverted, then
+        planned with the record's options): only those are re-created
 """
 
 from __future__ import annotations
 
-import copy
 import datetime
-import json
 from collections.abc import Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
-from translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
+from translate.catalog import Catalog
+from translate.errors import RecordError
+from translate.names import CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options, plan_pod
+from translate.plan.record import ConversionRecord
 
 Key = tuple[str, str]
 
@@ -98,38 +98,41 @@ def missing(templates: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, 
     return out
 
 
-def legacy_pod(pod: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The pod before conversion, rebuilt from the conversion annotation (None when absent or odd)."""
+@dataclass(frozen=True)
+class Repair:
+    """For one live pod naming missing templates: the templates to ``create`` and, for those
+    that cannot be re-created, the ``problems`` (one line each, naming the pod)."""
+
+    create: tuple[dict[str, Any], ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+def repair(pod: Mapping[str, Any], names: Iterable[str], catalog: Catalog, api_version: str) -> Repair:
+    """The templates among ``names`` that ``pod``'s conversion record plans again.
+
+    The record is reverted to the legacy pod, which is planned again with the options the
+    record holds (policy draSchedulers, hamiSlicing, the catalog's target, ...: without
+    them a pod converted under a policy rule may plan nothing) over the webhook's defaults
+    (``api_version``, its managed-by value; records written before options were recorded
+    use those alone). Only a template the new plan names exactly is re-created; a
+    malformed record, a record written by ``dra-migrate`` (its templates come from the
+    manifests) or a template the plan no longer names is a problem, never an exception.
+    """
+    meta = _meta(pod)
+    ns, who = str(meta.get("namespace", "")), f"pod {meta.get('namespace')}/{meta.get('name')}"
+    names = list(names)
     try:
-        record = json.loads(_meta(pod)["annotations"][CONVERSION_ANNOTATION])
-        templates = set(record["templates"])
-        original = record.get("original") or {}
-        out = copy.deepcopy(dict(pod))
-        meta, spec = out["metadata"], out["spec"]
-        for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"):
-            meta.pop(key, None)
-        out.pop("status", None)
-        spec.pop("nodeName", None)  # set by the scheduler after admission (a pod that had it was never converted)
-        del meta["annotations"][CONVERSION_ANNOTATION]
-        meta["annotations"].update(original.get("annotations") or {})
-        meta.get("labels", {}).pop(CONVERTED_LABEL, None)
-        ours = {c["name"] for c in spec.get("resourceClaims") or [] if c.get("resourceClaimTemplateName") in templates}
-        spec["resourceClaims"] = [c for c in spec.get("resourceClaims") or [] if c["name"] not in ours]
-        if not spec["resourceClaims"]:
-            del spec["resourceClaims"]
-        moved = original.get("containers") or {}
-        for fld in ("initContainers", "containers"):
-            for c in spec.get(fld) or []:
-                res = c.setdefault("resources", {})
-                res["claims"] = [r for r in res.get("claims") or [] if r.get("name") not in ours]
-                if not res["claims"]:
-                    del res["claims"]
-                for section, block in (moved.get(c.get("name", "")) or {}).items():
-                    res.setdefault(section, {}).update(block)
-        if original.get("nodeSelector"):
-            spec["nodeSelector"] = {**original["nodeSelector"], **(spec.get("nodeSelector") or {})}
-        if "affinity" in original:
-            spec["affinity"] = original["affinity"]
-        return out
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
+        record = ConversionRecord.read(pod)
+    except RecordError as exc:
+        return Repair(problems=(f"{exc}: cannot re-create {', '.join(names)}",))
+    if record is None:
+        return Repair(problems=(f"{who} has no conversion record: cannot re-create {', '.join(names)}",))
+    if record.options.managed_by not in (None, MANAGED_BY_WEBHOOK):
+        return Repair(problems=(f"{who} was converted by {record.options.managed_by}, which owns its templates: "
+                                f"{', '.join(names)} not re-created",))
+    options = record.options.apply(Options(api_version=api_version, managed_by=MANAGED_BY_WEBHOOK))
+    plan = plan_pod(record.revert(pod), record.options.aim(catalog), options, ns or None)
+    wanted = {str(t["metadata"]["name"]): t for t in plan.templates}
+    return Repair(tuple(wanted[n] for n in names if n in wanted),
+                  tuple(f"{who} names missing template {n}, which its conversion record no longer plans"
+                        for n in names if n not in wanted))

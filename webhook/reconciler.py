@@ -7,9 +7,10 @@
 Each pass, only while this replica holds the Lease ``dra-bridge-webhook-reconciler`` in
 ``namespace``: list converted pods (server-side filter ``dra-bridge.io/converted=true``) and
 managed templates; delete templates unused past ``grace`` (webhook.reconcile_rules.garbage,
-with a resourceVersion precondition); re-create, from each live pod's conversion
-annotation, the templates it names that are missing, but only when the recomputed plan
-names exactly those templates (webhook.reconcile_rules.legacy_pod).
+with a resourceVersion precondition); re-create, from each live pod's
+conversion record, the templates it names that are missing, but only when the plan
+recomputed with the record's options names exactly those templates
+(webhook.reconcile_rules.repair).
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from translate.catalog import Catalog
 from translate.names import CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
-from translate.plan.pod_plan import Options, plan_pod
-from webhook.reconcile_rules import Key, garbage, legacy_pod, missing
+from webhook.reconcile_rules import Key, garbage, missing, repair
 
 logger = logging.getLogger(__name__)
 LEASE_NAME = "dra-bridge-webhook-reconciler"
@@ -133,19 +133,15 @@ class Reconciler:
 
     async def _recreate(self, pod: dict[str, Any] | Any, names: list[str]) -> list[Key]:
         ns = pod["metadata"]["namespace"]
-        legacy = legacy_pod(pod)
-        plan = plan_pod(legacy, self._catalog(), Options(api_version=self.api_version, managed_by=MANAGED_BY_WEBHOOK),
-                        ns) if legacy else None
-        wanted = {t["metadata"]["name"]: t for t in plan.templates} if plan else {}
+        fix = repair(pod, names, self._catalog(), self.api_version)
+        for problem in fix.problems:
+            logger.warning("%s", problem)
         done: list[Key] = []
-        for name in names:
-            if name not in wanted:
-                logger.warning("pod %s/%s names missing template %s, which its annotation no longer plans",
-                               ns, pod["metadata"].get("name"), name)
-                continue
+        for template in fix.create:
+            name = template["metadata"]["name"]
             try:
                 await self._objects.create_namespaced_custom_object(GROUP, self.version, ns,
-                                                                    "resourceclaimtemplates", wanted[name])
+                                                                    "resourceclaimtemplates", template)
                 done.append((ns, name))
                 logger.info("re-created ResourceClaimTemplate %s/%s for pod %s", ns, name, pod["metadata"].get("name"))
             except ApiException as exc:

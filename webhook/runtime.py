@@ -1,7 +1,7 @@
 """The configuration in force: policy, catalog and TLS files, watched and reloaded.
 
     Runtime(api_version, policy=Watched|None, catalog=Watched|None, tls=TlsReloader|None)
-    Runtime.context() -> admission.Context    (rebuilt only when a file changed)
+    Runtime.context() -> decision.Context     (rebuilt only when a file changed)
     Runtime.check_files() -> None             (called periodically by the server)
     Runtime.readiness() -> (ready, detail)    ready = TLS loaded and a valid policy in force
 
@@ -19,9 +19,10 @@ from typing import Any
 
 from translate.catalog import Catalog, load_catalog
 from translate.errors import CatalogError
-from webhook.admission import Context, PatchMemo
+from webhook.decision import Context
 from webhook.errors import ConfigError
 from webhook.metrics import Metrics
+from webhook.patch import PatchMemo
 from webhook.policy import Policy, load_policy
 from webhook.reload import Watched
 from webhook.tls import TlsReloader

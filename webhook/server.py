@@ -23,8 +23,9 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from webhook.admission import MAX_BODY_BYTES, Mode
+from webhook.decision import Mode
 from webhook.handler import Admitter
+from webhook.review import MAX_BODY_BYTES
 from webhook.runtime import Runtime
 
 RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)

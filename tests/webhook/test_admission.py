@@ -233,7 +233,7 @@ async def test_probes_and_metrics_answer(client: Client) -> None:
     example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
 ], ids=["example-01", "gfd-and-other-selector", "two-mig"])
 def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
-    from webhook.admission import PatchMemo, diff
+    from webhook.patch import PatchMemo, diff
 
     migrated = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a").pod
     full = jsonpatch.JsonPatch.from_diff(pod, migrated, optimization=False).patch
@@ -244,7 +244,7 @@ def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
 
 
 def test_patch_memo_serves_pods_of_one_workload_and_keeps_workloads_apart() -> None:
-    from webhook.admission import PatchMemo, diff
+    from webhook.patch import PatchMemo, diff
 
     memo = PatchMemo(size=2)
     catalog, options = load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK)
@@ -266,7 +266,7 @@ def test_patch_memo_serves_pods_of_one_workload_and_keeps_workloads_apart() -> N
 
 
 def test_patch_memo_skips_large_pairs() -> None:
-    from webhook.admission import PatchMemo, diff
+    from webhook.patch import PatchMemo, diff
 
     memo = PatchMemo(max_key_chars=4096)
     pod = make_pod(name="big", tolerations=[{"key": f"k{i}", "operator": "Exists"} for i in range(500)])
@@ -297,8 +297,9 @@ def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> Non
     import yaml
 
     from translate.plan.workloads import _get, find_pod_templates
-    from webhook.admission import MAX_WARNING_CHARS, Context, evaluate
+    from webhook.decision import Context, evaluate
     from webhook.policy import parse_policy
+    from webhook.review import MAX_WARNING_CHARS
 
     ctx = Context(load_catalog(), parse_policy({"defaults": settings}, "test"), "resource.k8s.io/v1")
     seen = 0
@@ -308,7 +309,7 @@ def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> Non
             for pod in pods:
                 for mode in ("enforce", "audit"):
                     review = make_admission_review({"apiVersion": "v1", "kind": "Pod", **pod})
-                    for w in evaluate(review["request"], mode, ctx).warnings:
+                    for w in evaluate(review["request"], mode, ctx).answer.warnings:
                         seen += 1
                         assert len(w) < MAX_WARNING_CHARS and not w.endswith("..."), (path.name, w)
     assert seen > 10
@@ -329,7 +330,8 @@ async def test_replicas_are_answered_from_the_patch_memo_and_counted(client: Cli
 
 def test_long_paths_are_shortened_so_the_advice_stays_whole() -> None:
     from translate.findings import Finding
-    from webhook.admission import MAX_WARNING_CHARS, _warning
+    from webhook.decision import _warning
+    from webhook.review import MAX_WARNING_CHARS
 
     reason = "HAMi memory slicing (percent per container) has no DRA equivalent: the pod stays legacy " \
              "(policy hamiSlicing: whole-devices gives it whole devices)"

@@ -76,7 +76,7 @@ def test_pruned_diff_always_turns_the_original_into_the_migrated_document(
 
     import jsonpatch
 
-    from webhook.admission import PatchMemo, diff
+    from webhook.patch import PatchMemo, diff
 
     memo = PatchMemo()
     for a, b in ((src, dst), (src, {**src, **dst}), (dst, {**dst, **src})):

@@ -1,4 +1,4 @@
-"""The template reconciler's decisions: what is garbage, what is missing, and the undone pod."""
+"""The template reconciler's decisions: what is garbage, what is missing, what to re-create."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.webhook.conftest import example
 from translate.catalog import load_catalog
 from translate.names import MANAGED_BY_WEBHOOK
 from translate.plan.pod_plan import Options, plan_pod
-from webhook.reconcile_rules import Key, garbage, legacy_pod, missing
+from webhook.reconcile_rules import Key, garbage, missing, repair
 
 
 def tpl(name: str, managed_by: str = "dra-bridge-webhook", ns: str = "a", created: str = "2026-01-01T00:00:00Z",
@@ -57,19 +57,42 @@ def test_live_converted_pods_naming_absent_templates_are_missing() -> None:
     assert [names for _, names in missing([tpl("gone", deletionTimestamp="x"), tpl("there")], pods)] == [["gone"]]
 
 
+def names_of(templates: tuple[dict[str, Any], ...]) -> list[str]:
+    return [t["metadata"]["name"] for t in templates]
+
+
 @pytest.mark.parametrize("pod", [
     example("01-pod-limits-only-toleration.yaml"),
     make_pod(gpus=2, nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}),
     example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
 ], ids=["example-01", "gfd-selector", "two-mig"])
-def test_undoing_a_conversion_plans_the_same_templates_again(pod: dict[str, Any]) -> None:
-    options = Options(managed_by=MANAGED_BY_WEBHOOK)
-    plan = plan_pod(pod, load_catalog(), options, "team-a")
-    back = legacy_pod(plan.pod)
-    assert back is not None
-    again = plan_pod(back, load_catalog(), options, "team-a")
-    assert again.templates == plan.templates and again.pod == plan.pod
+def test_a_missing_template_is_planned_again_from_the_record(pod: dict[str, Any]) -> None:
+    pod = {**pod, "metadata": {**pod["metadata"], "namespace": "team-a"}}  # as listed from the API
+    plan = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a")
+    wanted = names_of(plan.templates)
+    fix = repair(plan.pod, [*wanted, "dra-bridge-other"], load_catalog(), "resource.k8s.io/v1")
+    assert fix.create == plan.templates
+    assert len(fix.problems) == 1 and "dra-bridge-other, which its conversion record no longer plans" in fix.problems[0]
 
 
-def test_a_pod_without_the_annotation_cannot_be_undone() -> None:
-    assert legacy_pod(make_pod()) is None
+def test_a_missing_template_is_planned_with_the_recorded_options_not_the_catalog_in_force() -> None:
+    pod = make_pod(gpus=1, schedulerName="volcano")
+    options = Options(managed_by=MANAGED_BY_WEBHOOK, dra_schedulers=("volcano",))
+    plan = plan_pod(pod, load_catalog().with_target("vendor"), options, "team-a")
+    fix = repair(plan.pod, names_of(plan.templates), load_catalog(), "resource.k8s.io/v1beta2")
+    assert names_of(fix.create) == names_of(plan.templates) and fix.problems == ()
+    assert fix.create[0]["apiVersion"] == "resource.k8s.io/v1beta2"  # rendered in the version served now
+
+
+@pytest.mark.parametrize(("annotation", "problem"), [
+    ("{garbage", "Pod team-a/gpu-pod: annotation dra-bridge.io/conversion: not JSON"),
+    (None, "pod team-a/gpu-pod has no conversion record"),
+    ('{"plan":"x","templates":["t"],"options":{"managedBy":"dra-migrate"}}', "converted by dra-migrate"),
+], ids=["malformed", "absent", "by-dra-migrate"])
+def test_a_pod_whose_record_cannot_be_replayed_is_a_problem_not_an_exception(annotation: str | None,
+                                                                             problem: str) -> None:
+    pod = make_pod()
+    if annotation is not None:
+        pod["metadata"]["annotations"] = {"dra-bridge.io/conversion": annotation}
+    fix = repair(pod, ["t"], load_catalog(), "resource.k8s.io/v1")
+    assert fix.create == () and len(fix.problems) == 1 and problem in fix.problems[0], fix.problems

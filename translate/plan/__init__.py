@@ -5,8 +5,9 @@ container (:mod:`~translate.plan.demand`, counts in :mod:`~translate.plan.device
 request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAMi annotations as
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
-(:mod:`~translate.plan.pod_plan`), workloads (:mod:`~translate.plan.workloads`), ResourceQuota
-(:mod:`~translate.plan.quota`), the rules that depend on cluster state
+(:mod:`~translate.plan.pod_plan`), the conversion record it leaves on the pod (written, read,
+reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`),
+ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster state
 (:mod:`~translate.plan.cluster_state`), and every rule that keeps a pod on the device plugin
 (:mod:`~translate.plan.stay_legacy`).
 """
@@ -14,12 +15,15 @@ ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the pl
 from translate.plan.claim_templates import internal_from_template, render_template
 from translate.plan.cluster_state import converted_resources, daemonset_node, held_back
 from translate.plan.pod_plan import Options, Plan, plan_pod
+from translate.plan.record import ConversionRecord, RecordedOptions
 from translate.plan.workloads import Converted, convert_object
 
 __all__ = [
+    "ConversionRecord",
     "Converted",
     "Options",
     "Plan",
+    "RecordedOptions",
     "convert_object",
     "converted_resources",
     "daemonset_node",

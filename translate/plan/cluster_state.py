@@ -15,14 +15,13 @@ The webhook feeds these from its watch caches; tests feed them directly.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from translate.catalog import Catalog
 from translate.findings import Finding, Remedy
-from translate.names import CONVERSION_ANNOTATION
 from translate.plan.quota import dra_quota_key
+from translate.plan.record import ConversionRecord
 from translate.plan.stay_legacy import daemonset_node_not_handed_over, legacy_quota_only
 
 
@@ -40,13 +39,9 @@ def daemonset_node(spec: Mapping[str, Any]) -> str | None:
 
 
 def converted_resources(pod: Mapping[str, Any]) -> set[str]:
-    """The legacy resource names a converted pod's conversion annotation records."""
-    record = json.loads(pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
-    out: set[str] = set()
-    for sections in record.get("original", {}).get("containers", {}).values():
-        for block in sections.values():
-            out.update(block)
-    return out
+    """The legacy resource names a converted pod's conversion record holds (none without one)."""
+    record = ConversionRecord.read(pod)
+    return set(record.resources) if record else set()
 
 
 def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: str,

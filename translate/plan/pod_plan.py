@@ -1,6 +1,6 @@
 """One plan, many front ends (design decision 1): a pod or pod template -> a Plan.
 
-    plan_pod(pod, catalog, options) -> Plan(templates, pod, findings, changed, plan_hash)
+    plan_pod(pod, catalog, options) -> Plan(templates, pod, findings, changed, record)
 
 ``pod`` is any object with ``metadata`` and ``spec`` (a Pod, or the ``spec.template`` of a
 workload) as decoded from YAML/JSON; it is never mutated. ``Plan.pod`` is the migrated pod,
@@ -20,14 +20,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from translate.catalog import Catalog
 from translate.dns_names import digest, resource_label, to_label, unique_labels
 from translate.findings import Finding, Remedy, worst
 from translate.names import (
-    CONVERSION_ANNOTATION,
-    CONVERTED_LABEL,
     DEFAULT_API_VERSION,
     GFD_PREFIX,
     MANAGED_BY_CONVERT,
@@ -39,6 +37,7 @@ from translate.plan.claim_templates import render_template
 from translate.plan.demand import ContainerDemand, collect
 from translate.plan.field_types import shape_problems
 from translate.plan.placement import Placement, place
+from translate.plan.record import ConversionRecord, OriginalValues, RecordedOptions
 from translate.plan.request_layout import MAX_DEVICES_PER_REQUEST, Demand, layout
 
 MAX_REQUESTS_PER_CLAIM = 32
@@ -73,13 +72,24 @@ class Options:
 @dataclass(frozen=True)
 class Plan:
     """``templates`` to exist (namespace set when known), the ``pod`` to admit, ``findings``,
-    whether the pod ``changed``, and the ``plan_hash`` recorded in its annotation."""
+    whether the pod ``changed``, and the conversion ``record`` written on it (None when
+    unchanged)."""
 
     templates: tuple[dict[str, Any], ...]
     pod: dict[str, Any]
     findings: tuple[Finding, ...]
     changed: bool
-    plan_hash: str = ""
+    record: ConversionRecord | None = None
+
+    @property
+    def plan_hash(self) -> str:
+        """The plan hash recorded on the pod ("" when unchanged)."""
+        return self.record.plan if self.record else ""
+
+    @property
+    def converted(self) -> frozenset[str]:
+        """The legacy resource names the conversion removed (none when unchanged)."""
+        return self.record.resources if self.record else frozenset()
 
     @property
     def severity(self) -> int:
@@ -139,7 +149,7 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     if verdict is not None:
         return _unchanged(pod, [*findings, verdict])
     return _build(pod, spec, annotations, wanted, dropped, placement if uses_gfd else None, options,
-                  api_version, namespace, findings)
+                  api_version, namespace, findings, RecordedOptions.of(options, catalog))
 
 
 def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> bool:
@@ -185,7 +195,7 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
 
 def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
            wanted: list[ContainerDemand], dropped: set[str], placement: Placement | None, options: Options,
-           api_version: str, namespace: str | None, findings: list[Finding]) -> Plan:
+           api_version: str, namespace: str | None, findings: list[Finding], recorded: RecordedOptions) -> Plan:
     # Requests, resource by resource in first-seen order.
     requests: list[dict[str, Any]] = []
     users: list[tuple[str, ...]] = []
@@ -254,12 +264,8 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
     _apply_placement(new, spec, annotations, placement, original)
     _add_tolerations(nspec, sorted(converted))
     plan_hash = digest({"templates": template_names, "original": original}, 12)
-    meta = new["metadata"] = new.get("metadata") or {}
-    meta["labels"] = {**(meta.get("labels") or {}), CONVERTED_LABEL: "true"}
-    meta["annotations"] = {**(meta.get("annotations") or {}), CONVERSION_ANNOTATION: json.dumps(
-        {"plan": plan_hash, "templates": template_names, "original": original}, sort_keys=True,
-        separators=(",", ":"))}
-    return Plan(templates, new, tuple(findings), True, plan_hash)
+    record = ConversionRecord(plan_hash, tuple(template_names), cast(OriginalValues, original), recorded)
+    return Plan(templates, record.write(new), tuple(findings), True, record)
 
 
 def _writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,131 @@
+"""The conversion record: written by the plan, read back (old records too), reverted."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from tests.factories import gpu, make_container, make_pod
+from translate.catalog import load_catalog
+from translate.errors import RecordError
+from translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL, MANAGED_BY_WEBHOOK
+from translate.plan.pod_plan import Options, plan_pod
+from translate.plan.record import RECORD_API_VERSION, ConversionRecord, RecordedOptions
+
+CATALOG = load_catalog()
+WEBHOOK = Options(managed_by=MANAGED_BY_WEBHOOK)
+
+
+def gfd_pod() -> dict[str, Any]:
+    """Requests and limits, a GFD node selector beside another, a HAMi annotation."""
+    pod = make_pod([make_container("main", gpu(2), {"nvidia.com/gpu": "2"})], name="old",
+                   nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"})
+    pod["metadata"]["annotations"] = {"nvidia.com/use-gputype": "A100"}
+    return pod
+
+
+#: What the code before versioned records wrote for gfd_pod() (webhook, resource.k8s.io/v1):
+#: converted pods in clusters carry exactly this.
+UNVERSIONED = ('{"original":{"annotations":{"nvidia.com/use-gputype":"A100"},"containers":{"main":{"limits":'
+               '{"nvidia.com/gpu":2},"requests":{"nvidia.com/gpu":"2"}}},"nodeSelector":{"nvidia.com/gpu.product":'
+               '"NVIDIA-A100-SXM4-80GB"}},"plan":"t7beiiggmlr5","templates":["dra-bridge-cfv6gkpyzgi5"]}')
+
+
+def with_record(pod: dict[str, Any], text: Any) -> dict[str, Any]:
+    pod = copy.deepcopy(pod)
+    pod["metadata"].setdefault("annotations", {})[CONVERSION_ANNOTATION] = text
+    return pod
+
+
+def test_the_plan_writes_a_versioned_record_that_reads_back_equal() -> None:
+    plan = plan_pod(gfd_pod(), CATALOG, WEBHOOK, "team-a")
+    assert plan.record is not None and ConversionRecord.read(plan.pod) == plan.record
+    doc = json.loads(plan.pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
+    assert doc["apiVersion"] == RECORD_API_VERSION
+    assert doc["options"] == {"managedBy": MANAGED_BY_WEBHOOK, "kubernetesMinor": 34, "target": "bridge",
+                              "hamiSlicing": "unsupported", "draSchedulers": []}
+    assert plan.pod["metadata"]["labels"][CONVERTED_LABEL] == "true"
+
+
+def test_the_plan_says_what_it_converted_without_reading_the_annotation() -> None:
+    pod = make_pod([make_container("a", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}),
+                    make_container("b", gpu(1, "amd.com/gpu"))])
+    plan = plan_pod(pod, CATALOG, Options(hami_slicing="whole-devices"))
+    assert plan.converted == {"nvidia.com/gpu", "nvidia.com/gpumem", "amd.com/gpu"}
+    assert plan_pod(make_pod([make_container("c")]), CATALOG).converted == frozenset()
+
+
+def test_a_record_written_before_versions_reads_as_v1_without_options() -> None:
+    plan = plan_pod(gfd_pod(), CATALOG, WEBHOOK, "team-a")
+    old = with_record(plan.pod, UNVERSIONED)
+    record = ConversionRecord.read(old)
+    assert record is not None and plan.record is not None
+    assert record == ConversionRecord(plan.record.plan, plan.record.templates, plan.record.original)
+    assert record.options == RecordedOptions()
+    again = plan_pod(record.revert(old), CATALOG, record.options.apply(WEBHOOK), "team-a")
+    assert [t["metadata"]["name"] for t in again.templates] == ["dra-bridge-cfv6gkpyzgi5"]
+
+
+def test_a_pod_without_the_annotation_has_no_record() -> None:
+    assert ConversionRecord.read(make_pod([make_container("c", gpu(1))])) is None
+    assert ConversionRecord.read({"metadata": None}) is None
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("{garbage", "not JSON"),
+    (7, "must be a string"),
+    ("[]", "must be a JSON object"),
+    ('{"plan":"x"}', "templates must be a non-empty list"),
+    ('{"templates":["t"]}', "plan must be a non-empty string"),
+    ('{"apiVersion":"conversion.dra-bridge.io/v2","plan":"x","templates":["t"]}', "is not conversion.dra-bridge.io/v1"),
+    ('{"plan":"x","templates":["t"],"extra":1}', "unknown key 'extra'"),
+    ('{"plan":"x","templates":["t"],"original":{"containers":{"c":{"limits":3}}}}', "original.containers must map"),
+    ('{"plan":"x","templates":["t"],"original":{"nodeSelector":{"a":1}}}', "original.nodeSelector must map"),
+    ('{"plan":"x","templates":["t"],"options":{"hamiSlicing":"halves"}}', "options.hamiSlicing must be"),
+    ('{"plan":"x","templates":["t"],"options":{"kubernetesMinor":"34"}}', "options.kubernetesMinor must be"),
+    ('{"plan":"x","templates":["t"],"options":{"target":"other"}}', "options.target must be"),
+], ids=lambda v: str(v)[:40])
+def test_a_malformed_record_is_an_error_naming_the_pod_the_annotation_and_the_rule(text: Any, rule: str) -> None:
+    pod = with_record(make_pod([make_container("c")], name="web-1"), text)
+    with pytest.raises(RecordError) as info:
+        ConversionRecord.read(pod)
+    message = str(info.value)
+    assert "Pod team-a/web-1" in message and CONVERSION_ANNOTATION in message and rule in message, message
+
+
+@pytest.mark.parametrize("pod", [
+    make_pod([make_container("main", gpu(1))], tolerations=[{"key": "x", "operator": "Exists"}]),
+    gfd_pod(),
+    make_pod([make_container("app", gpu(1, "nvidia.com/mig-1g.10gb")), make_container("side", gpu(2))],
+             init=[make_container("init", gpu(1))]),
+], ids=["plain", "gfd-selector-and-hami-annotation", "init-and-mig"])
+def test_revert_restores_the_legacy_pod(pod: dict[str, Any]) -> None:
+    plan = plan_pod(pod, CATALOG, WEBHOOK, "team-a")
+    assert plan.record is not None
+    live = copy.deepcopy(plan.pod)
+    live["metadata"].update(uid="u", resourceVersion="9", creationTimestamp="2026-01-01T00:00:00Z")
+    live["spec"]["nodeName"] = "node-a"
+    live["status"] = {"phase": "Running"}
+    back = plan.record.revert(live)
+    added = [t for t in back["spec"].pop("tolerations", []) if t not in pod["spec"].get("tolerations", [])]
+    assert all(t["operator"] == "Exists" and t["effect"] == "NoSchedule" for t in added)  # as the legacy pod gets
+    expected = copy.deepcopy(pod)
+    expected["spec"].pop("tolerations", None)
+    assert back == expected
+    assert plan_pod(plan.record.revert(live), CATALOG, WEBHOOK, "team-a").pod == plan.pod
+
+
+def test_recorded_options_replay_the_conversion() -> None:
+    pod = make_pod([make_container("main", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000})],
+                   schedulerName="volcano")
+    used = Options(managed_by=MANAGED_BY_WEBHOOK, hami_slicing="whole-devices", dra_schedulers=("volcano",))
+    vendor = CATALOG.with_target("vendor")
+    plan = plan_pod(pod, vendor, used, "team-a")
+    assert plan.record is not None
+    assert not plan_pod(plan.record.revert(plan.pod), CATALOG, WEBHOOK, "team-a").changed  # the defaults: nothing
+    options = plan.record.options
+    again = plan_pod(plan.record.revert(plan.pod), options.aim(CATALOG), options.apply(WEBHOOK), "team-a")
+    assert again.templates == plan.templates and again.pod == plan.pod

@@ -1,0 +1,160 @@
+"""AdmissionReview admission.k8s.io/v1: the typed shapes, decoding a body, building the answer.
+
+    decode_review(body: bytes) -> AdmissionRequest     raises ReviewError (HTTP 400 / 413)
+    Answer(uid, allowed, patch, warnings, audit, status).review() -> AdmissionReview
+
+The shapes are TypedDicts as kopf types them (``kopf/_cogs/structs/reviews.py``). Decoding
+checks only what every answer needs (the envelope, a ``request`` object, a non-empty string
+``uid``); every other field of the request is read defensively by the decision, because a
+review that decodes is always answered HTTP 200 (style item 5): the API server treats any
+other status as a failed call.
+
+The API server may cut long warnings and audit annotations: :func:`clip` bounds them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypedDict, cast
+
+from webhook.errors import ReviewError
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+REVIEW_API_VERSION: Final = "admission.k8s.io/v1"
+MAX_WARNINGS = 12
+MAX_WARNING_CHARS = 240
+MAX_AUDIT_CHARS = 200
+#: One encoder for every call (``json.dumps`` with options builds a new one each time).
+COMPACT = json.JSONEncoder(separators=(",", ":")).encode
+
+Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+
+
+class RequestKind(TypedDict):
+    """A group, version and kind (``request.kind``, ``request.requestKind``)."""
+
+    group: str
+    version: str
+    kind: str
+
+
+class RequestResource(TypedDict):
+    """A group, version and resource (``request.resource``, ``request.requestResource``)."""
+
+    group: str
+    version: str
+    resource: str
+
+
+class UserInfo(TypedDict, total=False):
+    """Who made the request."""
+
+    username: str
+    uid: str
+    groups: list[str]
+
+
+class AdmissionRequest(TypedDict, total=False):
+    """``AdmissionReview.request``; only ``uid`` is guaranteed by :func:`decode_review`."""
+
+    uid: str
+    kind: RequestKind
+    resource: RequestResource
+    subResource: str | None
+    requestKind: RequestKind
+    requestResource: RequestResource
+    requestSubResource: str | None
+    userInfo: UserInfo
+    name: str
+    namespace: str | None
+    operation: Operation
+    options: Mapping[str, Any] | None
+    dryRun: bool
+    object: dict[str, Any]
+    oldObject: dict[str, Any] | None
+
+
+class ResponseStatus(TypedDict, total=False):
+    """``response.status`` of a denial."""
+
+    code: int
+    message: str
+
+
+class AdmissionResponse(TypedDict, total=False):
+    """``AdmissionReview.response``."""
+
+    uid: str
+    allowed: bool
+    patchType: Literal["JSONPatch"]
+    patch: str
+    warnings: list[str]
+    auditAnnotations: dict[str, str]
+    status: ResponseStatus
+
+
+class AdmissionReview(TypedDict, total=False):
+    """An AdmissionReview admission.k8s.io/v1: ``request`` in, ``response`` out."""
+
+    apiVersion: Literal["admission.k8s.io/v1"]
+    kind: Literal["AdmissionReview"]
+    request: AdmissionRequest
+    response: AdmissionResponse
+
+
+def clip(text: str, limit: int = MAX_WARNING_CHARS) -> str:
+    """``text``, cut to ``limit`` characters with ``...`` when longer."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the response says: the decision as the API server sees it."""
+
+    uid: str
+    allowed: bool = True
+    patch: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()
+    audit: Mapping[str, str] = field(default_factory=dict)
+    status: tuple[int, str] | None = None
+
+    def review(self) -> AdmissionReview:
+        """The AdmissionReview to send back (HTTP 200); no ``patch`` when there is none."""
+        resp: AdmissionResponse = {"uid": self.uid, "allowed": self.allowed}
+        if self.patch:
+            resp["patchType"] = "JSONPatch"
+            resp["patch"] = base64.b64encode(COMPACT(list(self.patch)).encode()).decode()
+        if self.warnings:
+            resp["warnings"] = list(self.warnings)
+        if self.audit:
+            resp["auditAnnotations"] = dict(self.audit)
+        if self.status is not None:
+            resp["status"] = {"code": self.status[0], "message": self.status[1]}
+        return {"apiVersion": REVIEW_API_VERSION, "kind": "AdmissionReview", "response": resp}
+
+
+def decode_review(body: bytes) -> AdmissionRequest:
+    """The ``request`` of an AdmissionReview v1 body; ReviewError (400, or 413 over 3 MiB) otherwise."""
+    if len(body) > MAX_BODY_BYTES:
+        raise ReviewError(f"body of {len(body)} bytes exceeds the {MAX_BODY_BYTES} byte limit", 413)
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise ReviewError(f"body is not JSON: {str(exc)[:200]}") from exc
+    if not isinstance(doc, dict):
+        raise ReviewError("body is not a JSON object")
+    if doc.get("apiVersion") != REVIEW_API_VERSION or doc.get("kind") != "AdmissionReview":
+        raise ReviewError(f"expected apiVersion {REVIEW_API_VERSION} kind AdmissionReview, got "
+                          f"{str(doc.get('apiVersion'))[:80]} {str(doc.get('kind'))[:80]}")
+    request = doc.get("request")
+    if not isinstance(request, dict):
+        raise ReviewError("AdmissionReview has no request object")
+    if "uid" not in request:
+        raise ReviewError("AdmissionReview request has no uid")
+    uid = request["uid"]
+    if not isinstance(uid, str) or not uid:
+        raise ReviewError(f"request.uid must be a non-empty string, got {clip(json.dumps(uid), 60)}")
+    return cast(AdmissionRequest, request)
