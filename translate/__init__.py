@@ -26,9 +26,12 @@ from translate.errors import (
     ApiVersionError,
     CatalogError,
     CountError,
+    InputError,
     InventoryError,
+    RecordError,
     SelectorError,
     TranslateError,
+    ValueFormatError,
 )
 from translate.findings import SEVERITY, Finding, Outcome, Remedy
 
@@ -39,11 +42,14 @@ __all__ = [
     "CatalogError",
     "CountError",
     "Finding",
+    "InputError",
     "InventoryError",
     "Outcome",
+    "RecordError",
     "Remedy",
     "ResourceMapping",
     "SelectorError",
     "TranslateError",
+    "ValueFormatError",
     "load_catalog",
 ]

@@ -10,9 +10,11 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     ├── SelectorError              a CEL selector does not compile or fails at evaluation
     ├── InventoryError             a device-plugin inventory cannot become ResourceSlices
     ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
-    └── CountError                 a device count that is not a whole number (also a ValueError)
+    ├── CountError                 a device count that is not a whole number (also a ValueError)
+    └── ValueFormatError           a string that is not a Kubernetes quantity or a semantic
+                                   version (also a ValueError)
 
-``ApiVersionError`` and ``CountError`` are ValueErrors too, so that callers written against
+``ApiVersionError``, ``CountError`` and ``ValueFormatError`` are ValueErrors too, so that callers written against
 the builtin keep working; new code catches them by name.
 
 Findings about a pod (something that cannot be translated) are *not* exceptions: they are
@@ -52,3 +54,7 @@ class ApiVersionError(TranslateError, ValueError):
 
 class CountError(TranslateError, ValueError):
     """A device count (an extended-resource quantity) that is not a non-negative whole number."""
+
+
+class ValueFormatError(TranslateError, ValueError):
+    """A string that is not a Kubernetes quantity (``40Gi``) or a semantic version (``1.2.3``)."""

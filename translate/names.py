@@ -22,13 +22,12 @@ Domains and drivers
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
 
 from translate.errors import ApiVersionError
 
 # ------------------------------------------------------------------ API versions
 
-ApiVersion = Literal["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]
 #: The resource.k8s.io versions translate renders, newest first.
 API_VERSIONS: Final[tuple[str, ...]] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
 DEFAULT_API_VERSION: Final = "resource.k8s.io/v1"
