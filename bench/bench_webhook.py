@@ -13,7 +13,12 @@
 
 The server runs in a child process (one core); the client in this one. Exit status 1 when
 a target is not met.
-Usage: python bench/bench_webhook.py [--calls N] [--rounds K] [--rate R] [--seconds S] [--concurrency C]
+
+``--smoke`` (or ``DRA_BENCH_SMOKE=1``): 600 calls in 2 rounds, 1 s per measurement at rate 50
+and concurrency 8, about 5 s in all. It prints the same lines and ratios, but a missed target
+is only reported (the exit status is 0 unless the script crashes): CI runs it so the script
+cannot rot, on shared machines whose speed says nothing about the code.
+Usage: python bench/bench_webhook.py [--calls N] [--rounds K] [--rate R] [--seconds S] [--concurrency C] [--smoke]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import asyncio
 import copy
 import json
 import multiprocessing
+import os
 import ssl
 import statistics
 import sys
@@ -177,6 +183,7 @@ def report_in_process(calls: int, rounds: int) -> bool:
               f"p99 median {p99:.3f} ms; {ratio:.1f}x baseline (median of the rounds' ratios); "
               f"targets p50 0.5 / p99 5 ms on the medians: {verdict} "
               f"(rounds' p50: {' '.join(f'{p:.3f}' for p in p50s)})")
+    return met
 
 
 def logging_off() -> None:
@@ -252,18 +259,29 @@ async def saturate(url: str, ctx: ssl.SSLContext, body: bytes, seconds: float, c
         return done / (time.perf_counter() - t0)
 
 
+#: The defaults, and those of ``--smoke``: (calls, rounds, rate, seconds, concurrency).
+FULL = {"calls": 10000, "rounds": 5, "rate": 200.0, "seconds": 10.0, "concurrency": 32}
+SMOKE = {"calls": 600, "rounds": 2, "rate": 50.0, "seconds": 1.0, "concurrency": 8}
+
+
 def main() -> int:
-    """Run (a), (b) and (c); the exit status is 1 when a target is not met."""
+    """Run (a), (b) and (c); the exit status is 1 when a target is not met (never in smoke mode)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--calls", type=int, default=10000, help="in-process calls per mode, over all rounds")
-    p.add_argument("--rounds", type=int, default=5,
+    p.add_argument("--calls", type=int, help="in-process calls per mode, over all rounds (default 10000)")
+    p.add_argument("--rounds", type=int,
                    help="(a) is measured in this many interleaved rounds of baseline, one-workload and "
                         "distinct-workload calls, so that a noisy neighbour slows all three alike (default 5)")
-    p.add_argument("--rate", type=float, default=200, help="(b) reviews per second (default 200)")
-    p.add_argument("--seconds", type=float, default=10,
-                   help="(b) and each (c) measurement last this many seconds (default 10)")
-    p.add_argument("--concurrency", type=int, default=32, help="(c) requests in flight (default 32)")
+    p.add_argument("--rate", type=float, help="(b) reviews per second (default 200)")
+    p.add_argument("--seconds", type=float, help="(b) and each (c) measurement last this many seconds (default 10)")
+    p.add_argument("--concurrency", type=int, help="(c) requests in flight (default 32)")
+    p.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1",
+                   help="a short run (about 5 s) whose missed targets do not change the exit status")
     args = p.parse_args()
+    for key, value in (SMOKE if args.smoke else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.smoke:
+        print("smoke mode: short measurements; targets are reported, not enforced")
 
     met = report_in_process(args.calls, args.rounds)
 
@@ -301,6 +319,8 @@ def main() -> int:
         finally:
             server.terminate()
             server.join(5)
+    if args.smoke:
+        return 0
     return 0 if met else 1
 
 

@@ -1,9 +1,13 @@
 """``dra-migrate``: convert manifests, print what the bridge would publish, print our DeviceClasses.
 
-Exit codes (documented in MIGRATION.md):
+Exit codes (``migrate.errors``; documented in README and MIGRATION.md):
     0  success
-    1  error: unreadable file, YAML error (file:line), invalid catalog, unknown option
+    1  error: unreadable file, YAML error (file:line), invalid catalog, unknown option or bad
+       option value (a :class:`~migrate.errors.MigrateError` or a ``TranslateError``)
     3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists
+
+:func:`main` takes its streams as arguments (the process's by default), so tests run the
+command line in process.
 """
 
 from __future__ import annotations
@@ -12,22 +16,22 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from migrate.manifests import ManifestError, dump, read_sources
+from migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
+from migrate.manifests import dump, read_sources
 from migrate.remedies import phrased
 from migrate.report import findings_table
+from migrate.slices_cmd import run_slices
 from translate.catalog import PROFILE_RE, Catalog, load_catalog
-from translate.errors import TranslateError
+from translate.errors import ApiVersionError, TranslateError
 from translate.findings import SEVERITY, Finding
 from translate.names import normalize_api_version
 from translate.plan.pod_plan import Options
 from translate.plan.workloads import convert_object
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_FINDINGS = 3
 FAIL_ON = ("left-for-webhook", "partial", "unsupported")
 
 
@@ -82,24 +86,31 @@ def _catalog(path: str | None) -> Catalog:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ManifestError(f"{path}: cannot read catalog: {exc}") from exc
+        raise InputError(f"{path}: cannot read catalog: {exc}") from exc
     return load_catalog(text, path)
 
 
-def convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _api_version(value: str) -> str:
+    try:
+        return normalize_api_version(value)
+    except ApiVersionError as exc:
+        raise UsageError(f"--api-version: {exc}") from exc
+
+
+def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``convert``: objects (with templates inserted before first use) to ``out``."""
     catalog = _catalog(args.catalog)
     if args.target:
         catalog = catalog.with_target(args.target)
-    options = Options(api_version=normalize_api_version(args.api_version), hami_slicing=args.hami_slicing,
+    options = Options(api_version=_api_version(args.api_version), hami_slicing=args.hami_slicing,
                       dra_schedulers=tuple(args.dra_scheduler))
     sources = args.filename or ["-"]
     objects: list[Any] = []
     rows: list[tuple[str, str, Finding]] = []
     seen: set[tuple[str, str]] = set()
-    for doc in read_sources(sources):
+    for doc in read_sources(sources, stdin):
         if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-            raise ManifestError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
+            raise InputError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
                                 "(a mapping with a kind)")
         result = convert_object(doc.obj, catalog, options, args.include_custom_resources)
         for template in result.templates:
@@ -134,10 +145,10 @@ def _object_name(obj: Any) -> str:
 def classes(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``classes``: our DeviceClass objects in the chosen API version."""
     catalog = _catalog(args.catalog)
-    version = normalize_api_version(args.api_version)
+    version = _api_version(args.api_version)
     bad = [p for p in args.mig_profile if not re.fullmatch(PROFILE_RE, p)]
     if bad:
-        raise ValueError(f"--mig-profile {bad[0]!r}: a MIG profile as in resource names, like 1g.10gb or 1g.10gb.me")
+        raise UsageError(f"--mig-profile {bad[0]!r}: a MIG profile as in resource names, like 1g.10gb or 1g.10gb.me")
     profiles = [*catalog.mig_profiles, *(p for p in args.mig_profile if p not in catalog.mig_profiles)]
     objs = [{"apiVersion": version, **c} for c in catalog.device_classes(profiles)]
     out.write(dump(objs, "yaml"))
@@ -145,28 +156,37 @@ def classes(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def slices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run ``slices`` (implemented in migrate.slices_cmd)."""
-    from migrate.slices_cmd import run_slices
-
-    code: int = run_slices(args.node, args.podresources, args.node_labels, normalize_api_version(args.api_version),
-                      args.catalog, out, err)
-    return code
+    """Run ``slices`` (implemented in migrate.slices_cmd, which reports its own errors)."""
+    return run_slices(args.node, args.podresources, args.node_labels, args.api_version, args.catalog, out, err)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``dra-migrate`` console script; returns the exit code."""
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Entry point of the ``dra-migrate`` console script; returns the exit code.
+
+    ``argv`` defaults to ``sys.argv[1:]`` and the streams to the process's (looked up at the
+    call, so pytest's capture sees them). Nothing here exits the process: ``--help`` and
+    usage errors return 0 and 1 like every other outcome.
+    """
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    try:
+        with redirect_stdout(stdout), redirect_stderr(stderr):  # argparse prints to sys.stdout/sys.stderr
+            args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed by _Parser.error
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
         if args.command == "convert":
-            return convert(args, sys.stdout, sys.stderr)
+            return convert(args, stdin, stdout, stderr)
         if args.command == "classes":
-            return classes(args, sys.stdout)
-        return slices(args, sys.stdout, sys.stderr)
+            return classes(args, stdout)
+        return slices(args, stdout, stderr)
     except RecursionError:
-        print("dra-migrate: error: the input nests too deeply (a recursive YAML alias?)", file=sys.stderr)
+        stderr.write("dra-migrate: error: the input nests too deeply (a recursive YAML alias?)\n")
         return EXIT_ERROR
-    except (ManifestError, TranslateError, ValueError) as exc:
-        print(f"dra-migrate: error: {exc}", file=sys.stderr)
+    except (MigrateError, TranslateError) as exc:
+        stderr.write(f"dra-migrate: error: {exc}\n")
         return EXIT_ERROR
 
 

@@ -1,6 +1,6 @@
 """Reading and writing manifests: multi-document YAML/JSON files, directories, stdin.
 
-Errors raise :class:`ManifestError` naming the file (and line, for YAML syntax errors).
+Errors raise :class:`migrate.errors.InputError` naming the file (and line, for YAML syntax errors).
 """
 
 from __future__ import annotations
@@ -10,15 +10,12 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
+from migrate.errors import InputError
 from translate.strict_yaml import StrictLoader
-
-
-class ManifestError(Exception):
-    """A manifest source cannot be read or parsed; the message names the file (and line)."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +35,7 @@ def _files(source: str) -> list[Path]:
     if path.is_dir():
         return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
     if not path.exists():
-        raise ManifestError(f"{source}: no such file or directory")
+        raise InputError(f"{source}: no such file or directory")
     return [path]
 
 
@@ -70,9 +67,9 @@ def _parse(text: str, name: str) -> list[Any]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        raise ManifestError(f"{where}: YAML error: {exc.problem or exc}") from exc
+        raise InputError(f"{where}: YAML error: {exc.problem or exc}") from exc
     except yaml.YAMLError as exc:
-        raise ManifestError(f"{name}: YAML error: {exc}") from exc
+        raise InputError(f"{name}: YAML error: {exc}") from exc
 
 
 #: Values one document may expand to. YAML aliases let a small file stand for an exponentially
@@ -81,7 +78,7 @@ MAX_VALUES = 1_000_000
 
 
 def _check_size(obj: Any, name: str, index: int) -> None:
-    """Raise ManifestError when ``obj`` expands (aliases counted at every use) past MAX_VALUES.
+    """Raise InputError when ``obj`` expands (aliases counted at every use) past MAX_VALUES.
 
     The walk stops at the budget, so it costs at most MAX_VALUES steps.
     """
@@ -91,7 +88,7 @@ def _check_size(obj: Any, name: str, index: int) -> None:
         value = stack.pop()
         budget -= 1
         if budget < 0:
-            raise ManifestError(f"{name}: document {index + 1} expands to more than {MAX_VALUES:,} values "
+            raise InputError(f"{name}: document {index + 1} expands to more than {MAX_VALUES:,} values "
                                 "(nested YAML aliases?)")
         if isinstance(value, dict):
             stack.extend(value.values())
@@ -109,23 +106,24 @@ def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:
     if items is None:
         return
     if not isinstance(items, list):
-        raise ManifestError(f"{name}: document {position + 1}: {doc.get('kind')}.items must be a list")
+        raise InputError(f"{name}: document {position + 1}: {doc.get('kind')}.items must be a list")
     for item in items:
         yield from _flatten(item, name, position)
 
 
-def read_sources(sources: list[str]) -> Iterator[Document]:
-    """Every object of every source, ``List`` objects flattened into their items."""
+def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Document]:
+    """Every object of every source, ``List`` objects flattened into their items; ``-`` reads
+    ``stdin`` (default: the process's)."""
     for source in sources:
         if source == "-":
-            named = [("-", sys.stdin.read())]
+            named = [("-", (stdin or sys.stdin).read())]
         else:
             named = []
             for path in _files(source):
                 try:
                     named.append((str(path), path.read_text(encoding="utf-8")))
                 except (OSError, UnicodeDecodeError) as exc:
-                    raise ManifestError(f"{path}: cannot read: {exc}") from exc
+                    raise InputError(f"{path}: cannot read: {exc}") from exc
         for name, text in named:
             index = 0
             for position, doc in enumerate(_parse(text, name)):

@@ -9,19 +9,19 @@ Inputs:
     --catalog FILE        optional user catalog extending the shipped one
 
 Output: the slices as a YAML stream on ``out``; warnings (resources left out, values that break an
-API rule) on ``err``. Exit 0 on success, 1 on an unreadable or invalid file, with a message
-naming the file and the field.
+API rule) on ``err``. Exit 0 on success, 1 on an unreadable or invalid file (``InputError``) or
+an unknown API version (``UsageError``), with a message naming the file and the field.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
 
+from migrate.errors import EXIT_ERROR, EXIT_OK, InputError, MigrateError, UsageError
 from translate.catalog import load_catalog
 from translate.errors import TranslateError
 from translate.inventory.allocatable import group_allocatable
@@ -29,21 +29,14 @@ from translate.inventory.pool import render_slice
 from translate.inventory.slices import build_slices
 from translate.names import API_VERSIONS, BRIDGE_DRIVER
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-
-
-class _FileError(Exception):
-    pass
-
 
 def _read(path: str) -> str:
     try:
         return Path(path).read_text("utf-8")
     except OSError as exc:
-        raise _FileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise _FileError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
 
 
 def _load(path: str) -> Any:
@@ -59,11 +52,11 @@ def _load(path: str) -> Any:
             mark = exc.problem_mark or exc.context_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
             what = "; ".join(p for p in (exc.context, exc.problem) if p)
-            raise _FileError(f"{path}: neither JSON nor YAML: {where}{_one_line(what)}") from exc
+            raise InputError(f"{path}: neither JSON nor YAML: {where}{_one_line(what)}") from exc
         except yaml.YAMLError as exc:
-            raise _FileError(f"{path}: neither JSON nor YAML: {_one_line(str(exc))}") from exc
+            raise InputError(f"{path}: neither JSON nor YAML: {_one_line(str(exc))}") from exc
     except RecursionError as exc:
-        raise _FileError(f"{path}: nested too deeply") from exc
+        raise InputError(f"{path}: nested too deeply") from exc
 
 
 def _one_line(text: str) -> str:
@@ -75,24 +68,24 @@ def _labels(doc: Any, path: str) -> dict[str, str]:
     if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
         nodes = doc["items"]
         if len(nodes) != 1:
-            raise _FileError(f"{path}: items: expected exactly one Node, got {len(nodes)}")
+            raise InputError(f"{path}: items: expected exactly one Node, got {len(nodes)}")
         doc = nodes[0]
     if isinstance(doc, dict) and doc.get("kind") == "Node":
         metadata = doc.get("metadata", {})
         if not isinstance(metadata, dict):
-            raise _FileError(f"{path}: metadata: expected a map, got {_kind(metadata)}")
+            raise InputError(f"{path}: metadata: expected a map, got {_kind(metadata)}")
         doc, where = metadata.get("labels", {}), "metadata.labels"
         doc = {} if doc is None else doc
         if not isinstance(doc, dict):
-            raise _FileError(f"{path}: {where}: expected a map of label strings, got {_kind(doc)}")
+            raise InputError(f"{path}: {where}: expected a map of label strings, got {_kind(doc)}")
         where += "."
     elif not isinstance(doc, dict):
-        raise _FileError(f"{path}: (top level): expected a map of node labels or a Node object, got {_kind(doc)}")
+        raise InputError(f"{path}: (top level): expected a map of node labels or a Node object, got {_kind(doc)}")
     for key, value in doc.items():
         if not isinstance(key, str):
-            raise _FileError(f"{path}: {where}{key}: a label key must be a string, got {_kind(key)}")
+            raise InputError(f"{path}: {where}{key}: a label key must be a string, got {_kind(key)}")
         if not isinstance(value, str):
-            raise _FileError(f"{path}: {where}{key}: a label value must be a string, got {_kind(value)} "
+            raise InputError(f"{path}: {where}{key}: a label value must be a string, got {_kind(value)} "
                              "(quote it: YAML reads 12.10 as the number 12.1)")
     return dict(doc)
 
@@ -105,7 +98,7 @@ def _kind(value: Any) -> str:
 def _api_version(value: str) -> str:
     full = value if value.startswith("resource.k8s.io/") else f"resource.k8s.io/{value}"
     if full not in API_VERSIONS:
-        raise _FileError(f"--api-version: {value!r} is not one of {', '.join(API_VERSIONS)}")
+        raise UsageError(f"--api-version: {value!r} is not one of {', '.join(API_VERSIONS)}")
     return full
 
 
@@ -120,14 +113,14 @@ def run_slices(node: str, podresources_path: str, node_labels_path: str | None, 
         try:
             catalog = load_catalog(catalog_text, catalog_path or "user catalog")
         except RecursionError as exc:
-            raise _FileError(f"{catalog_path}: nested too deeply") from exc
+            raise InputError(f"{catalog_path}: nested too deeply") from exc
         try:
             inventory = group_allocatable(_load(podresources_path))
         except TranslateError as exc:
-            raise _FileError(f"{podresources_path}: {exc}") from exc
+            raise InputError(f"{podresources_path}: {exc}") from exc
         labels = _labels(_load(node_labels_path), node_labels_path) if node_labels_path else {}
         build = build_slices(node, inventory, catalog, labels, driver=catalog.bridge_driver or BRIDGE_DRIVER)
-    except (_FileError, TranslateError) as exc:
+    except (MigrateError, TranslateError) as exc:
         err.write(f"dra-migrate slices: {_one_line(str(exc))}\n")
         return EXIT_ERROR
     for warning in build.warnings:
@@ -135,22 +128,3 @@ def run_slices(node: str, podresources_path: str, node_labels_path: str | None, 
     docs = [render_slice(s, version) for s in build.slices]
     out.write(yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
     return EXIT_OK
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The ``slices`` subcommand's flags."""
-    parser.add_argument("--node", required=True, help="node name (the pool name and spec.nodeName)")
-    parser.add_argument("--podresources", required=True, help="AllocatableResourcesResponse as protobuf JSON")
-    parser.add_argument("--node-labels", default=None, help="node labels (map or Node object), JSON or YAML")
-    parser.add_argument("--api-version", default="resource.k8s.io/v1", help="v1, v1beta2 or v1beta1")
-    parser.add_argument("--catalog", default=None, help="user catalog extending the shipped one")
-    return parser
-
-
-def main_slices(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run from parsed arguments (``node``, ``podresources``, ``node_labels``, ``api_version``, ``catalog``)."""
-    import sys
-
-    return run_slices(args.node, args.podresources, getattr(args, "node_labels", None),
-                      getattr(args, "api_version", "resource.k8s.io/v1"), getattr(args, "catalog", None),
-                      out or sys.stdout, err or sys.stderr)

@@ -22,20 +22,34 @@ public surface.
 """
 
 from translate.catalog import Catalog, ResourceMapping, load_catalog
-from translate.errors import CatalogError, InputError, InventoryError, SelectorError, TranslateError
+from translate.errors import (
+    ApiVersionError,
+    CatalogError,
+    CountError,
+    InputError,
+    InventoryError,
+    RecordError,
+    SelectorError,
+    TranslateError,
+    ValueFormatError,
+)
 from translate.findings import SEVERITY, Finding, Outcome, Remedy
 
 __all__ = [
     "SEVERITY",
+    "ApiVersionError",
     "Catalog",
     "CatalogError",
+    "CountError",
     "Finding",
     "InputError",
     "InventoryError",
     "Outcome",
+    "RecordError",
     "Remedy",
     "ResourceMapping",
     "SelectorError",
     "TranslateError",
+    "ValueFormatError",
     "load_catalog",
 ]

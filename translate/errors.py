@@ -8,7 +8,14 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     │   └── RecordError            a pod's conversion record is malformed (names the pod, the
     │                              annotation and the rule)
     ├── SelectorError              a CEL selector does not compile or fails at evaluation
-    └── InventoryError             a device-plugin inventory cannot become ResourceSlices
+    ├── InventoryError             a device-plugin inventory cannot become ResourceSlices
+    ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
+    ├── CountError                 a device count that is not a whole number (also a ValueError)
+    └── ValueFormatError           a string that is not a Kubernetes quantity or a semantic
+                                   version (also a ValueError)
+
+``ApiVersionError``, ``CountError`` and ``ValueFormatError`` are ValueErrors too, so that callers written against
+the builtin keep working; new code catches them by name.
 
 Findings about a pod (something that cannot be translated) are *not* exceptions: they are
 returned in the plan, so a whole manifest set is always processed.
@@ -39,3 +46,15 @@ class InventoryError(TranslateError):
 
 class RecordError(InputError):
     """A conversion record annotation is malformed; the message names the pod, the annotation and the rule."""
+
+
+class ApiVersionError(TranslateError, ValueError):
+    """A ``resource.k8s.io`` version other than v1, v1beta2 and v1beta1."""
+
+
+class CountError(TranslateError, ValueError):
+    """A device count (an extended-resource quantity) that is not a non-negative whole number."""
+
+
+class ValueFormatError(TranslateError, ValueError):
+    """A string that is not a Kubernetes quantity (``40Gi``) or a semantic version (``1.2.3``)."""

@@ -22,11 +22,12 @@ Domains and drivers
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
+
+from translate.errors import ApiVersionError
 
 # ------------------------------------------------------------------ API versions
 
-ApiVersion = Literal["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]
 #: The resource.k8s.io versions translate renders, newest first.
 API_VERSIONS: Final[tuple[str, ...]] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
 DEFAULT_API_VERSION: Final = "resource.k8s.io/v1"
@@ -39,10 +40,10 @@ CATALOG_API_VERSION: Final = "catalog.dra-bridge.io/v1"
 
 
 def normalize_api_version(value: str) -> str:
-    """Accept ``v1`` or ``resource.k8s.io/v1`` (and the beta versions); raise ValueError otherwise."""
+    """Accept ``v1`` or ``resource.k8s.io/v1`` (and the beta versions); raise ApiVersionError otherwise."""
     full = value if "/" in value else f"resource.k8s.io/{value}"
     if full not in API_VERSIONS:
-        raise ValueError(f"unsupported resource.k8s.io version {value!r} (one of: v1, v1beta2, v1beta1)")
+        raise ApiVersionError(f"unsupported resource.k8s.io version {value!r} (one of: v1, v1beta2, v1beta1)")
     return full
 
 

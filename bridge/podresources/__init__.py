@@ -2,7 +2,7 @@
 
 The stubs (``api_pb2.py``, ``api_pb2.pyi``, ``api_pb2_grpc.py``) are generated from
 ``api.proto`` with grpcio-tools and committed, so installing the package needs no code
-generation; ``tests/bridge/test_podresources_stubs.py`` regenerates them into a temporary
+generation; ``tests/bridge/test_units.py`` regenerates them into a temporary
 directory and fails when they differ from the committed ones. The generated code checks the
 protobuf and grpcio runtime versions it was generated with.
 

@@ -25,7 +25,7 @@ def _root_level() -> Iterator[None]:
     (["inventory", "--log-level", "bogus"], {}),
     (["inventory"], {"DRA_BRIDGE_LOG_LEVEL": "bogus"}),
     (["--log-level", "bogus", "--node-name", "n"], {}),
-])
+], ids=["flag-before-command", "flag-after-command", "env", "flag-without-command"])
 def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[str, str],
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,7 +41,7 @@ def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[s
     ([], {"DRA_BRIDGE_LOG_LEVEL": "debug"}, logging.DEBUG),
     (["--log-level", "ERROR"], {"DRA_BRIDGE_LOG_LEVEL": "debug"}, logging.ERROR),
     (["--log-level", "warning"], {}, logging.WARNING),
-])
+], ids=["default-info", "env-debug", "flag-error-over-env", "flag-warning-lower-case"])
 def test_log_level_flag_wins_over_env_which_wins_over_default(argv: list[str], env: dict[str, str], level: int,
                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOG_LEVEL", raising=False)
@@ -81,7 +81,7 @@ def test_docs_flag_table_matches_help() -> None:
     (["--health-port", "70000"], "--health-port/DRA_BRIDGE_HEALTH_PORT"),
     (["--health-port", "-1"], "--health-port/DRA_BRIDGE_HEALTH_PORT"),
     (["--resource-api-version", "v2"], "--resource-api-version/DRA_BRIDGE_RESOURCE_API_VERSION"),
-])
+], ids=["port-too-high", "port-negative", "unknown-api-version"])
 def test_out_of_range_values_are_configuration_errors(argv: list[str], flag: str,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--node-name", "n", *argv]) == 1
@@ -104,7 +104,8 @@ def test_help_texts_carry_no_rest_markup(capsys: pytest.CaptureFixture[str]) -> 
 
 @pytest.mark.parametrize(("old", "new", "value"), [("LOG_LEVEL", "log_level", "debug"),
                                                   ("DRIVER_NAME", "driver_name", "example.com"),
-                                                  ("CATALOG", "catalog", "/etc/catalog.yaml")])
+                                                  ("CATALOG", "catalog", "/etc/catalog.yaml")],
+                         ids=["log-level", "driver-name", "catalog"])
 def test_the_former_unprefixed_names_still_work_with_a_deprecation_warning(
         old: str, new: str, value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     from bridge.settings import FLAGS

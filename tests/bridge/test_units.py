@@ -89,7 +89,8 @@ def test_flags_win_over_env_twins_which_win_over_defaults() -> None:
 @pytest.mark.parametrize(("env", "flag"), [
     ({"DRA_BRIDGE_NODE_NAME": ""}, "--node-name/DRA_BRIDGE_NODE_NAME"),
     ({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_POLL_INTERVAL": "x"}, "--poll-interval/DRA_BRIDGE_POLL_INTERVAL"),
-    ({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_DRIVER_NAME": "Bad_Name"}, "--driver-name/DRA_BRIDGE_DRIVER_NAME")])
+    ({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_DRIVER_NAME": "Bad_Name"}, "--driver-name/DRA_BRIDGE_DRIVER_NAME")],
+    ids=["empty-node-name", "poll-interval-not-a-number", "driver-name-not-dns"])
 def test_bad_settings_name_the_flag_and_env_twin(env: dict[str, str], flag: str) -> None:
     with pytest.raises(SettingsError, match=flag):
         Settings.from_env(env).validate()

@@ -92,6 +92,7 @@ async def kubelet_dir() -> AsyncIterator[KubeletServer]:
     shutil.rmtree(short, ignore_errors=True)
 
 
+@pytest.mark.steady_state
 @pytest.mark.timeout(STEADY_SECONDS + 240)
 async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
         control_plane: ControlPlane, kube: KubeClient, namespace: str, kubelet_dir: KubeletServer,

@@ -1,20 +1,75 @@
-"""``dra-migrate convert`` as a user runs it: a real process, stdout/stderr, exit codes."""
+"""``dra-migrate`` as a user runs it: stdout, stderr and exit codes.
+
+The tests call ``migrate.cli.main(argv, stdin=, stdout=, stderr=)`` in process (fast, and a
+failure shows the traceback); one smoke test runs the installed ``dra-migrate`` console script
+as a real process, to prove the entry point and ``python -m`` wiring.
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
+
+from migrate.cli import main
+from migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
+from translate.errors import ApiVersionError, CountError, TranslateError
+from translate.names import normalize_api_version
+from translate.plan.device_counts import parse_count
 
 EXAMPLES = Path(__file__).parents[1] / "data" / "examples"
 
 
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "migrate.cli", *args], input=stdin, capture_output=True,
-                          text=True, timeout=120, check=False)
+@dataclass(frozen=True)
+class Result:
+    """What one run of the command line left: its exit code and both streams."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str, stdin: str | None = None) -> Result:
+    """``dra-migrate ARGS`` in process, ``stdin`` as its standard input (empty when None)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(args), stdin=io.StringIO(stdin or ""), stdout=out, stderr=err)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def test_installed_console_script_converts_stdin_and_exits_with_the_documented_codes() -> None:
+    script = shutil.which("dra-migrate", path=str(Path(sys.executable).parent)) or shutil.which("dra-migrate")
+    assert script, "the dra-migrate console script is not installed (pip install -e .)"
+    pod = (EXAMPLES / "01-pod-limits-only-toleration.yaml").read_text()
+    proc = subprocess.run([script, "convert", "-f", "-"], input=pod, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert [d["kind"] for d in yaml.safe_load_all(proc.stdout)] == ["ResourceClaimTemplate", "Pod"]
+    assert "translated" in proc.stderr
+    proc = subprocess.run([script, "convert", "--bogus"], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == EXIT_ERROR and "usage: dra-migrate" in proc.stderr and proc.stdout == ""
+
+
+def test_help_and_usage_errors_return_instead_of_exiting() -> None:
+    helped = run("convert", "--help")
+    assert helped.returncode == EXIT_OK and "--fail-on" in helped.stdout and helped.stderr == ""
+    wrong = run("convert", "--output", "xml")
+    assert wrong.returncode == EXIT_ERROR and "invalid choice: 'xml'" in wrong.stderr and wrong.stdout == ""
+    assert run().returncode == EXIT_ERROR
+
+
+def test_bad_option_values_exit_1_naming_the_option() -> None:
+    for args in (("convert", "--api-version", "v2"), ("classes", "--api-version", "v1alpha3"),
+                 ("classes", "--mig-profile", "big")):
+        proc = run(*args)
+        assert proc.returncode == EXIT_ERROR and proc.stdout == "", args
+        assert proc.stderr.startswith(f"dra-migrate: error: {args[1]}") and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_convert_directory_puts_templates_before_their_first_user() -> None:
@@ -45,7 +100,7 @@ def test_stdin_and_json_output_with_list_objects() -> None:
 
 def test_fail_on_exits_3_when_a_finding_reaches_the_level() -> None:
     example = str(EXAMPLES / "09-init-sidecar-app-each-with-gpu.yaml")
-    assert run("convert", "-f", example, "--fail-on", "unsupported").returncode == 3
+    assert run("convert", "-f", example, "--fail-on", "unsupported").returncode == EXIT_FINDINGS
     clean = str(EXAMPLES / "01-pod-limits-only-toleration.yaml")
     assert run("convert", "-f", clean, "--fail-on", "partial").returncode == 0
 
@@ -202,3 +257,13 @@ def test_vendor_target_quota_sums_legacy_keys_sharing_one_class() -> None:
 def test_converting_custom_resources_on_request_keeps_a_warning() -> None:
     proc = run("convert", "--include-custom-resources", "-f", str(EXAMPLES / "19-lws-leader-worker-eight-gpus.yaml"))
     assert "partial" in proc.stderr and "derive settings" in proc.stderr
+
+
+def test_errors_form_one_tree_and_translate_value_errors_are_named() -> None:
+    assert issubclass(InputError, MigrateError) and issubclass(UsageError, MigrateError)
+    with pytest.raises(ApiVersionError) as version:
+        normalize_api_version("v2")
+    with pytest.raises(CountError) as count:
+        parse_count("1.5")
+    for exc in (version.value, count.value):  # named translate errors, still ValueErrors for older callers
+        assert isinstance(exc, TranslateError) and isinstance(exc, ValueError)

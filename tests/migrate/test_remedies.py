@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from migrate.remedies import phrased, remedy_text
-from tests.translate.factories import gpu, make_container, make_pod
+from tests.factories import gpu, make_container, make_pod
 from translate.catalog import load_catalog
 from translate.findings import Finding, Outcome, Remedy
 from translate.plan.pod_plan import plan_pod

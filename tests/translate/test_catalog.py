@@ -74,7 +74,9 @@ resources:
     ("target: everywhere\n", "target"),
     ("migProfiles: [big]\n", "migProfiles"),
     ("resources: [\n", "mine.yaml:4:1: not valid YAML"),
-])
+], ids=["redefines-shipped-name", "name-inside-shipped-pattern", "redefines-shipped-pattern", "bridge-driver",
+        "non-string-key", "class-not-dns", "unknown-kind", "unknown-key", "name-and-pattern", "slicing-without-reason",
+        "unknown-target", "bad-mig-profile", "yaml-syntax"])
 def test_bad_user_catalog_is_refused_naming_the_key(body: str, key: str) -> None:
     with pytest.raises(CatalogError, match=key.replace("[", r"\[").replace("]", r"\]")) as info:
         load_catalog(HEADER + body, "mine.yaml")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.translate.factories import gpu, make_container, make_pod
+from tests.factories import gpu, make_container, make_pod
 from translate.catalog import load_catalog
 from translate.plan.cluster_state import daemonset_node, held_back
 from translate.plan.pod_plan import plan_pod

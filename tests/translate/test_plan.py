@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.factories import gpu, make_container, make_pod
 from tests.translate.checks import check_limits, devices_seen
-from tests.translate.factories import gpu, make_container, make_pod
 from translate.catalog import load_catalog
 from translate.findings import Remedy
 from translate.names import CONVERSION_ANNOTATION
@@ -86,7 +86,7 @@ def test_count_zero_needs_nothing() -> None:
     (gpu(2), gpu(1), "differ"),
     (gpu("1.5"), None, "whole number"),
     (gpu("-1"), None, "quantity"),
-])
+], ids=["requests-only", "requests-differ", "fraction", "negative"])
 def test_invalid_device_requests_leave_the_pod_unchanged(limits: Any, requests: Any, why: str) -> None:
     pod = make_pod([make_container("c", limits, requests)])
     plan = plan_pod(pod, CATALOG)
@@ -110,7 +110,7 @@ def test_unknown_resources_stay_beside_converted_ones() -> None:
 @pytest.mark.parametrize(("spec", "why"), [
     ({"nodeName": "n1"}, "nodeName"),
     ({"schedulerName": "hami-scheduler"}, "scheduler"),
-])
+], ids=["node-name-set", "other-scheduler"])
 def test_pods_that_cannot_use_dra_stay_legacy(spec: dict[str, Any], why: str) -> None:
     pod = make_pod([make_container("c", gpu(1))], **spec)
     plan = plan_pod(pod, CATALOG)
@@ -190,7 +190,7 @@ def test_input_is_never_mutated() -> None:
     migrated pod (resources, claims, tolerations, selectors, annotations, labels) is intact
     in the input, however often it is planned."""
     init = [make_container("setup", gpu(1), gpu(1))]
-    pod = make_pod([make_container("c", gpu(2), {"nvidia.com/gpu": 2, "cpu": "1"}), make_container("side")], init,
+    pod = make_pod([make_container("c", gpu(2), {"nvidia.com/gpu": 2, "cpu": "1"}), make_container("side")], init=init,
                    nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"},
                    tolerations=[{"key": "team", "operator": "Exists"}], resourceClaims=[{"name": "x",
                                                                                         "resourceClaimName": "x"}],
@@ -220,6 +220,7 @@ def pods(draw: st.DrawFn) -> dict[str, Any]:
     return make_pod(apps, init=init)
 
 
+@pytest.mark.property
 @settings(max_examples=150, deadline=None)
 @given(pods())
 def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, Any]) -> None:
@@ -242,7 +243,8 @@ def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, A
     ("resourceClaims", "foo"), ("initContainers", "foo"), ("tolerations", "foo"), ("nodeSelector", "foo"),
     ("affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": "foo"}}),
     ("nodeSelector", {"nvidia.com/gpu.product": 5}), ("nodeSelector", {"nvidia.com/gpu.count": None}),
-])
+], ids=["claims-string", "init-string", "tolerations-string", "selector-string", "required-affinity-string",
+        "selector-value-int", "selector-value-null"])
 def test_fields_of_the_wrong_type_leave_the_pod_unchanged_naming_the_field(field: str, value: Any) -> None:
     pod = make_pod([make_container("c", gpu(1))], **{field: value})
     plan = plan_pod(pod, CATALOG)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.translate.factories import gpu, make_container, make_pod
+from tests.factories import gpu, make_container, make_pod
 from translate.catalog import load_catalog
 from translate.errors import RecordError
 from translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL, MANAGED_BY_WEBHOOK

@@ -1,4 +1,4 @@
-"""Factories and fixtures for webhook tests: reviews, pods, a fake template ensurer, the app."""
+"""Factories and fixtures for webhook tests: reviews, a fake template ensurer, the app (pods: tests/factories.py)."""
 
 from __future__ import annotations
 
@@ -27,19 +27,6 @@ def example(name: str, kind: str = "Pod") -> dict[str, Any]:
         if doc and doc.get("kind") == kind:
             return dict(doc)
     raise LookupError(f"{name} has no {kind}")
-
-
-def make_pod(name: str | None = "gpu-pod", gpus: int | str = 1, *, namespace: str = "team-a",
-             generate_name: str | None = None, **spec: Any) -> dict[str, Any]:
-    """A pod with one container asking for ``gpus`` nvidia.com/gpu in limits."""
-    meta: dict[str, Any] = {"namespace": namespace}
-    if name:
-        meta["name"] = name
-    if generate_name:
-        meta["generateName"] = generate_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"containers": [{"name": "main", "image": "cuda",
-                                     "resources": {"limits": {"nvidia.com/gpu": gpus}}}], **spec}}
 
 
 def make_admission_review(obj: Any, *, operation: str = "CREATE", dry_run: bool = False,
@@ -119,6 +106,3 @@ def app(runtime: Runtime, ensurer: FakeEnsurer, audit: FakeAudit) -> web.Applica
 def body(review: Any) -> bytes:
     return json.dumps(review).encode()
 
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "load: bounded load test (60 s by default; DRA_WEBHOOK_LOAD_SECONDS)")

@@ -13,7 +13,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tests.webhook.conftest import FakeAudit, FakeEnsurer, body, example, make_admission_review, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import FakeAudit, FakeEnsurer, body, example, make_admission_review
 from translate.catalog import load_catalog
 from translate.names import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK
 from translate.plan.pod_plan import Options, plan_pod
@@ -66,7 +67,7 @@ async def test_patch_paths_escape_slashes_in_resource_names(client: Client) -> N
 @pytest.mark.parametrize("pod", [
     example("01-pod-limits-only-toleration.yaml"),
     make_pod(gpus="2"),
-    make_pod(None, 3, generate_name="trainer-7d9f-"),
+    make_pod(name=None, gpus=3, generate_name="trainer-7d9f-"),
     make_pod(gpus=1, nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}),
     example("09-init-sidecar-app-each-with-gpu.yaml"),
     example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
@@ -79,7 +80,7 @@ async def test_every_patch_applied_to_the_original_gives_the_migrated_pod(client
 
 
 async def test_pod_with_only_generate_name_is_patched(client: Client, ensurer: FakeEnsurer) -> None:
-    pod = make_pod(None, 2, generate_name="web-5d8c7-", namespace="")
+    pod = make_pod(name=None, gpus=2, generate_name="web-5d8c7-", namespace="")
     status, answer = await post(client, make_admission_review(pod, namespace="team-b"))
     assert status == 200 and patch_of(answer)
     assert ensurer.calls[0][0][0]["metadata"]["namespace"] == "team-b"
@@ -111,7 +112,7 @@ async def test_already_dra_pod_is_left_alone(client: Client) -> None:
 
 async def test_audit_mode_admits_unchanged_with_warnings_annotations_and_an_owner_event(
         client: Client, ensurer: FakeEnsurer, audit: FakeAudit) -> None:
-    pod = make_pod(None, 2, generate_name="web-")
+    pod = make_pod(name=None, gpus=2, generate_name="web-")
     owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8c7", "uid": "rs-uid", "controller": True}
     pod["metadata"]["ownerReferences"] = [owner]
     _, answer = await post(client, make_admission_review(pod), "audit")
@@ -159,7 +160,8 @@ async def test_bodies_that_are_not_reviews_get_a_json_error(client: Client, raw:
     assert "error" in await resp.json()
 
 
-@pytest.mark.parametrize("uid", [42, "", None, ["u"], {"u": 1}, True])
+@pytest.mark.parametrize("uid", [42, "", None, ["u"], {"u": 1}, True],
+                         ids=["int", "empty", "null", "list", "object", "bool"])
 async def test_a_uid_that_is_not_a_non_empty_string_is_named_in_the_400(client: Client, uid: Any) -> None:
     review = make_admission_review(make_pod())
     review["request"]["uid"] = uid
@@ -189,7 +191,7 @@ async def test_template_failure_admits_unchanged_by_default(client: Client, ensu
 
 
 async def test_daemonset_pod_stays_legacy_until_its_node_is_handed_over(client: Client, runtime: Any) -> None:
-    pod = make_pod(None, 1, generate_name="agent-")
+    pod = make_pod(name=None, gpus=1, generate_name="agent-")
     pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent", "controller": True,
                                            "apiVersion": "apps/v1", "uid": "u"}]
     pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
@@ -227,7 +229,7 @@ async def test_probes_and_metrics_answer(client: Client) -> None:
 
 @pytest.mark.parametrize("pod", [
     example("01-pod-limits-only-toleration.yaml"),
-    make_pod(None, 3, generate_name="g-", nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}),
+    make_pod(name=None, gpus=3, generate_name="g-", nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}),
     example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
 ], ids=["example-01", "gfd-and-other-selector", "two-mig"])
 def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
@@ -248,7 +250,7 @@ def test_patch_memo_serves_pods_of_one_workload_and_keeps_workloads_apart() -> N
     catalog, options = load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK)
 
     def replica(name: str, gpus: int, container: str = "cuda") -> tuple[dict[str, Any], dict[str, Any]]:
-        pod = make_pod(name, gpus)
+        pod = make_pod(name=name, gpus=gpus)
         pod["metadata"]["uid"] = f"uid-{name}"
         pod["spec"]["containers"][0]["name"] = container
         return pod, plan_pod(pod, catalog, options, "team-a").pod
@@ -267,7 +269,7 @@ def test_patch_memo_skips_large_pairs() -> None:
     from webhook.patch import PatchMemo, diff
 
     memo = PatchMemo(max_key_chars=4096)
-    pod = make_pod("big", 1, tolerations=[{"key": f"k{i}", "operator": "Exists"} for i in range(500)])
+    pod = make_pod(name="big", tolerations=[{"key": f"k{i}", "operator": "Exists"} for i in range(500)])
     migrated = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a").pod
     for _ in range(2):
         assert jsonpatch.apply_patch(pod, diff(pod, migrated, memo)) == migrated
@@ -278,14 +280,15 @@ async def test_each_admission_logs_one_structured_line(client: Client, caplog: p
     import logging
 
     caplog.set_level(logging.INFO, logger="webhook.handler")
-    await post(client, make_admission_review(make_pod(None, 2, generate_name="web-"), uid="u-42"))
+    await post(client, make_admission_review(make_pod(name=None, gpus=2, generate_name="web-"), uid="u-42"))
     lines = [r.getMessage() for r in caplog.records if r.name == "webhook.handler"]
     assert len(lines) == 1
     assert all(f in lines[0] for f in ("uid=u-42", "namespace=team-a", "name=web-*", "mode=enforce",
                                         "outcome=patched", "translated=nvidia.com/gpu", "duration_ms="))
 
 
-@pytest.mark.parametrize("settings", [{}, {"keepLegacy": True}, {"hamiSlicing": "whole-devices"}], ids=str)
+@pytest.mark.parametrize("settings", [{}, {"keepLegacy": True}, {"hamiSlicing": "whole-devices"}],
+                         ids=["defaults", "keep-legacy", "hami-whole-devices"])
 def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> None:
     """Warnings are clipped at MAX_WARNING_CHARS (the API server may cut longer ones): the
     findings the shipped examples produce must fit whole, advice included."""
@@ -315,7 +318,7 @@ def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> Non
 async def test_replicas_are_answered_from_the_patch_memo_and_counted(client: Client) -> None:
     answers = []
     for name in ("web-1", "web-2", "web-3"):
-        pod = make_pod(name, 2)
+        pod = make_pod(name=name, gpus=2)
         pod["metadata"]["uid"] = f"uid-{name}"
         _, answer = await post(client, make_admission_review(pod))
         answers.append(answer["response"]["patch"])

@@ -18,7 +18,8 @@ from kubernetes_asyncio import client
 
 from kube.api import ApiServer
 from kube.client import Client
-from tests.webhook.conftest import body, make_admission_review, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import body, make_admission_review
 from tests.webhook.test_templates import template
 from webhook.errors import TemplateError
 from webhook.handler import Admitter

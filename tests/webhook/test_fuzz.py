@@ -6,10 +6,12 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.webhook.conftest import FakeEnsurer, make_admission_review, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import FakeEnsurer, make_admission_review
 from webhook.handler import Admitter
 from webhook.runtime import Runtime
 
@@ -43,6 +45,7 @@ ADMITTER_RUNTIME = Runtime("resource.k8s.io/v1", require_tls=False)
 ADMITTER = Admitter(ADMITTER_RUNTIME.context, FakeEnsurer(), ADMITTER_RUNTIME.metrics)
 
 
+@pytest.mark.property
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=bodies, mode=st.sampled_from(["enforce", "audit"]))
 def test_admission_handler_never_answers_5xx(body: bytes, mode: Any) -> None:
@@ -63,6 +66,7 @@ docs = st.recursive(
 )
 
 
+@pytest.mark.property
 @settings(max_examples=400, deadline=None)
 @given(src=st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), docs, max_size=3),
        dst=st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), docs, max_size=3))

@@ -15,7 +15,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.webhook.conftest import FakeEnsurer, body, make_admission_review, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import FakeEnsurer, body, make_admission_review
 from webhook.certs import write_certs
 from webhook.handler import Admitter
 from webhook.runtime import Runtime, watch_policy

@@ -11,7 +11,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tests.webhook.conftest import FakeEnsurer, body, make_admission_review, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import FakeEnsurer, body, make_admission_review
 from webhook.errors import ConfigError, PolicyError
 from webhook.handler import Admitter
 from webhook.policy import Policy, Subject, load_policy

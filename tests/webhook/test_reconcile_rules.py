@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.webhook.conftest import example, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import example
 from translate.catalog import load_catalog
 from translate.names import MANAGED_BY_WEBHOOK
 from translate.plan.pod_plan import Options, plan_pod

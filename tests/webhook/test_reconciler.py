@@ -16,7 +16,8 @@ import pytest
 
 from kube.fake import FakeKube
 from kube.resources import PODS, RESOURCE_CLAIM_TEMPLATES
-from tests.webhook.conftest import make_admission_review, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import make_admission_review
 from translate.catalog import load_catalog
 from webhook import Context, evaluate
 from webhook.access import API_CALLS

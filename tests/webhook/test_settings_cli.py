@@ -27,7 +27,7 @@ def test_missing_certificate_names_the_alternatives() -> None:
 
 
 @pytest.mark.parametrize("argv", [["--port", "0"], ["--port", "x"], ["--api-version", "v2"],
-                                  ["--reload-interval", "-1"]])
+                                  ["--reload-interval", "-1"]], ids=" ".join)
 def test_bad_values_are_config_errors(argv: list[str]) -> None:
     with pytest.raises(ConfigError):
         Settings.from_args(["--tls-cert-file", "c", "--tls-key-file", "k", *argv], {})
@@ -72,7 +72,8 @@ def test_every_serve_flag_explains_itself_and_names_its_env_twin() -> None:
     (["--service", "x/y"], "--service"),
     (["--service", "svc-"], "--service"),
     (["--namespace", "a" * 64], "--namespace"),
-])
+], ids=["ip-not-an-address", "days-negative", "days-zero", "days-not-a-number", "namespace-not-dns", "service-slash",
+        "service-trailing-dash", "namespace-64-characters"])
 def test_certs_bad_values_exit_1_with_one_line_naming_the_flag(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], flag: str) -> None:
     argv = ["certs", "--namespace", "gpu-system", "--service", "dra-webhook", "--out", str(tmp_path / "out")]

@@ -12,7 +12,7 @@ import pytest
 from kube.errors import Forbidden
 from kube.fake import FakeKube
 from kube.resources import RESOURCE_CLAIM_TEMPLATES
-from tests.webhook.conftest import make_pod
+from tests.factories import make_pod
 from translate.catalog import load_catalog
 from translate.names import MANAGED_BY_WEBHOOK
 from translate.plan.pod_plan import Options, plan_pod

@@ -13,7 +13,8 @@ import pytest
 from aiohttp import web
 from cryptography import x509
 
-from tests.webhook.conftest import FakeEnsurer, body, make_admission_review, make_pod
+from tests.factories import make_pod
+from tests.webhook.conftest import FakeEnsurer, body, make_admission_review
 from webhook.certs import CertPaths, write_certs
 from webhook.errors import ConfigError
 from webhook.handler import Admitter

@@ -31,7 +31,7 @@ from typing import Any, Final
 from celpy import celtypes
 
 from translate.cel.quantity_semver import Quantity, Semver
-from translate.errors import SelectorError
+from translate.errors import SelectorError, ValueFormatError
 
 __all__ = ["device_label", "device_to_cel"]
 
@@ -65,7 +65,7 @@ def _scalar(kind: str, raw: Any, where: str) -> Any:
     if kind in ("version", "versions") and isinstance(raw, str):
         try:
             return Semver.parse(raw)
-        except ValueError as exc:
+        except ValueFormatError as exc:
             raise SelectorError(f"{where}: parse semantic version: {exc}") from exc
     raise SelectorError(f"{where}: {kind} value {raw!r} has the wrong JSON type")
 
@@ -96,7 +96,7 @@ def _capacity(value: Any, where: str) -> Quantity:
         raise SelectorError(f"{where}: capacity value must be a quantity string")
     try:
         return Quantity.parse(raw)
-    except ValueError as exc:
+    except ValueFormatError as exc:
         raise SelectorError(f"{where}: {exc}") from exc
 
 

@@ -47,6 +47,7 @@ from translate.cel.overloads import (
 )
 from translate.cel.quantity_semver import Quantity, Semver
 from translate.cel.string_functions import STRING_FUNCTIONS, index_of, last_index_of
+from translate.errors import ValueFormatError
 
 __all__ = ["LIBRARY_FUNCTIONS", "cel_equal"]
 
@@ -120,7 +121,7 @@ def _quantity_arg(value: object, name: str, args: Sequence[object]) -> Quantity:
 def _quantity(text: str) -> Quantity:
     try:
         return Quantity.parse(text)
-    except ValueError as exc:
+    except ValueFormatError as exc:
         raise LibraryFailure(str(exc)) from exc
 
 
@@ -137,7 +138,7 @@ def _fn_is_quantity(*args: Any) -> Any:
         raise overload_error("isQuantity", args)
     try:
         Quantity.parse(string_arg(args[0], "isQuantity", args))
-    except ValueError:
+    except ValueFormatError:
         return celtypes.BoolType(False)
     return celtypes.BoolType(True)
 
@@ -205,7 +206,7 @@ def _fn_semver(*args: Any) -> Any:
     text, normalize = _semver_args("semver", args)
     try:
         return Semver.parse(text, normalize)
-    except ValueError as exc:
+    except ValueFormatError as exc:
         raise LibraryFailure(str(exc)) from exc
 
 
@@ -214,7 +215,7 @@ def _fn_is_semver(*args: Any) -> Any:
     text, normalize = _semver_args("isSemver", args)
     try:
         Semver.parse(text, normalize)
-    except ValueError:
+    except ValueFormatError:
         return celtypes.BoolType(False)
     return celtypes.BoolType(True)
 

@@ -18,7 +18,7 @@ opaque values; the functions that operate on them live in :mod:`translate.cel.li
     ``semver(s, true)`` form of the same library). Ordering follows semver 2.0.0
     precedence; build metadata is ignored when comparing.
 
-Errors: both parsers raise :class:`ValueError` with a message saying what is wrong; the
+Errors: both parsers raise :class:`~translate.errors.ValueFormatError` with a message saying what is wrong; the
 CEL library turns that into a CEL runtime error.
 """
 
@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final
+
+from translate.errors import ValueFormatError
 
 __all__ = ["Quantity", "Semver"]
 
@@ -70,10 +72,10 @@ def _parse_suffix(suffix: str, text: str) -> Fraction:
         return Fraction(2 ** _BINARY_SUFFIXES[suffix])
     match = _EXPONENT_RE.fullmatch(suffix)
     if match is None:
-        raise ValueError(f"quantities must match the regular expression: invalid suffix in {text!r}")
+        raise ValueFormatError(f"quantities must match the regular expression: invalid suffix in {text!r}")
     exponent = int(match.group(1))
     if abs(exponent) > _MAX_EXPONENT:
-        raise ValueError(f"quantity {text!r} is out of range")
+        raise ValueFormatError(f"quantity {text!r} is out of range")
     return Fraction(10) ** exponent
 
 
@@ -100,18 +102,18 @@ class Quantity:
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
-        """Parse a quantity string; raise ValueError if it is not one.
+        """Parse a quantity string; raise ValueFormatError if it is not one.
 
         Rules: k8s.io/apimachinery ``resource.ParseQuantity`` (sign, digits with an
         optional fraction, then one suffix; no spaces; at least one digit).
         """
         match = _QUANTITY_RE.fullmatch(text)
         if not text or match is None:
-            raise ValueError("quantities must match the regular expression: empty quantity")
+            raise ValueFormatError("quantities must match the regular expression: empty quantity")
         sign, whole, fraction, suffix = match.groups()
         fraction = fraction or ""
         if not whole and not fraction:
-            raise ValueError(f"quantities must match the regular expression: {text!r}")
+            raise ValueFormatError(f"quantities must match the regular expression: {text!r}")
         mantissa = Fraction(int(whole + fraction or "0"), 10 ** len(fraction))
         value = _round_up_to_nano(mantissa * _parse_suffix(suffix, text))
         return cls(-value if sign == "-" else value, text)
@@ -172,9 +174,9 @@ def _normalize(text: str) -> str:
     core, rest = text[:cut], text[cut:]
     parts = core.split(".")
     if len(parts) > 3:
-        raise ValueError(f"invalid semver {text!r}: more than three dot-separated parts")
+        raise ValueFormatError(f"invalid semver {text!r}: more than three dot-separated parts")
     if not all(_CORE_PART_RE.fullmatch(part) for part in parts):
-        raise ValueError(f"invalid semver {text!r}: major, minor and patch must be digits")
+        raise ValueFormatError(f"invalid semver {text!r}: major, minor and patch must be digits")
     parts = [part.lstrip("0") or "0" for part in parts]
     parts += ["0"] * (3 - len(parts))
     return ".".join(parts) + rest
@@ -212,11 +214,11 @@ class Semver:
 
     @classmethod
     def parse(cls, text: str, normalize: bool = False) -> Semver:
-        """Parse ``text``; raise ValueError if it is not a semver 2.0.0 version."""
+        """Parse ``text``; raise ValueFormatError if it is not a semver 2.0.0 version."""
         candidate = _normalize(text) if normalize else text
         match = _SEMVER_RE.fullmatch(candidate)
         if match is None:
-            raise ValueError(f"invalid semver {text!r}")
+            raise ValueFormatError(f"invalid semver {text!r}")
         major, minor, patch, pre, build = match.groups()
         return cls(
             int(major),

@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NewType, TypedDict
+from typing import TypedDict
 
 from translate.dns_names import is_dns_label, is_dns_subdomain
 from translate.errors import InventoryError
-
-DriverName = NewType("DriverName", str)
-PoolName = NewType("PoolName", str)
 
 #: dra-api.md 2.2 (ResourceSliceMaxAttributesAndCapacitiesPerDevice).
 MAX_ATTRIBUTES_AND_CAPACITIES = 32

@@ -11,6 +11,8 @@ import math
 import re
 from decimal import Decimal, DecimalException
 
+from translate.errors import CountError
+
 #: Kubernetes quantities hold at most 10^18 (int64 milli-units): larger exponents are refused
 #: before any arithmetic.
 MAX_EXPONENT = 30
@@ -22,35 +24,35 @@ _QUANTITY = re.compile(r"([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:(e|E)([+-]?[0-
 def parse_count(value: object) -> int:
     """The integer device count of a quantity value.
 
-    Raises ValueError with the reason when the value is not a non-negative whole number
+    Raises CountError (a ValueError) with the reason when the value is not a non-negative whole number
     (negative, fractional, out of range, or not a quantity at all). Binary suffixes (``Ki``...)
     are valid quantities, if odd for device counts.
     """
     if isinstance(value, bool):
-        raise ValueError(f"{str(value).lower()} (a boolean) is not a quantity")
+        raise CountError(f"{str(value).lower()} (a boolean) is not a quantity")
     if isinstance(value, int):
         number = Decimal(value)
     elif isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{value!r} is not a finite number")
+            raise CountError(f"{value!r} is not a finite number")
         number = Decimal(repr(value))
     elif isinstance(value, str):
         m = _QUANTITY.fullmatch(value)
         if not m:
-            raise ValueError(f"{value!r} is not a whole-number quantity")
+            raise CountError(f"{value!r} is not a whole-number quantity")
         exponent = int(m.group(3)) if m.group(3) else _SUFFIX[m.group(5) or ""]
         if abs(exponent) > MAX_EXPONENT:
-            raise ValueError(f"{value!r} is out of range")
+            raise CountError(f"{value!r} is out of range")
         try:
             number = Decimal(m.group(1)).scaleb(exponent) * (2 ** _BINARY[m.group(4)] if m.group(4) else 1)
         except DecimalException as exc:
-            raise ValueError(f"{value!r} is not a quantity") from exc
+            raise CountError(f"{value!r} is not a quantity") from exc
     elif value is None:
-        raise ValueError("an empty value (null) is not a quantity")
+        raise CountError("an empty value (null) is not a quantity")
     else:
-        raise ValueError(f"a {type(value).__name__} is not a quantity")
+        raise CountError(f"a {type(value).__name__} is not a quantity")
     if number < 0:
-        raise ValueError(f"{value!r} is negative")
+        raise CountError(f"{value!r} is negative")
     if number != number.to_integral_value():
-        raise ValueError(f"{value!r} is not a whole number (extended resources are counted in devices)")
+        raise CountError(f"{value!r} is not a whole number (extended resources are counted in devices)")
     return int(number)

@@ -9,7 +9,7 @@ with ``pod`` (copy-on-write: the metadata, the spec, the containers and their re
 new objects; env, volumes, ... are the input's), so treat both as read-only and clone
 (``translate.json_copy.clone``) before mutating either. ``Plan.templates`` are
 the ResourceClaimTemplates (rendered in ``options.api_version``) that must exist in the
-pod's namespace. The webhook, ``dra-migrate convert`` and ``report`` all call this.
+pod's namespace. The webhook and ``dra-migrate convert`` both call this.
 
 Idempotent: a pod carrying the conversion annotation, or without legacy requests, is left
 unchanged, so ``plan_pod(plan_pod(x).pod).pod == plan_pod(x).pod``.

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from translate.catalog import Catalog, ResourceMapping
+from translate.errors import CountError
 from translate.findings import Finding
 from translate.json_copy import clone_mapping
 from translate.names import DRA_QUOTA_SUFFIX
@@ -49,7 +50,7 @@ def convert_quota(obj: Mapping[str, Any], catalog: Catalog) -> tuple[dict[str, A
             continue
         try:
             count = parse_count(hard[key])
-        except ValueError as exc:
+        except CountError as exc:
             findings.append(Finding(path, f"{key}: {hard[key]}", "unsupported", f"invalid quantity: {exc}"))
             continue
         total, keys = sums.get(dra_key, (0, []))

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from translate.catalog import ResourceMapping
+from translate.errors import CountError
 from translate.findings import Finding, Remedy, blocks_conversion, worst
 from translate.names import CONVERSION_ANNOTATION, NODE_MODE_LABEL
 from translate.plan.device_counts import parse_count
@@ -52,7 +53,7 @@ def invalid_quantity(value: object, path: str, legacy: str) -> Finding | None:
     """A count that is not a non-negative whole number."""
     try:
         parse_count(value)
-    except ValueError as exc:
+    except CountError as exc:
         return Finding(path, legacy, "unsupported", f"invalid quantity: {exc}")
     return None
 

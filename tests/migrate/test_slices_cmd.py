@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from migrate.slices_cmd import EXIT_ERROR, EXIT_OK, run_slices
+from migrate.errors import EXIT_ERROR, EXIT_OK
+from migrate.slices_cmd import run_slices
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bridge"
 
@@ -113,7 +114,9 @@ def test_output_passes_the_kubernetes_openapi_schema(version: str) -> None:
     ("5\n", "(top level)"),
     ("- a list\n", "(top level)"),
     ("", "(top level)"),
-])
+], ids=["node-metadata-int", "node-metadata-list", "node-metadata-null", "node-labels-int", "node-labels-zero",
+        "node-labels-list", "label-value-list", "label-value-null", "label-key-int", "map-value-map", "map-key-int",
+        "map-value-date", "string", "int", "list", "empty"])
 def test_malformed_labels_file_exits_1_with_one_line_naming_file_and_field(tmp_path: Path, content: str,
                                                                            field: str) -> None:
     labels = tmp_path / "labels.yaml"

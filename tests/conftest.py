@@ -1,0 +1,60 @@
+"""Rules for every test: per-test timeouts by kind, and readable parametrize ids.
+
+Timeouts (pytest-timeout). pyproject sets ``timeout = 10``: a test that hangs fails after 10 s,
+its fixtures' set-up and teardown included (pytest-timeout's default; ``timeout_func_only`` stays
+false so a hung fixture fails too). The slow kinds carry a mark, registered in pyproject, and
+the mark brings its own limit (:data:`SLOW_TIMEOUTS`) unless the test sets ``timeout`` itself:
+
+- ``e2e``: a real control plane. The first e2e test of a session also pays for starting it (the
+  session fixture ``control_plane``; ``ControlPlane.start`` gives up after 90 s) and a module's
+  first test for its module fixtures (the webhook processes), so the limit covers that set-up;
+- ``load``: the webhook load test, ``DRA_WEBHOOK_LOAD_SECONDS`` (60) plus 90 s, set in its module;
+- ``steady_state``: the bridge's e2e scenario that holds ``DRA_BRIDGE_STEADY_SECONDS`` (300)
+  without API writes, plus 240 s, set on the test;
+- ``property``: hypothesis property tests (hundreds of examples, 1-5 s each on 2 busy cores): 60 s.
+
+Ids. Every parametrized test must have readable ids: pytest's fallback for a dict, list or
+object is the argument name and an index (``spec0``), and a multi-line string gives an id full
+of ``\\n``. Such ids stop the collection with a message naming the test; pass ``ids=`` or
+``pytest.param(..., id=...)``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+#: Seconds per mark when the test sets no ``timeout`` of its own. Measured on 2 shared cores
+#: (README "Tests"): an e2e test takes at most 3 s with its set-up, the control plane's start
+#: 8 s, so 120 s is the start's own 90 s deadline plus 30 s (the longest wait of a test);
+#: load and steady_state set their limits on the tests, these are fallbacks.
+SLOW_TIMEOUTS = {"e2e": 120.0, "load": 150.0, "steady_state": 540.0, "property": 60.0}
+
+
+def _unreadable_id(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    if "\\n" in callspec.id:
+        return "an escaped newline"
+    for name in callspec.params:
+        if re.search(rf"(?:^|-){re.escape(name)}\d+(?:-|$)", callspec.id):
+            return f"pytest's fallback {name}<index>"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unreadable = []
+    for item in items:
+        why = _unreadable_id(item)
+        if why:
+            unreadable.append(f"{item.nodeid} ({why})")
+        if item.get_closest_marker("timeout") is None:
+            for mark, seconds in SLOW_TIMEOUTS.items():
+                if item.get_closest_marker(mark) is not None:
+                    item.add_marker(pytest.mark.timeout(seconds))
+                    break
+    if unreadable:
+        raise pytest.UsageError("parametrized tests need readable ids (ids= or pytest.param(id=)):\n  "
+                                + "\n  ".join(unreadable))
