@@ -19,11 +19,11 @@ from pathlib import Path
 
 import yaml
 
-from migrate.manifests import dump
-from translate.catalog import load_catalog
-from translate.plan.pod_plan import Options
-from translate.plan.workloads import convert_object
-from translate.strict_yaml import StrictLoader
+from dra_bridge.migrate.manifests import dump
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.plan.workloads import convert_object
+from dra_bridge.translate.strict_yaml import StrictLoader
 
 EXAMPLES = Path(__file__).parents[1] / "tests" / "data" / "examples"
 

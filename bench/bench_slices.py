@@ -20,9 +20,9 @@ import time
 import tracemalloc
 from typing import Any
 
-from translate.catalog import load_catalog
-from translate.inventory.allocatable import InventoryDevice
-from translate.inventory.slices import build_slices
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.inventory.slices import build_slices
 
 LABELS = {
     "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.family": "hopper",

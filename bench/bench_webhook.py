@@ -42,13 +42,13 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from webhook.certs import write_certs
-from webhook.handler import Admitter
-from webhook.review import decode_review
-from webhook.runtime import Runtime
-from webhook.server import make_app
-from webhook.templates import NullEnsurer
-from webhook.tls import TlsReloader
+from dra_bridge.webhook.certs import write_certs
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.review import decode_review
+from dra_bridge.webhook.runtime import Runtime
+from dra_bridge.webhook.server import make_app
+from dra_bridge.webhook.templates import NullEnsurer
+from dra_bridge.webhook.tls import TlsReloader
 
 EXAMPLE = Path(__file__).parents[1] / "tests" / "data" / "examples" / "01-pod-limits-only-toleration.yaml"
 
@@ -189,7 +189,7 @@ def report_in_process(calls: int, rounds: int) -> bool:
 def logging_off() -> None:
     import logging
 
-    logging.getLogger("webhook").setLevel(logging.WARNING)
+    logging.getLogger("dra_bridge.webhook").setLevel(logging.WARNING)
 
 
 def _serve(cert: str, key: str, port: int, ready: Any) -> None:

@@ -9,6 +9,6 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local state, the API se
 
 from __future__ import annotations
 
-from bridge.errors import BridgeError, NvmlError, PodResourcesError, SettingsError, StateError
+from dra_bridge.bridge.errors import BridgeError, NvmlError, PodResourcesError, SettingsError, StateError
 
 __all__ = ["BridgeError", "NvmlError", "PodResourcesError", "SettingsError", "StateError"]

@@ -7,7 +7,7 @@ the permissions table of docs/bridge.md.
 
 from __future__ import annotations
 
-from kube.resources import ApiCall, grant
+from dra_bridge.kube.resources import ApiCall, grant
 
 API_CALLS: tuple[ApiCall, ...] = (
     # its pool (publisher), and other drivers' slices on its node (the other-driver interlock)

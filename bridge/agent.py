@@ -31,24 +31,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.errors import NvmlError, PodResourcesError, StateError
-from bridge.health import Health, Metrics
-from bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, evaluate
-from bridge.podresources.client import PodResourcesClient
-from bridge.publisher import Publisher
-from bridge.settings import Settings
-from bridge.state import Inventory, InventoryStore
-from kube.api import KubeApi
-from kube.errors import KubeError
-from kube.events import event, post_event
-from kube.resources import NODES, RESOURCE_SLICES
-from translate.catalog import Catalog
-from translate.errors import InventoryError
-from translate.inventory.allocatable import InventoryDevice, group_allocatable
-from translate.inventory.api_rules import SliceDevice
-from translate.inventory.device_facts import NvmlFacts
-from translate.inventory.slices import build_devices, device_uuids
-from translate.names import NODE_MODE_LABEL
+from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
+from dra_bridge.bridge.health import Health, Metrics
+from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, evaluate
+from dra_bridge.bridge.podresources.client import PodResourcesClient
+from dra_bridge.bridge.publisher import Publisher
+from dra_bridge.bridge.settings import Settings
+from dra_bridge.bridge.state import Inventory, InventoryStore
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.errors import KubeError
+from dra_bridge.kube.events import event, post_event
+from dra_bridge.kube.resources import NODES, RESOURCE_SLICES
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.errors import InventoryError
+from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
+from dra_bridge.translate.inventory.api_rules import SliceDevice
+from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.inventory.slices import build_devices, device_uuids
+from dra_bridge.translate.names import NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 

@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from bridge.errors import BridgeError
-from bridge.podresources.client import PodResourcesClient, socket_path
-from bridge.settings import Settings, build_parser
-from bridge.state import InventoryStore
-from kube.errors import KubeError
-from translate.catalog import load_catalog
-from translate.errors import TranslateError
+from dra_bridge.bridge.errors import BridgeError
+from dra_bridge.bridge.podresources.client import PodResourcesClient, socket_path
+from dra_bridge.bridge.settings import Settings, build_parser
+from dra_bridge.bridge.state import InventoryStore
+from dra_bridge.kube.errors import KubeError
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.errors import TranslateError
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
     out.write(f"recorded ({InventoryStore(settings.state_dir).path}, {len(recorded.devices)} device(s)):\n")
     for d in recorded.devices:
         out.write(f"  {d['resourceName']}  {d['deviceID']}  numa={','.join(map(str, d['numaNodes'])) or '-'}\n")
-    from translate.inventory.allocatable import group_allocatable
+    from dra_bridge.translate.inventory.allocatable import group_allocatable
 
     now = group_allocatable(offered)
     out.write(f"offered by the kubelet now ({len(now)} device(s)):\n")
@@ -69,12 +69,12 @@ async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
 
 async def run(settings: Settings) -> int:
     """Build the agent from settings and run it until SIGTERM/SIGINT."""
-    from bridge.agent import Agent
-    from bridge.health import serve
-    from bridge.nvml import probe
-    from bridge.publisher import Publisher
-    from kube.api import ApiServer
-    from kube.client import connect
+    from dra_bridge.bridge.agent import Agent
+    from dra_bridge.bridge.health import serve
+    from dra_bridge.bridge.nvml import probe
+    from dra_bridge.bridge.publisher import Publisher
+    from dra_bridge.kube.api import ApiServer
+    from dra_bridge.kube.client import connect
 
     catalog_text = Path(settings.catalog).read_text("utf-8") if settings.catalog else None
     catalog = load_catalog(catalog_text, settings.catalog or "user catalog")

@@ -31,8 +31,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bridge.state import Inventory
-from translate.inventory.allocatable import split_replica
+from dra_bridge.bridge.state import Inventory
+from dra_bridge.translate.inventory.allocatable import split_replica
 
 INTERLOCKS: tuple[str, ...] = (
     "inventory", "plugin-socket", "node-capacity", "kubelet-offers", "devices-held", "other-driver", "settle",

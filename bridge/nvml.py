@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bridge.errors import NvmlError
-from translate.inventory.device_facts import ARCHITECTURES, NvmlFacts
+from dra_bridge.bridge.errors import NvmlError
+from dra_bridge.translate.inventory.device_facts import ARCHITECTURES, NvmlFacts
 
 logger = logging.getLogger(__name__)
 

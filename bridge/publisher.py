@@ -30,13 +30,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kube.api import KubeApi
-from kube.backoff import Backoff, Sleep
-from kube.discovery import GROUP, newest_served
-from kube.errors import KubeError, NotFound
-from kube.resources import RESOURCE_SLICES, Resource
-from translate.inventory.api_rules import SliceDevice
-from translate.inventory.pool import internal_form, pool_slices, render_slice
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.backoff import Backoff, Sleep
+from dra_bridge.kube.discovery import GROUP, newest_served
+from dra_bridge.kube.errors import KubeError, NotFound
+from dra_bridge.kube.resources import RESOURCE_SLICES, Resource
+from dra_bridge.translate.inventory.api_rules import SliceDevice
+from dra_bridge.translate.inventory.pool import internal_form, pool_slices, render_slice
 
 logger = logging.getLogger(__name__)
 

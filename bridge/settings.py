@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from bridge.errors import SettingsError
-from kube.flags import BRIDGE_PREFIX, Flag, FlagTable
-from translate.dns_names import is_dns_subdomain
-from translate.names import normalize_api_version
+from dra_bridge.bridge.errors import SettingsError
+from dra_bridge.kube.flags import BRIDGE_PREFIX, Flag, FlagTable
+from dra_bridge.translate.dns_names import is_dns_subdomain
+from dra_bridge.translate.names import normalize_api_version
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 """The values ``--log-level`` accepts (in any case)."""

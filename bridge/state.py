@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from bridge.errors import StateError
-from translate.inventory.allocatable import InventoryDevice
-from translate.inventory.device_facts import NvmlFacts
+from dra_bridge.bridge.errors import StateError
+from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.inventory.device_facts import NvmlFacts
 
 logger = logging.getLogger(__name__)
 

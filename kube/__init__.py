@@ -11,11 +11,11 @@ Layers (import-linter): migrate | webhook | bridge above kube, translate below i
 plain dicts, never kubernetes-asyncio's generated models.
 """
 
-from kube.api import ApiServer, KubeApi, api_call
-from kube.backoff import Backoff
-from kube.client import Client, connect
-from kube.discovery import discover_resource_version, newest_served
-from kube.errors import (
+from dra_bridge.kube.api import ApiServer, KubeApi, api_call
+from dra_bridge.kube.backoff import Backoff
+from dra_bridge.kube.client import Client, connect
+from dra_bridge.kube.discovery import discover_resource_version, newest_served
+from dra_bridge.kube.errors import (
     AlreadyExists,
     ApiError,
     ConfigError,
@@ -28,9 +28,9 @@ from kube.errors import (
     Unauthorized,
     Unavailable,
 )
-from kube.events import event, post_event
-from kube.flags import Flag, FlagTable
-from kube.resources import ApiCall, Resource, api_path
+from dra_bridge.kube.events import event, post_event
+from dra_bridge.kube.flags import Flag, FlagTable
+from dra_bridge.kube.resources import ApiCall, Resource, api_path
 
 __all__ = [
     "AlreadyExists",

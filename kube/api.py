@@ -23,9 +23,9 @@ import builtins
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from kube.client import STRATEGIC_MERGE, Client
-from kube.errors import NotFound, from_status
-from kube.resources import ApiCall, Resource, Verb
+from dra_bridge.kube.client import STRATEGIC_MERGE, Client
+from dra_bridge.kube.errors import NotFound, from_status
+from dra_bridge.kube.resources import ApiCall, Resource, Verb
 
 Obj = dict[str, Any]
 

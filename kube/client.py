@@ -23,7 +23,14 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kube.errors import ConfigError, KubeError, Unavailable, from_api_exception, from_status, is_connection_failure
+from dra_bridge.kube.errors import (
+    ConfigError,
+    KubeError,
+    Unavailable,
+    from_api_exception,
+    from_status,
+    is_connection_failure,
+)
 
 logger = logging.getLogger(__name__)
 JSON = "application/json"

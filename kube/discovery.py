@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kube.api import KubeApi
-from kube.errors import ConfigError
-from translate.names import API_VERSIONS
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.errors import ConfigError
+from dra_bridge.translate.names import API_VERSIONS
 
 GROUP = "resource.k8s.io"
 

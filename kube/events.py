@@ -14,8 +14,8 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from kube.api import KubeApi
-from kube.resources import EVENTS
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.resources import EVENTS
 
 MESSAGE_LIMIT = 1024
 

@@ -27,9 +27,9 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from kube.api import api_call
-from kube.errors import AlreadyExists, Forbidden, KubeError, NotFound, Unavailable
-from kube.resources import ApiCall, Resource, Verb
+from dra_bridge.kube.api import api_call
+from dra_bridge.kube.errors import AlreadyExists, Forbidden, KubeError, NotFound, Unavailable
+from dra_bridge.kube.resources import ApiCall, Resource, Verb
 
 Obj = dict[str, Any]
 

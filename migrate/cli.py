@@ -20,17 +20,17 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
-from migrate.manifests import dump, read_sources
-from migrate.remedies import phrased
-from migrate.report import findings_table
-from migrate.slices_cmd import run_slices
-from translate.catalog import PROFILE_RE, Catalog, load_catalog
-from translate.errors import ApiVersionError, TranslateError
-from translate.findings import SEVERITY, Finding
-from translate.names import normalize_api_version
-from translate.plan.pod_plan import Options
-from translate.plan.workloads import convert_object
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
+from dra_bridge.migrate.manifests import dump, read_sources
+from dra_bridge.migrate.remedies import phrased
+from dra_bridge.migrate.report import findings_table
+from dra_bridge.migrate.slices_cmd import run_slices
+from dra_bridge.translate.catalog import PROFILE_RE, Catalog, load_catalog
+from dra_bridge.translate.errors import ApiVersionError, TranslateError
+from dra_bridge.translate.findings import SEVERITY, Finding
+from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.plan.workloads import convert_object
 
 FAIL_ON = ("left-for-webhook", "partial", "unsupported")
 

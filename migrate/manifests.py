@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from migrate.errors import InputError
-from translate.strict_yaml import StrictLoader
+from dra_bridge.migrate.errors import InputError
+from dra_bridge.translate.strict_yaml import StrictLoader
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import assert_never
 
-from translate.findings import Finding, Remedy
+from dra_bridge.translate.findings import Finding, Remedy
 
 
 def remedy_text(finding: Finding) -> str | None:

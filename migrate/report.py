@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from translate.findings import Finding
+from dra_bridge.translate.findings import Finding
 
 HEADERS = ("FILE", "OBJECT", "OUTCOME", "PATH", "LEGACY", "REASON")
 

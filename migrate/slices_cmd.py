@@ -21,13 +21,13 @@ from typing import Any, TextIO
 
 import yaml
 
-from migrate.errors import EXIT_ERROR, EXIT_OK, InputError, MigrateError, UsageError
-from translate.catalog import load_catalog
-from translate.errors import TranslateError
-from translate.inventory.allocatable import group_allocatable
-from translate.inventory.pool import render_slice
-from translate.inventory.slices import build_slices
-from translate.names import API_VERSIONS, BRIDGE_DRIVER
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputError, MigrateError, UsageError
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.errors import TranslateError
+from dra_bridge.translate.inventory.allocatable import group_allocatable
+from dra_bridge.translate.inventory.pool import render_slice
+from dra_bridge.translate.inventory.slices import build_slices
+from dra_bridge.translate.names import API_VERSIONS, BRIDGE_DRIVER
 
 
 def _read(path: str) -> str:

@@ -17,11 +17,16 @@ Ids. Every parametrized test must have readable ids: pytest's fallback for a dic
 object is the argument name and an index (``spec0``), and a multi-line string gives an id full
 of ``\\n``. Such ids stop the collection with a message naming the test; pass ``ids=`` or
 ``pytest.param(..., id=...)``.
+
+Install. The packages are imported through the ``dra_bridge`` namespace from the link tree of
+an ``editable_mode=strict`` install (README "Import names"), which does not see modules added
+after it was built: the session stops at once, naming them, instead of failing on imports.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +63,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if unreadable:
         raise pytest.UsageError("parametrized tests need readable ids (ids= or pytest.param(id=)):\n  "
                                 + "\n  ".join(unreadable))
+
+
+def _modules_missing_from_the_install() -> list[str]:
+    """Source modules of the checkout that the installed ``dra_bridge`` namespace lacks."""
+    import dra_bridge
+
+    root = Path(__file__).resolve().parents[1]
+    missing = []
+    for folder in ("translate", "kube", "migrate", "webhook", "bridge"):
+        for source in (root / folder).rglob("*.py"):
+            relative = source.relative_to(root)
+            if not any((Path(base) / relative).exists() for base in dra_bridge.__path__):
+                missing.append(str(relative))
+    return sorted(missing)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    missing = _modules_missing_from_the_install()
+    if missing:
+        raise pytest.UsageError("modules added since the editable install was built: "
+                                f"{', '.join(missing[:5])}; run the README's pip install again")

@@ -21,8 +21,8 @@ This package exports the vocabulary every front end shares; each subpackage expo
 public surface.
 """
 
-from translate.catalog import Catalog, ResourceMapping, load_catalog
-from translate.errors import (
+from dra_bridge.translate.catalog import Catalog, ResourceMapping, load_catalog
+from dra_bridge.translate.errors import (
     ApiVersionError,
     CatalogError,
     CountError,
@@ -33,7 +33,7 @@ from translate.errors import (
     TranslateError,
     ValueFormatError,
 )
-from translate.findings import SEVERITY, Finding, Outcome, Remedy
+from dra_bridge.translate.findings import SEVERITY, Finding, Outcome, Remedy
 
 __all__ = [
     "SEVERITY",

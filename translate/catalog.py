@@ -24,10 +24,10 @@ from typing import Any, Literal, cast
 
 import yaml
 
-from translate.cel import selector_text as ex
-from translate.dns_names import is_dns_subdomain
-from translate.errors import CatalogError
-from translate.names import (
+from dra_bridge.translate.cel import selector_text as ex
+from dra_bridge.translate.dns_names import is_dns_subdomain
+from dra_bridge.translate.errors import CatalogError
+from dra_bridge.translate.names import (
     BRIDGE_DRIVER,
     CATALOG_API_VERSION,
     LEGACY_RESOURCE_ANNOTATION,
@@ -333,7 +333,7 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
     Raises CatalogError (source, key, rule) for malformed files, a user entry that
     redefines a shipped resource or pattern, or a YAML syntax error.
     """
-    shipped = resources.files("translate").joinpath("data/catalog.yaml").read_text("utf-8")
+    shipped = resources.files("dra_bridge.translate").joinpath("data/catalog.yaml").read_text("utf-8")
     docs = [(shipped, "translate/data/catalog.yaml")]
     if user_text is not None:
         docs.append((user_text, user_source))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from translate.errors import ApiVersionError
+from dra_bridge.translate.errors import ApiVersionError
 
 # ------------------------------------------------------------------ API versions
 

@@ -8,14 +8,14 @@ Events), reconciler + reconcile_rules (template garbage collection and repair), 
 access (the API calls it makes; the I/O is the shared kube/ layer), certs, settings, cli, errors.
 """
 
-from webhook.decision import Context, Decision, evaluate
-from webhook.errors import ConfigError, PolicyError, ReviewError, TemplateError, WebhookError
-from webhook.handler import Admitter
-from webhook.patch import diff
-from webhook.policy import Policy, Translation, load_policy
-from webhook.review import decode_review
-from webhook.server import make_app
-from webhook.settings import Settings
+from dra_bridge.webhook.decision import Context, Decision, evaluate
+from dra_bridge.webhook.errors import ConfigError, PolicyError, ReviewError, TemplateError, WebhookError
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.patch import diff
+from dra_bridge.webhook.policy import Policy, Translation, load_policy
+from dra_bridge.webhook.review import decode_review
+from dra_bridge.webhook.server import make_app
+from dra_bridge.webhook.settings import Settings
 
 __all__ = [
     "Admitter",

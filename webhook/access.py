@@ -7,7 +7,7 @@ compares the list with the permissions table of docs/webhook.md.
 
 from __future__ import annotations
 
-from kube.resources import ApiCall, grant
+from dra_bridge.kube.resources import ApiCall, grant
 
 API_CALLS: tuple[ApiCall, ...] = (
     # templates: ensure (create, get after AlreadyExists), the deletion watch, the reconciler's collection

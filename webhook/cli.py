@@ -23,24 +23,24 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kube.api import ApiServer
-from kube.client import Client, connect
-from kube.discovery import discover_resource_version
-from kube.errors import KubeError
-from webhook.certs import write_certs
-from webhook.cluster import ClusterView
-from webhook.errors import ConfigError
-from webhook.events import KubeAuditSink
-from webhook.handler import Admitter
-from webhook.metrics import Metrics
-from webhook.reconciler import Reconciler
-from webhook.runtime import Runtime, watch_catalog, watch_policy
-from webhook.server import Background, make_app, reload_loop
-from webhook.settings import Settings
-from webhook.templates import KubeTemplateEnsurer
-from webhook.tls import TlsReloader
+from dra_bridge.kube.api import ApiServer
+from dra_bridge.kube.client import Client, connect
+from dra_bridge.kube.discovery import discover_resource_version
+from dra_bridge.kube.errors import KubeError
+from dra_bridge.webhook.certs import write_certs
+from dra_bridge.webhook.cluster import ClusterView
+from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.events import KubeAuditSink
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.metrics import Metrics
+from dra_bridge.webhook.reconciler import Reconciler
+from dra_bridge.webhook.runtime import Runtime, watch_catalog, watch_policy
+from dra_bridge.webhook.server import Background, make_app, reload_loop
+from dra_bridge.webhook.settings import Settings
+from dra_bridge.webhook.templates import KubeTemplateEnsurer
+from dra_bridge.webhook.tls import TlsReloader
 
-logger = logging.getLogger("webhook")
+logger = logging.getLogger("dra_bridge.webhook")
 
 
 async def _connect(settings: Settings) -> Client:

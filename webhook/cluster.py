@@ -26,13 +26,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kube.api import KubeApi
-from kube.backoff import Backoff, Sleep
-from kube.errors import Gone, KubeError
-from kube.resources import DEVICE_CLASSES, NODES, RESOURCE_QUOTAS, RESOURCE_SLICES, Resource
-from translate.cel import evaluate_selectors
-from translate.errors import SelectorError
-from translate.names import NODE_MODE_LABEL
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.backoff import Backoff, Sleep
+from dra_bridge.kube.errors import Gone, KubeError
+from dra_bridge.kube.resources import DEVICE_CLASSES, NODES, RESOURCE_QUOTAS, RESOURCE_SLICES, Resource
+from dra_bridge.translate.cel import evaluate_selectors
+from dra_bridge.translate.errors import SelectorError
+from dra_bridge.translate.names import NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice"

@@ -24,13 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from translate.catalog import Catalog
-from translate.findings import Finding
-from translate.plan.cluster_state import held_back
-from translate.plan.pod_plan import plan_pod
-from webhook.patch import PatchMemo, diff
-from webhook.policy import OnError, Policy, Subject, policy_remedy
-from webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.findings import Finding
+from dra_bridge.translate.plan.cluster_state import held_back
+from dra_bridge.translate.plan.pod_plan import plan_pod
+from dra_bridge.webhook.patch import PatchMemo, diff
+from dra_bridge.webhook.policy import OnError, Policy, Subject, policy_remedy
+from dra_bridge.webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
 
 Mode = Literal["enforce", "audit"]
 

@@ -18,9 +18,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from kube.api import KubeApi
-from kube.errors import KubeError
-from kube.events import event, post_event
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.errors import KubeError
+from dra_bridge.kube.events import event, post_event
 
 logger = logging.getLogger(__name__)
 REASON = "DRAMigrationPlan"

@@ -17,12 +17,12 @@ import logging
 import time
 from collections.abc import Callable
 
-from webhook.decision import Context, Decision, LogEntry, Mode, evaluate
-from webhook.errors import ReviewError, TemplateError
-from webhook.events import AuditSink
-from webhook.metrics import Metrics
-from webhook.review import AdmissionRequest, AdmissionReview, Answer, decode_review
-from webhook.templates import TemplateEnsurer
+from dra_bridge.webhook.decision import Context, Decision, LogEntry, Mode, evaluate
+from dra_bridge.webhook.errors import ReviewError, TemplateError
+from dra_bridge.webhook.events import AuditSink
+from dra_bridge.webhook.metrics import Metrics
+from dra_bridge.webhook.review import AdmissionRequest, AdmissionReview, Answer, decode_review
+from dra_bridge.webhook.templates import TemplateEnsurer
 
 logger = logging.getLogger(__name__)
 

@@ -34,12 +34,12 @@ from typing import Any, Literal, assert_never
 
 import yaml
 
-from translate.dns_names import is_dns_subdomain
-from translate.findings import Finding, Remedy
-from translate.names import MANAGED_BY_WEBHOOK
-from translate.plan.pod_plan import Options
-from translate.strict_yaml import StrictLoader
-from webhook.errors import PolicyError
+from dra_bridge.translate.dns_names import is_dns_subdomain
+from dra_bridge.translate.findings import Finding, Remedy
+from dra_bridge.translate.names import MANAGED_BY_WEBHOOK
+from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.strict_yaml import StrictLoader
+from dra_bridge.webhook.errors import PolicyError
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
 OnError = Literal["admit-unchanged", "deny"]

@@ -19,11 +19,11 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from translate.catalog import Catalog
-from translate.errors import RecordError
-from translate.names import CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
-from translate.plan.pod_plan import Options, plan_pod
-from translate.plan.record import ConversionRecord
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.errors import RecordError
+from dra_bridge.translate.names import CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
+from dra_bridge.translate.plan.record import ConversionRecord
 
 Key = tuple[str, str]
 

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kube.api import KubeApi
-from kube.errors import AlreadyExists, Conflict, KubeError, NotFound
-from kube.resources import LEASES, PODS, RESOURCE_CLAIM_TEMPLATES
-from translate.catalog import Catalog
-from translate.names import CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
-from webhook.reconcile_rules import Key, garbage, missing, repair
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from dra_bridge.kube.resources import LEASES, PODS, RESOURCE_CLAIM_TEMPLATES
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.names import CONVERTED_LABEL, MANAGED_BY, MANAGED_BY_WEBHOOK
+from dra_bridge.webhook.reconcile_rules import Key, garbage, missing, repair
 
 logger = logging.getLogger(__name__)
 LEASE_NAME = "dra-bridge-webhook-reconciler"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from webhook.errors import WebhookError
+from dra_bridge.webhook.errors import WebhookError
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")

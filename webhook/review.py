@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypedDict, cast
 
-from webhook.errors import ReviewError
+from dra_bridge.webhook.errors import ReviewError
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 REVIEW_API_VERSION: Final = "admission.k8s.io/v1"

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from translate.catalog import Catalog, load_catalog
-from translate.errors import CatalogError
-from webhook.decision import Context
-from webhook.errors import ConfigError
-from webhook.metrics import Metrics
-from webhook.patch import PatchMemo
-from webhook.policy import Policy, load_policy
-from webhook.reload import Watched
-from webhook.tls import TlsReloader
+from dra_bridge.translate.catalog import Catalog, load_catalog
+from dra_bridge.translate.errors import CatalogError
+from dra_bridge.webhook.decision import Context
+from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.metrics import Metrics
+from dra_bridge.webhook.patch import PatchMemo
+from dra_bridge.webhook.policy import Policy, load_policy
+from dra_bridge.webhook.reload import Watched
+from dra_bridge.webhook.tls import TlsReloader
 
 
 def parse_catalog(text: str, source: str) -> Catalog:

@@ -23,10 +23,10 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from webhook.decision import Mode
-from webhook.handler import Admitter
-from webhook.review import MAX_BODY_BYTES
-from webhook.runtime import Runtime
+from dra_bridge.webhook.decision import Mode
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.review import MAX_BODY_BYTES
+from dra_bridge.webhook.runtime import Runtime
 
 RUNTIME: web.AppKey[Runtime] = web.AppKey("runtime", Runtime)
 ADMITTER: web.AppKey[Admitter] = web.AppKey("admitter", Admitter)

@@ -30,9 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kube.flags import WEBHOOK_PREFIX, Flag, FlagTable
-from translate.names import normalize_api_version
-from webhook.errors import ConfigError
+from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable
+from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.webhook.errors import ConfigError
 
 ENV_PREFIX = WEBHOOK_PREFIX
 

@@ -26,13 +26,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kube.api import KubeApi
-from kube.backoff import Backoff, Sleep
-from kube.errors import AlreadyExists, KubeError, Unavailable
-from kube.resources import RESOURCE_CLAIM_TEMPLATES
-from translate.names import MANAGED_BY
-from translate.plan.claim_templates import internal_from_template
-from webhook.errors import TemplateError
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.backoff import Backoff, Sleep
+from dra_bridge.kube.errors import AlreadyExists, KubeError, Unavailable
+from dra_bridge.kube.resources import RESOURCE_CLAIM_TEMPLATES
+from dra_bridge.translate.names import MANAGED_BY
+from dra_bridge.translate.plan.claim_templates import internal_from_template
+from dra_bridge.webhook.errors import TemplateError
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import logging
 import ssl
 from pathlib import Path
 
-from webhook.errors import ConfigError
+from dra_bridge.webhook.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from typing import Any
 import grpc
 from google.protobuf import json_format
 
-from bridge.errors import PodResourcesError
-from bridge.podresources import api_pb2
+from dra_bridge.bridge.errors import PodResourcesError
+from dra_bridge.bridge.podresources import api_pb2
 
 logger = logging.getLogger(__name__)
 

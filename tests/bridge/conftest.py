@@ -12,11 +12,11 @@ from typing import Any
 import grpc
 import pytest
 
-from bridge.access import API_CALLS
-from bridge.podresources import api_pb2, api_pb2_grpc
-from kube.fake import FakeKube
-from kube.resources import EVENTS, NODES, RESOURCE_SLICES
-from translate.inventory.pool import internal_form
+from dra_bridge.bridge.access import API_CALLS
+from dra_bridge.bridge.podresources import api_pb2, api_pb2_grpc
+from dra_bridge.kube.fake import FakeKube
+from dra_bridge.kube.resources import EVENTS, NODES, RESOURCE_SLICES
+from dra_bridge.translate.inventory.pool import internal_form
 
 Obj = dict[str, Any]
 

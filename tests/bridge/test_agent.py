@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bridge.agent import CONDITION_TYPE, Agent
-from bridge.podresources.client import PodResourcesClient
-from bridge.publisher import Publisher
-from bridge.settings import Settings
-from bridge.state import InventoryStore
+from dra_bridge.bridge.agent import CONDITION_TYPE, Agent
+from dra_bridge.bridge.podresources.client import PodResourcesClient
+from dra_bridge.bridge.publisher import Publisher
+from dra_bridge.bridge.settings import Settings
+from dra_bridge.bridge.state import InventoryStore
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
 from tests.bridge.conftest import FakeApi, KubeletServer
-from translate.catalog import load_catalog
-from translate.inventory.device_facts import NvmlFacts
-from translate.names import NODE_MODE_LABEL as MODE_LABEL
 
 CATALOG = load_catalog()
 NODE = "gpu-node-1"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.cli import main
-from bridge.settings import Settings
+from dra_bridge.bridge.cli import main
+from dra_bridge.bridge.settings import Settings
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +58,7 @@ def test_docs_flag_table_matches_help() -> None:
     """docs/bridge.md's flag table lists exactly ``dra-bridge --help``'s flags, env twins and defaults."""
     import re
 
-    from bridge.cli import _parser
+    from dra_bridge.bridge.cli import _parser
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "bridge.md").read_text("utf-8")
     section = doc.split("## Flags", 1)[1].split("\n## ", 1)[0]
@@ -108,7 +108,7 @@ def test_help_texts_carry_no_rest_markup(capsys: pytest.CaptureFixture[str]) -> 
                          ids=["log-level", "driver-name", "catalog"])
 def test_the_former_unprefixed_names_still_work_with_a_deprecation_warning(
         old: str, new: str, value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    from bridge.settings import FLAGS
+    from dra_bridge.bridge.settings import FLAGS
 
     FLAGS._warned.clear()
     with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: use DRA_BRIDGE_{old}"):

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from bridge.publisher import Publisher, is_subset
-from kube.errors import ConfigError
-from kube.resources import Resource
+from dra_bridge.bridge.publisher import Publisher, is_subset
+from dra_bridge.kube.errors import ConfigError
+from dra_bridge.kube.resources import Resource
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.inventory.api_rules import SliceDevice
+from dra_bridge.translate.inventory.slices import build_devices
 from tests.bridge.conftest import FakeApi
-from translate.catalog import load_catalog
-from translate.inventory.allocatable import InventoryDevice
-from translate.inventory.api_rules import SliceDevice
-from translate.inventory.slices import build_devices
 
 CATALOG = load_catalog()
 

@@ -10,29 +10,36 @@ from pathlib import Path
 
 import pytest
 
-import bridge
-from bridge.errors import SettingsError, StateError
-from bridge.interlocks import Observation, evaluate, socket_serves
-from bridge.podresources.client import to_json
-from bridge.settings import Settings
-from bridge.state import Inventory, InventoryStore
-from translate.inventory.allocatable import InventoryDevice, group_allocatable
+from dra_bridge import bridge
+from dra_bridge.bridge.errors import SettingsError, StateError
+from dra_bridge.bridge.interlocks import Observation, evaluate, socket_serves
+from dra_bridge.bridge.podresources.client import to_json
+from dra_bridge.bridge.settings import Settings
+from dra_bridge.bridge.state import Inventory, InventoryStore
+from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
 
 ROOT = Path(__file__).resolve().parents[2]
 STUBS = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py")
 
 
 def test_committed_stubs_match_a_fresh_generation(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I", str(ROOT), f"--python_out={tmp_path}",
-                    f"--pyi_out={tmp_path}", f"--grpc_python_out={tmp_path}", "bridge/podresources/api.proto"],
-                   check=True, cwd=ROOT)
+    # The proto sits where its package is imported from (dra_bridge.bridge.podresources), so the
+    # generated imports name the installed package.
+    src = tmp_path / "src" / "dra_bridge" / "bridge" / "podresources"
+    src.mkdir(parents=True)
+    (src / "api.proto").write_bytes((ROOT / "bridge" / "podresources" / "api.proto").read_bytes())
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I", str(tmp_path / "src"), f"--python_out={out}",
+                    f"--pyi_out={out}", f"--grpc_python_out={out}", "dra_bridge/bridge/podresources/api.proto"],
+                   check=True)
     for name in STUBS:
-        fresh = (tmp_path / "bridge" / "podresources" / name).read_text()
+        fresh = (out / "dra_bridge" / "bridge" / "podresources" / name).read_text()
         assert fresh == (ROOT / "bridge" / "podresources" / name).read_text(), f"{name} is stale: regenerate it"
 
 
 def test_wire_names_match_the_kubelet() -> None:
-    from bridge.podresources import api_pb2
+    from dra_bridge.bridge.podresources import api_pb2
 
     service = api_pb2.DESCRIPTOR.services_by_name["PodResourcesLister"]
     assert service.full_name == "v1.PodResourcesLister"
@@ -45,7 +52,7 @@ def test_wire_names_match_the_kubelet() -> None:
 
 
 def test_protobuf_json_of_numa_zero_omits_the_id_and_still_groups() -> None:
-    from bridge.podresources import api_pb2
+    from dra_bridge.bridge.podresources import api_pb2
 
     msg = api_pb2.AllocatableResourcesResponse(devices=[
         api_pb2.ContainerDevices(resource_name="nvidia.com/gpu", device_ids=["GPU-a"],
@@ -128,7 +135,7 @@ def test_public_surface_matches_all() -> None:
 def test_agent_flags_are_documented_by_the_settings_field_docstrings() -> None:
     import argparse
 
-    from bridge.settings import build_parser
+    from dra_bridge.bridge.settings import build_parser
 
     helps = {a.dest: a.help or "" for a in build_parser(argparse.ArgumentParser())._actions}
     assert "the downward API" in helps["node_name"]

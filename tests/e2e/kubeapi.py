@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kube.errors import KubeError, NotFound, from_status
-from kube.resources import api_path
+from dra_bridge.kube.errors import KubeError, NotFound, from_status
+from dra_bridge.kube.resources import api_path
 
 __all__ = ["KubeClient", "WaitTimeout", "api_path", "create_fake_node", "create_namespace", "wait_for",
            "wait_for_object"]

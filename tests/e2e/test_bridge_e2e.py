@@ -39,25 +39,25 @@ from typing import Any
 import pytest
 import yaml
 
-from bridge.access import API_CALLS
-from bridge.agent import Agent
-from bridge.podresources.client import PodResourcesClient
-from bridge.publisher import Publisher
-from bridge.settings import Settings
-from bridge.state import InventoryStore
-from kube.api import ApiServer
-from kube.client import connect
-from kube.errors import KubeError
-from kube.resources import rbac_rules
+from dra_bridge.bridge.access import API_CALLS
+from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.podresources.client import PodResourcesClient
+from dra_bridge.bridge.publisher import Publisher
+from dra_bridge.bridge.settings import Settings
+from dra_bridge.bridge.state import InventoryStore
+from dra_bridge.kube.api import ApiServer
+from dra_bridge.kube.client import connect
+from dra_bridge.kube.errors import KubeError
+from dra_bridge.kube.resources import rbac_rules
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.cel import selector_text as ex
+from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.inventory.slices import build_devices
+from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
 from tests.bridge.conftest import KubeletServer
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for
-from translate.catalog import load_catalog
-from translate.cel import selector_text as ex
-from translate.inventory.allocatable import InventoryDevice
-from translate.inventory.device_facts import NvmlFacts
-from translate.inventory.slices import build_devices
-from translate.names import NODE_MODE_LABEL as MODE_LABEL
 
 STEADY_SECONDS = float(os.environ.get("DRA_BRIDGE_STEADY_SECONDS", "300"))
 pytestmark = pytest.mark.e2e

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kube.errors import Invalid
+from dra_bridge.kube.errors import Invalid
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import (
     KubeClient,

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kube.errors import NotFound
+from dra_bridge.kube.errors import NotFound
 from tests.e2e.certs import CertificateAuthority, KeyPair
 from tests.e2e.kubeapi import KubeClient, WaitTimeout, api_path, wait_for
 

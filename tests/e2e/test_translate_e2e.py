@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from kube.errors import AlreadyExists
+from dra_bridge.kube.errors import AlreadyExists
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
+from dra_bridge.translate.plan.workloads import convert_object
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for_object
-from translate.catalog import load_catalog
-from translate.plan.pod_plan import Options, plan_pod
-from translate.plan.workloads import convert_object
 
 pytestmark = pytest.mark.e2e
 

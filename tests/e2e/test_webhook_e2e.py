@@ -18,6 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL
+from dra_bridge.translate.plan.claim_templates import internal_from_template
 from tests.e2e.controlplane import REPO_ROOT, ControlPlane
 from tests.e2e.kubeapi import (
     KubeClient,
@@ -36,9 +39,6 @@ from tests.e2e.webhook_cluster import (
     wait_webhook_active,
     webhook_namespace,
 )
-from translate.catalog import load_catalog
-from translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL
-from translate.plan.claim_templates import internal_from_template
 
 pytestmark = pytest.mark.e2e
 
@@ -186,9 +186,9 @@ def _reconcile(cp: ControlPlane, identity: str, lease_ns: str, grace: float, pas
     """Runs ``passes`` reconciler passes in-process against the real API server."""
     import asyncio
 
-    from kube.api import ApiServer
-    from kube.client import connect
-    from webhook.reconciler import Reconciler
+    from dra_bridge.kube.api import ApiServer
+    from dra_bridge.kube.client import connect
+    from dra_bridge.webhook.reconciler import Reconciler
 
     async def go() -> list[Any]:
         client = await connect(cp.kubeconfig)
@@ -232,9 +232,9 @@ def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
 def test_discovery_picks_the_newest_served_resource_version(control_plane: ControlPlane) -> None:
     import asyncio
 
-    from kube.api import ApiServer
-    from kube.client import connect
-    from kube.discovery import discover_resource_version
+    from dra_bridge.kube.api import ApiServer
+    from dra_bridge.kube.client import connect
+    from dra_bridge.kube.discovery import discover_resource_version
 
     async def go() -> str:
         client = await connect(control_plane.kubeconfig)

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kube.errors import AlreadyExists
+from dra_bridge.kube.errors import AlreadyExists
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.names import CONVERTED_LABEL, NODE_MODE_LABEL
+from dra_bridge.webhook.certs import write_certs
 from tests.e2e.controlplane import REPO_ROOT, ControlPlane
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, create_namespace, wait_for
-from translate.catalog import load_catalog
-from translate.names import CONVERTED_LABEL, NODE_MODE_LABEL
-from webhook.certs import write_certs
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "dra-bridge.io"
@@ -53,7 +53,7 @@ def start_webhook(cp: ControlPlane, certs: Any, workdir: Path, api_version: str)
     port = free_port()
     log = workdir / f"webhook-{api_version.rsplit('/', 1)[-1]}.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "dra_bridge.webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
          "--tls-cert-file", str(certs.cert), "--tls-key-file", str(certs.key), "--kubeconfig", str(cp.kubeconfig),
          "--api-version", api_version, "--reload-interval", "0.5"],
         cwd=REPO_ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.access import API_CALLS as BRIDGE_CALLS
-from kube.resources import ApiCall
-from webhook.access import API_CALLS as WEBHOOK_CALLS
+from dra_bridge.bridge.access import API_CALLS as BRIDGE_CALLS
+from dra_bridge.kube.resources import ApiCall
+from dra_bridge.webhook.access import API_CALLS as WEBHOOK_CALLS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -37,7 +37,7 @@ def test_the_declared_api_calls_are_the_documented_permissions(doc: str, declare
 
 
 def test_rbac_rules_grant_exactly_the_declared_calls_of_a_scope() -> None:
-    from kube.resources import rbac_rules
+    from dra_bridge.kube.resources import rbac_rules
 
     assert rbac_rules(WEBHOOK_CALLS, "namespace") == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}]

@@ -11,11 +11,11 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from kube.api import ApiServer
-from kube.client import Client
-from kube.discovery import discover_resource_version
-from kube.errors import AlreadyExists, Gone, NotFound, Unavailable
-from kube.resources import NODES, RESOURCE_CLAIM_TEMPLATES, RESOURCE_SLICES
+from dra_bridge.kube.api import ApiServer
+from dra_bridge.kube.client import Client
+from dra_bridge.kube.discovery import discover_resource_version
+from dra_bridge.kube.errors import AlreadyExists, Gone, NotFound, Unavailable
+from dra_bridge.kube.resources import NODES, RESOURCE_CLAIM_TEMPLATES, RESOURCE_SLICES
 
 SEEN: list[tuple[str, str, Any]] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kube.errors import (
+from dra_bridge.kube.errors import (
     AlreadyExists,
     ApiError,
     Conflict,

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from kube.errors import AlreadyExists, Forbidden, NotFound, Unavailable
-from kube.fake import FakeKube, matches
-from kube.resources import LEASES, NODES, PODS, ApiCall, grant
+from dra_bridge.kube.errors import AlreadyExists, Forbidden, NotFound, Unavailable
+from dra_bridge.kube.fake import FakeKube, matches
+from dra_bridge.kube.resources import LEASES, NODES, PODS, ApiCall, grant
 
 
 def test_selectors_match_by_equality_and_existence() -> None:

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from kube.flags import Flag, FlagTable
+from dra_bridge.kube.flags import Flag, FlagTable
 
 
 def table() -> FlagTable:

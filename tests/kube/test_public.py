@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import kube
+from dra_bridge import kube
 
 
 def test_all_lists_exactly_the_public_names() -> None:

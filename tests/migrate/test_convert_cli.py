@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from migrate.cli import main
-from migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
-from translate.errors import ApiVersionError, CountError, TranslateError
-from translate.names import normalize_api_version
-from translate.plan.device_counts import parse_count
+from dra_bridge.migrate.cli import main
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
+from dra_bridge.translate.errors import ApiVersionError, CountError, TranslateError
+from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.translate.plan.device_counts import parse_count
 
 EXAMPLES = Path(__file__).parents[1] / "data" / "examples"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from migrate.errors import EXIT_ERROR, EXIT_OK
-from migrate.slices_cmd import run_slices
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK
+from dra_bridge.migrate.slices_cmd import run_slices
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bridge"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from translate.dns_names import is_dns_label, is_dns_subdomain
-from translate.plan.claim_templates import internal_from_template
+from dra_bridge.translate.dns_names import is_dns_label, is_dns_subdomain
+from dra_bridge.translate.plan.claim_templates import internal_from_template
 
 MAX_SELECTOR_BYTES = 10240
 

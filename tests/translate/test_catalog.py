@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from translate.catalog import load_catalog
-from translate.errors import CatalogError
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.errors import CatalogError
 
 CATALOG = load_catalog()
 
@@ -98,7 +98,7 @@ def test_digest_prefix_equals_the_prefix_of_the_whole_digest_in_base32() -> None
     import base64
     import hashlib
 
-    from translate.dns_names import canonical_json, digest
+    from dra_bridge.translate.dns_names import canonical_json, digest
 
     for value in ({"a": 1}, ["x", "y"], "é", {"spec": {"requests": [{"count": 2}]}}):
         whole = base64.b32encode(hashlib.sha256(canonical_json(value).encode()).digest()).decode().lower()
@@ -106,7 +106,7 @@ def test_digest_prefix_equals_the_prefix_of_the_whole_digest_in_base32() -> None
 
 
 def test_lookups_are_remembered_per_catalog_and_target() -> None:
-    from translate.catalog import LOOKUP_MEMO_SIZE
+    from dra_bridge.translate.catalog import LOOKUP_MEMO_SIZE
 
     catalog = load_catalog()
     bridge = catalog.lookup("nvidia.com/mig-1g.10gb")

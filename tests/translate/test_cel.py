@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from translate.cel import MAX_EXPRESSION_BYTES, compile_selector, evaluate_selectors
-from translate.errors import SelectorError
+from dra_bridge.translate.cel import MAX_EXPRESSION_BYTES, compile_selector, evaluate_selectors
+from dra_bridge.translate.errors import SelectorError
 
 DRIVER = "gpu.nvidia.com"
 

@@ -7,9 +7,9 @@ from fractions import Fraction
 
 import pytest
 
+from dra_bridge.translate.cel.quantity_semver import Quantity, Semver
+from dra_bridge.translate.errors import SelectorError
 from tests.translate.test_cel import NV, matches
-from translate.cel.quantity_semver import Quantity, Semver
-from translate.errors import SelectorError
 
 # ------------------------------------------------------------------ quantity library
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.plan.cluster_state import daemonset_node, held_back
+from dra_bridge.translate.plan.pod_plan import plan_pod
 from tests.factories import gpu, make_container, make_pod
-from translate.catalog import load_catalog
-from translate.plan.cluster_state import daemonset_node, held_back
-from translate.plan.pod_plan import plan_pod
 
 CATALOG = load_catalog()
 KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"

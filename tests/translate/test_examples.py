@@ -10,12 +10,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.plan.demand import collect
+from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.plan.request_layout import Demand, legacy_total
+from dra_bridge.translate.plan.workloads import convert_object
 from tests.translate.checks import check_limits, devices_seen
-from translate.catalog import load_catalog
-from translate.plan.demand import collect
-from translate.plan.pod_plan import Options
-from translate.plan.request_layout import Demand, legacy_total
-from translate.plan.workloads import convert_object
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "data" / "examples").glob("*.yaml"))
 CATALOG = load_catalog()

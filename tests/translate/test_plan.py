@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.findings import Remedy
+from dra_bridge.translate.names import CONVERSION_ANNOTATION
+from dra_bridge.translate.plan.claim_templates import internal_from_template
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
+from dra_bridge.translate.plan.request_layout import Demand, layout, legacy_total
 from tests.factories import gpu, make_container, make_pod
 from tests.translate.checks import check_limits, devices_seen
-from translate.catalog import load_catalog
-from translate.findings import Remedy
-from translate.names import CONVERSION_ANNOTATION
-from translate.plan.claim_templates import internal_from_template
-from translate.plan.pod_plan import Options, plan_pod
-from translate.plan.request_layout import Demand, layout, legacy_total
 
 CATALOG = load_catalog()
 GPU_CLASS = "nvidia-gpu.dra-bridge.io"

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.errors import RecordError
+from dra_bridge.translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL, MANAGED_BY_WEBHOOK
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
+from dra_bridge.translate.plan.record import RECORD_API_VERSION, ConversionRecord, RecordedOptions
 from tests.factories import gpu, make_container, make_pod
-from translate.catalog import load_catalog
-from translate.errors import RecordError
-from translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL, MANAGED_BY_WEBHOOK
-from translate.plan.pod_plan import Options, plan_pod
-from translate.plan.record import RECORD_API_VERSION, ConversionRecord, RecordedOptions
 
 CATALOG = load_catalog()
 WEBHOOK = Options(managed_by=MANAGED_BY_WEBHOOK)

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from translate.catalog import load_catalog
-from translate.cel import compile_selector
-from translate.plan.gfd_selectors import Requirement, Untranslatable, selector_for
-from translate.plan.placement import place
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.cel import compile_selector
+from dra_bridge.translate.plan.gfd_selectors import Requirement, Untranslatable, selector_for
+from dra_bridge.translate.plan.placement import place
 
 CATALOG = load_catalog()
 NV = "gpu.nvidia.com"

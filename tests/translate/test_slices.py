@@ -1,4 +1,4 @@
-"""translate.inventory: inventory -> ResourceSlices (pure, table-driven)."""
+"""dra_bridge.translate.inventory: inventory -> ResourceSlices (pure, table-driven)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from translate.catalog import load_catalog
-from translate.dns_names import is_dns_label, is_dns_subdomain
-from translate.errors import InventoryError
-from translate.inventory.allocatable import InventoryDevice, group_allocatable
-from translate.inventory.api_rules import binary_quantity, check_attribute, semver
-from translate.inventory.device_facts import NvmlFacts, vendor_profile
-from translate.inventory.pool import internal_form, pool_slices, render_slice, slice_name
-from translate.inventory.slices import build_slices, device_uuids
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.dns_names import is_dns_label, is_dns_subdomain
+from dra_bridge.translate.errors import InventoryError
+from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
+from dra_bridge.translate.inventory.api_rules import binary_quantity, check_attribute, semver
+from dra_bridge.translate.inventory.device_facts import NvmlFacts, vendor_profile
+from dra_bridge.translate.inventory.pool import internal_form, pool_slices, render_slice, slice_name
+from dra_bridge.translate.inventory.slices import build_slices, device_uuids
 
 CATALOG = load_catalog()
 A100_LABELS = {

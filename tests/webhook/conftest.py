@@ -13,10 +13,10 @@ import pytest
 import yaml
 from aiohttp import web
 
-from webhook.errors import TemplateError
-from webhook.handler import Admitter
-from webhook.runtime import Runtime
-from webhook.server import make_app
+from dra_bridge.webhook.errors import TemplateError
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.runtime import Runtime
+from dra_bridge.webhook.server import make_app
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
 

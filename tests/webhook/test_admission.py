@@ -13,11 +13,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.names import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from tests.factories import make_pod
 from tests.webhook.conftest import FakeAudit, FakeEnsurer, body, example, make_admission_review
-from translate.catalog import load_catalog
-from translate.names import CONVERSION_ANNOTATION, MANAGED_BY_WEBHOOK
-from translate.plan.pod_plan import Options, plan_pod
 
 Client = TestClient[web.Request, web.Application]
 ClientFactory = Callable[[web.Application], Awaitable[Client]]
@@ -233,7 +233,7 @@ async def test_probes_and_metrics_answer(client: Client) -> None:
     example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
 ], ids=["example-01", "gfd-and-other-selector", "two-mig"])
 def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
-    from webhook.patch import PatchMemo, diff
+    from dra_bridge.webhook.patch import PatchMemo, diff
 
     migrated = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a").pod
     full = jsonpatch.JsonPatch.from_diff(pod, migrated, optimization=False).patch
@@ -244,7 +244,7 @@ def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
 
 
 def test_patch_memo_serves_pods_of_one_workload_and_keeps_workloads_apart() -> None:
-    from webhook.patch import PatchMemo, diff
+    from dra_bridge.webhook.patch import PatchMemo, diff
 
     memo = PatchMemo(size=2)
     catalog, options = load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK)
@@ -266,7 +266,7 @@ def test_patch_memo_serves_pods_of_one_workload_and_keeps_workloads_apart() -> N
 
 
 def test_patch_memo_skips_large_pairs() -> None:
-    from webhook.patch import PatchMemo, diff
+    from dra_bridge.webhook.patch import PatchMemo, diff
 
     memo = PatchMemo(max_key_chars=4096)
     pod = make_pod(name="big", tolerations=[{"key": f"k{i}", "operator": "Exists"} for i in range(500)])
@@ -279,9 +279,9 @@ def test_patch_memo_skips_large_pairs() -> None:
 async def test_each_admission_logs_one_structured_line(client: Client, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    caplog.set_level(logging.INFO, logger="webhook.handler")
+    caplog.set_level(logging.INFO, logger="dra_bridge.webhook.handler")
     await post(client, make_admission_review(make_pod(name=None, gpus=2, generate_name="web-"), uid="u-42"))
-    lines = [r.getMessage() for r in caplog.records if r.name == "webhook.handler"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "dra_bridge.webhook.handler"]
     assert len(lines) == 1
     assert all(f in lines[0] for f in ("uid=u-42", "namespace=team-a", "name=web-*", "mode=enforce",
                                         "outcome=patched", "translated=nvidia.com/gpu", "duration_ms="))
@@ -296,10 +296,10 @@ def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> Non
 
     import yaml
 
-    from translate.plan.workloads import _get, find_pod_templates
-    from webhook.decision import Context, evaluate
-    from webhook.policy import parse_policy
-    from webhook.review import MAX_WARNING_CHARS
+    from dra_bridge.translate.plan.workloads import _get, find_pod_templates
+    from dra_bridge.webhook.decision import Context, evaluate
+    from dra_bridge.webhook.policy import parse_policy
+    from dra_bridge.webhook.review import MAX_WARNING_CHARS
 
     ctx = Context(load_catalog(), parse_policy({"defaults": settings}, "test"), "resource.k8s.io/v1")
     seen = 0
@@ -329,9 +329,9 @@ async def test_replicas_are_answered_from_the_patch_memo_and_counted(client: Cli
 
 
 def test_long_paths_are_shortened_so_the_advice_stays_whole() -> None:
-    from translate.findings import Finding
-    from webhook.decision import _warning
-    from webhook.review import MAX_WARNING_CHARS
+    from dra_bridge.translate.findings import Finding
+    from dra_bridge.webhook.decision import _warning
+    from dra_bridge.webhook.review import MAX_WARNING_CHARS
 
     reason = "HAMi memory slicing (percent per container) has no DRA equivalent: the pod stays legacy " \
              "(policy hamiSlicing: whole-devices gives it whole devices)"

@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from kube.api import ApiServer
-from kube.client import Client
+from dra_bridge.kube.api import ApiServer
+from dra_bridge.kube.client import Client
+from dra_bridge.webhook.errors import TemplateError
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.runtime import Runtime, watch_policy
+from dra_bridge.webhook.templates import KubeTemplateEnsurer
 from tests.factories import make_pod
 from tests.webhook.conftest import body, make_admission_review
 from tests.webhook.test_templates import template
-from webhook.errors import TemplateError
-from webhook.handler import Admitter
-from webhook.runtime import Runtime, watch_policy
-from webhook.templates import KubeTemplateEnsurer
 
 
 def closed_port() -> int:

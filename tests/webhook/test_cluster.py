@@ -7,12 +7,12 @@ import asyncio
 import pytest
 from kubernetes_asyncio import client
 
-from kube.api import ApiServer
-from kube.backoff import Backoff
-from kube.client import Client
-from kube.errors import Unavailable
-from kube.resources import NODES
-from webhook.cluster import ClusterView
+from dra_bridge.kube.api import ApiServer
+from dra_bridge.kube.backoff import Backoff
+from dra_bridge.kube.client import Client
+from dra_bridge.kube.errors import Unavailable
+from dra_bridge.kube.resources import NODES
+from dra_bridge.webhook.cluster import ClusterView
 
 
 def node(name: str, mode: str | None) -> dict[str, object]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from webhook.cli import _certs_parser
-from webhook.settings import ENV_PREFIX, build_parser
+from dra_bridge.webhook.cli import _certs_parser
+from dra_bridge.webhook.settings import ENV_PREFIX, build_parser
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "webhook.md").read_text()
 

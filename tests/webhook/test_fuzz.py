@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.runtime import Runtime
 from tests.factories import make_pod
 from tests.webhook.conftest import FakeEnsurer, make_admission_review
-from webhook.handler import Admitter
-from webhook.runtime import Runtime
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -76,7 +76,7 @@ def test_pruned_diff_always_turns_the_original_into_the_migrated_document(
 
     import jsonpatch
 
-    from webhook.patch import PatchMemo, diff
+    from dra_bridge.webhook.patch import PatchMemo, diff
 
     memo = PatchMemo()
     for a, b in ((src, dst), (src, {**src, **dst}), (dst, {**dst, **src})):

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 
-from kube.fake import FakeKube
-from kube.resources import EVENTS, LEASES, NODES, RESOURCE_CLAIM_TEMPLATES
-from translate.catalog import load_catalog
-from translate.names import MANAGED_BY, MANAGED_BY_WEBHOOK
-from webhook.access import API_CALLS
-from webhook.cluster import ClusterView
-from webhook.events import KubeAuditSink
-from webhook.reconciler import LEASE_NAME, Reconciler
+from dra_bridge.kube.fake import FakeKube
+from dra_bridge.kube.resources import EVENTS, LEASES, NODES, RESOURCE_CLAIM_TEMPLATES
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.names import MANAGED_BY, MANAGED_BY_WEBHOOK
+from dra_bridge.webhook.access import API_CALLS
+from dra_bridge.webhook.cluster import ClusterView
+from dra_bridge.webhook.events import KubeAuditSink
+from dra_bridge.webhook.reconciler import LEASE_NAME, Reconciler
 
 V1 = "resource.k8s.io/v1"
 

@@ -15,13 +15,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from dra_bridge.webhook.certs import write_certs
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.runtime import Runtime, watch_policy
+from dra_bridge.webhook.server import make_app, reload_loop
+from dra_bridge.webhook.tls import TlsReloader
 from tests.factories import make_pod
 from tests.webhook.conftest import FakeEnsurer, body, make_admission_review
-from webhook.certs import write_certs
-from webhook.handler import Admitter
-from webhook.runtime import Runtime, watch_policy
-from webhook.server import make_app, reload_loop
-from webhook.tls import TlsReloader
 
 SECONDS = float(os.environ.get("DRA_WEBHOOK_LOAD_SECONDS", "60"))
 CONCURRENCY = 64

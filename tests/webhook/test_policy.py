@@ -11,13 +11,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from dra_bridge.webhook.errors import ConfigError, PolicyError
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.policy import Policy, Subject, load_policy
+from dra_bridge.webhook.runtime import Runtime, watch_policy
+from dra_bridge.webhook.server import make_app
 from tests.factories import make_pod
 from tests.webhook.conftest import FakeEnsurer, body, make_admission_review
-from webhook.errors import ConfigError, PolicyError
-from webhook.handler import Admitter
-from webhook.policy import Policy, Subject, load_policy
-from webhook.runtime import Runtime, watch_policy
-from webhook.server import make_app
 
 Client = TestClient[web.Request, web.Application]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import webhook
+from dra_bridge import webhook
 
 
 def test_all_lists_exactly_the_public_names() -> None:

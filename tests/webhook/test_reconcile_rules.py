@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.names import MANAGED_BY_WEBHOOK
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
+from dra_bridge.webhook.reconcile_rules import Key, garbage, missing, repair
 from tests.factories import make_pod
 from tests.webhook.conftest import example
-from translate.catalog import load_catalog
-from translate.names import MANAGED_BY_WEBHOOK
-from translate.plan.pod_plan import Options, plan_pod
-from webhook.reconcile_rules import Key, garbage, missing, repair
 
 
 def tpl(name: str, managed_by: str = "dra-bridge-webhook", ns: str = "a", created: str = "2026-01-01T00:00:00Z",

@@ -14,15 +14,15 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from kube.fake import FakeKube
-from kube.resources import PODS, RESOURCE_CLAIM_TEMPLATES
+from dra_bridge.kube.fake import FakeKube
+from dra_bridge.kube.resources import PODS, RESOURCE_CLAIM_TEMPLATES
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.webhook import Context, evaluate
+from dra_bridge.webhook.access import API_CALLS
+from dra_bridge.webhook.policy import parse_policy
+from dra_bridge.webhook.reconciler import Reconciler
 from tests.factories import make_pod
 from tests.webhook.conftest import make_admission_review
-from translate.catalog import load_catalog
-from webhook import Context, evaluate
-from webhook.access import API_CALLS
-from webhook.policy import parse_policy
-from webhook.reconciler import Reconciler
 
 V1 = "resource.k8s.io/v1"
 

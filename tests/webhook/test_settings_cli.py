@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from webhook.cli import main
-from webhook.errors import ConfigError
-from webhook.settings import Settings
+from dra_bridge.webhook.cli import main
+from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.settings import Settings
 
 
 def test_flags_win_over_env_twins_and_defaults_fill_the_rest() -> None:
@@ -54,7 +54,7 @@ def test_serve_without_a_certificate_exits_1(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_every_serve_flag_explains_itself_and_names_its_env_twin() -> None:
-    from webhook.settings import build_parser
+    from dra_bridge.webhook.settings import build_parser
 
     for action in build_parser()._actions:
         if action.option_strings == ["-h", "--help"]:
@@ -98,7 +98,7 @@ def test_certs_missing_flag_is_a_usage_error() -> None:
 def test_every_certs_flag_has_help() -> None:
     import argparse
 
-    from webhook.cli import _certs_parser
+    from dra_bridge.webhook.cli import _certs_parser
 
     parser = argparse.ArgumentParser()
     _certs_parser(parser.add_subparsers())
@@ -131,9 +131,9 @@ async def test_discovery_through_a_server_that_drops_the_connection_is_a_configu
 
     from kubernetes_asyncio import client
 
-    from kube.api import ApiServer
-    from kube.client import Client
-    from webhook.cli import _api_version
+    from dra_bridge.kube.api import ApiServer
+    from dra_bridge.kube.client import Client
+    from dra_bridge.webhook.cli import _api_version
 
     async def drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read(100)

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from kube.errors import Forbidden
-from kube.fake import FakeKube
-from kube.resources import RESOURCE_CLAIM_TEMPLATES
+from dra_bridge.kube.errors import Forbidden
+from dra_bridge.kube.fake import FakeKube
+from dra_bridge.kube.resources import RESOURCE_CLAIM_TEMPLATES
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.names import MANAGED_BY_WEBHOOK
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
+from dra_bridge.webhook.access import API_CALLS
+from dra_bridge.webhook.errors import TemplateError
+from dra_bridge.webhook.templates import KubeTemplateEnsurer
 from tests.factories import make_pod
-from translate.catalog import load_catalog
-from translate.names import MANAGED_BY_WEBHOOK
-from translate.plan.pod_plan import Options, plan_pod
-from webhook.access import API_CALLS
-from webhook.errors import TemplateError
-from webhook.templates import KubeTemplateEnsurer
 
 
 def stored(fake: FakeKube, tpl: dict[str, Any]) -> dict[str, Any]:

@@ -13,14 +13,14 @@ import pytest
 from aiohttp import web
 from cryptography import x509
 
+from dra_bridge.webhook.certs import CertPaths, write_certs
+from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.runtime import Runtime
+from dra_bridge.webhook.server import make_app
+from dra_bridge.webhook.tls import TlsReloader
 from tests.factories import make_pod
 from tests.webhook.conftest import FakeEnsurer, body, make_admission_review
-from webhook.certs import CertPaths, write_certs
-from webhook.errors import ConfigError
-from webhook.handler import Admitter
-from webhook.runtime import Runtime
-from webhook.server import make_app
-from webhook.tls import TlsReloader
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,14 @@ static checks (:mod:`~translate.cel.environment`), a Device JSON as the CEL valu
 writes (:mod:`~translate.cel.selector_text`).
 """
 
-from translate.cel.environment import (
+from dra_bridge.translate.cel.environment import (
     MAX_EXPRESSION_BYTES,
     CompiledSelector,
     compile_selector,
     device_to_cel,
     evaluate_selectors,
 )
-from translate.cel.quantity_semver import Quantity, Semver
+from dra_bridge.translate.cel.quantity_semver import Quantity, Semver
 
 __all__ = [
     "MAX_EXPRESSION_BYTES",

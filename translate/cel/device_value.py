@@ -30,8 +30,8 @@ from typing import Any, Final
 
 from celpy import celtypes
 
-from translate.cel.quantity_semver import Quantity, Semver
-from translate.errors import SelectorError, ValueFormatError
+from dra_bridge.translate.cel.quantity_semver import Quantity, Semver
+from dra_bridge.translate.errors import SelectorError, ValueFormatError
 
 __all__ = ["device_label", "device_to_cel"]
 

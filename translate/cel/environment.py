@@ -69,10 +69,10 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Context, Evaluator, base_functions
 
-from translate.cel.device_value import device_label, device_to_cel
-from translate.cel.library import LIBRARY_FUNCTIONS
-from translate.cel.overloads import cel_type_name
-from translate.errors import SelectorError
+from dra_bridge.translate.cel.device_value import device_label, device_to_cel
+from dra_bridge.translate.cel.library import LIBRARY_FUNCTIONS
+from dra_bridge.translate.cel.overloads import cel_type_name
+from dra_bridge.translate.errors import SelectorError
 
 __all__ = [
     "MAX_EXPRESSION_BYTES",

@@ -36,7 +36,7 @@ from typing import Any, Final
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, base_functions
 
-from translate.cel.overloads import (
+from dra_bridge.translate.cel.overloads import (
     CelFunction,
     LibraryFailure,
     cel_function,
@@ -45,9 +45,9 @@ from translate.cel.overloads import (
     overload_error,
     string_arg,
 )
-from translate.cel.quantity_semver import Quantity, Semver
-from translate.cel.string_functions import STRING_FUNCTIONS, index_of, last_index_of
-from translate.errors import ValueFormatError
+from dra_bridge.translate.cel.quantity_semver import Quantity, Semver
+from dra_bridge.translate.cel.string_functions import STRING_FUNCTIONS, index_of, last_index_of
+from dra_bridge.translate.errors import ValueFormatError
 
 __all__ = ["LIBRARY_FUNCTIONS", "cel_equal"]
 

@@ -19,7 +19,7 @@ from typing import Any
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from translate.cel.quantity_semver import Quantity, Semver
+from dra_bridge.translate.cel.quantity_semver import Quantity, Semver
 
 __all__ = [
     "CelFunction",

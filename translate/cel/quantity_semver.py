@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final
 
-from translate.errors import ValueFormatError
+from dra_bridge.translate.errors import ValueFormatError
 
 __all__ = ["Quantity", "Semver"]
 

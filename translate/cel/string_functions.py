@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from celpy import celtypes
 
-from translate.cel.overloads import (
+from dra_bridge.translate.cel.overloads import (
     CelFunction,
     LibraryFailure,
     cel_function,

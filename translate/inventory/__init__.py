@@ -7,11 +7,11 @@ the API server's rules for slice values (:mod:`~translate.inventory.api_rules`),
 pool into slices and rendering them per API version (:mod:`~translate.inventory.pool`).
 """
 
-from translate.inventory.allocatable import InventoryDevice, group_allocatable, split_replica
-from translate.inventory.api_rules import SliceDevice
-from translate.inventory.device_facts import NvmlFacts
-from translate.inventory.pool import internal_form, pool_slices, render_slice
-from translate.inventory.slices import SliceBuild, build_devices, build_slices, device_uuids
+from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable, split_replica
+from dra_bridge.translate.inventory.api_rules import SliceDevice
+from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.inventory.pool import internal_form, pool_slices, render_slice
+from dra_bridge.translate.inventory.slices import SliceBuild, build_devices, build_slices, device_uuids
 
 __all__ = [
     "InventoryDevice",

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from translate.errors import InventoryError
+from dra_bridge.translate.errors import InventoryError
 
 _REPLICA_RE = re.compile(r"(?P<base>.+)::(?P<n>0|[1-9][0-9]*)")
 

@@ -18,8 +18,8 @@ import functools
 import re
 from typing import TypedDict
 
-from translate.dns_names import is_dns_label, is_dns_subdomain
-from translate.errors import InventoryError
+from dra_bridge.translate.dns_names import is_dns_label, is_dns_subdomain
+from dra_bridge.translate.errors import InventoryError
 
 #: dra-api.md 2.2 (ResourceSliceMaxAttributesAndCapacitiesPerDevice).
 MAX_ATTRIBUTES_AND_CAPACITIES = 32

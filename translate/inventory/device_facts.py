@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-from translate.catalog import ResourceMapping
-from translate.names import GFD_PREFIX
+from dra_bridge.translate.catalog import ResourceMapping
+from dra_bridge.translate.names import GFD_PREFIX
 
 MIB = 1024 * 1024
 #: GFD ``gpu.family`` (lower case, vendors.md 1.5) -> the DRA driver's ``architecture`` (2.4).

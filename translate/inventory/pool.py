@@ -24,10 +24,10 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from translate.dns_names import digest, is_dns_subdomain, to_label
-from translate.errors import InventoryError
-from translate.inventory.api_rules import AttributeValue, Capacity, SliceDevice, check_device
-from translate.names import API_VERSIONS, MANAGED_BY, MANAGED_BY_BRIDGE
+from dra_bridge.translate.dns_names import digest, is_dns_subdomain, to_label
+from dra_bridge.translate.errors import InventoryError
+from dra_bridge.translate.inventory.api_rules import AttributeValue, Capacity, SliceDevice, check_device
+from dra_bridge.translate.names import API_VERSIONS, MANAGED_BY, MANAGED_BY_BRIDGE
 
 #: dra-api.md 2.1 (ResourceSliceMaxDevices); we never use taints or counters, so not 64.
 MAX_DEVICES_PER_SLICE = 128

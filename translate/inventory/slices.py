@@ -33,11 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from translate.catalog import Catalog
-from translate.dns_names import digest, resource_label
-from translate.errors import InventoryError
-from translate.inventory.allocatable import InventoryDevice, device_sort_key, split_replica
-from translate.inventory.api_rules import (
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.dns_names import digest, resource_label
+from dra_bridge.translate.errors import InventoryError
+from dra_bridge.translate.inventory.allocatable import InventoryDevice, device_sort_key, split_replica
+from dra_bridge.translate.inventory.api_rules import (
     AttributeValue,
     Capacity,
     SliceDevice,
@@ -45,9 +45,9 @@ from translate.inventory.api_rules import (
     check_attribute,
     semver,
 )
-from translate.inventory.device_facts import NvmlFacts, label_facts
-from translate.inventory.pool import pool_slices
-from translate.names import BRIDGE_DRIVER, NVIDIA_DRIVER, STANDARD_DOMAIN
+from dra_bridge.translate.inventory.device_facts import NvmlFacts, label_facts
+from dra_bridge.translate.inventory.pool import pool_slices
+from dra_bridge.translate.names import BRIDGE_DRIVER, NVIDIA_DRIVER, STANDARD_DOMAIN
 
 
 @dataclass(frozen=True)

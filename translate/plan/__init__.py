@@ -12,11 +12,11 @@ ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster s
 (:mod:`~translate.plan.stay_legacy`).
 """
 
-from translate.plan.claim_templates import internal_from_template, render_template
-from translate.plan.cluster_state import converted_resources, daemonset_node, held_back
-from translate.plan.pod_plan import Options, Plan, plan_pod
-from translate.plan.record import ConversionRecord, RecordedOptions
-from translate.plan.workloads import Converted, convert_object
+from dra_bridge.translate.plan.claim_templates import internal_from_template, render_template
+from dra_bridge.translate.plan.cluster_state import converted_resources, daemonset_node, held_back
+from dra_bridge.translate.plan.pod_plan import Options, Plan, plan_pod
+from dra_bridge.translate.plan.record import ConversionRecord, RecordedOptions
+from dra_bridge.translate.plan.workloads import Converted, convert_object
 
 __all__ = [
     "ConversionRecord",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from translate.names import CONVERTED_LABEL, MANAGED_BY
+from dra_bridge.translate.names import CONVERTED_LABEL, MANAGED_BY
 
 
 def _request(req: Mapping[str, Any], api_version: str) -> dict[str, Any]:

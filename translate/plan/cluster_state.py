@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from translate.catalog import Catalog
-from translate.findings import Finding, Remedy
-from translate.plan.quota import dra_quota_key
-from translate.plan.record import ConversionRecord
-from translate.plan.stay_legacy import daemonset_node_not_handed_over, legacy_quota_only
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.findings import Finding, Remedy
+from dra_bridge.translate.plan.quota import dra_quota_key
+from dra_bridge.translate.plan.record import ConversionRecord
+from dra_bridge.translate.plan.stay_legacy import daemonset_node_not_handed_over, legacy_quota_only
 
 
 def daemonset_node(spec: Mapping[str, Any]) -> str | None:

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from translate.catalog import Catalog, ResourceMapping
-from translate.findings import Finding
-from translate.plan.device_counts import parse_count
-from translate.plan.request_layout import Role
-from translate.plan.stay_legacy import invalid_quantity, requests_differ_from_limits, requests_without_limits
+from dra_bridge.translate.catalog import Catalog, ResourceMapping
+from dra_bridge.translate.findings import Finding
+from dra_bridge.translate.plan.device_counts import parse_count
+from dra_bridge.translate.plan.request_layout import Role
+from dra_bridge.translate.plan.stay_legacy import invalid_quantity, requests_differ_from_limits, requests_without_limits
 
 #: Resource names with a slash that are not device-plugin extended resources.
 _NOT_EXTENDED = ("kubernetes.io/", "requests.", "limits.")

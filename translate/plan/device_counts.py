@@ -11,7 +11,7 @@ import math
 import re
 from decimal import Decimal, DecimalException
 
-from translate.errors import CountError
+from dra_bridge.translate.errors import CountError
 
 #: Kubernetes quantities hold at most 10^18 (int64 milli-units): larger exponents are refused
 #: before any arithmetic.

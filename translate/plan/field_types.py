@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from translate.findings import Finding
+from dra_bridge.translate.findings import Finding
 
 _SPEC_FIELDS: dict[str, type] = {
     "containers": list, "initContainers": list, "resourceClaims": list, "tolerations": list,

@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from translate.cel import selector_text as ex
-from translate.names import GFD_PREFIX, NVIDIA_DRIVER
+from dra_bridge.translate.cel import selector_text as ex
+from dra_bridge.translate.names import GFD_PREFIX, NVIDIA_DRIVER
 
 SEMVER_MIN_MINOR = 34
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")

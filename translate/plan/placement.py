@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from translate.cel import selector_text as ex
-from translate.findings import Finding
-from translate.json_copy import clone_mapping
-from translate.names import HAMI_ANNOTATIONS, HAMI_NOUSE_TYPE, HAMI_USE_TYPE, HAMI_USE_UUID, NVIDIA_DRIVER
-from translate.plan.gfd_selectors import Requirement, Untranslatable, is_gpu_label, selector_for
+from dra_bridge.translate.cel import selector_text as ex
+from dra_bridge.translate.findings import Finding
+from dra_bridge.translate.json_copy import clone_mapping
+from dra_bridge.translate.names import HAMI_ANNOTATIONS, HAMI_NOUSE_TYPE, HAMI_USE_TYPE, HAMI_USE_UUID, NVIDIA_DRIVER
+from dra_bridge.translate.plan.gfd_selectors import Requirement, Untranslatable, is_gpu_label, selector_for
 
 
 @dataclass

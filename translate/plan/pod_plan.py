@@ -22,23 +22,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from translate.catalog import Catalog
-from translate.dns_names import digest, resource_label, to_label, unique_labels
-from translate.findings import Finding, Remedy, worst
-from translate.names import (
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.dns_names import digest, resource_label, to_label, unique_labels
+from dra_bridge.translate.findings import Finding, Remedy, worst
+from dra_bridge.translate.names import (
     DEFAULT_API_VERSION,
     GFD_PREFIX,
     MANAGED_BY_CONVERT,
     MINOR_FOR_VERSION,
     normalize_api_version,
 )
-from translate.plan import stay_legacy
-from translate.plan.claim_templates import render_template
-from translate.plan.demand import ContainerDemand, collect
-from translate.plan.field_types import shape_problems
-from translate.plan.placement import Placement, place
-from translate.plan.record import ConversionRecord, OriginalValues, RecordedOptions
-from translate.plan.request_layout import MAX_DEVICES_PER_REQUEST, Demand, layout
+from dra_bridge.translate.plan import stay_legacy
+from dra_bridge.translate.plan.claim_templates import render_template
+from dra_bridge.translate.plan.demand import ContainerDemand, collect
+from dra_bridge.translate.plan.field_types import shape_problems
+from dra_bridge.translate.plan.placement import Placement, place
+from dra_bridge.translate.plan.record import ConversionRecord, OriginalValues, RecordedOptions
+from dra_bridge.translate.plan.request_layout import MAX_DEVICES_PER_REQUEST, Demand, layout
 
 MAX_REQUESTS_PER_CLAIM = 32
 

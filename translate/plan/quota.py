@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from translate.catalog import Catalog, ResourceMapping
-from translate.errors import CountError
-from translate.findings import Finding
-from translate.json_copy import clone_mapping
-from translate.names import DRA_QUOTA_SUFFIX
-from translate.plan.device_counts import parse_count
+from dra_bridge.translate.catalog import Catalog, ResourceMapping
+from dra_bridge.translate.errors import CountError
+from dra_bridge.translate.findings import Finding
+from dra_bridge.translate.json_copy import clone_mapping
+from dra_bridge.translate.names import DRA_QUOTA_SUFFIX
+from dra_bridge.translate.plan.device_counts import parse_count
 
 
 def dra_quota_key(mapping: ResourceMapping) -> str:

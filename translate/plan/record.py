@@ -39,12 +39,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
-from translate.catalog import Catalog, Target
-from translate.errors import RecordError
-from translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL
+from dra_bridge.translate.catalog import Catalog, Target
+from dra_bridge.translate.errors import RecordError
+from dra_bridge.translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL
 
 if TYPE_CHECKING:
-    from translate.plan.pod_plan import Options
+    from dra_bridge.translate.plan.pod_plan import Options
 
 RECORD_API_VERSION = "conversion.dra-bridge.io/v1"
 HamiSlicing = Literal["unsupported", "whole-devices"]

@@ -27,11 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from translate.catalog import ResourceMapping
-from translate.errors import CountError
-from translate.findings import Finding, Remedy, blocks_conversion, worst
-from translate.names import CONVERSION_ANNOTATION, NODE_MODE_LABEL
-from translate.plan.device_counts import parse_count
+from dra_bridge.translate.catalog import ResourceMapping
+from dra_bridge.translate.errors import CountError
+from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
+from dra_bridge.translate.names import CONVERSION_ANNOTATION, NODE_MODE_LABEL
+from dra_bridge.translate.plan.device_counts import parse_count
 
 #: More devices than this in one pod is a typo or an attack, not a workload: refused.
 MAX_DEVICES_PER_POD = 256

@@ -24,12 +24,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from translate.catalog import Catalog
-from translate.findings import Finding, Remedy
-from translate.json_copy import clone, clone_mapping
-from translate.plan.pod_plan import Options, plan_pod
-from translate.plan.quota import convert_quota
-from translate.plan.stay_legacy import live_pod
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.findings import Finding, Remedy
+from dra_bridge.translate.json_copy import clone, clone_mapping
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
+from dra_bridge.translate.plan.quota import convert_quota
+from dra_bridge.translate.plan.stay_legacy import live_pod
 
 BUILTIN_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Deployment": ("spec", "template"),
