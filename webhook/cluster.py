@@ -11,7 +11,9 @@
 
 After an error a kind is relisted with exponential backoff (1 s doubling to 30 s, one
 WARNING per attempt naming the pause), reset once a list and watch worked; ``sleep`` is
-injectable for tests. Until the ResourceQuota list has answered once, every namespace's
+injectable for tests. A list that has not answered after ``list_timeout`` seconds (60) is
+given up and retried the same way: a connection lost in a network fault must not leave a
+view unsynced until the webhook restarts. Until the ResourceQuota list has answered once, every namespace's
 quota is unknown (:class:`~translate.plan.cluster_state.QuotaUnknown`, whose cause says why:
 not listed yet, a missing permission, no answer for N s, the last error), and the decision
 keeps converting pods legacy (quota safety fails closed). After that a failing relist keeps
@@ -55,8 +57,10 @@ class ClusterView:
     """
 
     def __init__(self, *, sleep: Sleep = asyncio.sleep, initial_backoff: float = 1.0,
-                 max_backoff: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_backoff: float = 30.0, clock: Callable[[], float] = time.monotonic,
+                 list_timeout: float = 60.0) -> None:
         self._sleep = sleep
+        self._list_timeout = list_timeout
         self._clock = clock
         self._listing: dict[Kind, float] = {}
         self._failure: dict[Kind, str] = {}
@@ -200,9 +204,9 @@ class ClusterView:
                 await backoff.wait()
             except asyncio.CancelledError:
                 raise
-            except (KubeError, ValueError) as exc:
+            except (KubeError, ValueError, TimeoutError) as exc:
                 self._failure[kind] = self._cause(kind, resource, exc)
-                logger.warning("%s watch: %s; relisting in %gs", kind, str(exc) or type(exc).__name__, backoff.delay)
+                logger.warning("%s watch: %s; relisting in %gs", kind, self._failure[kind], backoff.delay)
                 await backoff.wait()
 
     def _cause(self, kind: Kind, resource: Resource, exc: Exception) -> str:
@@ -211,6 +215,8 @@ class ClusterView:
         self._listing.pop(kind, None)
         if isinstance(exc, Forbidden):
             return f"missing permission {api_call('list' if listing else 'watch', resource)}"
+        if isinstance(exc, TimeoutError) and listing:
+            return f"the list had no answer within {self._list_timeout:g}s; retrying"
         return f"{verb} failed: {str(exc)[:80] or type(exc).__name__}"
 
     async def _list_and_watch(self, api: KubeApi, kind: Kind, resource: Resource, stop: asyncio.Event) -> bool:
@@ -218,7 +224,8 @@ class ClusterView:
         (the watch delivered an event or ended normally). A watch that expired (410 Gone)
         returns whether it delivered anything; other errors propagate."""
         self._listing[kind] = self._clock()
-        doc = await api.list(resource)
+        async with asyncio.timeout(self._list_timeout):
+            doc = await api.list(resource)
         del self._listing[kind]
         self._failure.pop(kind, None)
         self.replace(kind, doc.get("items") or [])

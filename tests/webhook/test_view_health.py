@@ -159,3 +159,35 @@ async def test_readiness_stays_ready_and_names_views_permissions_and_the_api_ser
     assert 'dra_webhook_view_synced{view="Node"} 1.0' in metrics
     assert 'dra_webhook_permission_missing{permission="list core/resourcequotas"} 1.0' in metrics
     assert "dra_webhook_api_server_up 0.0" in metrics
+
+
+class StallOnceFake(FakeKube):
+    """A fake whose first ResourceQuota list never answers (a connection lost in a network fault);
+    every later list answers."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.quota_lists = 0
+
+    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
+                   field_selector: str = "") -> dict[str, Any]:
+        if resource.plural == RESOURCE_QUOTAS.plural:
+            self.quota_lists += 1
+            if self.quota_lists == 1:
+                await asyncio.Event().wait()
+        return await super().list(resource, namespace, label_selector=label_selector, field_selector=field_selector)
+
+
+async def test_a_list_that_hangs_is_given_up_after_the_list_timeout_and_retried() -> None:
+    fake = StallOnceFake(allowed=API_CALLS)
+    health = ApiHealth()
+    view = ClusterView(sleep=lambda _s: asyncio.sleep(0.01), list_timeout=0.05)
+    stop = asyncio.Event()
+    task = asyncio.create_task(view.run(ObservedApi(fake, health), V1, stop))
+    try:
+        await until(lambda: "ResourceQuota" in view.synced)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 2)
+    assert fake.quota_lists == 2
+    assert view.quota_keys("team-a") == frozenset()
