@@ -96,7 +96,8 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
         return Converted(quota, (), notes)
     if kind == "Pod" and obj.get("apiVersion") == "v1":
         plan = plan_pod(obj, catalog, options, namespace)
-        live = live_pod(meta) if plan.changed and isinstance(meta, Mapping) else None
+        asks = plan.changed or any(f.severity > 0 for f in plan.findings)
+        live = live_pod(meta) if asks and isinstance(meta, Mapping) else None  # before nodeName: why it stays
         if live is not None:
             return Converted(clone(obj), (), (live,))
         return Converted(_without_server_fields(clone_mapping(plan.pod)), plan.templates, plan.findings)
