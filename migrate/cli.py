@@ -57,7 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
                       help="format of the converted objects on stdout (default yaml)")
     conv.add_argument("--include-custom-resources", action="store_true",
-                      help="also convert pod templates inside custom resources (RayCluster, PyTorchJob, ...)")
+                      help="also convert pod templates and pod specs inside custom resources (RayCluster, "
+                           "PyTorchJob, KServe InferenceService, ...); Argo templates have none and stay "
+                           "left-for-webhook")
     conv.add_argument("--hami-slicing", choices=("unsupported", "whole-devices"), default="unsupported",
                       help="HAMi memory/core slicing: keep such pods legacy, or convert them to whole devices")
     conv.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
