@@ -90,6 +90,20 @@ def test_any_custom_resource_asking_for_a_gpu_outside_a_pod_spec_gets_a_finding(
         "spec.worker.resources.requests[nvidia.com/gpu]"}
 
 
+@pytest.mark.parametrize("predictor", [
+    {"containers": 5, "model": {"resources": {"limits": {"nvidia.com/gpu": 1}}}},
+    {"containers": "c", "model": "m"}, {"model": {"resources": {"limits": {"nvidia.com/gpu": "x"}}}},
+    {"workerSpec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}, "annotations": 3}, [], "p",
+], ids=["containers-not-a-list", "strings", "bad-count", "unnamed-worker-and-odd-annotations", "list", "string"])
+def test_odd_inference_services_give_findings_not_tracebacks(predictor: Any) -> None:
+    obj = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+           "metadata": {"name": "odd", "namespace": "n"}, "spec": {"predictor": predictor}}
+    for include in (False, True):
+        result = convert_object(obj, CATALOG, include_custom_resources=include)
+        assert result.templates == () or include
+        assert all(f.path.startswith("spec.predictor") for f in result.findings)
+
+
 @pytest.mark.parametrize("name", ["kserve-inferenceservice.yaml", "argo-workflows.yaml"], ids=["kserve", "argo"])
 def test_fail_on_left_for_webhook_catches_them(name: str) -> None:
     out, err = io.StringIO(), io.StringIO()

@@ -83,7 +83,8 @@ class PodSpecSite:
         skip = {*self.single, KSERVE_WORKER, *(POD_METADATA if self.pod_metadata else ())}
         spec = {k: v for k, v in site.items() if k not in skip}
         singles = [dict(site[k]) if "name" in site[k] else {"name": k, **site[k]} for k in self.present(site)]
-        spec["containers"] = [*singles, *(site.get("containers") or [])]
+        rest = site.get("containers")  # a wrong type goes to the plan as it is, which reports it
+        spec["containers"] = [*singles, *rest] if isinstance(rest, list) else singles if rest is None else rest
         meta = {k: site[k] for k in POD_METADATA if self.pod_metadata and k in site}
         return {"metadata": meta, "spec": spec}
 
