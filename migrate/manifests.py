@@ -152,7 +152,7 @@ def why_empty(source: str) -> str:
         if not _files(source):
             return "a directory without .yaml, .yml or .json files"
         return "a directory whose manifest files hold no documents"
-    return "an empty file (or only comments and ---)"
+    return "an empty file, or only comments and ---"
 
 
 def dump(objects: list[Any], output: str) -> str:
