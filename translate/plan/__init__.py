@@ -6,7 +6,9 @@ request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAM
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
 (:mod:`~translate.plan.pod_plan`), the conversion record it leaves on the pod (written, read,
-reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`),
+reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`; the
+shapes of custom resources without pod templates, KServe and Argo:
+:mod:`~translate.plan.custom_resources`),
 ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster state
 (:mod:`~translate.plan.cluster_state`), and every rule that keeps a pod on the device plugin
 (:mod:`~translate.plan.stay_legacy`).

@@ -130,12 +130,15 @@ def translation_not_faithful(findings: Sequence[Finding], keep_legacy_partial: b
 
 
 def live_pod(meta: Mapping[str, Any]) -> Finding | None:
-    """A Pod that exists (uid) or has an owner cannot change its spec: convert the owner."""
+    """A Pod that exists (uid: read back from the API server, e.g. ``kubectl get -o yaml``) or has
+    an owner cannot change its spec: convert the owner. Checked before every other rule, so a
+    running pod's ``spec.nodeName`` (set by the scheduler) is not given as the reason."""
     if not (meta.get("uid") or meta.get("ownerReferences")):
         return None
+    what = "a live Pod (read back from the API server)" if meta.get("uid") else "a controller-owned Pod"
     return Finding(".", f"Pod {meta.get('name', '')}", "kept-legacy",
-                   "a live or controller-owned Pod cannot change its spec: convert its owner (Deployment, Job, ...) "
-                   "instead")
+                   f"{what} cannot change its spec: convert its owner (Deployment, Job, ...) instead, or the "
+                   "manifest it was created from")
 
 
 # ------------------------------------------------------------------ cluster state
