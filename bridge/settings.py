@@ -9,13 +9,16 @@ the environment; the flags' help texts are the table :data:`FLAGS`.
 ``--driver-name`` (``DRA_BRIDGE_DRIVER_NAME``, ``DRIVER_NAME``) was removed: the driver name is
 part of the DeviceClasses' contract (they select ``device.driver == "dra-bridge.io"``, the
 shipped catalog's ``bridgeDriver``), so a bridge publishing under another name would leave every
-converted claim unallocatable. Setting it in any form is a :class:`SettingsError` naming it,
-never silently ignored (:data:`REMOVED`).
+converted claim unallocatable. Setting it to another name in any form is a
+:class:`SettingsError` naming it, never silently ignored (:data:`REMOVED`); setting it to
+``dra-bridge.io`` itself (what a DaemonSet written for an older release may carry) only logs a
+warning naming it, since it changes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -24,7 +27,9 @@ from typing import Any
 from dra_bridge.bridge.errors import SettingsError
 from dra_bridge.kube.flags import BRIDGE_PREFIX, Flag, FlagTable
 from dra_bridge.translate.dns_names import is_dns_subdomain
-from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.translate.names import BRIDGE_DRIVER, normalize_api_version
+
+logger = logging.getLogger(__name__)
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 """The values ``--log-level`` accepts (in any case)."""
@@ -94,11 +99,15 @@ class Settings:
         """Settings from parsed flags (``None`` = not given) and environment twins; SettingsError
         when a removed setting is given (:data:`REMOVED`)."""
         env = os.environ if env is None else env
-        for name, why in REMOVED.items():
-            given = [f"--{name.replace('_', '-')}"] if getattr(args, name, None) is not None else []
-            given += [var for var in (FLAGS.env(name), name.upper()) if var in env]
-            if given:
-                raise SettingsError(f"{given[0]} was removed: {why}")
+        for name, (why, harmless) in REMOVED.items():
+            flag = getattr(args, name, None)
+            given = [(f"--{name.replace('_', '-')}", str(flag))] if flag is not None else []
+            given += [(var, env[var]) for var in (FLAGS.env(name), name.upper()) if var in env]
+            for source, value in given:
+                if value != harmless:
+                    raise SettingsError(f"{source} was removed: {why}")
+                logger.warning("%s was removed and is ignored (its value %s is the only one there is); unset it",
+                               source, value)
         values: dict[str, Any] = {}
         for name, raw in FLAGS.values(args, env).items():
             try:
@@ -132,12 +141,13 @@ FLAGS = FlagTable(BRIDGE_PREFIX, (
 """The agent's flags, their ``DRA_BRIDGE_`` twins and the deprecated unprefixed names (kube.flags)."""
 
 
-#: Settings that were removed -> why, for the one-line error when one is still given (as a
-#: flag, its ``DRA_BRIDGE_`` twin or its former unprefixed name).
-REMOVED: dict[str, str] = {
-    "driver_name": "the bridge always publishes under the driver name the DeviceClasses select "
-                   "(dra-bridge.io, the shipped catalog's bridgeDriver), so that converted claims match its "
-                   "devices; unset it (docs/bridge.md)",
+#: Settings that were removed -> (why, the one value that is harmless): the one-line error when
+#: one is still given (as a flag, its ``DRA_BRIDGE_`` twin or its former unprefixed name) with
+#: another value; the harmless value only logs a warning.
+REMOVED: dict[str, tuple[str, str]] = {
+    "driver_name": ("the bridge always publishes under the driver name the DeviceClasses select "
+                    f"({BRIDGE_DRIVER}, the shipped catalog's bridgeDriver), so that converted claims match its "
+                    "devices; unset it (docs/bridge.md)", BRIDGE_DRIVER),
 }
 
 

@@ -97,11 +97,23 @@ def test_flags_win_over_env_twins_which_win_over_defaults() -> None:
     ({"DRA_BRIDGE_DRIVER_NAME": "gpu.example.com"}, [], "DRA_BRIDGE_DRIVER_NAME"),
     ({"DRIVER_NAME": "gpu.example.com"}, [], "DRIVER_NAME"),
     ({}, ["--driver-name", "gpu.example.com"], "--driver-name"),
-    ({"DRA_BRIDGE_DRIVER_NAME": "dra-bridge.io"}, [], "DRA_BRIDGE_DRIVER_NAME"),
-], ids=["prefixed-env", "unprefixed-env", "flag", "even-the-default-value"])
+    ({"DRA_BRIDGE_DRIVER_NAME": "dra-bridge.io", "DRIVER_NAME": "gpu.example.com"}, [], "DRIVER_NAME"),
+], ids=["prefixed-env", "unprefixed-env", "flag", "one-of-two-differs"])
 def test_a_driver_name_setting_is_refused_naming_it(env: dict[str, str], argv: list[str], named: str) -> None:
     with pytest.raises(SettingsError, match=f"{named} was removed.*DeviceClasses.*dra-bridge.io"):
         Settings.from_args(["--node-name", "a", *argv], env).validate()
+
+
+@pytest.mark.parametrize(("env", "argv", "named"), [
+    ({"DRA_BRIDGE_DRIVER_NAME": "dra-bridge.io"}, [], "DRA_BRIDGE_DRIVER_NAME"),
+    ({"DRIVER_NAME": "dra-bridge.io"}, [], "DRIVER_NAME"),
+    ({}, ["--driver-name", "dra-bridge.io"], "--driver-name"),
+], ids=["prefixed-env", "unprefixed-env", "flag"])
+def test_the_one_driver_name_there_is_only_warns(env: dict[str, str], argv: list[str], named: str,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    settings = Settings.from_args(["--node-name", "a", *argv], env)
+    settings.validate()
+    assert f"{named} was removed and is ignored" in caplog.text
 
 
 @pytest.mark.parametrize(("env", "flag"), [
