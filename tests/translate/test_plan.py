@@ -346,3 +346,38 @@ def test_findings_name_no_front_end_setting() -> None:
             make_pod([make_container("c", gpu(1))], schedulerName="volcano")]
     reasons = [f.reason for pod in pods for f in plan_pod(pod, CATALOG).findings]
     assert reasons and not [r for r in reasons if "--" in r or "policy" in r]
+
+
+A100_MIG_1G = "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
+
+
+@pytest.mark.parametrize(("target", "device_class"), [("bridge", "nvidia-mig-1g.5gb.dra-bridge.io"),
+                                                      ("vendor", "mig.nvidia.com")], ids=["bridge", "vendor"])
+def test_mig_single_strategy_product_label_requests_the_profile_class(target: Any, device_class: str) -> None:
+    pod = make_pod(gpus=2, nodeSelector={"nvidia.com/gpu.product": A100_MIG_1G})
+    plan = plan_pod(pod, CATALOG.with_target(target))
+    (request,) = internal_from_template(plan.templates[0])["requests"]
+    assert (request["deviceClassName"], request["count"]) == (device_class, 2)
+    assert plan.severity == 0 and "nodeSelector" not in plan.pod["spec"]
+    assert plan.converted == {"nvidia.com/gpu"}
+    assert "nvidia.com/gpu" not in plan.pod["spec"]["containers"][0]["resources"].get("limits", {})
+
+
+@pytest.mark.parametrize("products", [
+    [A100_MIG_1G, "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb"],
+    [A100_MIG_1G, "NVIDIA-A100-SXM4-40GB"],
+], ids=["two-profiles", "mig-and-whole-gpus"])
+def test_a_product_selection_no_one_mig_class_serves_stays_legacy(products: list[str]) -> None:
+    pod = make_pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "nvidia.com/gpu.product", "operator": "In", "values": products}]}]}}})
+    plan = plan_pod(pod, CATALOG)
+    assert not plan.changed and "unsupported" in outcomes(plan)
+
+
+def test_mig_single_strategy_without_a_profile_is_partial_on_the_bridge_target() -> None:
+    pod = make_pod(nodeSelector={"nvidia.com/mig.strategy": "single"})
+    assert "partial" in outcomes(plan_pod(pod, CATALOG))
+    vendor = plan_pod(pod, CATALOG.with_target("vendor"))
+    assert internal_from_template(vendor.templates[0])["requests"][0]["deviceClassName"] == "mig.nvidia.com"
+    assert vendor.severity == 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from dra_bridge.translate.catalog import Catalog
@@ -32,7 +32,7 @@ from dra_bridge.translate.names import (
     MINOR_FOR_VERSION,
     normalize_api_version,
 )
-from dra_bridge.translate.plan import stay_legacy
+from dra_bridge.translate.plan import mig_single, stay_legacy
 from dra_bridge.translate.plan.claim_templates import render_template
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
@@ -135,8 +135,8 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
             dclass = options.kep5004[d.mapping.resource_name]
             findings.append(Finding(d.path, d.legacy, "ignored", f"served by KEP-5004 DeviceClass {dclass}"))
         return _unchanged(pod, findings)
-    wanted, dropped = _apply_kinds(wanted, catalog, options, findings)
     placement = place(spec, annotations, path, options.minor, catalog.aliases)
+    wanted, dropped = _apply_kinds(wanted, catalog, options, placement, findings)
     uses_gfd = any(d.mapping.gfd == "nvidia" for d in wanted)
     if uses_gfd:
         findings += placement.findings
@@ -157,10 +157,11 @@ def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) 
     return GFD_PREFIX in text or any(str(k).startswith(GFD_PREFIX) for k in annotations)
 
 
-def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Options,
+def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Options, placement: Placement,
                  findings: list[Finding]) -> tuple[list[ContainerDemand], set[str]]:
     """Apply per-kind rules; returns the demands to translate and the resource names to drop
-    without a request (HAMi slicing converted to whole devices)."""
+    without a request (HAMi slicing converted to whole devices). MIG single-strategy nodes:
+    :mod:`~translate.plan.mig_single`."""
     out = []
     dropped: set[str] = set()
     for d in wanted:
@@ -180,11 +181,14 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
                 findings.append(Finding(d.path, d.legacy, "partial",
                                         "a shared GPU becomes one whole device of the vendor driver "
                                         "(it has no time-slicing replicas)"))
-                d = ContainerDemand(d.container, d.role, d.field, d.index, m, 1, d.legacy, d.path)
+                d = replace(d, count=1)
             else:
                 findings.append(Finding(d.path, d.legacy, "partial",
                                         f"{d.count} time-slicing replica(s) of the bridge, as the plugin counted; "
                                         "the vendor driver has no replicas: re-plan before moving to it"))
+        m, notes = mig_single.serve(m, placement, catalog, d.path, d.legacy)
+        findings += notes
+        d = replace(d, mapping=m)
         if m.profile and m.profile not in catalog.mig_profiles and catalog.target == "bridge":
             findings.append(Finding(d.path, d.legacy, "partial",
                                     f"MIG profile {m.profile} is not in the catalog's profile list: create DeviceClass "
