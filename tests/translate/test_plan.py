@@ -381,3 +381,21 @@ def test_mig_single_strategy_without_a_profile_is_partial_on_the_bridge_target()
     vendor = plan_pod(pod, CATALOG.with_target("vendor"))
     assert internal_from_template(vendor.templates[0])["requests"][0]["deviceClassName"] == "mig.nvidia.com"
     assert vendor.severity == 0
+
+
+def test_fail_requests_greater_than_one_keeps_shared_requests_over_one_on_the_plugin() -> None:
+    options = Options(fail_requests_greater_than_one=True)
+    plan = plan_pod(make_pod([make_container("c", gpu(2, "nvidia.com/gpu.shared"))]), CATALOG, options)
+    assert not plan.changed
+    (kept,) = [f for f in plan.findings if f.outcome == "unsupported"]
+    assert kept.remedy == Remedy.FAIL_REQUESTS_GREATER_THAN_ONE
+    assert plan_pod(make_pod([make_container("c", gpu(1, "nvidia.com/gpu.shared"))]), CATALOG, options).changed
+    assert plan_pod(make_pod([make_container("c", gpu(2, "nvidia.com/gpu.shared"))]), CATALOG).changed
+
+
+def test_shared_findings_say_where_replicas_come_from_and_name_the_vendor_sharing_options() -> None:
+    pod = make_pod([make_container("c", gpu(3, "nvidia.com/gpu.shared"))])
+    (bridge,) = [f for f in plan_pod(pod, CATALOG).findings if f.outcome == "partial"]
+    assert "3 time-slicing replicas" in bridge.reason and "different GPUs" in bridge.reason
+    (vendor,) = [f for f in plan_pod(pod, CATALOG.with_target("vendor")).findings if f.outcome == "partial"]
+    assert all(word in vendor.reason for word in ("GpuConfig", "TimeSlicing", "MPS", "ConsumableShares"))

@@ -32,7 +32,7 @@ from dra_bridge.translate.names import (
     MINOR_FOR_VERSION,
     normalize_api_version,
 )
-from dra_bridge.translate.plan import mig_single, stay_legacy
+from dra_bridge.translate.plan import mig_single, sharing, stay_legacy
 from dra_bridge.translate.plan.claim_templates import render_template
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
@@ -51,7 +51,9 @@ class Options:
     ``hami_slicing``: ``unsupported`` or ``whole-devices``; ``keep_legacy_partial``: keep
     pods whose translation would be partial on the device plugin; ``kep5004``: resource name
     -> DeviceClass serving it through KEP-5004 (count-only pods are left to it); ``dra_schedulers``:
-    schedulers besides the default one known to support DRA."""
+    schedulers besides the default one known to support DRA; ``fail_requests_greater_than_one``:
+    the device plugin's sharing config fails shared requests greater than one (such pods stay
+    legacy, as the catalog entry's ``failRequestsGreaterThanOne`` does for its resource)."""
 
     api_version: str = DEFAULT_API_VERSION
     kubernetes_minor: int | None = None
@@ -60,6 +62,7 @@ class Options:
     keep_legacy_partial: bool = False
     kep5004: Mapping[str, str] = field(default_factory=dict)
     dra_schedulers: tuple[str, ...] = ()
+    fail_requests_greater_than_one: bool = False
 
     @property
     def minor(self) -> int:
@@ -167,7 +170,8 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
     for d in wanted:
         m = d.mapping
         kept = (stay_legacy.hami_slicing_kept(m, options.hami_slicing == "whole-devices", d.path, d.legacy)
-                or stay_legacy.shared_count_over_one(m, d.count, d.path, d.legacy))
+                or stay_legacy.shared_count_over_one(m, d.count, options.fail_requests_greater_than_one, d.path,
+                                                     d.legacy))
         if kept is not None:
             findings.append(kept)
             continue
@@ -177,15 +181,9 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
             dropped.add(m.resource_name)
             continue
         if m.kind == "shared":
-            if catalog.target == "vendor":
-                findings.append(Finding(d.path, d.legacy, "partial",
-                                        "a shared GPU becomes one whole device of the vendor driver "
-                                        "(it has no time-slicing replicas)"))
-                d = replace(d, count=1)
-            else:
-                findings.append(Finding(d.path, d.legacy, "partial",
-                                        f"{d.count} time-slicing replica(s) of the bridge, as the plugin counted; "
-                                        "the vendor driver has no replicas: re-plan before moving to it"))
+            count, finding = sharing.shared_request(m, d.count, catalog.target, d.path, d.legacy)
+            findings.append(finding)
+            d = replace(d, count=count)
         m, notes = mig_single.serve(m, placement, catalog, d.path, d.legacy)
         findings += notes
         d = replace(d, mapping=m)
