@@ -75,10 +75,8 @@ def serve(mapping: ResourceMapping, placement: Placement, catalog: Catalog, path
                                  f"the node counts MIG devices of profile {profile}, which has no MIG DeviceClass")]
     if found is None:
         return mapping, [Finding(path, legacy, "partial",
-                                 "the node runs the MIG single strategy (nvidia.com/gpu counts MIG devices) but names "
-                                 "no profile: the claim allocates on the bridge, never on the vendor driver, where "
-                                 "only a profile's class selects MIG devices: select the nodes by "
-                                 "nvidia.com/gpu.product <model>-MIG-<profile> too")]
+                                 "MIG single strategy without a profile: allocates on the bridge, never on the vendor "
+                                 "driver; select nodes by nvidia.com/gpu.product <model>-MIG-<profile> too")]
     return found, [Finding(path, legacy, "translated",
                            f"MIG single strategy: {mapping.resource_name} counts MIG devices"
                            + (f" of profile {profile}" if profile else "") + f", served by {found.device_class}")]

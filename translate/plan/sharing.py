@@ -23,9 +23,7 @@ from dra_bridge.translate.names import NVIDIA_DRIVER
 
 #: How each vendor DRA driver shares one device (vendors.md 2.6, 2.7; other drivers: none known).
 VENDOR_SHARING: dict[str, str] = {
-    NVIDIA_DRIVER: ("to share it, give the claim the NVIDIA DRA driver's GpuConfig sharing (strategy TimeSlicing "
-                    "or MPS, feature gates TimeSlicingSettings / MPSSupport) or let several pods reference one "
-                    "ResourceClaim; replicas per GPU as the plugin counted them need its ConsumableShares gate"),
+    NVIDIA_DRIVER: "NVIDIA GpuConfig sharing (TimeSlicing or MPS), one claim for several pods, or ConsumableShares",
 }
 
 
@@ -35,10 +33,8 @@ def shared_request(mapping: ResourceMapping, count: int, target: Target, path: s
     that says what changes (see the module docstring)."""
     if target == "vendor":
         driver = mapping.vendor.driver if mapping.vendor else ""
-        how = VENDOR_SHARING.get(driver, f"see the {driver or 'vendor'} driver's documentation for sharing")
-        return 1, Finding(path, legacy, "partial", f"a shared GPU becomes one whole device of the vendor driver, "
-                                                   f"which has no time-slicing replicas: {how}")
+        how = VENDOR_SHARING.get(driver, f"see the {driver or 'vendor'} driver's sharing options")
+        return 1, Finding(path, legacy, "partial", f"one whole vendor device (no replicas); to share it: {how}")
     return count, Finding(path, legacy, "partial",
-                          f"{count} time-slicing replica{'s' if count != 1 else ''} of the bridge, as the plugin "
-                          "counted (they may come from different GPUs, as with the plugin); the vendor driver has "
-                          "no replicas: re-plan before moving to it")
+                          f"{count} time-slicing replica{'s' if count != 1 else ''} of the bridge, maybe of "
+                          "different GPUs as with the plugin; the vendor driver has none: re-plan before moving")
