@@ -75,12 +75,6 @@ def test_counts_are_read_in_every_spelling(count: Any) -> None:
     assert "nvidia.com/gpu" not in str(plan.pod["spec"]["containers"][0]["resources"])
 
 
-def test_count_zero_needs_nothing() -> None:
-    pod = make_pod([make_container("c", gpu(0))])
-    plan = plan_pod(pod, CATALOG)
-    assert not plan.changed and plan.pod == pod
-
-
 @pytest.mark.parametrize(("limits", "requests", "why"), [
     (None, gpu(1), "without limits"),
     (gpu(2), gpu(1), "differ"),
@@ -228,6 +222,9 @@ def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, A
     again = plan_pod(plan.pod, CATALOG)
     assert again.pod == plan.pod and not again.changed
     if not plan.changed:
+        return
+    if not plan.templates:  # only zero counts: dropped, nothing to record
+        assert plan.findings and all("zero count" in f.reason for f in plan.findings)
         return
     assert CONVERSION_ANNOTATION in plan.pod["metadata"]["annotations"]
     check_limits(list(plan.templates), plan.pod)
@@ -399,3 +396,23 @@ def test_shared_findings_say_where_replicas_come_from_and_name_the_vendor_sharin
     assert "3 time-slicing replicas" in bridge.reason and "different GPUs" in bridge.reason
     (vendor,) = [f for f in plan_pod(pod, CATALOG.with_target("vendor")).findings if f.outcome == "partial"]
     assert all(word in vendor.reason for word in ("GpuConfig", "TimeSlicing", "MPS", "ConsumableShares"))
+
+
+def test_zero_count_requests_are_dropped_with_a_finding() -> None:
+    pod = make_pod([make_container("c", {"nvidia.com/gpu": "0", "cpu": "1"}, {"nvidia.com/gpu": "0"})])
+    plan = plan_pod(pod, CATALOG)
+    assert plan.changed and plan.templates == () and plan.converted == {"nvidia.com/gpu"}
+    assert plan.pod["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1"}}
+    (dropped,) = plan.findings
+    assert dropped.outcome == "translated" and "zero" in dropped.reason
+    assert plan.pod["spec"].get("resourceClaims") is None and "tolerations" not in plan.pod["spec"]
+    assert not plan_pod(plan.pod, CATALOG).changed
+
+
+def test_zero_counts_beside_real_requests_are_dropped_and_restored_on_revert() -> None:
+    pod = make_pod([make_container("a", gpu(1)), make_container("b", gpu(0, "amd.com/gpu"))])
+    plan = plan_pod(pod, CATALOG)
+    assert "resources" not in plan.pod["spec"]["containers"][1]
+    assert any(f.legacy == "amd.com/gpu: 0" and "zero" in f.reason for f in plan.findings)
+    assert held(plan) == 1 and plan.severity == 0
+    assert plan.record is not None and plan.record.revert(plan.pod)["spec"]["containers"] == pod["spec"]["containers"]

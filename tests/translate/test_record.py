@@ -144,5 +144,5 @@ def test_the_record_keeps_fail_requests_greater_than_one_so_a_re_plan_converts_a
     assert not plan_pod(pod, CATALOG, strict).changed
     again = plan_pod(record.revert(plan.pod), CATALOG, record.options.apply(strict))
     assert again.templates == plan.templates
-    with pytest.raises(RecordError, match="options.failRequestsGreaterThanOne must be"):
+    with pytest.raises(RecordError, match=r"options\.failRequestsGreaterThanOne must be"):
         ConversionRecord.parse('{"plan":"x","templates":["t"],"options":{"failRequestsGreaterThanOne":"yes"}}')

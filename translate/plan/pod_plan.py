@@ -11,6 +11,10 @@ new objects; env, volumes, ... are the input's), so treat both as read-only and 
 the ResourceClaimTemplates (rendered in ``options.api_version``) that must exist in the
 pod's namespace. The webhook and ``dra-migrate convert`` both call this.
 
+Zero-count legacy requests (``nvidia.com/gpu: "0"``) are dropped with a finding: the scheduler
+and the kubelet treat them as nothing. A pod with only those loses them and gets no claim and
+no record (``Plan.dropped_zero`` names them; nothing to undo or re-create).
+
 Idempotent: a pod carrying the conversion annotation, or without legacy requests, is left
 unchanged, so ``plan_pod(plan_pod(x).pod).pod == plan_pod(x).pod``.
 """
@@ -24,7 +28,7 @@ from typing import Any, Literal, cast
 
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.dns_names import digest, resource_label, to_label, unique_labels
-from dra_bridge.translate.findings import Finding, Remedy, worst
+from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
 from dra_bridge.translate.names import (
     DEFAULT_API_VERSION,
     GFD_PREFIX,
@@ -75,14 +79,16 @@ class Options:
 @dataclass(frozen=True)
 class Plan:
     """``templates`` to exist (namespace set when known), the ``pod`` to admit, ``findings``,
-    whether the pod ``changed``, and the conversion ``record`` written on it (None when
-    unchanged)."""
+    whether the pod ``changed``, the conversion ``record`` written on it (None when unchanged,
+    or when only zero-count requests were dropped) and the resource names of those
+    (``dropped_zero``, set only then)."""
 
     templates: tuple[dict[str, Any], ...]
     pod: dict[str, Any]
     findings: tuple[Finding, ...]
     changed: bool
     record: ConversionRecord | None = None
+    dropped_zero: frozenset[str] = frozenset()
 
     @property
     def plan_hash(self) -> str:
@@ -91,8 +97,9 @@ class Plan:
 
     @property
     def converted(self) -> frozenset[str]:
-        """The legacy resource names the conversion removed (none when unchanged)."""
-        return self.record.resources if self.record else frozenset()
+        """The legacy resource names the conversion removed (none when unchanged), zero-count
+        ones included (a pod with only those changes without a record)."""
+        return (self.record.resources if self.record else frozenset()) | self.dropped_zero
 
     @property
     def severity(self) -> int:
@@ -121,8 +128,9 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     findings: list[Finding] = []
     demands = collect(spec, catalog, path, findings)
     wanted = [d for d in demands if d.count > 0]
+    zeros = [d for d in demands if d.count == 0]
     if not wanted:
-        return _unchanged(pod, findings)
+        return _drop_zero_counts(pod, spec, zeros, findings) if zeros else _unchanged(pod, findings)
     again = stay_legacy.converted_before(annotations, path)
     if again is not None:
         return _unchanged(pod, [again])
@@ -151,6 +159,8 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     verdict = stay_legacy.translation_not_faithful(findings, options.keep_legacy_partial, path)
     if verdict is not None:
         return _unchanged(pod, [*findings, verdict])
+    findings += [_zero_dropped(d) for d in zeros]
+    dropped |= {d.mapping.resource_name for d in zeros}
     return _build(pod, spec, annotations, wanted, dropped, placement if uses_gfd else None, options,
                   api_version, namespace, findings, RecordedOptions.of(options, catalog))
 
@@ -242,18 +252,7 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
     for fld in ("initContainers", "containers"):
         for c in nspec.get(fld) or []:
             res = c.get("resources") or {}
-            kept: dict[str, Any] = {}
-            for section in ("limits", "requests"):
-                block = res.get(section)
-                if not isinstance(block, dict):
-                    continue
-                moved = {k: v for k, v in block.items() if k in removed}
-                if moved:
-                    kept[section] = moved
-                    for k in moved:
-                        del block[k]
-                    if not block:
-                        del res[section]
+            kept = _remove_legacy(res, removed)
             if kept:
                 original["containers"][c.get("name", "")] = kept
             refs = [{"name": claim_names[claim_of[i]], "request": requests[i]["name"]}
@@ -261,6 +260,8 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
             if refs:
                 c["resources"] = res
                 res["claims"] = [*(res.get("claims") or []), *refs]
+            elif kept and not res:
+                del c["resources"]
     nspec["resourceClaims"] = [*(nspec.get("resourceClaims") or []), *(
         {"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True))]
     _apply_placement(new, spec, annotations, placement, original)
@@ -268,6 +269,45 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
     plan_hash = digest({"templates": template_names, "original": original}, 12)
     record = ConversionRecord(plan_hash, tuple(template_names), cast(OriginalValues, original), recorded)
     return Plan(templates, record.write(new), tuple(findings), True, record)
+
+
+def _zero_dropped(d: ContainerDemand) -> Finding:
+    return Finding(d.path, d.legacy, "translated", "a zero count asks for no device (the scheduler and the kubelet "
+                                                   "treat it as nothing): dropped, no claim")
+
+
+def _drop_zero_counts(pod: Mapping[str, Any], spec: Mapping[str, Any], zeros: list[ContainerDemand],
+                      findings: list[Finding]) -> Plan:
+    """A pod whose only legacy requests count zero: they go, with a finding each, and nothing
+    else changes (no claim, no record: there is nothing to undo or to re-create). A finding
+    that forbids rewriting the pod (an invalid request) leaves it as it was."""
+    if blocks_conversion(findings):
+        return _unchanged(pod, findings)
+    new = _writable(pod, spec)
+    names = {d.mapping.resource_name for d in zeros}
+    for fld in ("initContainers", "containers"):
+        for c in new["spec"].get(fld) or []:
+            if isinstance(c.get("resources"), dict) and _remove_legacy(c["resources"], names) and not c["resources"]:
+                del c["resources"]
+    return Plan((), new, (*findings, *(_zero_dropped(d) for d in zeros)), True, dropped_zero=frozenset(names))
+
+
+def _remove_legacy(res: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """Remove ``names`` from a container's (writable) limits and requests, dropping emptied
+    blocks; returns what was removed, by section."""
+    kept: dict[str, Any] = {}
+    for section in ("limits", "requests"):
+        block = res.get(section)
+        if not isinstance(block, dict):
+            continue
+        moved = {k: v for k, v in block.items() if k in names}
+        if moved:
+            kept[section] = moved
+            for k in moved:
+                del block[k]
+            if not block:
+                del res[section]
+    return kept
 
 
 def _writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
