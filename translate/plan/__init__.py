@@ -13,7 +13,13 @@ ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster s
 """
 
 from dra_bridge.translate.plan.claim_templates import internal_from_template, render_template
-from dra_bridge.translate.plan.cluster_state import converted_resources, daemonset_node, held_back
+from dra_bridge.translate.plan.cluster_state import (
+    QuotaKeys,
+    QuotaUnknown,
+    converted_resources,
+    daemonset_node,
+    held_back,
+)
 from dra_bridge.translate.plan.pod_plan import Options, Plan, plan_pod
 from dra_bridge.translate.plan.record import ConversionRecord, RecordedOptions
 from dra_bridge.translate.plan.workloads import Converted, convert_object
@@ -23,6 +29,8 @@ __all__ = [
     "Converted",
     "Options",
     "Plan",
+    "QuotaKeys",
+    "QuotaUnknown",
     "RecordedOptions",
     "convert_object",
     "converted_resources",
