@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
                       help="a scheduler besides default-scheduler that supports DRA (its pods are converted); "
                            "repeatable")
+    conv.add_argument("--fail-requests-greater-than-one", action="store_true",
+                      help="the device plugin's sharing config sets failRequestsGreaterThanOne: pods asking for "
+                           "more than one shared replica stay legacy, as they fail there too")
     conv.add_argument("--allow-empty", action="store_true",
                       help="accept a source with no objects (an empty file or directory) instead of exiting 1")
     conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists "
@@ -108,7 +111,8 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
     if args.target:
         catalog = catalog.with_target(args.target)
     options = Options(api_version=_api_version(args.api_version), hami_slicing=args.hami_slicing,
-                      dra_schedulers=tuple(args.dra_scheduler))
+                      dra_schedulers=tuple(args.dra_scheduler),
+                      fail_requests_greater_than_one=args.fail_requests_greater_than_one)
     sources = args.filename or ["-"]
     objects: list[Any] = []
     rows: list[tuple[str, str, Finding]] = []

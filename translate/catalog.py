@@ -184,21 +184,29 @@ class Catalog:
         )
 
     def _class_selector(self, entry: CatalogEntry, name: str, aliases: tuple[str, ...]) -> str:
+        """Our class: the bridge's devices of ``name`` (and its profile's aliases), or the vendor
+        driver's devices of the same type. A MIG class also selects the bridge's devices of the
+        vendor's whole-device resources that are MIG devices of its profile: on a single-strategy
+        node the device plugin counts them as ``nvidia.com/gpu`` (see :mod:`translate.plan.mig_single`)."""
         names = [name]
         if entry.pattern is not None and aliases:
             pattern = entry.pattern
             names = sorted({pattern.replace("{profile}", a.replace("+", ".")) for a in aliases})
-        bridge = ex.all_of([
-            f"device.driver == {ex.literal(self.bridge_driver)}",
-            ex.string_attribute_in(self.bridge_driver, BRIDGE_RESOURCE_ATTRIBUTE, names),
-        ])
+        on_bridge = f"device.driver == {ex.literal(self.bridge_driver)}"
+        bridge = ex.all_of([on_bridge, ex.string_attribute_in(self.bridge_driver, BRIDGE_RESOURCE_ATTRIBUTE, names)])
         if entry.vendor is None:
             return bridge
-        tests = [f"device.driver == {ex.literal(entry.vendor.driver)}"]
-        tests += [ex.string_attribute_in(entry.vendor.driver, k, [v]) for k, v in entry.vendor.match]
+        same_type = [ex.string_attribute_in(entry.vendor.driver, k, [v]) for k, v in entry.vendor.match]
         if aliases:
-            tests.append(ex.string_attribute_in(entry.vendor.driver, "profile", aliases))
-        return ex.any_of([bridge, ex.all_of(tests)])
+            same_type.append(ex.string_attribute_in(entry.vendor.driver, "profile", aliases))
+        branches = [bridge]
+        whole = sorted(e.name for e in self.entries if e.kind == "gpu" and e.name is not None and e.vendor is not None
+                       and e.vendor.driver == entry.vendor.driver)
+        if entry.kind == "mig" and whole:
+            branches.append(ex.all_of([on_bridge, ex.string_attribute_in(self.bridge_driver, BRIDGE_RESOURCE_ATTRIBUTE,
+                                                                         whole), *same_type]))
+        branches.append(ex.all_of([f"device.driver == {ex.literal(entry.vendor.driver)}", *same_type]))
+        return ex.any_of(branches)
 
     def device_classes(self, profiles: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Our DeviceClass objects (``resource.k8s.io`` spec, the same in every version):

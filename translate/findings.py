@@ -55,6 +55,9 @@ class Remedy(StrEnum):
     INCLUDE_CUSTOM_RESOURCES = "include-custom-resources"
     #: Convert although a ResourceQuota limits only the legacy resource (subject: the DRA key).
     IGNORE_LEGACY_QUOTA = "ignore-legacy-quota"
+    #: The device plugin fails shared requests greater than one (its failRequestsGreaterThanOne),
+    #: so such a pod stays legacy: the setting that said so.
+    FAIL_REQUESTS_GREATER_THAN_ONE = "fail-requests-greater-than-one"
 
 
 @dataclass(frozen=True)

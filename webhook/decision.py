@@ -194,8 +194,8 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
         return Decision(Answer(uid, warnings=warnings), log)
     translated = tuple(sorted(plan.converted))
     templates = tuple(str(t["metadata"]["name"]) for t in plan.templates)
-    summary = clip(f"convert {', '.join(translated)} to claims from ResourceClaimTemplate {', '.join(templates)}",
-                   MAX_AUDIT_CHARS)
+    summary = clip(f"convert {', '.join(translated)} to claims from ResourceClaimTemplate {', '.join(templates)}"
+                   if templates else f"drop the zero-count requests of {', '.join(translated)}", MAX_AUDIT_CHARS)
     if mode == "audit":
         warnings = (f"dra-bridge (audit): would {summary}", *warnings)[:MAX_WARNINGS]
         event = None if not owner or dry_run else AuditEvent(

@@ -12,6 +12,7 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
       deferToKEP5004: false        # leave count-only pods to KEP-5004 DeviceClasses that serve them
       ignoreLegacyQuota: false     # convert even where a quota limits only the legacy resource (lifts it)
       draSchedulers: []            # schedulers besides default-scheduler that support DRA (others stay legacy)
+      failRequestsGreaterThanOne: false  # the device plugin fails shared requests > 1 (such pods stay legacy)
     rules:
       - name: training             # for logs and warnings
         match:                     # every key given must match (AND); lists are alternatives (OR)
@@ -46,7 +47,7 @@ OnError = Literal["admit-unchanged", "deny"]
 HamiSlicing = Literal["unsupported", "whole-devices"]
 _SETTING_KEYS = {"keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
                  "deferToKEP5004": "defer_to_kep5004", "ignoreLegacyQuota": "ignore_legacy_quota",
-                 "draSchedulers": "dra_schedulers"}
+                 "draSchedulers": "dra_schedulers", "failRequestsGreaterThanOne": "fail_requests_greater_than_one"}
 _MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
 
 
@@ -60,7 +61,9 @@ class Translation:
     pods to a KEP-5004 DeviceClass serving their resource; ``ignore_legacy_quota``: convert
     even where a ResourceQuota limits the legacy resource but not the DRA class (which
     lifts the limit); ``dra_schedulers``: schedulers besides the default one that support
-    DRA (pods naming another scheduler stay on the device plugin); ``rule``: the rule that
+    DRA (pods naming another scheduler stay on the device plugin); ``fail_requests_greater_than_one``:
+    the device plugin's sharing config fails shared requests greater than one (such pods stay on
+    it, as they fail there too); ``rule``: the rule that
     matched (empty for the defaults).
     """
 
@@ -70,6 +73,7 @@ class Translation:
     defer_to_kep5004: bool = False
     ignore_legacy_quota: bool = False
     dra_schedulers: tuple[str, ...] = ()
+    fail_requests_greater_than_one: bool = False
     rule: str = ""
 
     def plan_options(self, api_version: str, kep5004: Mapping[str, str]) -> Options:
@@ -79,7 +83,8 @@ class Translation:
         options: the first governs the answer, the second the cluster checks."""
         return Options(api_version=api_version, managed_by=MANAGED_BY_WEBHOOK, keep_legacy_partial=self.keep_legacy,
                        hami_slicing=self.hami_slicing, kep5004=kep5004 if self.defer_to_kep5004 else {},
-                       dra_schedulers=self.dra_schedulers)
+                       dra_schedulers=self.dra_schedulers,
+                       fail_requests_greater_than_one=self.fail_requests_greater_than_one)
 
 
 @dataclass(frozen=True)
@@ -150,7 +155,8 @@ def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
         path = f"{key}.{name}"
         if name not in _SETTING_KEYS:
             raise _fail(source, path, f"unknown key (known: {', '.join(_SETTING_KEYS)})")
-        if name in ("keepLegacy", "deferToKEP5004", "ignoreLegacyQuota") and not isinstance(value, bool):
+        if name in ("keepLegacy", "deferToKEP5004", "ignoreLegacyQuota", "failRequestsGreaterThanOne") and (
+                not isinstance(value, bool)):
             raise _fail(source, path, "must be true or false")
         if name == "hamiSlicing" and value not in ("unsupported", "whole-devices"):
             raise _fail(source, path, "must be unsupported or whole-devices")
@@ -252,6 +258,8 @@ def policy_remedy(finding: Finding) -> str | None:
             return f"`dra-migrate classes --mig-profile {subject}` renders it"
         case Remedy.INCLUDE_CUSTOM_RESOURCES:
             return "dra-migrate convert --include-custom-resources"
+        case Remedy.FAIL_REQUESTS_GREATER_THAN_ONE:
+            return "policy failRequestsGreaterThanOne"
         case Remedy.IGNORE_LEGACY_QUOTA:
             return "policy ignoreLegacyQuota: true converts it anyway" if stays else "policy ignoreLegacyQuota"
         case _:

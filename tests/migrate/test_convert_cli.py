@@ -221,6 +221,15 @@ def test_declared_dra_schedulers_are_converted() -> None:
     assert "ResourceClaimTemplate" in proc.stdout
 
 
+def test_fail_requests_greater_than_one_keeps_shared_requests_over_one_on_the_plugin() -> None:
+    pod = json.dumps({**_gpu_pod("a"), "spec": {"containers": [
+        {"name": "c", "resources": {"limits": {"nvidia.com/gpu.shared": 2}}}]}})
+    assert "ResourceClaimTemplate" in run("convert", "-f", "-", stdin=pod).stdout
+    proc = run("convert", "--fail-requests-greater-than-one", "--fail-on", "unsupported", "-f", "-", stdin=pod)
+    assert proc.returncode == 3 and "ResourceClaimTemplate" not in proc.stdout
+    assert "because of --fail-requests-greater-than-one" in proc.stderr
+
+
 def test_mig_profiles_given_to_classes_add_to_the_catalog_list() -> None:
     base = {d["metadata"]["name"] for d in yaml.safe_load_all(run("classes").stdout)}
     more = {d["metadata"]["name"] for d in yaml.safe_load_all(run("classes", "--mig-profile", "1g.99gb").stdout)}

@@ -25,6 +25,8 @@ CATALOG = load_catalog()
      "--include-custom-resources"),
     (Remedy.INCLUDE_CUSTOM_RESOURCES, "RayCluster", "partial", "because of --include-custom-resources",
      "--include-custom-resources"),
+    (Remedy.FAIL_REQUESTS_GREATER_THAN_ONE, "", "unsupported", "because of --fail-requests-greater-than-one",
+     "policy failRequestsGreaterThanOne"),
     (Remedy.IGNORE_LEGACY_QUOTA, "x.deviceclass.resource.k8s.io/devices", "kept-legacy", "ignoreLegacyQuota: true",
      "policy ignoreLegacyQuota: true converts it anyway"),
     (Remedy.IGNORE_LEGACY_QUOTA, "x.deviceclass.resource.k8s.io/devices", "partial", "ignoreLegacyQuota",

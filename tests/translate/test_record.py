@@ -46,7 +46,8 @@ def test_the_plan_writes_a_versioned_record_that_reads_back_equal() -> None:
     doc = json.loads(plan.pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
     assert doc["apiVersion"] == RECORD_API_VERSION
     assert doc["options"] == {"managedBy": MANAGED_BY_WEBHOOK, "kubernetesMinor": 34, "target": "bridge",
-                              "hamiSlicing": "unsupported", "draSchedulers": []}
+                              "hamiSlicing": "unsupported", "draSchedulers": [],
+                              "failRequestsGreaterThanOne": False}
     assert plan.pod["metadata"]["labels"][CONVERTED_LABEL] == "true"
 
 
@@ -129,3 +130,19 @@ def test_recorded_options_replay_the_conversion() -> None:
     options = plan.record.options
     again = plan_pod(plan.record.revert(plan.pod), options.aim(CATALOG), options.apply(WEBHOOK), "team-a")
     assert again.templates == plan.templates and again.pod == plan.pod
+
+
+def test_the_record_keeps_fail_requests_greater_than_one_so_a_re_plan_converts_again() -> None:
+    pod = make_pod([make_container("c", gpu(2, "nvidia.com/gpu.shared"))])
+    plan = plan_pod(pod, CATALOG, WEBHOOK)
+    assert plan.record is not None
+    doc = json.loads(plan.pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
+    assert doc["options"]["failRequestsGreaterThanOne"] is False
+    record = ConversionRecord.read(plan.pod)
+    assert record is not None and record.options.fail_requests_greater_than_one is False
+    strict = Options(managed_by=MANAGED_BY_WEBHOOK, fail_requests_greater_than_one=True)
+    assert not plan_pod(pod, CATALOG, strict).changed
+    again = plan_pod(record.revert(plan.pod), CATALOG, record.options.apply(strict))
+    assert again.templates == plan.templates
+    with pytest.raises(RecordError, match=r"options\.failRequestsGreaterThanOne must be"):
+        ConversionRecord.parse('{"plan":"x","templates":["t"],"options":{"failRequestsGreaterThanOne":"yes"}}')

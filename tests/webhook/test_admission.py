@@ -341,3 +341,14 @@ def test_long_paths_are_shortened_so_the_advice_stays_whole() -> None:
     assert len(text) <= MAX_WARNING_CHARS and text.endswith(reason) and "..." in text, text
     assert text.startswith("dra-bridge: spec.initCont") and "-per-container]: unsupported: " in text
     assert _warning(Finding(".", "", "kept-legacy", "kept")) == "dra-bridge: kept-legacy: kept"
+
+
+async def test_zero_count_requests_are_removed_and_no_template_is_ensured(client: Client,
+                                                                          ensurer: FakeEnsurer) -> None:
+    pod = make_pod(gpus="0")
+    _, answer = await post(client, make_admission_review(pod))
+    patched = jsonpatch.apply_patch(pod, patch_of(answer))
+    assert answer["response"]["allowed"] is True
+    assert "nvidia.com/gpu" not in (patched["spec"]["containers"][0].get("resources") or {}).get("limits", {})
+    assert "resourceClaims" not in patched["spec"] and not any(templates for templates, _ in ensurer.calls)
+    assert answer["response"]["auditAnnotations"]["plan"] == "drop the zero-count requests of nvidia.com/gpu"

@@ -26,6 +26,7 @@ Client = TestClient[web.Request, web.Application]
     ("defaults: {onError: maybe}", "defaults.onError"),
     ("defaults: {keepLegacy: 'yes'}", "defaults.keepLegacy"),
     ("defaults: {hamiSlicing: halves}", "defaults.hamiSlicing"),
+    ("defaults: {failRequestsGreaterThanOne: 1}", "defaults.failRequestsGreaterThanOne"),
     ("defaults: {mode: enforce}", "defaults.mode"),
     ("rules: [{name: a}]", "rules[0].match"),
     ("rules: [{match: {namespace: [x]}}]", "rules[0].match.namespace"),
@@ -57,6 +58,7 @@ rules:
   - name: custom-scheduler
     match: {schedulerNames: [volcano]}
     hamiSlicing: whole-devices
+    failRequestsGreaterThanOne: true
   - name: labelled
     match: {podLabels: {tier: gpu}}
     onError: admit-unchanged
@@ -65,6 +67,10 @@ rules:
     assert (job.rule, job.keep_legacy, job.on_error) == ("ml-jobs", True, "deny")
     assert policy.settings_for(Subject("ml-train", {}, "ReplicaSet")).rule == ""
     assert policy.settings_for(Subject("x", {}, "", "volcano")).hami_slicing == "whole-devices"
+    volcano = policy.settings_for(Subject("x", {}, "", "volcano")).plan_options("resource.k8s.io/v1", {})
+    assert volcano.fail_requests_greater_than_one is True
+    assert Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).fail_requests_greater_than_one \
+        is False
     assert policy.settings_for(Subject("x", {"tier": "gpu"})).on_error == "admit-unchanged"
     assert policy.settings_for(Subject("x", {"tier": "cpu"})).on_error == "deny"
     assert Policy().settings_for(Subject("x")).on_error == "admit-unchanged"

@@ -65,17 +65,27 @@ def _attr(name: str) -> str:
     return ex.attribute(NVIDIA_DRIVER, name)
 
 
+def _split_product(value: str) -> tuple[str, str | None]:
+    """A ``gpu.product`` label value -> (the model, the MIG profile or None); ``-SHARED`` and
+    ``-MIG-<profile>`` suffixes stripped (vendors.md 1.6)."""
+    base = value[: -len("-SHARED")] if value.endswith("-SHARED") else value
+    m = re.fullmatch(r"(.*)-MIG-(.+)", base)
+    return (m.group(1), m.group(2)) if m else (base, None)
+
+
+def product_mig_profile(value: str) -> str | None:
+    """The MIG profile a ``gpu.product`` value names (``NVIDIA-A100-SXM4-40GB-MIG-1g.5gb`` ->
+    ``1g.5gb``, in the device plugin's spelling), or None for a whole GPU: GFD writes the suffix
+    on MIG single-strategy nodes, where ``nvidia.com/gpu`` counts MIG devices."""
+    return _split_product(value)[1]
+
+
 def _product_selector(values: Sequence[str], aliases: Callable[[str], tuple[str, ...]]) -> str:
     parts: list[str] = []
     for value in values:
-        base, profile = value, None
-        if base.endswith("-SHARED"):
-            base = base[: -len("-SHARED")]
-        m = re.fullmatch(r"(.*)-MIG-(.+)", base)
-        if m:
-            base, profile = m.group(1), m.group(2)
-            if profile == "INVALID":
-                raise Untranslatable(f"{value!r} marks a node whose MIG configuration is invalid")
+        base, profile = _split_product(value)
+        if profile == "INVALID":
+            raise Untranslatable(f"{value!r} marks a node whose MIG configuration is invalid")
         test = ex.product_in(NVIDIA_DRIVER, "productName", [base])
         if profile is not None:
             test = ex.all_of([test, ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"]),

@@ -25,19 +25,52 @@ from dra_bridge.translate.cel import selector_text as ex
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.json_copy import clone_mapping
 from dra_bridge.translate.names import HAMI_ANNOTATIONS, HAMI_NOUSE_TYPE, HAMI_USE_TYPE, HAMI_USE_UUID, NVIDIA_DRIVER
-from dra_bridge.translate.plan.gfd_selectors import Requirement, Untranslatable, is_gpu_label, selector_for
+from dra_bridge.translate.plan.gfd_selectors import (
+    Requirement,
+    Untranslatable,
+    is_gpu_label,
+    product_mig_profile,
+    selector_for,
+)
 
 
 @dataclass
 class Placement:
     """Result for one pod spec: NVIDIA device ``selectors`` to add, the new ``node_selector``
-    and ``affinity`` (None = remove the field), annotation keys to remove, findings."""
+    and ``affinity`` (None = remove the field), annotation keys to remove, findings.
+
+    What the translated requirements say about MIG (GFD, vendors.md 1.6): ``mig_profiles``, the
+    profiles of ``gpu.product`` values with a ``-MIG-<profile>`` suffix (In), ``whole_products``,
+    whether a value without one was among them, ``mig_single``, whether ``mig.strategy=single``
+    was required: a node where ``nvidia.com/gpu`` counts MIG devices.
+    """
 
     selectors: list[str] = field(default_factory=list)
     node_selector: dict[str, str] | None = None
     affinity: dict[str, Any] | None = None
     removed_annotations: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    mig_profiles: list[str] = field(default_factory=list)
+    whole_products: bool = False
+    mig_single: bool = False
+
+    def note_mig(self, req: Requirement) -> None:
+        """Record what a translated requirement says about MIG devices."""
+        if req.key == "nvidia.com/gpu.product" and req.operator == "In":
+            for value in req.values:
+                profile = product_mig_profile(value)
+                if profile is None:
+                    self.whole_products = True
+                elif profile not in self.mig_profiles:
+                    self.mig_profiles.append(profile)
+        elif req.key == "nvidia.com/mig.strategy" and req.operator == "In" and list(req.values) == ["single"]:
+            self.mig_single = True
+
+    def take_mig(self, other: Placement) -> None:
+        """Add ``other``'s MIG notes to this one's."""
+        self.mig_profiles += [p for p in other.mig_profiles if p not in self.mig_profiles]
+        self.whole_products |= other.whole_products
+        self.mig_single |= other.mig_single
 
 
 def _describe(req: Requirement) -> str:
@@ -60,6 +93,7 @@ def _translate(req: Requirement, path: str, minor: int, aliases: Callable[[str],
         return None
     out.findings.append(Finding(path, _describe(req), "translated",
                                 f"device selector over {NVIDIA_DRIVER} attributes"))
+    out.note_mig(req)
     if req.key == "nvidia.com/gpu.product" and any(v.endswith("-SHARED") for v in req.values):
         out.findings.append(Finding(path, _describe(req), "partial",
                                     "the node shares each GPU by time-slicing: on the bridge the claim gets one "
@@ -125,6 +159,7 @@ def _affinity(affinity: Any, path: str, minor: int, aliases: Callable[[str], tup
                                     "affinity stays as it is and the devices are not constrained by it"))
         return result
     out.findings += scratch.findings
+    out.take_mig(scratch)
     out.selectors.append(ex.any_of([ex.all_of(s) for s in term_selectors]))
     rest = rests[0]
     node_affinity = result["nodeAffinity"]

@@ -11,6 +11,10 @@ new objects; env, volumes, ... are the input's), so treat both as read-only and 
 the ResourceClaimTemplates (rendered in ``options.api_version``) that must exist in the
 pod's namespace. The webhook and ``dra-migrate convert`` both call this.
 
+Zero-count legacy requests (``nvidia.com/gpu: "0"``) are dropped with a finding: the scheduler
+and the kubelet treat them as nothing. A pod with only those loses them and gets no claim and
+no record (``Plan.dropped_zero`` names them; nothing to undo or re-create).
+
 Idempotent: a pod carrying the conversion annotation, or without legacy requests, is left
 unchanged, so ``plan_pod(plan_pod(x).pod).pod == plan_pod(x).pod``.
 """
@@ -19,12 +23,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.dns_names import digest, resource_label, to_label, unique_labels
-from dra_bridge.translate.findings import Finding, Remedy, worst
+from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
 from dra_bridge.translate.names import (
     DEFAULT_API_VERSION,
     GFD_PREFIX,
@@ -32,7 +36,7 @@ from dra_bridge.translate.names import (
     MINOR_FOR_VERSION,
     normalize_api_version,
 )
-from dra_bridge.translate.plan import stay_legacy
+from dra_bridge.translate.plan import mig_single, sharing, stay_legacy
 from dra_bridge.translate.plan.claim_templates import render_template
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
@@ -51,7 +55,9 @@ class Options:
     ``hami_slicing``: ``unsupported`` or ``whole-devices``; ``keep_legacy_partial``: keep
     pods whose translation would be partial on the device plugin; ``kep5004``: resource name
     -> DeviceClass serving it through KEP-5004 (count-only pods are left to it); ``dra_schedulers``:
-    schedulers besides the default one known to support DRA."""
+    schedulers besides the default one known to support DRA; ``fail_requests_greater_than_one``:
+    the device plugin's sharing config fails shared requests greater than one (such pods stay
+    legacy, as the catalog entry's ``failRequestsGreaterThanOne`` does for its resource)."""
 
     api_version: str = DEFAULT_API_VERSION
     kubernetes_minor: int | None = None
@@ -60,6 +66,7 @@ class Options:
     keep_legacy_partial: bool = False
     kep5004: Mapping[str, str] = field(default_factory=dict)
     dra_schedulers: tuple[str, ...] = ()
+    fail_requests_greater_than_one: bool = False
 
     @property
     def minor(self) -> int:
@@ -72,14 +79,16 @@ class Options:
 @dataclass(frozen=True)
 class Plan:
     """``templates`` to exist (namespace set when known), the ``pod`` to admit, ``findings``,
-    whether the pod ``changed``, and the conversion ``record`` written on it (None when
-    unchanged)."""
+    whether the pod ``changed``, the conversion ``record`` written on it (None when unchanged,
+    or when only zero-count requests were dropped) and the resource names of those
+    (``dropped_zero``, set only then)."""
 
     templates: tuple[dict[str, Any], ...]
     pod: dict[str, Any]
     findings: tuple[Finding, ...]
     changed: bool
     record: ConversionRecord | None = None
+    dropped_zero: frozenset[str] = frozenset()
 
     @property
     def plan_hash(self) -> str:
@@ -88,8 +97,9 @@ class Plan:
 
     @property
     def converted(self) -> frozenset[str]:
-        """The legacy resource names the conversion removed (none when unchanged)."""
-        return self.record.resources if self.record else frozenset()
+        """The legacy resource names the conversion removed (none when unchanged), zero-count
+        ones included (a pod with only those changes without a record)."""
+        return (self.record.resources if self.record else frozenset()) | self.dropped_zero
 
     @property
     def severity(self) -> int:
@@ -118,8 +128,9 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     findings: list[Finding] = []
     demands = collect(spec, catalog, path, findings)
     wanted = [d for d in demands if d.count > 0]
+    zeros = [d for d in demands if d.count == 0]
     if not wanted:
-        return _unchanged(pod, findings)
+        return _drop_zero_counts(pod, spec, zeros, findings) if zeros else _unchanged(pod, findings)
     again = stay_legacy.converted_before(annotations, path)
     if again is not None:
         return _unchanged(pod, [again])
@@ -135,8 +146,8 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
             dclass = options.kep5004[d.mapping.resource_name]
             findings.append(Finding(d.path, d.legacy, "ignored", f"served by KEP-5004 DeviceClass {dclass}"))
         return _unchanged(pod, findings)
-    wanted, dropped = _apply_kinds(wanted, catalog, options, findings)
     placement = place(spec, annotations, path, options.minor, catalog.aliases)
+    wanted, dropped = _apply_kinds(wanted, catalog, options, placement, findings)
     uses_gfd = any(d.mapping.gfd == "nvidia" for d in wanted)
     if uses_gfd:
         findings += placement.findings
@@ -148,6 +159,8 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     verdict = stay_legacy.translation_not_faithful(findings, options.keep_legacy_partial, path)
     if verdict is not None:
         return _unchanged(pod, [*findings, verdict])
+    findings += [_zero_dropped(d) for d in zeros]
+    dropped |= {d.mapping.resource_name for d in zeros}
     return _build(pod, spec, annotations, wanted, dropped, placement if uses_gfd else None, options,
                   api_version, namespace, findings, RecordedOptions.of(options, catalog))
 
@@ -157,16 +170,18 @@ def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) 
     return GFD_PREFIX in text or any(str(k).startswith(GFD_PREFIX) for k in annotations)
 
 
-def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Options,
+def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Options, placement: Placement,
                  findings: list[Finding]) -> tuple[list[ContainerDemand], set[str]]:
     """Apply per-kind rules; returns the demands to translate and the resource names to drop
-    without a request (HAMi slicing converted to whole devices)."""
+    without a request (HAMi slicing converted to whole devices). MIG single-strategy nodes:
+    :mod:`~translate.plan.mig_single`."""
     out = []
     dropped: set[str] = set()
     for d in wanted:
         m = d.mapping
         kept = (stay_legacy.hami_slicing_kept(m, options.hami_slicing == "whole-devices", d.path, d.legacy)
-                or stay_legacy.shared_count_over_one(m, d.count, d.path, d.legacy))
+                or stay_legacy.shared_count_over_one(m, d.count, options.fail_requests_greater_than_one, d.path,
+                                                     d.legacy))
         if kept is not None:
             findings.append(kept)
             continue
@@ -176,15 +191,12 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
             dropped.add(m.resource_name)
             continue
         if m.kind == "shared":
-            if catalog.target == "vendor":
-                findings.append(Finding(d.path, d.legacy, "partial",
-                                        "a shared GPU becomes one whole device of the vendor driver "
-                                        "(it has no time-slicing replicas)"))
-                d = ContainerDemand(d.container, d.role, d.field, d.index, m, 1, d.legacy, d.path)
-            else:
-                findings.append(Finding(d.path, d.legacy, "partial",
-                                        f"{d.count} time-slicing replica(s) of the bridge, as the plugin counted; "
-                                        "the vendor driver has no replicas: re-plan before moving to it"))
+            count, finding = sharing.shared_request(m, d.count, catalog.target, d.path, d.legacy)
+            findings.append(finding)
+            d = replace(d, count=count)
+        m, notes = mig_single.serve(m, placement, catalog, d.path, d.legacy)
+        findings += notes
+        d = replace(d, mapping=m)
         if m.profile and m.profile not in catalog.mig_profiles and catalog.target == "bridge":
             findings.append(Finding(d.path, d.legacy, "partial",
                                     f"MIG profile {m.profile} is not in the catalog's profile list: create DeviceClass "
@@ -240,18 +252,7 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
     for fld in ("initContainers", "containers"):
         for c in nspec.get(fld) or []:
             res = c.get("resources") or {}
-            kept: dict[str, Any] = {}
-            for section in ("limits", "requests"):
-                block = res.get(section)
-                if not isinstance(block, dict):
-                    continue
-                moved = {k: v for k, v in block.items() if k in removed}
-                if moved:
-                    kept[section] = moved
-                    for k in moved:
-                        del block[k]
-                    if not block:
-                        del res[section]
+            kept = _remove_legacy(res, removed)
             if kept:
                 original["containers"][c.get("name", "")] = kept
             refs = [{"name": claim_names[claim_of[i]], "request": requests[i]["name"]}
@@ -259,6 +260,8 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
             if refs:
                 c["resources"] = res
                 res["claims"] = [*(res.get("claims") or []), *refs]
+            elif kept and not res:
+                del c["resources"]
     nspec["resourceClaims"] = [*(nspec.get("resourceClaims") or []), *(
         {"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True))]
     _apply_placement(new, spec, annotations, placement, original)
@@ -266,6 +269,45 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
     plan_hash = digest({"templates": template_names, "original": original}, 12)
     record = ConversionRecord(plan_hash, tuple(template_names), cast(OriginalValues, original), recorded)
     return Plan(templates, record.write(new), tuple(findings), True, record)
+
+
+def _zero_dropped(d: ContainerDemand) -> Finding:
+    return Finding(d.path, d.legacy, "translated", "a zero count asks for no device (the scheduler and the kubelet "
+                                                   "treat it as nothing): dropped, no claim")
+
+
+def _drop_zero_counts(pod: Mapping[str, Any], spec: Mapping[str, Any], zeros: list[ContainerDemand],
+                      findings: list[Finding]) -> Plan:
+    """A pod whose only legacy requests count zero: they go, with a finding each, and nothing
+    else changes (no claim, no record: there is nothing to undo or to re-create). A finding
+    that forbids rewriting the pod (an invalid request) leaves it as it was."""
+    if blocks_conversion(findings):
+        return _unchanged(pod, findings)
+    new = _writable(pod, spec)
+    names = {d.mapping.resource_name for d in zeros}
+    for fld in ("initContainers", "containers"):
+        for c in new["spec"].get(fld) or []:
+            if isinstance(c.get("resources"), dict) and _remove_legacy(c["resources"], names) and not c["resources"]:
+                del c["resources"]
+    return Plan((), new, (*findings, *(_zero_dropped(d) for d in zeros)), True, dropped_zero=frozenset(names))
+
+
+def _remove_legacy(res: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """Remove ``names`` from a container's (writable) limits and requests, dropping emptied
+    blocks; returns what was removed, by section."""
+    kept: dict[str, Any] = {}
+    for section in ("limits", "requests"):
+        block = res.get(section)
+        if not isinstance(block, dict):
+            continue
+        moved = {k: v for k, v in block.items() if k in names}
+        if moved:
+            kept[section] = moved
+            for k in moved:
+                del block[k]
+            if not block:
+                del res[section]
+    return kept
 
 
 def _writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,8 @@ Wire format: the ``dra-bridge.io/conversion`` annotation holds canonical JSON (s
 no spaces)::
 
     {"apiVersion": "conversion.dra-bridge.io/v1",
-     "options": {"draSchedulers": [], "hamiSlicing": "unsupported", "kubernetesMinor": 34,
-                 "managedBy": "dra-bridge-webhook", "target": "bridge"},
+     "options": {"draSchedulers": [], "failRequestsGreaterThanOne": false, "hamiSlicing": "unsupported",
+                 "kubernetesMinor": 34, "managedBy": "dra-bridge-webhook", "target": "bridge"},
      "original": {"containers": {"<name>": {"limits": {...}, "requests": {...}}},
                   "nodeSelector": {...}, "affinity": {...}, "annotations": {...}},
      "plan": "<plan hash>", "templates": ["dra-bridge-<hash>", ...]}
@@ -19,8 +19,9 @@ no spaces)::
 resources, node selector entries, the affinity it replaced, HAMi annotations); only the
 keys with something in them are written. ``options`` are the plan options that shaped the
 result: the managed-by value and the target minor release (both in the template names), the
-catalog's target (bridge or vendor classes), HAMi slicing and the schedulers declared to
-support DRA (both decide whether a pod converts at all). Options that cannot change a
+catalog's target (bridge or vendor classes), HAMi slicing, the schedulers declared to
+support DRA and whether shared requests greater than one fail (all three decide whether a pod
+converts at all). Options that cannot change a
 conversion that happened are not recorded (KEP-5004 deference, keeping partial translations:
 a converted pod was neither deferred nor partial-and-kept).
 
@@ -71,12 +72,13 @@ class RecordedOptions:
     target: Target | None = None
     hami_slicing: HamiSlicing | None = None
     dra_schedulers: tuple[str, ...] | None = None
+    fail_requests_greater_than_one: bool | None = None
 
     @classmethod
     def of(cls, options: Options, catalog: Catalog) -> RecordedOptions:
         """What to record for a plan made with ``options`` and ``catalog``."""
         return cls(options.managed_by, options.minor, catalog.target, options.hami_slicing,
-                   tuple(options.dra_schedulers))
+                   tuple(options.dra_schedulers), options.fail_requests_greater_than_one)
 
     def apply(self, options: Options) -> Options:
         """``options`` with the recorded values in place of their own."""
@@ -85,7 +87,9 @@ class RecordedOptions:
                        kubernetes_minor=options.kubernetes_minor if self.kubernetes_minor is None
                        else self.kubernetes_minor,
                        hami_slicing=options.hami_slicing if self.hami_slicing is None else self.hami_slicing,
-                       dra_schedulers=options.dra_schedulers if self.dra_schedulers is None else self.dra_schedulers)
+                       dra_schedulers=options.dra_schedulers if self.dra_schedulers is None else self.dra_schedulers,
+                       fail_requests_greater_than_one=options.fail_requests_greater_than_one
+                       if self.fail_requests_greater_than_one is None else self.fail_requests_greater_than_one)
 
     def aim(self, catalog: Catalog) -> Catalog:
         """``catalog`` aimed at the recorded target (bridge or vendor classes)."""
@@ -95,7 +99,8 @@ class RecordedOptions:
         """The ``options`` object of the annotation (recorded values only)."""
         wire = {"managedBy": self.managed_by, "kubernetesMinor": self.kubernetes_minor, "target": self.target,
                 "hamiSlicing": self.hami_slicing,
-                "draSchedulers": list(self.dra_schedulers) if self.dra_schedulers is not None else None}
+                "draSchedulers": list(self.dra_schedulers) if self.dra_schedulers is not None else None,
+                "failRequestsGreaterThanOne": self.fail_requests_greater_than_one}
         return {k: v for k, v in wire.items() if v is not None}
 
 
@@ -249,12 +254,13 @@ def _original(raw: object, fail: Any) -> OriginalValues:
 def _options(raw: object, fail: Any) -> RecordedOptions:
     if not isinstance(raw, dict):
         raise fail("options must be an object")
-    known = ("managedBy", "kubernetesMinor", "target", "hamiSlicing", "draSchedulers")
+    known = ("managedBy", "kubernetesMinor", "target", "hamiSlicing", "draSchedulers", "failRequestsGreaterThanOne")
     unknown = sorted(set(raw) - set(known))
     if unknown:
         raise fail(f"options: unknown key {unknown[0]!r} (known: {', '.join(known)})")
     managed_by, minor, target = raw.get("managedBy"), raw.get("kubernetesMinor"), raw.get("target")
     hami, schedulers = raw.get("hamiSlicing"), raw.get("draSchedulers")
+    fail_gt_one = raw.get("failRequestsGreaterThanOne")
     if managed_by is not None and (not isinstance(managed_by, str) or not managed_by):
         raise fail("options.managedBy must be a non-empty string")
     if minor is not None and (not isinstance(minor, int) or isinstance(minor, bool) or minor < 0):
@@ -265,4 +271,7 @@ def _options(raw: object, fail: Any) -> RecordedOptions:
         raise fail("options.hamiSlicing must be unsupported or whole-devices")
     if schedulers is not None and (not isinstance(schedulers, list) or not all(isinstance(s, str) for s in schedulers)):
         raise fail("options.draSchedulers must be a list of scheduler names")
-    return RecordedOptions(managed_by, minor, target, hami, None if schedulers is None else tuple(schedulers))
+    if fail_gt_one is not None and not isinstance(fail_gt_one, bool):
+        raise fail("options.failRequestsGreaterThanOne must be true or false")
+    return RecordedOptions(managed_by, minor, target, hami, None if schedulers is None else tuple(schedulers),
+                           fail_gt_one)

@@ -75,12 +75,18 @@ def hami_slicing_kept(mapping: ResourceMapping, whole_devices: bool, path: str, 
                    Remedy.HAMI_WHOLE_DEVICES)
 
 
-def shared_count_over_one(mapping: ResourceMapping, count: int, path: str, legacy: str) -> Finding | None:
-    """A shared GPU whose device plugin fails requests greater than one would fail as a claim too."""
-    if mapping.kind != "shared" or not mapping.fail_requests_greater_than_one or count <= 1:
+def shared_count_over_one(mapping: ResourceMapping, count: int, fail_by_option: bool, path: str,
+                          legacy: str) -> Finding | None:
+    """A shared GPU whose device plugin fails requests greater than one (its sharing config's
+    ``failRequestsGreaterThanOne``, vendors.md 1.2: the pod gets UnexpectedAdmissionError)
+    stays as it is: a claim would give it what the plugin refused. Set on the catalog entry
+    (a user catalog's own entries) or by the front end's option (``fail_by_option``, with its
+    remedy code), for every shared resource."""
+    if mapping.kind != "shared" or count <= 1 or not (mapping.fail_requests_greater_than_one or fail_by_option):
         return None
     return Finding(path, legacy, "unsupported", "the device plugin fails shared requests greater than one "
-                                                "(failRequestsGreaterThanOne), and so would this claim")
+                                                "(failRequestsGreaterThanOne): the pod stays as it is",
+                   None if mapping.fail_requests_greater_than_one else Remedy.FAIL_REQUESTS_GREATER_THAN_ONE)
 
 
 # ------------------------------------------------------------------ per pod

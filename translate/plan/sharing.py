@@ -1,0 +1,40 @@
+"""Shared devices (time-slicing or MPS replicas, catalog kind ``shared``) as DRA requests.
+
+The device plugin advertises each shared GPU as N replicas (``nvidia.com/gpu.shared``, vendors.md
+1.1, 1.2) and a container asking for ``count`` of them gets ``count`` replicas, which may come
+from different GPUs (the plugin gives no more GPU time for more replicas).
+
+    shared_request(mapping, count, target, path, legacy) -> (request count, finding)
+
+- bridge target: ``count`` replicas the bridge publishes, from any GPUs, as the plugin gave them:
+  ``partial``, since the vendor driver has no replicas (re-plan before moving to it);
+- vendor target: one whole device of the vendor driver: ``partial``; the finding names the
+  vendor driver's own ways to share a device (``VENDOR_SHARING``).
+
+Shared requests greater than one that the plugin fails (``failRequestsGreaterThanOne``) never
+get here: :func:`~translate.plan.stay_legacy.shared_count_over_one` keeps them legacy.
+"""
+
+from __future__ import annotations
+
+from dra_bridge.translate.catalog import ResourceMapping, Target
+from dra_bridge.translate.findings import Finding
+from dra_bridge.translate.names import NVIDIA_DRIVER
+
+#: How each vendor DRA driver shares one device (vendors.md 2.6, 2.7; other drivers: none known).
+VENDOR_SHARING: dict[str, str] = {
+    NVIDIA_DRIVER: "NVIDIA GpuConfig sharing (TimeSlicing or MPS), one claim for several pods, or ConsumableShares",
+}
+
+
+def shared_request(mapping: ResourceMapping, count: int, target: Target, path: str,
+                   legacy: str) -> tuple[int, Finding]:
+    """The device count to request for ``count`` shared replicas on ``target``, and the finding
+    that says what changes (see the module docstring)."""
+    if target == "vendor":
+        driver = mapping.vendor.driver if mapping.vendor else ""
+        how = VENDOR_SHARING.get(driver, f"see the {driver or 'vendor'} driver's sharing options")
+        return 1, Finding(path, legacy, "partial", f"one whole vendor device (no replicas); to share it: {how}")
+    return count, Finding(path, legacy, "partial",
+                          f"{count} time-slicing replica{'s' if count != 1 else ''} of the bridge, maybe of "
+                          "different GPUs as with the plugin; the vendor driver has none: re-plan before moving")
