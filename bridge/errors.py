@@ -6,7 +6,8 @@ The tree (third-party errors are chained with ``raise ... from``, never re-expor
     ├── SettingsError              a flag or environment variable is missing or malformed
     ├── PodResourcesError          the kubelet's PodResources socket is missing or an RPC failed
     ├── StateError                 the node-local inventory state cannot be read or written
-    └── NvmlError                  NVML is present but a query failed
+    ├── NvmlError                  NVML is present but a query failed
+    └── DevicePluginError          a device plugin's socket is missing or an RPC failed
 
 API server failures (slices, Node, Events) are :mod:`kube.errors` (``KubeError`` and its
 tree), shared with the webhook.
@@ -36,3 +37,7 @@ class StateError(BridgeError):
 
 class NvmlError(BridgeError):
     """NVML is installed but a query failed."""
+
+
+class DevicePluginError(BridgeError):
+    """A device plugin's socket is missing or one of its v1beta1 RPCs failed."""

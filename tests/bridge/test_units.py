@@ -22,20 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 STUBS = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py")
 
 
-def test_committed_stubs_match_a_fresh_generation(tmp_path: Path) -> None:
-    # The proto sits where its package is imported from (dra_bridge.bridge.podresources), so the
+@pytest.mark.parametrize("package", ["podresources", "deviceplugin"])
+def test_committed_stubs_match_a_fresh_generation(tmp_path: Path, package: str) -> None:
+    # The proto sits where its package is imported from (dra_bridge.bridge.<package>), so the
     # generated imports name the installed package.
-    src = tmp_path / "src" / "dra_bridge" / "bridge" / "podresources"
+    src = tmp_path / "src" / "dra_bridge" / "bridge" / package
     src.mkdir(parents=True)
-    (src / "api.proto").write_bytes((ROOT / "bridge" / "podresources" / "api.proto").read_bytes())
+    (src / "api.proto").write_bytes((ROOT / "bridge" / package / "api.proto").read_bytes())
     out = tmp_path / "out"
     out.mkdir()
     subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I", str(tmp_path / "src"), f"--python_out={out}",
-                    f"--pyi_out={out}", f"--grpc_python_out={out}", "dra_bridge/bridge/podresources/api.proto"],
+                    f"--pyi_out={out}", f"--grpc_python_out={out}", f"dra_bridge/bridge/{package}/api.proto"],
                    check=True)
     for name in STUBS:
-        fresh = (out / "dra_bridge" / "bridge" / "podresources" / name).read_text()
-        assert fresh == (ROOT / "bridge" / "podresources" / name).read_text(), f"{name} is stale: regenerate it"
+        fresh = (out / "dra_bridge" / "bridge" / package / name).read_text()
+        assert fresh == (ROOT / "bridge" / package / name).read_text(), f"{package}/{name} is stale: regenerate it"
 
 
 def test_wire_names_match_the_kubelet() -> None:
