@@ -25,6 +25,7 @@ from google.protobuf import json_format
 
 from dra_bridge.bridge.deviceplugin import api_pb2
 from dra_bridge.bridge.errors import DevicePluginError
+from dra_bridge.bridge.unixgrpc import UnixSocketClient
 
 SERVICE = "/v1beta1.DevicePlugin/"
 REGISTRATION_METHOD = "/v1beta1.Registration/Register"
@@ -45,18 +46,8 @@ def to_json(message: Any) -> dict[str, Any]:
     return dict(json_format.MessageToDict(message, preserving_proto_field_name=True))
 
 
-class DevicePluginClient:
+class DevicePluginClient(UnixSocketClient):
     """Calls one plugin's RPCs; one channel, reopened after a failure. ``timeout``: seconds per call."""
-
-    def __init__(self, path: str | Path, timeout: float = 5.0) -> None:
-        self.path = Path(path)
-        self.timeout = timeout
-        self._channel: grpc.aio.Channel | None = None
-
-    def _ensure(self) -> grpc.aio.Channel:
-        if self._channel is None:
-            self._channel = grpc.aio.insecure_channel(f"unix://{self.path}")
-        return self._channel
 
     def _check_socket(self) -> None:
         if not self.path.exists():
@@ -124,9 +115,3 @@ class DevicePluginClient:
                                     f"{len(response.container_responses)} containers for 1")
         container: api_pb2.ContainerAllocateResponse = response.container_responses[0]
         return container
-
-    async def close(self) -> None:
-        """Close the channel (a later call opens a new one)."""
-        if self._channel is not None:
-            channel, self._channel = self._channel, None
-            await channel.close()
