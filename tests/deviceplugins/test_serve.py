@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from dra_bridge.bridge.deviceplugin.client import DevicePluginClient, to_json
 from dra_bridge.bridge.errors import DevicePluginError
-from tests.deviceplugins.conftest import UUIDS, Spawn, wait_until
+from tests.deviceplugins.conftest import ROOT, UUIDS, Spawn, wait_until
 from tests.deviceplugins.fake_kubelet import FakeRegistration
 
 A, B = UUIDS[:2]
@@ -113,3 +115,14 @@ async def test_a_signal_stops_it_cleanly_removing_its_socket(kubelet: FakeRegist
     assert plugin.process.wait(5) == 0
     assert not plugin.socket.exists()
     assert "stopped, removed" in plugin.stderr()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--strategy", "envvar", "--devices", "GPU-a,GPU-a"], "duplicate device IDs"),
+    (["--strategy", "cdi-annotations", "--devices", "GPU-a"], "invalid Strategy value"),
+], ids=["duplicate-devices", "unknown-strategy"])
+def test_bad_arguments_exit_2_naming_the_problem(short_dir: Path, args: list[str], message: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "tests.deviceplugins.serve", "--resource", "nvidia.com/gpu",
+                             "--kubelet-dir", str(short_dir / "dp"), "--cdi-dir", str(short_dir / "cdi"), *args],
+                            cwd=ROOT, capture_output=True, text=True, timeout=8)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
