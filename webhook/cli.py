@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import functools
 import logging
 import signal
@@ -60,6 +61,16 @@ async def _api_version(settings: Settings, api: ApiServer) -> str:
                           ) from exc
 
 
+async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -> None:
+    """Start the HTTPS site; ConfigError (one line) when the address cannot be bound."""
+    try:
+        await web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context).start()
+    except OSError as exc:
+        why = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise ConfigError(f"--host/--port {settings.host}:{settings.port}: cannot listen: {why} "
+                          f"(DRA_WEBHOOK_HOST / DRA_WEBHOOK_PORT)") from exc
+
+
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); raises ConfigError on bad startup settings."""
     tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file)
@@ -91,17 +102,17 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         app = make_app(runtime, admitter, background)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
-        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context)
-        await site.start()
-        logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-        if ready is not None:
-            ready.set()
-        try:
+        try:  # the background tasks stop (runner.cleanup) before the client closes
+            await _listen(runner, settings, tls)
+            logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port,
+                        api_version)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, stop.set)
+            if ready is not None:
+                ready.set()
             await stop.wait()
         finally:
             await runner.cleanup()
