@@ -1,12 +1,13 @@
 """The ``dra-webhook`` console script.
 
     dra-webhook [serve] [flags]                       serve the webhook (default; see webhook.settings)
+    dra-webhook --version                             the installed version
     dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N]
 
 Exit codes: 0 clean shutdown (certs: files written), 1 a configuration error (one line
 naming the setting or flag, e.g. a ``certs --namespace`` that is not a DNS label, an
-``--ip`` that is not an address, ``--days`` not a positive integer), 2 a usage error
-(argparse: an unknown or missing flag).
+``--ip`` that is not an address, ``--days`` not a positive integer) or a usage error (an
+unknown or missing flag: kube.flags.EXIT_USAGE, the same in every command).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import Client, connect
 from dra_bridge.kube.discovery import discover_resource_version
 from dra_bridge.kube.errors import KubeError
+from dra_bridge.kube.flags import Parser
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.errors import ConfigError
@@ -159,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if args[:1] == ["certs"]:
-        parser = argparse.ArgumentParser(prog="dra-webhook")
+        parser: argparse.ArgumentParser = Parser(prog="dra-webhook")
         _certs_parser(parser.add_subparsers(dest="command"))
         return _certs(parser.parse_args(args))
     if args[:1] == ["serve"]:

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable
+from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
 from dra_bridge.translate.names import normalize_api_version
 from dra_bridge.webhook.errors import ConfigError
 
@@ -137,7 +137,7 @@ FLAGS = FlagTable(ENV_PREFIX, (
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``serve`` flags; every default is None so env twins can fill them in."""
-    p = argparse.ArgumentParser(prog="dra-webhook [serve]",
-                                description="Serve the dra-bridge mutating webhook "
-                                            "(`dra-webhook certs --help`: development certificates).")
-    return FLAGS.add_to(p)
+    p = Parser(prog="dra-webhook [serve]",
+               description="Serve the dra-bridge mutating webhook "
+                           "(`dra-webhook certs --help`: development certificates).")
+    return FLAGS.add_to(add_version(p, "dra-webhook"))

@@ -66,7 +66,7 @@ def test_docs_flag_table_matches_help() -> None:
                                                           section, re.MULTILINE)}
     helped = {}
     for action in _parser()._actions:
-        if not action.option_strings or action.dest == "help":
+        if not action.option_strings or action.dest in ("help", "version"):  # no settings
             continue
         help_text = " ".join((action.help or "").split())
         twin = re.search(r"\(env ([A-Z_]+)[;)]", help_text)
