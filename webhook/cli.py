@@ -85,7 +85,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         metrics = Metrics()
         view = ClusterView()
         runtime = Runtime(api_version, metrics, policy, catalog, tls, kep5004=view.kep5004,
-                          node_mode=view.node_mode, quota_keys=view.quota_keys)
+                          node_mode=view.node_mode, quota_keys=view.quota_keys,
+                          exempt_namespaces=settings.exempt_namespaces)
         runtime.check_files()
         ensurer = KubeTemplateEnsurer(api, api_version, deadline=settings.template_deadline)
 

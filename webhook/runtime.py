@@ -13,7 +13,7 @@ which stays *ready*: one bad edit must not take every replica out of the Service
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from dra_bridge.webhook.decision import Context
 from dra_bridge.webhook.errors import ConfigError
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.patch import PatchMemo
-from dra_bridge.webhook.policy import Policy, load_policy
+from dra_bridge.webhook.policy import SYSTEM_NAMESPACES, Policy, load_policy
 from dra_bridge.webhook.reload import Watched
 from dra_bridge.webhook.tls import TlsReloader
 
@@ -54,7 +54,8 @@ def watch_catalog(path: Path) -> Watched[Catalog]:
 
 @dataclass
 class Runtime:
-    """See the module docstring. ``require_tls`` is False only for in-process test servers."""
+    """See the module docstring. ``require_tls`` is False only for in-process test servers;
+    ``exempt_namespaces``: never converted (kube-system and, from the settings, the webhook's own)."""
 
     api_version: str
     metrics: Metrics = field(default_factory=Metrics)
@@ -66,6 +67,7 @@ class Runtime:
     node_mode: Callable[[str], str | None] = lambda _name: None
     quota_keys: Callable[[str], frozenset[str]] = lambda _ns: frozenset()
     patches: PatchMemo = field(default_factory=PatchMemo)
+    exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
     _context: Context | None = None
 
     def __post_init__(self) -> None:
@@ -92,11 +94,11 @@ class Runtime:
             policy = self.policy.value if self.policy and self.policy.value else Policy()
             catalog = self.catalog.value if self.catalog and self.catalog.value else load_catalog()
             self._context = Context(catalog, policy, self.api_version, node_mode=self.node_mode,
-                                    quota_keys=self.quota_keys, patches=self.patches)
+                                    quota_keys=self.quota_keys, patches=self.patches,
+                                    exempt_namespaces=self.exempt_namespaces)
         kep = self.kep5004()
         if kep != self._context.kep5004:
-            self._context = Context(self._context.catalog, self._context.policy, self.api_version, dict(kep),
-                                    self.node_mode, self.quota_keys, self.patches)
+            self._context = replace(self._context, kep5004=dict(kep))
         return self._context
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
