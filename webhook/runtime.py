@@ -3,7 +3,8 @@
     Runtime(api_version, policy=Watched|None, catalog=Watched|None, tls=TlsReloader|None)
     Runtime.context() -> decision.Context     (rebuilt only when a file changed)
     Runtime.check_files() -> None             (called periodically by the server)
-    Runtime.readiness() -> (ready, detail)    ready = TLS loaded and a valid policy in force
+    Runtime.readiness() -> (ready, detail)    ready = TLS loaded (and matching the CA bundle and the
+                                              service name, when given) and a valid policy in force
 
 A refused file keeps the last good value in force (design decision 8); its reason shows in
 logs (webhook.reload), in metrics (``dra_webhook_config_valid``) and in the readiness detail,
@@ -86,7 +87,8 @@ class Runtime:
                 self._context = None
             if watched.failures != failures:
                 self.metrics.reload_failures.labels(name).inc()
-            self.metrics.config_valid.labels(name).set(0 if watched.error else 1)
+            invalid = watched.error or (watched is self.tls and self.tls.mismatch)
+            self.metrics.config_valid.labels(name).set(0 if invalid else 1)
 
     def context(self) -> Context:
         """The admission Context built from the values in force."""
@@ -102,11 +104,14 @@ class Runtime:
         return self._context
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """(ready, detail): ready once TLS is loaded and a valid policy is in force."""
+        """(ready, detail): ready once TLS is loaded, fits the CA bundle and the service name (when
+        given: ``TlsReloader.mismatch``), and a valid policy is in force."""
         detail: dict[str, Any] = {"apiVersion": self.api_version}
-        tls_ok = self.tls is not None or not self.require_tls
+        tls_ok = not self.tls.mismatch if self.tls is not None else not self.require_tls
         detail["tls"] = ("loaded" if self.tls else "not configured") + (f"; newest pair refused: {self.tls.error}"
                                                                          if self.tls and self.tls.error else "")
+        if self.tls is not None and self.tls.mismatch:
+            detail["tls"] += f"; not ready: {self.tls.mismatch}"
         policy_ok = self.policy is None or self.policy.value is not None
         for name in ("policy", "catalog"):
             watched = self._files()[name]

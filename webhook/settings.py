@@ -9,6 +9,8 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --port               DRA_WEBHOOK_PORT                8443
     --tls-cert-file      DRA_WEBHOOK_TLS_CERT_FILE       (required)
     --tls-key-file       DRA_WEBHOOK_TLS_KEY_FILE        (required)
+    --ca-bundle          DRA_WEBHOOK_CA_BUNDLE           (not checked) the registration's caBundle
+    --service-name       DRA_WEBHOOK_SERVICE_NAME        (not checked) the host the API server calls
     --policy             DRA_WEBHOOK_POLICY              (built-in defaults)
     --catalog            DRA_WEBHOOK_CATALOG             (the shipped catalog only)
     --kubeconfig         DRA_WEBHOOK_KUBECONFIG          (in-cluster config)
@@ -57,6 +59,12 @@ class Settings:
     """PEM certificate chain served to the API server; reloaded when its bytes change."""
     tls_key_file: Path
     """PEM private key of ``tls_cert_file``; reloaded with it."""
+    ca_bundle: Path | None = None
+    """The registration's caBundle (PEM): the certificate in force must chain to it, or the webhook
+    is not ready; None: not checked."""
+    service_name: str | None = None
+    """The host the API server calls (``<service>.<namespace>.svc``, or a URL's host): the
+    certificate must cover it, or the webhook is not ready; None: not checked."""
     host: str = "0.0.0.0"
     """Address to listen on."""
     port: int = 8443
@@ -126,7 +134,8 @@ class Settings:
             value = pick(name)
             return Path(value) if value else None
 
-        return cls(tls_cert_file=Path(cert), tls_key_file=Path(key), host=pick("host") or "0.0.0.0", port=port,
+        return cls(tls_cert_file=Path(cert), tls_key_file=Path(key), ca_bundle=path("ca_bundle"),
+                   service_name=pick("service_name") or None, host=pick("host") or "0.0.0.0", port=port,
                    policy_file=path("policy"), catalog_file=path("catalog"), kubeconfig=path("kubeconfig"),
                    api_version=api_version, reload_interval=reload_interval, template_deadline=deadline,
                    namespace=pick("namespace") or _own_namespace(), identity=pick("identity") or socket.gethostname(),
@@ -138,6 +147,10 @@ FLAGS = FlagTable(ENV_PREFIX, (
     Flag("port", "HTTPS port", "8443"),
     Flag("tls_cert_file", "PEM certificate chain, reloaded when it changes (required)", metavar="FILE"),
     Flag("tls_key_file", "PEM private key of the certificate (required)", metavar="FILE"),
+    Flag("ca_bundle", "the registration's caBundle (PEM): the certificate must chain to it, or /readyz is 503",
+         "not checked", "FILE"),
+    Flag("service_name", "the host the API server calls (SVC.NS.svc): the certificate must cover it, or /readyz "
+                         "is 503; leave unset for a url registration on loopback", "not checked", "NAME"),
     Flag("policy", "policy YAML, hot-reloaded", "built-in defaults", "FILE"),
     Flag("catalog", "user catalog YAML extending the shipped one", "the shipped catalog only", "FILE"),
     Flag("kubeconfig", "kubeconfig file", "in-cluster service account", "FILE"),
