@@ -140,7 +140,7 @@ class Catalog:
     def aliases(self, profile: str) -> tuple[str, ...]:
         """Every spelling of a MIG profile as the vendor driver publishes it, sorted.
 
-        ``1g.10gb.me`` -> ``("1g.10gb+me", "1g.12gb+me")``: the suffix is kept and the alias
+        ``1g.10gb.me`` -> ``("1g.10gb+me", "1g.9gb+me")`` with the shipped table: the suffix is kept and the alias
         table is applied to the base profile.
         """
         base, suffix = profile, ""
