@@ -17,6 +17,7 @@ import pytest
 
 from dra_bridge.webhook.certs import CertPaths, write_certs
 from dra_bridge.webhook.cli import main
+from tests.webhook.conftest import write_kubeconfig
 
 
 @pytest.fixture(scope="module")
@@ -45,15 +46,7 @@ def discovery(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
     server = _discovery_server(request.param)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(f"""apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{server.server_address[1]}"}}}}]
-users: [{{name: u, user: {{token: t}}}}]
-contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
-current-context: x
-""")
-    yield kubeconfig
+    yield write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{server.server_address[1]}")
     server.shutdown()
     server.server_close()
 
@@ -90,14 +83,7 @@ def test_a_port_already_in_use_exits_1_with_one_line(
         capsys: pytest.CaptureFixture[str]) -> None:
     from tests.webhook.test_api_unreachable import closed_port
 
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(f"""apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{closed_port()}", insecure-skip-tls-verify: true}}}}]
-users: [{{name: u, user: {{token: t}}}}]
-contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
-current-context: x
-""")
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port()}")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
