@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
-from dra_bridge.bridge.health import Health, Metrics
+from dra_bridge.bridge.health import NOT_CHECKED, Health, Metrics
 from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, evaluate
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
@@ -106,7 +106,7 @@ class Agent:
                 logger.warning("kubelet PodResources unavailable, will retry: %s", exc)
             self.health.kubelet = str(exc)
             return None
-        if self.health.kubelet:
+        if self.health.kubelet not in ("", NOT_CHECKED):  # after a failure, not on first contact
             logger.info("kubelet PodResources reachable again")
         self.health.kubelet = ""
         return offered
@@ -145,7 +145,7 @@ class Agent:
         listed = await self.api.list(slices, field_selector=f"spec.nodeName={self.settings.node_name}")
         for item in listed.get("items") or []:
             spec = item.get("spec", {})
-            if spec.get("driver") == self.settings.driver_name:
+            if spec.get("driver") == self.catalog.bridge_driver:
                 continue
             for uuid in device_uuids(spec):
                 out[uuid] = f"driver {spec.get('driver')} slice {item.get('metadata', {}).get('name')}"

@@ -82,7 +82,7 @@ async def run(settings: Settings) -> int:
     catalog = load_catalog(catalog_text, settings.catalog or "user catalog")
     client = await connect(settings.kubeconfig)
     api = ApiServer(client)
-    publisher = Publisher(api, settings.node_name, settings.driver_name, settings.resource_api_version)
+    publisher = Publisher(api, settings.node_name, catalog.bridge_driver, settings.resource_api_version)
     agent = Agent(settings, catalog, PodResourcesClient(socket_path(settings.kubelet_dir)),
                   InventoryStore(settings.state_dir), api, publisher, nvml_probe=probe)
     stop = asyncio.Event()
@@ -92,7 +92,7 @@ async def run(settings: Settings) -> int:
     runner = None
     if settings.health_port:
         runner = await serve(agent.health, agent.metrics, settings.health_port, 3 * settings.poll_interval + 30)
-    logger.info("dra-bridge agent for node %s, driver %s, kubelet %s", settings.node_name, settings.driver_name,
+    logger.info("dra-bridge agent for node %s, driver %s, kubelet %s", settings.node_name, catalog.bridge_driver,
                 settings.kubelet_dir)
     try:
         await agent.run(stop)

@@ -45,12 +45,16 @@ class Metrics:
         return bytes(generate_latest(self.registry))
 
 
+NOT_CHECKED = "not checked yet"
+"""A dependency's status before its first check (not a failure: nothing to recover from)."""
+
+
 @dataclass
 class Health:
     """Dependency status and the reason for each failure (empty string = fine)."""
 
-    kubelet: str = "not checked yet"
-    api: str = "not checked yet"
+    kubelet: str = NOT_CHECKED
+    api: str = NOT_CHECKED
     state: str = ""
     interlocks: dict[str, str] = field(default_factory=dict)
     last_tick: float = 0.0

@@ -2,14 +2,23 @@
 
 Every flag has an environment twin ``DRA_BRIDGE_<NAME>`` (style.md item 13, the kube.flags
 convention); a flag given on the command line wins over its environment variable, which wins
-over the default. The former unprefixed twins (``NODE_NAME``, ``DRIVER_NAME``, ``CATALOG``,
-``LOG_LEVEL``, ...) are still read, with a deprecation warning. These constructors are the
-only places that read the environment; the flags' help texts are the table :data:`FLAGS`.
+over the default. The former unprefixed twins (``NODE_NAME``, ``CATALOG``, ``LOG_LEVEL``, ...)
+are still read, with a deprecation warning. These constructors are the only places that read
+the environment; the flags' help texts are the table :data:`FLAGS`.
+
+``--driver-name`` (``DRA_BRIDGE_DRIVER_NAME``, ``DRIVER_NAME``) was removed: the driver name is
+part of the DeviceClasses' contract (they select ``device.driver == "dra-bridge.io"``, the
+shipped catalog's ``bridgeDriver``), so a bridge publishing under another name would leave every
+converted claim unallocatable. Setting it to another name in any form is a
+:class:`SettingsError` naming it, never silently ignored (:data:`REMOVED`); setting it to
+``dra-bridge.io`` itself (what a DaemonSet written for an older release may carry) only logs a
+warning naming it, since it changes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -18,7 +27,9 @@ from typing import Any
 from dra_bridge.bridge.errors import SettingsError
 from dra_bridge.kube.flags import BRIDGE_PREFIX, Flag, FlagTable
 from dra_bridge.translate.dns_names import is_dns_subdomain
-from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.translate.names import BRIDGE_DRIVER, normalize_api_version
+
+logger = logging.getLogger(__name__)
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 """The values ``--log-level`` accepts (in any case)."""
@@ -34,8 +45,6 @@ class Settings:
     """The kubelet root directory."""
     state_dir: str = "/var/lib/dra-bridge"
     """Directory of the node-local inventory state."""
-    driver_name: str = "dra-bridge.io"
-    """The DRA driver name our ResourceSlices carry."""
     catalog: str = ""
     """User catalog file extending the shipped one; empty for none."""
     poll_interval: float = 30.0
@@ -57,8 +66,6 @@ class Settings:
         twin = FLAGS.twin
         if need_node and not is_dns_subdomain(self.node_name):
             raise SettingsError(f"{twin('node_name')} must be a node name, got {self.node_name!r}")
-        if not is_dns_subdomain(self.driver_name) or len(self.driver_name) > 63:
-            raise SettingsError(f"{twin('driver_name')} must be a DNS subdomain (<= 63), got {self.driver_name!r}")
         if self.poll_interval <= 0 or self.settle_period < 0:
             raise SettingsError(f"{twin('poll_interval')} must be > 0 and {twin('settle_period')} >= 0")
         version = self.resource_api_version
@@ -89,9 +96,20 @@ class Settings:
 
     @classmethod
     def from_namespace(cls, args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Settings:
-        """Settings from parsed flags (``None`` = not given) and environment twins."""
+        """Settings from parsed flags (``None`` = not given) and environment twins; SettingsError
+        when a removed setting is given (:data:`REMOVED`)."""
+        env = os.environ if env is None else env
+        for name, (why, harmless) in REMOVED.items():
+            flag = getattr(args, name, None)
+            given = [(f"--{name.replace('_', '-')}", str(flag))] if flag is not None else []
+            given += [(var, env[var]) for var in (FLAGS.env(name), name.upper()) if var in env]
+            for source, value in given:
+                if value != harmless:
+                    raise SettingsError(f"{source} was removed: {why}")
+                logger.warning("%s was removed and is ignored (its value %s is the only one there is); unset it",
+                               source, value)
         values: dict[str, Any] = {}
-        for name, raw in FLAGS.values(args, os.environ if env is None else env).items():
+        for name, raw in FLAGS.values(args, env).items():
             try:
                 values[name] = type(getattr(cls, name))(raw)
             except ValueError as exc:
@@ -109,7 +127,6 @@ FLAGS = FlagTable(BRIDGE_PREFIX, (
                        "Required for run."),
     _flag("kubelet_dir", "The kubelet root directory: holds pod-resources/ and device-plugins/.", "DIR"),
     _flag("state_dir", "Directory of the node-local inventory state; must survive restarts and reboots.", "DIR"),
-    _flag("driver_name", "The DRA driver name our ResourceSlices carry; a DNS subdomain of at most 63 characters."),
     _flag("catalog", "Optional user catalog file extending the shipped one; empty for none.", "FILE"),
     _flag("poll_interval", "Seconds between inventory polls and slice resyncs.", "SECONDS"),
     _flag("settle_period", "Seconds every interlock must hold before publishing starts.", "SECONDS"),
@@ -124,7 +141,20 @@ FLAGS = FlagTable(BRIDGE_PREFIX, (
 """The agent's flags, their ``DRA_BRIDGE_`` twins and the deprecated unprefixed names (kube.flags)."""
 
 
+#: Settings that were removed -> (why, the one value that is harmless): the one-line error when
+#: one is still given (as a flag, its ``DRA_BRIDGE_`` twin or its former unprefixed name) with
+#: another value; the harmless value only logs a warning.
+REMOVED: dict[str, tuple[str, str]] = {
+    "driver_name": ("the bridge always publishes under the driver name the DeviceClasses select "
+                    f"({BRIDGE_DRIVER}, the shipped catalog's bridgeDriver), so that converted claims match its "
+                    "devices; unset it (docs/bridge.md)", BRIDGE_DRIVER),
+}
+
+
 def build_parser(parser: argparse.ArgumentParser, default: Any = None) -> argparse.ArgumentParser:
     """Add the agent's flags (defaulting to None, so environment twins can apply; a subcommand's
-    parser passes ``argparse.SUPPRESS`` so it does not hide flags given before the subcommand)."""
+    parser passes ``argparse.SUPPRESS`` so it does not hide flags given before the subcommand),
+    and the removed ones, hidden from help, so that giving one is an error naming it."""
+    for name in REMOVED:
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=default, help=argparse.SUPPRESS)
     return FLAGS.add_to(parser, default)

@@ -13,7 +13,7 @@ offers ``--version`` (:func:`add_version`: the installed distribution's version)
 One prefix per command: ``DRA_WEBHOOK_`` (dra-webhook serve), ``DRA_BRIDGE_`` (dra-bridge),
 ``DRA_MIGRATE_`` (reserved for dra-migrate). A flag given on the command line wins over its
 environment twin, which wins over the default. Names in ``legacy`` are also read without the
-prefix (the bridge's former ``NODE_NAME``, ``DRIVER_NAME``, ``CATALOG``, ``LOG_LEVEL``, ...):
+prefix (the bridge's former ``NODE_NAME``, ``KUBELET_DIR``, ``CATALOG``, ``LOG_LEVEL``, ...):
 the first use of each logs a deprecation warning and issues a DeprecationWarning. Help
 texts come from the table: nothing reads source code back.
 """

@@ -2,8 +2,9 @@
 
 Exit codes (``migrate.errors``; documented in README and MIGRATION.md):
     0  success
-    1  error: unreadable file, YAML error (file:line), invalid catalog, unknown option or bad
-       option value (a :class:`~migrate.errors.MigrateError` or a ``TranslateError``)
+    1  error: unreadable or non-UTF-8 file, YAML error (file:line), invalid catalog, unknown
+       option or bad option value, a source without any object unless ``--allow-empty`` (a
+       :class:`~migrate.errors.MigrateError` or a ``TranslateError``)
     3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists
 
 :func:`main` takes its streams as arguments (the process's by default), so tests run the
@@ -22,7 +23,7 @@ from typing import Any, TextIO
 
 from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
-from dra_bridge.migrate.manifests import dump, read_sources
+from dra_bridge.migrate.manifests import Document, dump, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import findings_table
 from dra_bridge.migrate.slices_cmd import run_slices
@@ -52,12 +53,16 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
                       help="format of the converted objects on stdout (default yaml)")
     conv.add_argument("--include-custom-resources", action="store_true",
-                      help="also convert pod templates inside custom resources (RayCluster, PyTorchJob, ...)")
+                      help="also convert pod templates and pod specs inside custom resources (RayCluster, "
+                           "PyTorchJob, KServe InferenceService, ...); Argo templates have none and stay "
+                           "left-for-webhook")
     conv.add_argument("--hami-slicing", choices=("unsupported", "whole-devices"), default="unsupported",
                       help="HAMi memory/core slicing: keep such pods legacy, or convert them to whole devices")
     conv.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
                       help="a scheduler besides default-scheduler that supports DRA (its pods are converted); "
                            "repeatable")
+    conv.add_argument("--allow-empty", action="store_true",
+                      help="accept a source with no objects (an empty file or directory) instead of exiting 1")
     conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists "
                                                          "(unsupported includes kept-legacy)")
     classes = sub.add_parser("classes", help="print our DeviceClasses (apply them before converted workloads)")
@@ -104,7 +109,7 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
     objects: list[Any] = []
     rows: list[tuple[str, str, Finding]] = []
     seen: set[tuple[str, str]] = set()
-    for doc in read_sources(sources, stdin):
+    for doc in _read(sources, stdin, args.allow_empty):
         if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
             raise InputError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
                                 "(a mapping with a kind)")
@@ -125,6 +130,18 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
     if args.fail_on and any(f.severity >= SEVERITY[args.fail_on] for _, _, f in rows):
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _read(sources: list[str], stdin: TextIO, allow_empty: bool) -> list[Document]:
+    """Every document of every source; InputError for a source without any, unless ``allow_empty``."""
+    docs: list[Document] = []
+    for source in sources:
+        found = list(read_sources([source], stdin))
+        if not found and not allow_empty:
+            raise InputError(f"{source}: no Kubernetes objects ({why_empty(source)}); pass --allow-empty "
+                             "if that is expected")
+        docs += found
+    return docs
 
 
 def _object_name(obj: Any) -> str:

@@ -116,13 +116,18 @@ def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Do
     ``stdin`` (default: the process's)."""
     for source in sources:
         if source == "-":
-            named = [("-", (stdin or sys.stdin).read())]
+            try:
+                named = [("-", (stdin or sys.stdin).read())]
+            except UnicodeDecodeError as exc:
+                raise InputError(f"-: {_not_utf8(exc)}") from exc
         else:
             named = []
             for path in _files(source):
                 try:
                     named.append((str(path), path.read_text(encoding="utf-8")))
-                except (OSError, UnicodeDecodeError) as exc:
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"{path}: {_not_utf8(exc)}") from exc
+                except OSError as exc:
                     raise InputError(f"{path}: cannot read: {exc}") from exc
         for name, text in named:
             index = 0
@@ -131,6 +136,23 @@ def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Do
                 for obj in _flatten(doc, name, position):
                     yield Document(name, index, obj)
                     index += 1
+
+
+def _not_utf8(exc: UnicodeDecodeError) -> str:
+    return (f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); manifests are "
+            "UTF-8: re-encode it, e.g. iconv -t UTF-8")
+
+
+def why_empty(source: str) -> str:
+    """Why ``source`` (a ``-f`` value that gave no object) is empty, in a few words."""
+    if source == "-":
+        return "standard input is empty"
+    path = Path(source)
+    if path.is_dir():
+        if not _files(source):
+            return "a directory without .yaml, .yml or .json files"
+        return "a directory whose manifest files hold no documents"
+    return "an empty file, or only comments and ---"
 
 
 def dump(objects: list[Any], output: str) -> str:

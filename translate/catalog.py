@@ -351,7 +351,8 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
         except yaml.YAMLError as exc:
             raise CatalogError(f"{source}: not valid YAML: {exc}") from exc
         if source == user_source and "bridgeDriver" in doc:
-            raise _fail(source, "bridgeDriver", "only the shipped catalog sets it (the bridge's --driver-name)")
+            raise _fail(source, "bridgeDriver", "only the shipped catalog sets it (the driver name the bridge "
+                                              "publishes under and the DeviceClasses select)")
         bridge_driver = str(doc.get("bridgeDriver", bridge_driver))
         if "target" in doc:
             if doc["target"] not in ("bridge", "vendor"):

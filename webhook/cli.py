@@ -30,6 +30,7 @@ from dra_bridge.kube.client import Client, connect
 from dra_bridge.kube.discovery import discover_resource_version
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.flags import Parser
+from dra_bridge.kube.observed import ApiHealth, ObservedApi
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.errors import ConfigError
@@ -80,13 +81,15 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
     client = await _connect(settings)
     try:
-        api = ApiServer(client)
-        api_version = await _api_version(settings, api)
+        api_version = await _api_version(settings, ApiServer(client))
+        health = ApiHealth()
+        api = ObservedApi(ApiServer(client), health)  # what the API server answers shows in /readyz
         metrics = Metrics()
         view = ClusterView()
         runtime = Runtime(api_version, metrics, policy, catalog, tls, kep5004=view.kep5004,
                           node_mode=view.node_mode, quota_keys=view.quota_keys,
                           exempt_namespaces=settings.exempt_namespaces)
+        runtime.watch_cluster(view, health)
         runtime.check_files()
         ensurer = KubeTemplateEnsurer(api, api_version, deadline=settings.template_deadline)
 

@@ -1,15 +1,23 @@
 """Watch-fed caches of the cluster state an admission may depend on (never a call per admission).
 
     ClusterView.node_mode(node) -> "dra" | "legacy" | ... | None     Node label dra-bridge.io/mode
-    ClusterView.quota_keys(namespace) -> frozenset[str]              keys any ResourceQuota there limits
+    ClusterView.quota_keys(namespace) -> frozenset[str] | QuotaUnknown   keys any ResourceQuota there limits;
+                                                                     QuotaUnknown (with its cause) until listed
     ClusterView.kep5004() -> {extended resource name: DeviceClass}   classes with spec.extendedResourceName
                                                                      whose selectors match a device on a DRA node
     ClusterView.apply(kind, event_type, obj)                         the pure update (tests feed it)
     await ClusterView.run(stop)                                      list, then watch, per kind; relist on error
+    ClusterView.status() -> {kind: "synced" | "not synced: <why>"}  for readiness and metrics
 
 After an error a kind is relisted with exponential backoff (1 s doubling to 30 s, one
 WARNING per attempt naming the pause), reset once a list and watch worked; ``sleep`` is
-injectable for tests.
+injectable for tests. A list that has not answered after ``list_timeout`` seconds (60) is
+given up and retried the same way: a connection lost in a network fault must not leave a
+view unsynced until the webhook restarts. Until the ResourceQuota list has answered once, every namespace's
+quota is unknown (:class:`~translate.plan.cluster_state.QuotaUnknown`, whose cause says why:
+not listed yet, a missing permission, no answer for N s, the last error), and the decision
+keeps converting pods legacy (quota safety fails closed). After that a failing relist keeps
+the last known quotas.
 
 Sources of the rules: design decision 6 (DaemonSet pods follow their node's handover),
 the quota trap (a quota on ``requests.nvidia.com/gpu`` does not limit the DRA class key
@@ -23,31 +31,39 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from dra_bridge.kube.api import KubeApi
+from dra_bridge.kube.api import KubeApi, api_call
 from dra_bridge.kube.backoff import Backoff, Sleep
-from dra_bridge.kube.errors import Gone, KubeError
+from dra_bridge.kube.errors import Forbidden, Gone, KubeError
 from dra_bridge.kube.resources import DEVICE_CLASSES, NODES, RESOURCE_QUOTAS, RESOURCE_SLICES, Resource
 from dra_bridge.translate.cel import evaluate_selectors
 from dra_bridge.translate.errors import SelectorError
 from dra_bridge.translate.names import NODE_MODE_LABEL
+from dra_bridge.translate.plan.cluster_state import QuotaKeys, QuotaUnknown
 
 logger = logging.getLogger(__name__)
 Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice"
+KINDS: tuple[Kind, ...] = ("Node", "ResourceQuota", "DeviceClass", "ResourceSlice")
 
 
 class ClusterView:
     """See the module docstring; ``synced`` holds the kinds listed at least once.
 
     ``sleep``: the pause between attempts (tests pass a recorder); ``initial_backoff`` and
-    ``max_backoff``: the first and the largest pause in seconds.
+    ``max_backoff``: the first and the largest pause in seconds; ``clock``: monotonic seconds.
     """
 
     def __init__(self, *, sleep: Sleep = asyncio.sleep, initial_backoff: float = 1.0,
-                 max_backoff: float = 30.0) -> None:
+                 max_backoff: float = 30.0, clock: Callable[[], float] = time.monotonic,
+                 list_timeout: float = 60.0) -> None:
         self._sleep = sleep
+        self._list_timeout = list_timeout
+        self._clock = clock
+        self._listing: dict[Kind, float] = {}
+        self._failure: dict[Kind, str] = {}
         self._backoff = (initial_backoff, max_backoff)
         self._nodes: dict[str, str] = {}
         self._quotas: dict[tuple[str, str], frozenset[str]] = {}
@@ -60,13 +76,35 @@ class ClusterView:
         """The node's ``dra-bridge.io/mode`` label (None: unlabelled or unknown node)."""
         return self._nodes.get(node)
 
-    def quota_keys(self, namespace: str) -> frozenset[str]:
-        """Every resource key limited by a ResourceQuota in ``namespace``."""
+    def quota_keys(self, namespace: str) -> QuotaKeys:
+        """Every resource key limited by a ResourceQuota in ``namespace``; QuotaUnknown (why, in a
+        few words) until the ResourceQuota list has answered once."""
+        if "ResourceQuota" not in self.synced:
+            return QuotaUnknown(self._why("ResourceQuota"))
         keys: set[str] = set()
         for (ns, _name), hard in self._quotas.items():
             if ns == namespace:
                 keys |= hard
         return frozenset(keys)
+
+    def _why(self, kind: Kind) -> str:
+        if kind in self._failure:
+            return self._failure[kind]
+        if kind in self._listing:
+            return f"the list has had no answer for {self._clock() - self._listing[kind]:.0f}s"
+        return "not listed yet"
+
+    def status(self) -> dict[Kind, str]:
+        """Each kind: ``synced`` (listed at least once), or ``not synced: <why>``; a kind listed
+        before whose relist fails says ``synced (relisting: <why>)``."""
+        out: dict[Kind, str] = {}
+        for kind in KINDS:
+            problem = self._failure.get(kind) or ("listing" if kind in self._listing else "")
+            if kind not in self.synced:
+                out[kind] = f"not synced: {self._why(kind)}" + (" (listing)" if kind in self._listing else "")
+            else:
+                out[kind] = f"synced (relisting: {problem})" if problem else "synced"
+        return out
 
     def kep5004(self) -> Mapping[str, str]:
         """Extended resource name -> the DeviceClass that serves it through KEP-5004 on DRA nodes."""
@@ -166,15 +204,30 @@ class ClusterView:
                 await backoff.wait()
             except asyncio.CancelledError:
                 raise
-            except (KubeError, ValueError) as exc:
-                logger.warning("%s watch: %s; relisting in %gs", kind, str(exc) or type(exc).__name__, backoff.delay)
+            except (KubeError, ValueError, TimeoutError) as exc:
+                self._failure[kind] = self._cause(kind, resource, exc)
+                logger.warning("%s watch: %s; relisting in %gs", kind, self._failure[kind], backoff.delay)
                 await backoff.wait()
+
+    def _cause(self, kind: Kind, resource: Resource, exc: Exception) -> str:
+        listing = kind in self._listing or kind not in self.synced
+        verb = "list" if listing else "watch"
+        self._listing.pop(kind, None)
+        if isinstance(exc, Forbidden):
+            return f"missing permission {api_call('list' if listing else 'watch', resource)}"
+        if isinstance(exc, TimeoutError) and listing:
+            return f"the list had no answer within {self._list_timeout:g}s; retrying"
+        return f"{verb} failed: {str(exc)[:80] or type(exc).__name__}"
 
     async def _list_and_watch(self, api: KubeApi, kind: Kind, resource: Resource, stop: asyncio.Event) -> bool:
         """List ``kind``, then apply watch events until the watch ends; True when it worked
         (the watch delivered an event or ended normally). A watch that expired (410 Gone)
         returns whether it delivered anything; other errors propagate."""
-        doc = await api.list(resource)
+        self._listing[kind] = self._clock()
+        async with asyncio.timeout(self._list_timeout):
+            doc = await api.list(resource)
+        del self._listing[kind]
+        self._failure.pop(kind, None)
         self.replace(kind, doc.get("items") or [])
         rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
         worked = False

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding
-from dra_bridge.translate.plan.cluster_state import held_back
+from dra_bridge.translate.plan.cluster_state import QuotaKeys, held_back
 from dra_bridge.translate.plan.pod_plan import plan_pod
 from dra_bridge.webhook.patch import PatchMemo, diff
 from dra_bridge.webhook.policy import SYSTEM_NAMESPACES, OnError, Policy, Subject, policy_remedy
@@ -42,7 +42,8 @@ class Context:
     """What a decision depends on besides the review.
 
     ``node_mode(name)``: the ``dra-bridge.io/mode`` label of a node (None when unknown);
-    ``quota_keys(namespace)``: the resource keys any ResourceQuota there limits;
+    ``quota_keys(namespace)``: the resource keys any ResourceQuota there limits (QuotaUnknown
+    while the quota view has not synced: such pods stay legacy);
     ``kep5004``: legacy resource name -> DeviceClass serving it via KEP-5004; ``patches``:
     the memo of patches (None: diff every time); ``exempt_namespaces``: namespaces never converted.
     """
@@ -52,7 +53,7 @@ class Context:
     api_version: str
     kep5004: Mapping[str, str] = field(default_factory=dict)
     node_mode: Callable[[str], str | None] = lambda _name: None
-    quota_keys: Callable[[str], frozenset[str]] = lambda _ns: frozenset()
+    quota_keys: Callable[[str], QuotaKeys] = lambda _ns: frozenset()
     patches: PatchMemo | None = None
     exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
 
@@ -62,13 +63,15 @@ class LogEntry:
     """What the admission's log line and metrics say. ``outcome``: patched, unchanged,
     audited, ignored, off, error-admitted or denied; ``name``: the pod's name, or its
     generateName followed by ``*``; ``translated``: the legacy resources converted;
-    ``summary``: the plan in words."""
+    ``summary``: the plan in words; ``kept_legacy``: the cluster-state reasons that kept a
+    convertible pod legacy (``quota``, ``quota-view``, ``daemonset``: the finding's path)."""
 
     outcome: str
     namespace: str = ""
     name: str = ""
     translated: tuple[str, ...] = ()
     summary: str = ""
+    kept_legacy: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,12 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
         findings += held_back(plan.pod, spec, subject.owner_kind, ctx.node_mode, ctx.quota_keys(subject.namespace),
                               ctx.catalog, settings.ignore_legacy_quota)
     warnings = tuple(_warning(f) for f in findings if f.severity >= 2)[:MAX_WARNINGS]
-    if not plan.changed or any(f.outcome == "kept-legacy" and f.path.startswith("(") for f in findings):
+    held = [f for f in findings if f.outcome == "kept-legacy" and f.path.startswith("(")]
+    if held:  # cluster state keeps a convertible pod legacy: say so in the audit log and metrics too
+        audit = {"kept-legacy": clip("; ".join(f"{f.path} {f.reason}" for f in held), MAX_AUDIT_CHARS)}
+        return Decision(Answer(uid, warnings=warnings, audit=audit),
+                        replace(log, kept_legacy=tuple(f.path.strip("()") for f in held)))
+    if not plan.changed:
         return Decision(Answer(uid, warnings=warnings), log)
     translated = tuple(sorted(plan.converted))
     templates = tuple(str(t["metadata"]["name"]) for t in plan.templates)

@@ -10,16 +10,25 @@ Names and labels:
     dra_webhook_config_valid{file}                     1 when the newest file is in force
     dra_webhook_patch_memo_total{result}               patch memo lookups: hit (a workload seen
                                                        before) or miss (diffed by jsonpatch)
+    dra_webhook_kept_legacy_total{reason}              convertible pods kept legacy by cluster state:
+                                                       quota, quota-view (quota not known), daemonset
+    dra_webhook_view_synced{view}                      1 once a watch-fed cache (Node, ResourceQuota,
+                                                       DeviceClass, ResourceSlice) has listed
+    dra_webhook_permission_missing{permission}         1 while RBAC refuses a call (``list core/pods``)
+    dra_webhook_api_server_up                          1 when the latest call got an answer, 0 when the
+                                                       API server could not be reached (absent before any)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from dra_bridge.kube.observed import ApiHealth
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -42,6 +51,27 @@ class _MemoCollector(Collector):
         yield family
 
 
+class _ClusterCollector(Collector):
+    """Reads the views' sync state and the API health at scrape time."""
+
+    def __init__(self, views: Callable[[], Mapping[str, bool]], health: ApiHealth) -> None:
+        self.views, self.health = views, health
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        synced = GaugeMetricFamily("dra_webhook_view_synced", "1 once the watch-fed cache has listed", labels=["view"])
+        for view, ok in sorted(self.views().items()):
+            synced.add_metric([view], 1 if ok else 0)
+        yield synced
+        missing = GaugeMetricFamily("dra_webhook_permission_missing", "1 while RBAC refuses the call",
+                                    labels=["permission"])
+        for call in self.health.missing():
+            missing.add_metric([str(call)], 1)
+        yield missing
+        if self.health.reachable is not None:
+            yield GaugeMetricFamily("dra_webhook_api_server_up", "1 when the latest call got an answer",
+                                    value=1 if self.health.reachable else 0)
+
+
 class Metrics:
     """The webhook's metrics; ``render()`` gives the text exposition format."""
 
@@ -58,12 +88,18 @@ class Metrics:
                                     registry=r)
         self.reload_failures = Counter("dra_webhook_config_reload_failures", "Refused configuration files",
                                        ["file"], registry=r)
+        self.kept_legacy = Counter("dra_webhook_kept_legacy", "Convertible pods kept legacy by cluster state",
+                                   ["reason"], registry=r)
         self.config_valid = Gauge("dra_webhook_config_valid", "1 when the newest file is in force", ["file"],
                                   registry=r)
 
     def watch_patch_memo(self, memo: _Lookups) -> None:
         """Export ``memo``'s lookups as ``dra_webhook_patch_memo_total{result}``."""
         self.registry.register(_MemoCollector(memo))
+
+    def watch_cluster(self, views: Callable[[], Mapping[str, bool]], health: ApiHealth) -> None:
+        """Export the views' sync state and ``health`` (see the module docstring)."""
+        self.registry.register(_ClusterCollector(views, health))
 
     def render(self) -> bytes:
         """The text exposition of every metric."""

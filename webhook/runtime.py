@@ -5,10 +5,16 @@
     Runtime.check_files() -> None             (called periodically by the server)
     Runtime.readiness() -> (ready, detail)    ready = TLS loaded (and matching the CA bundle and the
                                               service name, when given) and a valid policy in force
+    Runtime.watch_cluster(view, health)       the detail and metrics also say which views synced,
+                                              which permission is missing, whether the API server answers
 
 A refused file keeps the last good value in force (design decision 8); its reason shows in
 logs (webhook.reload), in metrics (``dra_webhook_config_valid``) and in the readiness detail,
-which stays *ready*: one bad edit must not take every replica out of the Service.
+which stays *ready*: one bad edit must not take every replica out of the Service. The same
+holds for the cluster: a view that has not synced, a missing permission or an unreachable
+API server show in the detail (``cluster``) and in metrics, never in readiness, because a
+webhook out of its Service's endpoints makes the API server apply failurePolicy silently;
+a missing view degrades admissions instead (quota unknown: pods stay legacy).
 """
 
 from __future__ import annotations
@@ -18,8 +24,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dra_bridge.kube.observed import ApiHealth
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.errors import CatalogError
+from dra_bridge.translate.plan.cluster_state import QuotaKeys
+from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.decision import Context
 from dra_bridge.webhook.errors import ConfigError
 from dra_bridge.webhook.metrics import Metrics
@@ -66,9 +75,10 @@ class Runtime:
     require_tls: bool = True
     kep5004: Callable[[], Mapping[str, str]] = dict
     node_mode: Callable[[str], str | None] = lambda _name: None
-    quota_keys: Callable[[str], frozenset[str]] = lambda _ns: frozenset()
+    quota_keys: Callable[[str], QuotaKeys] = lambda _ns: frozenset()
     patches: PatchMemo = field(default_factory=PatchMemo)
     exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
+    cluster: Callable[[], dict[str, Any]] | None = None
     _context: Context | None = None
 
     def __post_init__(self) -> None:
@@ -103,6 +113,11 @@ class Runtime:
             self._context = replace(self._context, kep5004=dict(kep))
         return self._context
 
+    def watch_cluster(self, view: ClusterView, health: ApiHealth) -> None:
+        """Show ``view``'s sync state and ``health`` in the readiness detail and in metrics."""
+        self.cluster = lambda: {"views": view.status(), **health.detail()}
+        self.metrics.watch_cluster(lambda: {kind: kind in view.synced for kind in view.status()}, health)
+
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, detail): ready once TLS is loaded, fits the CA bundle and the service name (when
         given: ``TlsReloader.mismatch``), and a valid policy is in force."""
@@ -121,6 +136,8 @@ class Runtime:
                 state = "in force" if watched.value is not None else "none in force"
                 refused = watched.error.removeprefix(f"{watched.path}: ")
                 detail[name] = f"{watched.path}: {state}" + (f"; newest file refused: {refused}" if refused else "")
+        if self.cluster is not None:
+            detail["cluster"] = self.cluster()
         ready = tls_ok and policy_ok
         detail["ready"] = ready
         return ready, detail

@@ -6,6 +6,7 @@ Time is an injectable clock: the settle period passes without sleeping.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,14 @@ from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.cel.environment import evaluate_selectors
+from dra_bridge.translate.inventory import internal_form
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
+from dra_bridge.translate.plan.claim_templates import internal_from_template
+from dra_bridge.translate.plan.workloads import convert_object
 from tests.bridge.conftest import FakeApi, KubeletServer
+from tests.factories import gpu, make_container, make_pod
 
 CATALOG = load_catalog()
 NODE = "gpu-node-1"
@@ -53,7 +59,7 @@ def make_agent(kubelet: KubeletServer, api: FakeApi, state_dir: Path, clock: Clo
                         settle_period=60, poll_interval=1)
     probe = (lambda: nvml) if nvml is not None else None
     return Agent(settings, CATALOG, PodResourcesClient(kubelet.socket, timeout=1), InventoryStore(state_dir), api,
-                 Publisher(api, NODE, "dra-bridge.io"), nvml_probe=probe, clock=clock, wall=clock)
+                 Publisher(api, NODE, CATALOG.bridge_driver), nvml_probe=probe, clock=clock, wall=clock)
 
 
 @pytest.fixture
@@ -251,3 +257,48 @@ async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(kubelet: Kube
     assert device["attributes"]["gpu.nvidia.com/productName"] == {"string": "NVIDIA H100 80GB HBM3"}
     assert device["attributes"]["dra-bridge.io/source"] == {"string": "nvml"}
     assert device["capacity"]["gpu.nvidia.com/memory"] == {"value": "80Gi"}
+
+
+def _devices_matching(template: dict[str, object], slices: dict[str, dict[str, object]]) -> set[str]:
+    """deviceIDs of the published devices that the template's one request (class selectors and
+    its own) selects, evaluated in our DRA CEL environment."""
+    (request,) = internal_from_template(template)["requests"]  # type: ignore[arg-type]
+    (device_class,) = [c for c in CATALOG.device_classes(list(CATALOG.mig_profiles))
+                       if c["metadata"]["name"] == request["deviceClassName"]]
+    expressions = [s["cel"]["expression"] for s in device_class["spec"].get("selectors", [])]
+    expressions += list(request["selectors"])
+    out = set()
+    for rendered in slices.values():
+        spec = internal_form(rendered)["spec"]
+        for device in spec["devices"]:
+            if evaluate_selectors(expressions, device, spec["driver"]):
+                out.add(device["attributes"]["dra-bridge.io/deviceID"]["string"])
+    return out
+
+
+@pytest.mark.parametrize(("resource", "ids"), [
+    ("nvidia.com/gpu", {"GPU-aaaa", "GPU-bbbb"}), ("nvidia.com/mig-1g.5gb", {"MIG-cccc"}),
+], ids=["whole-gpu", "mig"])
+async def test_a_converted_claim_matches_the_devices_the_bridge_publishes(
+        legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, resource: str, ids: set[str]) -> None:
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    assert {internal_form(s)["spec"]["driver"] for s in api.slices.values()} == {CATALOG.bridge_driver}
+    converted = convert_object(make_pod([make_container("main", gpu(1, resource))]), CATALOG)
+    (template,) = converted.templates
+    assert _devices_matching(template, api.slices) == ids
+
+
+async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
+        kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    api.add_node(NODE, dict(LABELS), {})
+    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    caplog.set_level(logging.INFO, logger="dra_bridge.bridge.agent")
+    await agent.tick()
+    assert "reachable again" not in caplog.text, "first contact is not a recovery"
+    await kubelet.stop()
+    await agent.tick()
+    assert "unavailable" in caplog.text and "reachable again" not in caplog.text
+    await kubelet.start()
+    await agent.tick()
+    assert caplog.text.count("reachable again") == 1

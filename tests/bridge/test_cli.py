@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,8 +67,8 @@ def test_docs_flag_table_matches_help() -> None:
                                                           section, re.MULTILINE)}
     helped = {}
     for action in _parser()._actions:
-        if not action.option_strings or action.dest in ("help", "version"):  # no settings
-            continue
+        if not action.option_strings or action.dest in ("help", "version") or action.help == argparse.SUPPRESS:
+            continue  # help and version: no settings; SUPPRESS: a removed flag, kept only to refuse it by name
         help_text = " ".join((action.help or "").split())
         twin = re.search(r"\(env ([A-Z_]+)[;)]", help_text)
         default = re.search(r"Default: (.*)\.$", help_text)
@@ -103,9 +104,9 @@ def test_help_texts_carry_no_rest_markup(capsys: pytest.CaptureFixture[str]) -> 
 
 
 @pytest.mark.parametrize(("old", "new", "value"), [("LOG_LEVEL", "log_level", "debug"),
-                                                  ("DRIVER_NAME", "driver_name", "example.com"),
+                                                  ("KUBELET_DIR", "kubelet_dir", "/opt/kubelet"),
                                                   ("CATALOG", "catalog", "/etc/catalog.yaml")],
-                         ids=["log-level", "driver-name", "catalog"])
+                         ids=["log-level", "kubelet-dir", "catalog"])
 def test_the_former_unprefixed_names_still_work_with_a_deprecation_warning(
         old: str, new: str, value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     from dra_bridge.bridge.settings import FLAGS

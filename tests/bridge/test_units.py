@@ -90,14 +90,36 @@ def test_unreadable_state_is_a_state_error(tmp_path: Path, text: str) -> None:
 def test_flags_win_over_env_twins_which_win_over_defaults() -> None:
     s = Settings.from_args(["--node-name", "a"], {"DRA_BRIDGE_NODE_NAME": "b", "DRA_BRIDGE_POLL_INTERVAL": "5",
                                                   "DRA_BRIDGE_KUBELET_DIR": "/k"})
-    assert (s.node_name, s.poll_interval, s.kubelet_dir, s.driver_name) == ("a", 5.0, "/k", "dra-bridge.io")
+    assert (s.node_name, s.poll_interval, s.kubelet_dir) == ("a", 5.0, "/k")
+
+
+@pytest.mark.parametrize(("env", "argv", "named"), [
+    ({"DRA_BRIDGE_DRIVER_NAME": "gpu.example.com"}, [], "DRA_BRIDGE_DRIVER_NAME"),
+    ({"DRIVER_NAME": "gpu.example.com"}, [], "DRIVER_NAME"),
+    ({}, ["--driver-name", "gpu.example.com"], "--driver-name"),
+    ({"DRA_BRIDGE_DRIVER_NAME": "dra-bridge.io", "DRIVER_NAME": "gpu.example.com"}, [], "DRIVER_NAME"),
+], ids=["prefixed-env", "unprefixed-env", "flag", "one-of-two-differs"])
+def test_a_driver_name_setting_is_refused_naming_it(env: dict[str, str], argv: list[str], named: str) -> None:
+    with pytest.raises(SettingsError, match=f"{named} was removed.*DeviceClasses.*dra-bridge.io"):
+        Settings.from_args(["--node-name", "a", *argv], env).validate()
+
+
+@pytest.mark.parametrize(("env", "argv", "named"), [
+    ({"DRA_BRIDGE_DRIVER_NAME": "dra-bridge.io"}, [], "DRA_BRIDGE_DRIVER_NAME"),
+    ({"DRIVER_NAME": "dra-bridge.io"}, [], "DRIVER_NAME"),
+    ({}, ["--driver-name", "dra-bridge.io"], "--driver-name"),
+], ids=["prefixed-env", "unprefixed-env", "flag"])
+def test_the_one_driver_name_there_is_only_warns(env: dict[str, str], argv: list[str], named: str,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    settings = Settings.from_args(["--node-name", "a", *argv], env)
+    settings.validate()
+    assert f"{named} was removed and is ignored" in caplog.text
 
 
 @pytest.mark.parametrize(("env", "flag"), [
     ({"DRA_BRIDGE_NODE_NAME": ""}, "--node-name/DRA_BRIDGE_NODE_NAME"),
-    ({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_POLL_INTERVAL": "x"}, "--poll-interval/DRA_BRIDGE_POLL_INTERVAL"),
-    ({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_DRIVER_NAME": "Bad_Name"}, "--driver-name/DRA_BRIDGE_DRIVER_NAME")],
-    ids=["empty-node-name", "poll-interval-not-a-number", "driver-name-not-dns"])
+    ({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_POLL_INTERVAL": "x"}, "--poll-interval/DRA_BRIDGE_POLL_INTERVAL")],
+    ids=["empty-node-name", "poll-interval-not-a-number"])
 def test_bad_settings_name_the_flag_and_env_twin(env: dict[str, str], flag: str) -> None:
     with pytest.raises(SettingsError, match=flag):
         Settings.from_env(env).validate()

@@ -109,7 +109,7 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
                         poll_interval=0.25, settle_period=1.0, kubeconfig=str(control_plane.kubeconfig))
     client = await connect(settings.kubeconfig)
     api = ApiServer(client)
-    publisher = Publisher(api, node, settings.driver_name)
+    publisher = Publisher(api, node, CATALOG.bridge_driver)
     agent = Agent(settings, CATALOG, PodResourcesClient(kubelet.socket), InventoryStore(settings.state_dir), api,
                   publisher, nvml_probe=lambda: nvml)
     stop = asyncio.Event()

@@ -49,12 +49,16 @@ class Webhook:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
 
 
-def start_webhook(cp: ControlPlane, certs: Any, workdir: Path, api_version: str) -> Webhook:
+def start_webhook(cp: ControlPlane, certs: Any, workdir: Path, api_version: str, *,
+                  kubeconfig: Path | None = None, name: str = "") -> Webhook:
+    """A ``dra-webhook serve`` subprocess, once its /readyz answers 200 (cluster-admin unless
+    ``kubeconfig`` names another identity; ``name`` tells its log apart)."""
     port = free_port()
-    log = workdir / f"webhook-{api_version.rsplit('/', 1)[-1]}.log"
+    log = workdir / f"webhook-{name or api_version.rsplit('/', 1)[-1]}.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "dra_bridge.webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--tls-cert-file", str(certs.cert), "--tls-key-file", str(certs.key), "--kubeconfig", str(cp.kubeconfig),
+         "--tls-cert-file", str(certs.cert), "--tls-key-file", str(certs.key),
+         "--kubeconfig", str(kubeconfig or cp.kubeconfig),
          "--api-version", api_version, "--reload-interval", "0.5",
          # the registration's caBundle and the host it calls: ready only if the pair fits both
          "--ca-bundle", str(certs.ca_cert), "--service-name", "127.0.0.1"],

@@ -168,11 +168,6 @@ def test_non_objects_and_recursive_aliases_are_errors_not_output(tmp_path: Path)
         assert str(bad) in proc.stderr
 
 
-def test_empty_input_says_so(tmp_path: Path) -> None:
-    proc = run("convert", "-f", str(tmp_path))
-    assert proc.returncode == 0 and proc.stdout == "" and "no objects" in proc.stderr
-
-
 def test_alias_bombs_and_malformed_lists_are_refused(tmp_path: Path) -> None:
     levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
     for prev, name in zip("abcdefg", "bcdefgh", strict=True):

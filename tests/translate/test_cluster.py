@@ -41,3 +41,15 @@ def test_a_quota_on_the_legacy_resource_alone_keeps_the_pod_legacy() -> None:
     both = held_back(migrated, spec, "", lambda n: None, only_legacy | {KEY}, CATALOG)
     assert [f.outcome for f in both] == ["partial"] and "Pending" in both[0].reason
     assert held_back(migrated, spec, "", lambda n: None, frozenset({"pods"}), CATALOG) == []
+
+
+def test_an_unknown_quota_keeps_the_pod_legacy_and_says_why() -> None:
+    from dra_bridge.translate.plan.cluster_state import QuotaUnknown
+
+    migrated, spec = _converted()
+    unknown = QuotaUnknown("missing permission list core/resourcequotas")
+    held = held_back(migrated, spec, "", lambda n: None, unknown, CATALOG)
+    assert [(f.path, f.outcome) for f in held] == [("(quota-view)", "kept-legacy")]
+    assert "list core/resourcequotas" in held[0].reason and "nvidia.com/gpu" in held[0].legacy
+    ignored = held_back(migrated, spec, "", lambda n: None, unknown, CATALOG, ignore_legacy_quota=True)
+    assert [(f.path, f.outcome) for f in ignored] == [("(quota-view)", "partial")]

@@ -154,3 +154,13 @@ async def test_every_kind_backs_off_against_a_closed_port(caplog: pytest.LogCapt
     assert sorted(sleep.delays)[:4] == [1, 1, 1, 1] and 4 in sleep.delays
     assert set(sleep.delays) <= {1, 2, 4, 8, 16, 30}
     assert not view.synced and "relisting in 2s" in caplog.text
+
+
+def test_quota_keys_are_unknown_until_the_quotas_are_listed() -> None:
+    from dra_bridge.translate.plan.cluster_state import QuotaUnknown
+
+    view = ClusterView()
+    unknown = view.quota_keys("a")
+    assert isinstance(unknown, QuotaUnknown) and "not listed yet" in unknown.cause
+    view.replace("ResourceQuota", [])
+    assert view.quota_keys("a") == frozenset()

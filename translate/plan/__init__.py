@@ -6,14 +6,22 @@ request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAM
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
 (:mod:`~translate.plan.pod_plan`), the conversion record it leaves on the pod (written, read,
-reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`),
+reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`; the
+shapes of custom resources without pod templates, KServe and Argo:
+:mod:`~translate.plan.custom_resources`),
 ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster state
 (:mod:`~translate.plan.cluster_state`), and every rule that keeps a pod on the device plugin
 (:mod:`~translate.plan.stay_legacy`).
 """
 
 from dra_bridge.translate.plan.claim_templates import internal_from_template, render_template
-from dra_bridge.translate.plan.cluster_state import converted_resources, daemonset_node, held_back
+from dra_bridge.translate.plan.cluster_state import (
+    QuotaKeys,
+    QuotaUnknown,
+    converted_resources,
+    daemonset_node,
+    held_back,
+)
 from dra_bridge.translate.plan.pod_plan import Options, Plan, plan_pod
 from dra_bridge.translate.plan.record import ConversionRecord, RecordedOptions
 from dra_bridge.translate.plan.workloads import Converted, convert_object
@@ -23,6 +31,8 @@ __all__ = [
     "Converted",
     "Options",
     "Plan",
+    "QuotaKeys",
+    "QuotaUnknown",
     "RecordedOptions",
     "convert_object",
     "converted_resources",

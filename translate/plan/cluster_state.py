@@ -11,18 +11,39 @@ The webhook feeds these from its watch caches; tests feed them directly.
   told to ignore legacy quota (:attr:`~translate.findings.Remedy.IGNORE_LEGACY_QUOTA`). Where
   both exist: DRA quota is charged when the claim is created, so an over-quota pod now waits
   Pending instead of being refused.
+- Quota safety fails closed: where the front end does not know a namespace's quotas yet
+  (:class:`QuotaUnknown`: its view has not synced, e.g. RBAC refuses ``list resourcequotas``
+  or the list has not answered), the pod stays legacy as a whole
+  (:func:`translate.plan.stay_legacy.quota_not_known`), unless legacy quota is ignored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.plan.quota import dra_quota_key
 from dra_bridge.translate.plan.record import ConversionRecord
-from dra_bridge.translate.plan.stay_legacy import daemonset_node_not_handed_over, legacy_quota_only
+from dra_bridge.translate.plan.stay_legacy import (
+    daemonset_node_not_handed_over,
+    legacy_quota_only,
+    quota_not_known,
+)
+
+
+@dataclass(frozen=True)
+class QuotaUnknown:
+    """A namespace's ResourceQuotas are not known; ``cause``: why, in a few words for a warning
+    (e.g. ``missing permission list core/resourcequotas``)."""
+
+    cause: str = "not listed yet"
+
+
+#: What a front end knows of a namespace's quotas: the keys they limit, or that it does not know.
+QuotaKeys = frozenset[str] | QuotaUnknown
 
 
 def daemonset_node(spec: Mapping[str, Any]) -> str | None:
@@ -45,12 +66,13 @@ def converted_resources(pod: Mapping[str, Any]) -> set[str]:
 
 
 def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: str,
-              node_mode: Callable[[str], str | None], quota_keys: frozenset[str], catalog: Catalog,
+              node_mode: Callable[[str], str | None], quota_keys: QuotaKeys, catalog: Catalog,
               ignore_legacy_quota: bool = False) -> list[Finding]:
     """Cluster-state findings for a pod ``plan_pod`` converted into ``migrated``.
 
     ``node_mode(node)`` gives a node's ``dra-bridge.io/mode`` label (None when unset);
-    ``quota_keys`` are the keys any ResourceQuota in the pod's namespace limits. A
+    ``quota_keys`` are the keys any ResourceQuota in the pod's namespace limits (or
+    :class:`QuotaUnknown`: the pod stays legacy, as a whole, unless ``ignore_legacy_quota``). A
     ``kept-legacy`` finding means the pod must be admitted unchanged; paths start with ``(``
     because they name cluster state, not a field of the pod.
     """
@@ -59,6 +81,14 @@ def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: 
                                             node_mode)
     if pinned is not None:
         out.append(pinned)
+    if isinstance(quota_keys, QuotaUnknown):
+        resources = sorted(converted_resources(migrated))
+        unknown = quota_not_known(resources, quota_keys.cause, ignore_legacy_quota)
+        if unknown is None and resources:
+            unknown = Finding("(quota-view)", ", ".join(resources), "partial",
+                              f"converted without knowing this namespace's ResourceQuotas ({quota_keys.cause})",
+                              Remedy.IGNORE_LEGACY_QUOTA)
+        return [*out, unknown] if unknown else out
     if not quota_keys:
         return out
     for resource in sorted(converted_resources(migrated)):

@@ -16,7 +16,7 @@ Per pod:
     :func:`scheduler_without_dra`, :func:`translation_not_faithful` (any finding above, or a
     partial one under keep-legacy-partial), :func:`live_pod`
 Cluster state (the webhook):
-    :func:`daemonset_node_not_handed_over`, :func:`legacy_quota_only`
+    :func:`daemonset_node_not_handed_over`, :func:`legacy_quota_only`, :func:`quota_not_known`
 
 Where a front-end setting would convert the pod, the finding carries a
 :class:`~translate.findings.Remedy` code; the front end says it in its own words.
@@ -130,12 +130,15 @@ def translation_not_faithful(findings: Sequence[Finding], keep_legacy_partial: b
 
 
 def live_pod(meta: Mapping[str, Any]) -> Finding | None:
-    """A Pod that exists (uid) or has an owner cannot change its spec: convert the owner."""
+    """A Pod that exists (uid: read back from the API server, e.g. ``kubectl get -o yaml``) or has
+    an owner cannot change its spec: convert the owner. Checked before every other rule, so a
+    running pod's ``spec.nodeName`` (set by the scheduler) is not given as the reason."""
     if not (meta.get("uid") or meta.get("ownerReferences")):
         return None
+    what = "a live Pod (read back from the API server)" if meta.get("uid") else "a controller-owned Pod"
     return Finding(".", f"Pod {meta.get('name', '')}", "kept-legacy",
-                   "a live or controller-owned Pod cannot change its spec: convert its owner (Deployment, Job, ...) "
-                   "instead")
+                   f"{what} cannot change its spec: convert its owner (Deployment, Job, ...) instead, or the "
+                   "manifest it was created from")
 
 
 # ------------------------------------------------------------------ cluster state
@@ -161,3 +164,14 @@ def legacy_quota_only(resource: str, legacy_keys: Sequence[str], dra_key: str, q
     return Finding("(quota)", resource, "kept-legacy",
                    f"a ResourceQuota limits {sorted(legacy_keys)[0]} but not {dra_key}: converting would lift the "
                    "limit", Remedy.IGNORE_LEGACY_QUOTA, dra_key)
+
+
+def quota_not_known(resources: Sequence[str], cause: str, ignore_legacy_quota: bool) -> Finding | None:
+    """The namespace's ResourceQuotas are not known (the front end's view of them has not synced:
+    ``cause`` says why, e.g. a missing permission): converting could lift a limit on a legacy
+    resource that was never seen, so the whole pod stays legacy (quota safety fails closed)."""
+    if not resources or ignore_legacy_quota:
+        return None
+    return Finding("(quota-view)", ", ".join(sorted(resources)), "kept-legacy",
+                   f"this namespace's ResourceQuotas are not known yet ({cause}): converting could lift a limit on "
+                   "the legacy resource", Remedy.IGNORE_LEGACY_QUOTA)

@@ -8,7 +8,9 @@ Where the pod template lives:
     CronJob                               spec.jobTemplate.spec.template
     PodTemplate                           template
     ResourceQuota                         spec.hard gets the DRA quota key beside the legacy one
-    anything else                         every nested mapping with spec.containers, any depth
+    anything else                         every nested mapping with spec.containers, any depth;
+                                          KServe's pod specs; a finding for any other GPU request
+                                          (Argo templates, ...): :mod:`translate.plan.custom_resources`
 
 DaemonSets span legacy and DRA node pools, so they stay unchanged (``left-for-webhook``: the
 webhook converts their pods node by node). Custom resources (RayCluster, PyTorchJob,
@@ -27,6 +29,13 @@ from typing import Any
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.json_copy import clone, clone_mapping
+from dra_bridge.translate.plan.custom_resources import (
+    PodSpecSite,
+    get_path,
+    path_text,
+    pod_spec_sites,
+    stray_gpu_requests,
+)
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from dra_bridge.translate.plan.quota import convert_quota
 from dra_bridge.translate.plan.stay_legacy import live_pod
@@ -70,19 +79,6 @@ def find_pod_templates(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[
             yield from find_pod_templates(value, (*path, i))
 
 
-def _get(obj: Any, path: tuple[str | int, ...]) -> Any:
-    for part in path:
-        obj = obj[part]
-    return obj
-
-
-def _text(path: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out + "." if out else ""
-
-
 def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
                    include_custom_resources: bool = False) -> Converted:
     """Convert one object (see the module docstring); never mutates ``obj``."""
@@ -96,48 +92,58 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
         return Converted(quota, (), notes)
     if kind == "Pod" and obj.get("apiVersion") == "v1":
         plan = plan_pod(obj, catalog, options, namespace)
-        live = live_pod(meta) if plan.changed and isinstance(meta, Mapping) else None
+        asks = plan.changed or any(f.severity > 0 for f in plan.findings)
+        live = live_pod(meta) if asks and isinstance(meta, Mapping) else None  # before nodeName: why it stays
         if live is not None:
             return Converted(clone(obj), (), (live,))
         return Converted(_without_server_fields(clone_mapping(plan.pod)), plan.templates, plan.findings)
     builtin = _is_builtin(obj) and kind in BUILTIN_TEMPLATE_PATHS
     paths = [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj))
+    sites = [] if builtin else pod_spec_sites(obj)
     new = clone_mapping(obj)
     templates: list[dict[str, Any]] = []
     findings: list[Finding] = []
-    for path in paths:
+    units: list[tuple[tuple[str | int, ...], PodSpecSite | None]] = [(p, None) for p in paths]
+    for path, site in [*units, *((s.path, s) for s in sites)]:
         try:
-            template = _get(obj, path)
+            found = get_path(obj, path)
         except (KeyError, IndexError, TypeError):
             continue
-        if not isinstance(template, Mapping):
+        if not isinstance(found, Mapping):
             continue
-        plan = plan_pod(template, catalog, options, namespace, _text(path))
+        template = site.as_pod(found) if site else found
+        plan = plan_pod(template, catalog, options, namespace, "" if site else path_text(path))
+        planned = [site.finding(f, found) for f in plan.findings] if site else list(plan.findings)
         if not plan.changed:
-            findings += plan.findings
+            findings += planned
             continue
         if kind == "DaemonSet":
             findings += [Finding(f.path, f.legacy, "left-for-webhook", "a DaemonSet spans legacy and DRA node "
                                  "pools: the webhook converts its pods node by node")
-                         for f in plan.findings if f.outcome == "translated"]
-            findings += [f for f in plan.findings if f.outcome != "translated"]
+                         for f in planned if f.outcome == "translated"]
+            findings += [f for f in planned if f.outcome != "translated"]
             continue
         if not builtin and not include_custom_resources:
             findings += [Finding(f.path, f.legacy, "left-for-webhook", f"{kind} is a custom resource whose operator "
                                  "may derive settings from the GPU limit: left for the webhook",
                                  Remedy.INCLUDE_CUSTOM_RESOURCES, kind)
-                         for f in plan.findings if f.outcome == "translated"]
-            findings += [f for f in plan.findings if f.outcome != "translated"]
+                         for f in planned if f.outcome == "translated"]
+            findings += [f for f in planned if f.outcome != "translated"]
             continue
-        target: Any = _get(new, path[:-1]) if len(path) > 1 else new
-        target[path[-1]] = clone_mapping(plan.pod)  # an output of its own: plan.pod shares with obj
+        if site:
+            site.write_back(get_path(new, path), clone_mapping(plan.pod))
+        else:
+            target: Any = get_path(new, path[:-1]) if len(path) > 1 else new
+            target[path[-1]] = clone_mapping(plan.pod)  # an output of its own: plan.pod shares with obj
         templates += plan.templates
-        findings += plan.findings
+        findings += planned
         if not builtin:
-            findings.append(Finding(_text(path) or ".", kind, "partial",
+            findings.append(Finding(path_text(path) or ".", kind, "partial",
                                     f"{kind} converted on request: check that its operator does not derive settings "
                                     "(process counts, ...) from the GPU limit, which the converted template no "
                                     "longer carries", Remedy.INCLUDE_CUSTOM_RESOURCES, kind))
+    if not builtin:
+        findings += stray_gpu_requests(obj, catalog, [*paths, *(s.path for s in sites)])
     if templates:
         new = _without_server_fields(new)
     return Converted(new, tuple(templates), tuple(findings))

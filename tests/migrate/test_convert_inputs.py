@@ -1,0 +1,101 @@
+"""``dra-migrate convert`` on inputs that must not pass silently: empty input, text that is not
+UTF-8, live pods read back from the API server."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dra_bridge.migrate.cli import main
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK
+from tests.factories import make_pod
+
+EXAMPLES = Path(__file__).parents[1] / "data" / "examples"
+
+
+def run(*args: str, stdin: str | io.TextIOBase = "") -> tuple[int, str, str]:
+    """``dra-migrate ARGS`` in process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    source = io.StringIO(stdin) if isinstance(stdin, str) else stdin
+    code = main(list(args), stdin=source, stdout=out, stderr=err)  # type: ignore[arg-type]
+    return code, out.getvalue(), err.getvalue()
+
+
+def _empty_file(tmp: Path) -> str:
+    (tmp / "empty.yaml").write_text("")
+    return str(tmp / "empty.yaml")
+
+
+def _only_separators(tmp: Path) -> str:
+    (tmp / "blank.yaml").write_text("---\n# nothing rendered\n---\n")
+    return str(tmp / "blank.yaml")
+
+
+def _empty_dir(tmp: Path) -> str:
+    (tmp / "d").mkdir()
+    return str(tmp / "d")
+
+
+def _dir_without_manifests(tmp: Path) -> str:
+    (tmp / "d").mkdir()
+    (tmp / "d" / "README.md").write_text("# not a manifest\n")
+    (tmp / "d" / "values.txt").write_text("replicas: 2\n")
+    return str(tmp / "d")
+
+
+EMPTY = [pytest.param(_empty_file, id="empty-file"), pytest.param(_only_separators, id="only-separators"),
+         pytest.param(_empty_dir, id="empty-dir"), pytest.param(_dir_without_manifests, id="dir-without-manifests")]
+
+
+@pytest.mark.parametrize("make", EMPTY)
+@pytest.mark.parametrize("fail_on", [[], ["--fail-on", "left-for-webhook"]], ids=["plain", "fail-on"])
+def test_empty_input_exits_1_with_one_line_naming_the_source(make: object, fail_on: list[str], tmp_path: Path) -> None:
+    source = make(tmp_path)  # type: ignore[operator]
+    code, out, err = run("convert", "-f", source, *fail_on)
+    assert (code, out) == (EXIT_ERROR, "")
+    assert err.count("\n") == 1 and source in err and "--allow-empty" in err and "Traceback" not in err
+
+
+def test_empty_stdin_exits_1() -> None:
+    code, out, err = run("convert")
+    assert (code, out) == (EXIT_ERROR, "") and "-: no Kubernetes objects" in err
+
+
+def test_one_empty_source_among_others_is_named(tmp_path: Path) -> None:
+    empty = _empty_dir(tmp_path)
+    code, out, err = run("convert", "-f", str(EXAMPLES / "01-pod-limits-only-toleration.yaml"), "-f", empty)
+    assert (code, out) == (EXIT_ERROR, "") and empty in err
+
+
+@pytest.mark.parametrize("make", EMPTY)
+def test_allow_empty_accepts_empty_input(make: object, tmp_path: Path) -> None:
+    code, out, err = run("convert", "--allow-empty", "--fail-on", "left-for-webhook", "-f", make(tmp_path))  # type: ignore[operator]
+    assert (code, out) == (EXIT_OK, "") and "no objects" in err
+
+
+def test_non_utf8_file_is_named_and_said_not_to_be_utf8(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: caf\u00e9}\n".encode("latin-1"))
+    code, out, err = run("convert", "-f", str(bad))
+    assert (code, out) == (EXIT_ERROR, "")
+    assert err.count("\n") == 1 and str(bad) in err and "not UTF-8 text" in err and "codec" not in err
+
+
+def test_non_utf8_stdin_is_said_not_to_be_utf8() -> None:
+    stdin = io.TextIOWrapper(io.BytesIO(b"kind: Pod\nmetadata: {name: \xff}\n"), encoding="utf-8")
+    code, out, err = run("convert", stdin=stdin)
+    assert (code, out) == (EXIT_ERROR, "") and "-: not UTF-8 text" in err and "Traceback" not in err
+
+
+def test_live_pod_from_kubectl_get_is_kept_because_it_runs_not_because_of_node_name() -> None:
+    pod = make_pod(nodeName="gpu-node-1")  # kubectl get pod -o yaml: bound, with a uid and a status
+    pod["metadata"].update(uid="0b7c9e1e-7a43-4c8e-9d52-6f0c7f2b1a11", resourceVersion="4711")
+    pod["status"] = {"phase": "Running"}
+    code, out, err = run("convert", "-f", "-", stdin=json.dumps(pod))
+    assert code == EXIT_OK and list(yaml.safe_load_all(out)) == [pod]
+    assert "cannot change" in err and "convert its owner" in err
+    assert "skips the scheduler" not in err
