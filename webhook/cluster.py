@@ -206,7 +206,7 @@ class ClusterView:
                 raise
             except (KubeError, ValueError, TimeoutError) as exc:
                 self._failure[kind] = self._cause(kind, resource, exc)
-                logger.warning("%s watch: %s; relisting in %gs", kind, self._failure[kind], backoff.delay)
+                logger.warning("%s watch: %s; relisting in %gs", kind, str(exc) or self._failure[kind], backoff.delay)
                 await backoff.wait()
 
     def _cause(self, kind: Kind, resource: Resource, exc: Exception) -> str:
