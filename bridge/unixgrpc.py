@@ -5,6 +5,7 @@ reconnects (sockets are re-created whenever the kubelet or a plugin restarts).""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -21,6 +22,12 @@ class UnixSocketClient:
         if self._channel is None:
             self._channel = grpc.aio.insecure_channel(f"unix://{self.path}")
         return self._channel
+
+    async def _unary(self, path: str, request: Any, response_type: Any) -> Any:
+        """One unary call to the method ``path`` (``/<package>.<Service>/<Method>``) with the generated messages."""
+        call = self._ensure().unary_unary(path, request_serializer=type(request).SerializeToString,
+                                          response_deserializer=response_type.FromString)
+        return await call(request, timeout=self.timeout)
 
     async def close(self) -> None:
         """Close the channel (a later call opens a new one)."""

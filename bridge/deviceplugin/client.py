@@ -59,13 +59,8 @@ class DevicePluginClient(UnixSocketClient):
 
     async def _call(self, method: str, request: Any, response_type: Any) -> Any:
         self._check_socket()
-        call = self._ensure().unary_unary(
-            SERVICE + method,
-            request_serializer=type(request).SerializeToString,
-            response_deserializer=response_type.FromString,
-        )
         try:
-            return await call(request, timeout=self.timeout)
+            return await self._unary(SERVICE + method, request, response_type)
         except grpc.aio.AioRpcError as exc:
             raise await self._failed(method, exc) from exc
 

@@ -48,13 +48,8 @@ class PodResourcesClient(UnixSocketClient):
     async def _call(self, method: str, request: Any, response_type: Any) -> Any:
         if not self.path.exists():
             raise PodResourcesError(f"PodResources socket {self.path} does not exist (kubelet down or restarting?)")
-        call = self._ensure().unary_unary(
-            SERVICE + method,
-            request_serializer=type(request).SerializeToString,
-            response_deserializer=response_type.FromString,
-        )
         try:
-            return await call(request, timeout=self.timeout)
+            return await self._unary(SERVICE + method, request, response_type)
         except grpc.aio.AioRpcError as exc:
             await self.close()
             raise PodResourcesError(
