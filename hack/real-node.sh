@@ -21,7 +21,7 @@ set -euo pipefail
 
 KUBELET_VERSION="${KUBELET_VERSION:-v1.36.3}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
-IMAGES_REV="${IMAGES_REV:-1}" # bump when the image recipe below changes
+IMAGES_REV="${IMAGES_REV:-2}" # bump when the image recipe below changes
 DRA_BRIDGE_CACHE="${DRA_BRIDGE_CACHE:-$HOME/.cache/dra-bridge}"
 BUSYBOX_IMAGE=dra-bridge.local/busybox:local
 PAUSE_IMAGE=registry.k8s.io/pause:local
@@ -97,7 +97,7 @@ pack_image() {
   cp -a "$work/rootfs-$name/." "$bundle/rootfs/"
   umoci repack --image "$layout:$name" "$bundle"
   for arg in "$@"; do config+=(--config.cmd "$arg"); done
-  umoci config --image "$layout:$name" --os linux --architecture amd64 --config.entrypoint '' "${config[@]}"
+  umoci config --image "$layout:$name" --os linux --architecture amd64 "${config[@]}"
   skopeo --insecure-policy copy -q "oci:$layout:$name" "docker-archive:$out:$ref"
 }
 
