@@ -12,6 +12,7 @@
 #   $DRA_BRIDGE_CACHE/etcd-$ETCD_VERSION/etcd
 #   $DRA_BRIDGE_CACHE/bin-$K8S_VERSION-$ETCD_VERSION/  (symlinks to all four: what `env` prints)
 # DRA_BRIDGE_K8S_BIN=<dir with all four binaries> skips the build entirely.
+# Sourcing this file defines its helpers (write_wrapper, go_env, ...) without running a command.
 set -euo pipefail
 
 # One Kubernetes release per run; a later CI matrix can override K8S_VERSION (e.g. v1.34.x).
@@ -24,7 +25,7 @@ ETCD_DIR="$DRA_BRIDGE_CACHE/etcd-$ETCD_VERSION"
 BIN_DIR="$DRA_BRIDGE_CACHE/bin-$K8S_VERSION-$ETCD_VERSION"
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler)
 
-log() { printf '[control-plane] %s\n' "$*" >&2; }
+log() { printf '[%s] %s\n' "${LOG_PREFIX:-control-plane}" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 CLEANUP=()
 cleanup() { [ ${#CLEANUP[@]} -eq 0 ] || rm -rf "${CLEANUP[@]}"; }
@@ -100,8 +101,19 @@ write_wrapper() {
   log "wrapper for $dep@$depver: ${#twins[@]} replaced modules"
 }
 
+# The -ldflags that make Kubernetes binaries report version $1 (not v0.0.0-master).
+k8s_ldflags() {
+  local version=$1 minor pkg ld=(-s -w)
+  minor=${version#v1.}; minor=${minor%%.*}
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=("-X $pkg.gitVersion=$version" "-X $pkg.gitMajor=1" "-X $pkg.gitMinor=$minor"
+         "-X $pkg.gitTreeState=clean" "-X $pkg.buildDate=1970-01-01T00:00:00Z")
+  done
+  echo "${ld[*]}"
+}
+
 build_k8s() {
-  local work minor
+  local work
   if have_all "$K8S_DIR" "${K8S_CMDS[@]}"; then
     log "reusing $K8S_DIR"; return
   fi
@@ -109,16 +121,9 @@ build_k8s() {
   CLEANUP+=("$work")
   write_wrapper "$work" dra-bridge.local/k8s-build k8s.io/kubernetes "$K8S_VERSION" \
     "v0.${K8S_VERSION#v1.}"
-  minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-  local pkg=k8s.io/component-base/version cgo=k8s.io/client-go/pkg/version ld=(-s -w)
-  local p
-  for p in "$pkg" "$cgo"; do
-    ld+=("-X $p.gitVersion=$K8S_VERSION" "-X $p.gitMajor=1" "-X $p.gitMinor=$minor"
-         "-X $p.gitTreeState=clean" "-X $p.buildDate=1970-01-01T00:00:00Z")
-  done
   log "building ${K8S_CMDS[*]} $K8S_VERSION (this takes a while on a cold cache)"
   mkdir -p "$work/out"
-  (cd "$work" && nice -n 10 go build -ldflags "${ld[*]}" -o "$work/out/" \
+  (cd "$work" && nice -n 10 go build -ldflags "$(k8s_ldflags "$K8S_VERSION")" -o "$work/out/" \
     "${K8S_CMDS[@]/#/k8s.io/kubernetes/cmd/}")
   rm -rf "$K8S_DIR.tmp" && mv "$work/out" "$K8S_DIR.tmp" && mv -T "$K8S_DIR.tmp" "$K8S_DIR"
 }
@@ -179,6 +184,9 @@ cmd_latest() {
   printf 'go.etcd.io/etcd/server/v3 %s\n' "$(go list -m -versions go.etcd.io/etcd/server/v3 |
     tr ' ' '\n' | grep -E "^v${etcd_minor//./\\.}\.[0-9]+$" | sort -V | tail -1)"
 }
+
+# Sourced (hack/real-node.sh reuses the helpers above): define, do not run.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
 
 case "${1:-}" in
   build) cmd_build ;;

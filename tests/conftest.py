@@ -34,7 +34,7 @@ import pytest
 #: (README "Tests"): an e2e test takes at most 3 s with its set-up, the control plane's start
 #: 8 s, so 120 s is the start's own 90 s deadline plus 30 s (the longest wait of a test);
 #: load and steady_state set their limits on the tests, these are fallbacks.
-SLOW_TIMEOUTS = {"e2e": 120.0, "load": 150.0, "steady_state": 540.0, "property": 60.0}
+SLOW_TIMEOUTS = {"real_node": 180.0, "e2e": 120.0, "load": 150.0, "steady_state": 540.0, "property": 60.0}
 
 
 def _unreadable_id(item: pytest.Item) -> str | None:

@@ -6,6 +6,11 @@
   parametrized indirectly with a runtime-config string).
 - ``kube`` (session): a :class:`KubeClient` authenticated as cluster-admin.
 - ``namespace`` (function): a fresh namespace, deleted afterwards.
+- ``real_node`` (function; tests marked ``real_node``): a real kubelet + containerd node
+  (``realnode.py``) registered with the control plane, started once and shared: a test that
+  stops it gets a fresh one in the next; one on which a device plugin registered is reset first
+  (kubelet restarted with the device manager's checkpoint removed, Node object recreated).
+  Only against a control plane at least as new as the kubelet (v1.36).
 
 Missing binaries: the tests fail in CI (``CI=true``) and skip locally, saying how to build.
 On a failing test the tail of every component's log is added to the report.
@@ -27,8 +32,10 @@ from tests.e2e.controlplane import (
     find_binaries,
 )
 from tests.e2e.kubeapi import KubeClient, api_path, create_namespace
+from tests.e2e.realnode import PartsMissing, RealNode, find_parts
 
 _running: list[ControlPlane] = []
+_nodes: list[RealNode] = []
 
 
 def _in_ci() -> bool:
@@ -70,6 +77,48 @@ def namespace(kube: KubeClient) -> Iterator[str]:
     kube.delete(api_path("v1", "namespaces", name=name), ignore_missing=True)
 
 
+def _minor(version: str) -> int:
+    return int(version.lstrip("v").split(".")[1])
+
+
+@pytest.fixture(scope="session")
+def _real_node_parts(control_plane: ControlPlane) -> Iterator[list[RealNode]]:
+    """The parts' directory checked once; the one running node (if any) stopped at the end."""
+    try:
+        parts = find_parts()
+    except PartsMissing as err:
+        if _in_ci():
+            pytest.fail(f"real_node: {err}", pytrace=False)
+        pytest.skip(f"real_node: {err}")
+    kubelet = dict(line.split("=", 1) for line in (parts / "node.env").read_text().split())["KUBELET_VERSION"]
+    if _minor(control_plane.version) < _minor(kubelet):
+        pytest.skip(f"real_node: kubelet {kubelet} may not be newer than the API server {control_plane.version}")
+    holder: list[RealNode] = []
+    yield holder
+    for node in holder:
+        errors = node.stop(keep_workdir=os.environ.get("DRA_BRIDGE_KEEP_LOGS") == "1")
+        assert not errors, f"real node teardown: {errors}"
+
+
+@pytest.fixture
+def real_node(_real_node_parts: list[RealNode], control_plane: ControlPlane) -> Iterator[RealNode]:
+    holder = _real_node_parts
+    if holder and not holder[0].running:
+        holder.clear()
+    if not holder:
+        node = RealNode(parts=find_parts(), control_plane=control_plane)
+        node.start()
+        print(f"\nreal node {node.name} up in {node.timings['start']:.1f}s ({node.node_ip})")
+        holder.append(node)
+    elif holder[0].device_plugins_seen():
+        holder[0].reset()
+    _nodes[:] = holder
+    try:
+        yield holder[0]
+    finally:
+        _nodes.clear()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -78,4 +127,6 @@ def pytest_runtest_makereport(
     if report.failed and _running:
         for cp in _running:
             report.sections.append((f"control plane logs ({cp.log_dir})", cp.log_tails()))
+        for node in _nodes:
+            report.sections.append((f"real node logs ({node.log_dir})", node.log_tails()))
     return report

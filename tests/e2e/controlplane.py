@@ -140,6 +140,8 @@ class ControlPlane:
     version: str = ""
     etcd_version: str = ""
     startup_seconds: float = 0.0
+    #: The CA that signed every certificate (set by ``start``): a real node's come from it too.
+    ca: CertificateAuthority | None = None
 
     @property
     def log_dir(self) -> Path:
@@ -196,7 +198,7 @@ class ControlPlane:
         return found[0], found[1]
 
     def _start_all(self, deadline: float) -> None:
-        ca = CertificateAuthority(self.pki)
+        ca = self.ca = CertificateAuthority(self.pki)
         sa = service_account_keys(self.pki)
         serving = ca.issue(
             "apiserver",
@@ -214,6 +216,8 @@ class ControlPlane:
         admin = ca.issue("admin", "dra-bridge-tests", organization="system:masters", client=True)
         kcm = ca.issue("controller-manager", "system:kube-controller-manager", client=True)
         sched = ca.issue("scheduler", "system:kube-scheduler", client=True)
+        # The API server's identity towards kubelets (logs, exec) on a real node (realnode.py).
+        kubelet_client = ca.issue("kubelet-client", "kube-apiserver-kubelet-client", client=True)
 
         etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
         self.server = f"https://127.0.0.1:{api_port}"
@@ -251,6 +255,11 @@ class ControlPlane:
                 f"--tls-cert-file={serving.cert}",
                 f"--tls-private-key-file={serving.key}",
                 f"--client-ca-file={ca.cert_file}",
+                f"--kubelet-client-certificate={kubelet_client.cert}",
+                f"--kubelet-client-key={kubelet_client.key}",
+                f"--kubelet-certificate-authority={ca.cert_file}",
+                # A real node's InternalIP is a local address; its name would go to DNS.
+                "--kubelet-preferred-address-types=InternalIP",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={sa.cert}",
                 f"--service-account-signing-key-file={sa.key}",
