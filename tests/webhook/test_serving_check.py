@@ -29,7 +29,11 @@ from dra_bridge.webhook.settings import Settings
 from dra_bridge.webhook.tls import TlsReloader
 from tests.webhook.conftest import FakeEnsurer
 
-NOW = datetime.datetime.now(datetime.UTC)
+
+def now() -> datetime.datetime:
+    """The time of the check (never the module's import time: collection may run minutes earlier)."""
+    return datetime.datetime.now(datetime.UTC)
+
 SERVICE = "webhook.dra.svc"
 
 
@@ -45,8 +49,8 @@ def _issue(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Certifica
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
     builder = (x509.CertificateBuilder().subject_name(name)
                .issuer_name(issuer.subject if issuer else name).public_key(key.public_key())
-               .serial_number(x509.random_serial_number()).not_valid_before(NOW - datetime.timedelta(hours=1))
-               .not_valid_after(NOW + datetime.timedelta(days=1))
+               .serial_number(x509.random_serial_number()).not_valid_before(now() - datetime.timedelta(hours=1))
+               .not_valid_after(now() + datetime.timedelta(days=1))
                .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in sans]), critical=False)
@@ -69,23 +73,23 @@ def chain() -> tuple[bytes, bytes]:
 
 def test_a_pair_from_the_bundles_ca_covering_the_name_passes(pairs: tuple[CertPaths, CertPaths]) -> None:
     a = pairs[0]
-    assert check_serving_certificate(a.cert.read_bytes(), a.ca_cert.read_bytes(), SERVICE, NOW) == ""
-    assert check_serving_certificate(a.cert.read_bytes(), a.ca_cert.read_bytes(), None, NOW) == ""
-    assert check_serving_certificate(a.cert.read_bytes(), None, "127.0.0.1", NOW) == ""
+    assert check_serving_certificate(a.cert.read_bytes(), a.ca_cert.read_bytes(), SERVICE, now()) == ""
+    assert check_serving_certificate(a.cert.read_bytes(), a.ca_cert.read_bytes(), None, now()) == ""
+    assert check_serving_certificate(a.cert.read_bytes(), None, "127.0.0.1", now()) == ""
 
 
 def test_a_bundle_of_several_cas_passes_when_one_issued_the_pair(pairs: tuple[CertPaths, CertPaths]) -> None:
     a, b = pairs
     bundle = b.ca_cert.read_bytes() + a.ca_cert.read_bytes()
-    assert check_serving_certificate(a.cert.read_bytes(), bundle, SERVICE, NOW) == ""
+    assert check_serving_certificate(a.cert.read_bytes(), bundle, SERVICE, now()) == ""
 
 
 def test_a_chain_through_an_intermediate_passes_and_a_wildcard_covers_one_label(chain: tuple[bytes, bytes]) -> None:
     leaf_and_mid, root = chain
-    assert check_serving_certificate(leaf_and_mid, root, SERVICE, NOW) == ""
-    assert "does not cover" in check_serving_certificate(leaf_and_mid, root, "a.webhook.dra.svc", NOW)
+    assert check_serving_certificate(leaf_and_mid, root, SERVICE, now()) == ""
+    assert "does not cover" in check_serving_certificate(leaf_and_mid, root, "a.webhook.dra.svc", now())
     leaf_only = leaf_and_mid.split(b"-----END CERTIFICATE-----")[0] + b"-----END CERTIFICATE-----\n"
-    assert "CA bundle" in check_serving_certificate(leaf_only, root, SERVICE, NOW)
+    assert "CA bundle" in check_serving_certificate(leaf_only, root, SERVICE, now())
 
 
 @pytest.mark.parametrize(("bundle", "name", "at", "says"), [
@@ -100,7 +104,7 @@ def test_a_mismatch_is_one_line_saying_what(pairs: tuple[CertPaths, CertPaths], 
                                             says: str) -> None:
     a, b = pairs
     raw = {"own": a.ca_cert.read_bytes(), "other": b.ca_cert.read_bytes(), "garbage": b"not a certificate"}[bundle]
-    reason = check_serving_certificate(a.cert.read_bytes(), raw, name, NOW + datetime.timedelta(days=at))
+    reason = check_serving_certificate(a.cert.read_bytes(), raw, name, now() + datetime.timedelta(days=at))
     assert says in reason and "\n" not in reason, reason
 
 
