@@ -27,6 +27,7 @@ from typing import Any
 from dra_bridge.bridge.errors import SettingsError
 from dra_bridge.kube.flags import BRIDGE_PREFIX, Flag, FlagTable
 from dra_bridge.translate.dns_names import is_dns_subdomain
+from dra_bridge.translate.errors import ApiVersionError
 from dra_bridge.translate.names import BRIDGE_DRIVER, normalize_api_version
 
 logger = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class Settings:
         if version:
             try:
                 version = normalize_api_version(version)
-            except ValueError:
+            except ApiVersionError:
                 raise SettingsError(f"{twin('resource_api_version')} must be v1, v1beta2 or v1beta1 "
                                     f"(resource.k8s.io/ prefix optional), got {self.resource_api_version!r}") from None
         if not 0 <= self.health_port <= 65535:
