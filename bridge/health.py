@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,15 @@ class Metrics:
                               registry=self.registry)
         self.slice_writes = Gauge("dra_bridge_slice_writes", "ResourceSlice API writes so far", ["op"],
                                   registry=self.registry)
+        self.claim_ops = Counter("dra_bridge_claim_operations", "claims the kubelet asked to prepare or unprepare",
+                                 ["op"], registry=self.registry)
+        self.claim_errors = Counter("dra_bridge_claim_operation_errors", "claims answered with an error",
+                                    ["op"], registry=self.registry)
+        self.claim_seconds = Histogram("dra_bridge_claim_operation_seconds",
+                                       "seconds per NodePrepareResources / NodeUnprepareResources call", ["op"],
+                                       registry=self.registry)
+        self.prepared = Gauge("dra_bridge_prepared_claims", "claims prepared on this node (the checkpoint's count)",
+                              registry=self.registry)
 
     def text(self) -> bytes:
         """The Prometheus exposition of this registry."""
