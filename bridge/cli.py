@@ -7,7 +7,7 @@ Subcommands:
                          mapping (the input of ``dra-migrate slices --podresources``)
 
 Flags and their environment twins are in :mod:`bridge.settings`. Exit codes: 0 ok, 1 error
-(message on stderr), 2 usage. Logs go to stderr; only ``inventory`` writes to stdout.
+(message on stderr; also a usage error, kube.flags.EXIT_USAGE). Logs go to stderr; only ``inventory`` writes to stdout.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dra_bridge.bridge.podresources.client import PodResourcesClient, socket_pat
 from dra_bridge.bridge.settings import Settings, build_parser
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.kube.errors import KubeError
+from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import TranslateError
 
@@ -34,7 +35,8 @@ logger = logging.getLogger(__name__)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = build_parser(argparse.ArgumentParser(prog="dra-bridge", description=__doc__.split("\n\n")[0]))
+    parser = build_parser(add_version(Parser(prog="dra-bridge", description=__doc__.split("\n\n")[0]),
+                                      "dra-bridge"))
     sub = parser.add_subparsers(dest="command")
     build_parser(sub.add_parser("run", help="run the agent (default)"), argparse.SUPPRESS)
     inv = build_parser(sub.add_parser("inventory", help="print what is recorded and what the kubelet offers now"),

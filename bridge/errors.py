@@ -8,7 +8,8 @@ The tree (third-party errors are chained with ``raise ... from``, never re-expor
     ├── StateError                 the node-local inventory state cannot be read or written
     ├── CheckpointError            the prepared-claim checkpoint cannot be read or written
     ├── CdiError                   a CDI spec cannot be written or removed
-    └── NvmlError                  NVML is present but a query failed
+    ├── NvmlError                  NVML is present but a query failed
+    └── DevicePluginError          a device plugin's socket is missing or an RPC failed
 
 API server failures (slices, Node, Events) are :mod:`kube.errors` (``KubeError`` and its
 tree), shared with the webhook.
@@ -46,3 +47,7 @@ class CdiError(BridgeError):
 
 class NvmlError(BridgeError):
     """NVML is installed but a query failed."""
+
+
+class DevicePluginError(BridgeError):
+    """A device plugin's socket is missing or one of its v1beta1 RPCs failed."""

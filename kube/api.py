@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from dra_bridge.kube.client import STRATEGIC_MERGE, Client
-from dra_bridge.kube.errors import NotFound, from_status
+from dra_bridge.kube.errors import KubeError, NotFound, from_status
 from dra_bridge.kube.resources import ApiCall, Resource, Verb
 
 Obj = dict[str, Any]
@@ -49,7 +49,8 @@ class KubeApi(Protocol):
     """What a service may ask of the API server (see the module docstring)."""
 
     async def served_versions(self, group: str) -> builtins.list[str]:
-        """``<group>/<version>`` of every version served (empty when the group is not served)."""
+        """``<group>/<version>`` of every version served (empty when the group is not served); KubeError
+        when the answer is not an APIGroup."""
         ...
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
@@ -96,7 +97,12 @@ class ApiServer:
             doc = await self.client.request("GET", f"/apis/{group}")
         except NotFound:
             return []
-        return [str(v["groupVersion"]) for v in (doc or {}).get("versions", [])]
+        versions = doc.get("versions", []) if isinstance(doc, dict) else None
+        if not isinstance(versions, builtins.list) or not all(
+                isinstance(v, dict) and isinstance(v.get("groupVersion"), str) for v in versions):
+            raise KubeError(f"GET /apis/{group}: not an APIGroup (a versions list of groupVersion strings): "
+                            f"{str(doc)[:120]!r}")
+        return [v["groupVersion"] for v in versions]
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
         result: Obj = await self.client.request("GET", resource.path(namespace, name))

@@ -7,6 +7,9 @@
                                             deprecated unprefixed NODE_NAME (one warning), else absent
     TABLE.twin("node_name") -> "--node-name/DRA_BRIDGE_NODE_NAME"   for error messages
 
+Every command parses with :class:`Parser` (a usage error exits :data:`EXIT_USAGE`, 1) and
+offers ``--version`` (:func:`add_version`: the installed distribution's version).
+
 One prefix per command: ``DRA_WEBHOOK_`` (dra-webhook serve), ``DRA_BRIDGE_`` (dra-bridge),
 ``DRA_MIGRATE_`` (reserved for dra-migrate). A flag given on the command line wins over its
 environment twin, which wins over the default. Names in ``legacy`` are also read without the
@@ -18,17 +21,44 @@ texts come from the table: nothing reads source code back.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 logger = logging.getLogger(__name__)
 
 WEBHOOK_PREFIX = "DRA_WEBHOOK_"
 BRIDGE_PREFIX = "DRA_BRIDGE_"
 MIGRATE_PREFIX = "DRA_MIGRATE_"
+#: The exit code of a usage error (an unknown or missing flag, a value argparse cannot parse) in
+#: all three commands; ``dra-migrate`` keeps 2 and 3 for what a run finds.
+EXIT_USAGE = 1
+DISTRIBUTION = "dra-bridge"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors exit :data:`EXIT_USAGE` (argparse's own is 2), with the
+    usage and one ``PROG: error: MESSAGE`` line on stderr; its subcommands' parsers are Parsers too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def add_version(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """Add ``--version``: prints ``COMMAND VERSION`` (the installed ``dra-bridge`` distribution's
+    metadata; ``unknown`` when it is not installed) and exits 0."""
+    try:
+        version = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    parser.add_argument("--version", action="version", version=f"{command} {version}",
+                        help="print the version and exit")
+    return parser
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ import sys
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
 
+from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, dump, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
@@ -36,15 +37,10 @@ from dra_bridge.translate.plan.workloads import convert_object
 FAIL_ON = ("left-for-webhook", "partial", "unsupported")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dra-migrate", description="Migrate device-plugin GPU workloads to DRA.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = add_version(Parser(prog="dra-migrate", description="Migrate device-plugin GPU workloads to DRA."),
+                         "dra-migrate")
+    sub = parser.add_subparsers(dest="command", required=True)
     conv = sub.add_parser("convert", help="convert manifests (stdout) and list findings (stderr)")
     conv.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR|-",
                       help="manifest file, directory (recursive .yaml/.yml/.json) or - for stdin; repeatable "

@@ -2,7 +2,8 @@
 
 Modules, one concern each: review (AdmissionReview types, decoding, the answer), decision
 (pure request -> decision), patch (the JSON Patch by diffing), handler (ensure, measure,
-log), server (aiohttp app), policy, runtime (files in force), reload, tls,
+log), server (aiohttp app), policy, runtime (files in force), reload, tls, serving_check
+(the certificate against the caBundle and the service name),
 templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), events (audit
 Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
 access (the API calls it makes; the I/O is the shared kube/ layer), certs, settings, cli, errors.

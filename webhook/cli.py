@@ -1,12 +1,13 @@
 """The ``dra-webhook`` console script.
 
     dra-webhook [serve] [flags]                       serve the webhook (default; see webhook.settings)
+    dra-webhook --version                             the installed version
     dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N]
 
 Exit codes: 0 clean shutdown (certs: files written), 1 a configuration error (one line
 naming the setting or flag, e.g. a ``certs --namespace`` that is not a DNS label, an
-``--ip`` that is not an address, ``--days`` not a positive integer), 2 a usage error
-(argparse: an unknown or missing flag).
+``--ip`` that is not an address, ``--days`` not a positive integer) or a usage error (an
+unknown or missing flag: kube.flags.EXIT_USAGE, the same in every command).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import functools
 import logging
 import signal
@@ -27,6 +29,7 @@ from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import Client, connect
 from dra_bridge.kube.discovery import discover_resource_version
 from dra_bridge.kube.errors import KubeError
+from dra_bridge.kube.flags import Parser
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
@@ -61,9 +64,19 @@ async def _api_version(settings: Settings, api: ApiServer) -> str:
                           ) from exc
 
 
+async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -> None:
+    """Start the HTTPS site; ConfigError (one line) when the address cannot be bound."""
+    try:
+        await web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context).start()
+    except OSError as exc:
+        why = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise ConfigError(f"--host/--port {settings.host}:{settings.port}: cannot listen: {why} "
+                          f"(DRA_WEBHOOK_HOST / DRA_WEBHOOK_PORT)") from exc
+
+
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); raises ConfigError on bad startup settings."""
-    tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file)
+    tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file, settings.ca_bundle, settings.service_name)
     policy = watch_policy(settings.policy_file) if settings.policy_file else None
     catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
     client = await _connect(settings)
@@ -74,7 +87,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         metrics = Metrics()
         view = ClusterView()
         runtime = Runtime(api_version, metrics, policy, catalog, tls, kep5004=view.kep5004,
-                          node_mode=view.node_mode, quota_keys=view.quota_keys)
+                          node_mode=view.node_mode, quota_keys=view.quota_keys,
+                          exempt_namespaces=settings.exempt_namespaces)
         runtime.watch_cluster(view, health)
         runtime.check_files()
         ensurer = KubeTemplateEnsurer(api, api_version, deadline=settings.template_deadline)
@@ -94,17 +108,17 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         app = make_app(runtime, admitter, background)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
-        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context)
-        await site.start()
-        logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-        if ready is not None:
-            ready.set()
-        try:
+        try:  # the background tasks stop (runner.cleanup) before the client closes
+            await _listen(runner, settings, tls)
+            logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port,
+                        api_version)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, stop.set)
+            if ready is not None:
+                ready.set()
             await stop.wait()
         finally:
             await runner.cleanup()
@@ -151,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if args[:1] == ["certs"]:
-        parser = argparse.ArgumentParser(prog="dra-webhook")
+        parser: argparse.ArgumentParser = Parser(prog="dra-webhook")
         _certs_parser(parser.add_subparsers(dest="command"))
         return _certs(parser.parse_args(args))
     if args[:1] == ["serve"]:

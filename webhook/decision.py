@@ -12,6 +12,8 @@ Rules (design decisions 1, 2, 8, 9; style item 5):
 - ``uid`` is echoed; anything that decodes (a non-Pod, an odd pod) is allowed unchanged with
   a warning, because the API server treats every non-200 as a webhook failure;
 - a pod already carrying the conversion annotation plans to itself: re-invocation is a no-op;
+- a pod in ``Context.exempt_namespaces`` (kube-system, the webhook's own) or one whose policy
+  says ``convert: false`` is admitted as it came, without a warning (outcome ``off``);
 - audit mode never patches: the plan goes to ``warnings`` and short ``auditAnnotations``;
 - enforce returns a decision whose ``effects.templates`` must exist before the patch may be
   sent; :meth:`Decision.failed` turns it into admit-unchanged or deny (policy ``onError``),
@@ -29,7 +31,7 @@ from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.plan.cluster_state import QuotaKeys, held_back
 from dra_bridge.translate.plan.pod_plan import plan_pod
 from dra_bridge.webhook.patch import PatchMemo, diff
-from dra_bridge.webhook.policy import OnError, Policy, Subject, policy_remedy
+from dra_bridge.webhook.policy import SYSTEM_NAMESPACES, OnError, Policy, Subject, policy_remedy
 from dra_bridge.webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
 
 Mode = Literal["enforce", "audit"]
@@ -43,7 +45,7 @@ class Context:
     ``quota_keys(namespace)``: the resource keys any ResourceQuota there limits (QuotaUnknown
     while the quota view has not synced: such pods stay legacy);
     ``kep5004``: legacy resource name -> DeviceClass serving it via KEP-5004; ``patches``:
-    the memo of patches (None: diff every time).
+    the memo of patches (None: diff every time); ``exempt_namespaces``: namespaces never converted.
     """
 
     catalog: Catalog
@@ -53,12 +55,13 @@ class Context:
     node_mode: Callable[[str], str | None] = lambda _name: None
     quota_keys: Callable[[str], QuotaKeys] = lambda _ns: frozenset()
     patches: PatchMemo | None = None
+    exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
 
 
 @dataclass(frozen=True)
 class LogEntry:
     """What the admission's log line and metrics say. ``outcome``: patched, unchanged,
-    audited, ignored, error-admitted or denied; ``name``: the pod's name, or its
+    audited, ignored, off, error-admitted or denied; ``name``: the pod's name, or its
     generateName followed by ``*``; ``translated``: the legacy resources converted;
     ``summary``: the plan in words; ``kept_legacy``: the cluster-state reasons that kept a
     convertible pod legacy (``quota``, ``quota-view``, ``daemonset``: the finding's path)."""
@@ -173,6 +176,8 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
     labels = {str(k): str(v) for k, v in _dict(meta.get("labels")).items()}
     subject = Subject(namespace, labels, _str(owner.get("kind")) if owner else "", _str(spec.get("schedulerName")))
     settings = ctx.policy.settings_for(subject)
+    if namespace in ctx.exempt_namespaces or not settings.convert:
+        return Decision(Answer(uid), LogEntry("off", namespace, name))
     dry_run = request.get("dryRun") is True
     log = LogEntry("unchanged", namespace, name)
     try:

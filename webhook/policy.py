@@ -6,6 +6,7 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
 
     apiVersion: policy.dra-bridge.io/v1      # optional; the only version
     defaults:
+      convert: true                # false: leave the pods in scope untouched (no patch, no warning)
       keepLegacy: false            # keep pods whose translation is partial on the device plugin
       hamiSlicing: unsupported     # unsupported | whole-devices
       onError: admit-unchanged     # admit-unchanged | deny (a template cannot be ensured)
@@ -22,7 +23,10 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
           schedulerNames: [default-scheduler]
         keepLegacy: true
 
-Rules match only what the review carries (design decision 8): no namespace lookups.
+Rules match only what the review carries (design decision 8): no namespace lookups; namespace
+labels belong in the registration's namespaceSelector. Whatever the policy says, pods in
+:data:`SYSTEM_NAMESPACES` and in the webhook's own namespace are never converted (decided in
+``webhook.decision``, behind the registration's exclusion of the same namespaces).
 :func:`load_policy` validates everything and raises :class:`PolicyError` naming the key.
 """
 
@@ -45,17 +49,23 @@ from dra_bridge.webhook.errors import PolicyError
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
 OnError = Literal["admit-unchanged", "deny"]
 HamiSlicing = Literal["unsupported", "whole-devices"]
-_SETTING_KEYS = {"keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
+_SETTING_KEYS = {"convert": "convert",
+                 "keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
                  "deferToKEP5004": "defer_to_kep5004", "ignoreLegacyQuota": "ignore_legacy_quota",
                  "draSchedulers": "dra_schedulers", "failRequestsGreaterThanOne": "fail_requests_greater_than_one"}
 _MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
+_BOOLEAN_KEYS = ("convert", "keepLegacy", "deferToKEP5004", "ignoreLegacyQuota", "failRequestsGreaterThanOne")
+#: Namespaces the webhook never converts, whatever the policy says (the webhook's own is added by
+#: ``webhook.settings``): a system pod must never wait on a template or on this webhook.
+SYSTEM_NAMESPACES = frozenset({"kube-system"})
 
 
 @dataclass(frozen=True)
 class Translation:
     """The translation settings that apply to one pod.
 
-    ``keep_legacy``: partial translations stay on the device plugin; ``hami_slicing``: how
+    ``convert``: False leaves the pod untouched (admitted as it came, no warning: the scope is
+    switched off); ``keep_legacy``: partial translations stay on the device plugin; ``hami_slicing``: how
     HAMi memory/core slicing requests are treated; ``on_error``: what to answer when a
     template cannot be ensured (design decision 9); ``defer_to_kep5004``: leave count-only
     pods to a KEP-5004 DeviceClass serving their resource; ``ignore_legacy_quota``: convert
@@ -67,6 +77,7 @@ class Translation:
     matched (empty for the defaults).
     """
 
+    convert: bool = True
     keep_legacy: bool = False
     hami_slicing: HamiSlicing = "unsupported"
     on_error: OnError = "admit-unchanged"
@@ -155,8 +166,7 @@ def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
         path = f"{key}.{name}"
         if name not in _SETTING_KEYS:
             raise _fail(source, path, f"unknown key (known: {', '.join(_SETTING_KEYS)})")
-        if name in ("keepLegacy", "deferToKEP5004", "ignoreLegacyQuota", "failRequestsGreaterThanOne") and (
-                not isinstance(value, bool)):
+        if name in _BOOLEAN_KEYS and not isinstance(value, bool):
             raise _fail(source, path, "must be true or false")
         if name == "hamiSlicing" and value not in ("unsupported", "whole-devices"):
             raise _fail(source, path, "must be unsupported or whole-devices")
@@ -267,6 +277,7 @@ def policy_remedy(finding: Finding) -> str | None:
 
 
 __all__ = [
+    "SYSTEM_NAMESPACES",
     "Match",
     "OnError",
     "Policy",

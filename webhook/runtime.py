@@ -3,7 +3,8 @@
     Runtime(api_version, policy=Watched|None, catalog=Watched|None, tls=TlsReloader|None)
     Runtime.context() -> decision.Context     (rebuilt only when a file changed)
     Runtime.check_files() -> None             (called periodically by the server)
-    Runtime.readiness() -> (ready, detail)    ready = TLS loaded and a valid policy in force
+    Runtime.readiness() -> (ready, detail)    ready = TLS loaded (and matching the CA bundle and the
+                                              service name, when given) and a valid policy in force
     Runtime.watch_cluster(view, health)       the detail and metrics also say which views synced,
                                               which permission is missing, whether the API server answers
 
@@ -19,7 +20,7 @@ a missing view degrades admissions instead (quota unknown: pods stay legacy).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from dra_bridge.webhook.decision import Context
 from dra_bridge.webhook.errors import ConfigError
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.patch import PatchMemo
-from dra_bridge.webhook.policy import Policy, load_policy
+from dra_bridge.webhook.policy import SYSTEM_NAMESPACES, Policy, load_policy
 from dra_bridge.webhook.reload import Watched
 from dra_bridge.webhook.tls import TlsReloader
 
@@ -63,7 +64,8 @@ def watch_catalog(path: Path) -> Watched[Catalog]:
 
 @dataclass
 class Runtime:
-    """See the module docstring. ``require_tls`` is False only for in-process test servers."""
+    """See the module docstring. ``require_tls`` is False only for in-process test servers;
+    ``exempt_namespaces``: never converted (kube-system and, from the settings, the webhook's own)."""
 
     api_version: str
     metrics: Metrics = field(default_factory=Metrics)
@@ -75,6 +77,7 @@ class Runtime:
     node_mode: Callable[[str], str | None] = lambda _name: None
     quota_keys: Callable[[str], QuotaKeys] = lambda _ns: frozenset()
     patches: PatchMemo = field(default_factory=PatchMemo)
+    exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
     cluster: Callable[[], dict[str, Any]] | None = None
     _context: Context | None = None
 
@@ -94,7 +97,8 @@ class Runtime:
                 self._context = None
             if watched.failures != failures:
                 self.metrics.reload_failures.labels(name).inc()
-            self.metrics.config_valid.labels(name).set(0 if watched.error else 1)
+            invalid = watched.error or (watched is self.tls and self.tls.mismatch)
+            self.metrics.config_valid.labels(name).set(0 if invalid else 1)
 
     def context(self) -> Context:
         """The admission Context built from the values in force."""
@@ -102,11 +106,11 @@ class Runtime:
             policy = self.policy.value if self.policy and self.policy.value else Policy()
             catalog = self.catalog.value if self.catalog and self.catalog.value else load_catalog()
             self._context = Context(catalog, policy, self.api_version, node_mode=self.node_mode,
-                                    quota_keys=self.quota_keys, patches=self.patches)
+                                    quota_keys=self.quota_keys, patches=self.patches,
+                                    exempt_namespaces=self.exempt_namespaces)
         kep = self.kep5004()
         if kep != self._context.kep5004:
-            self._context = Context(self._context.catalog, self._context.policy, self.api_version, dict(kep),
-                                    self.node_mode, self.quota_keys, self.patches)
+            self._context = replace(self._context, kep5004=dict(kep))
         return self._context
 
     def watch_cluster(self, view: ClusterView, health: ApiHealth) -> None:
@@ -115,11 +119,14 @@ class Runtime:
         self.metrics.watch_cluster(lambda: {kind: kind in view.synced for kind in view.status()}, health)
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """(ready, detail): ready once TLS is loaded and a valid policy is in force."""
+        """(ready, detail): ready once TLS is loaded, fits the CA bundle and the service name (when
+        given: ``TlsReloader.mismatch``), and a valid policy is in force."""
         detail: dict[str, Any] = {"apiVersion": self.api_version}
-        tls_ok = self.tls is not None or not self.require_tls
+        tls_ok = not self.tls.mismatch if self.tls is not None else not self.require_tls
         detail["tls"] = ("loaded" if self.tls else "not configured") + (f"; newest pair refused: {self.tls.error}"
                                                                          if self.tls and self.tls.error else "")
+        if self.tls is not None and self.tls.mismatch:
+            detail["tls"] += f"; not ready: {self.tls.mismatch}"
         policy_ok = self.policy is None or self.policy.value is not None
         for name in ("policy", "catalog"):
             watched = self._files()[name]

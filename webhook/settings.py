@@ -9,13 +9,16 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --port               DRA_WEBHOOK_PORT                8443
     --tls-cert-file      DRA_WEBHOOK_TLS_CERT_FILE       (required)
     --tls-key-file       DRA_WEBHOOK_TLS_KEY_FILE        (required)
+    --ca-bundle          DRA_WEBHOOK_CA_BUNDLE           (not checked) the registration's caBundle
+    --service-name       DRA_WEBHOOK_SERVICE_NAME        (not checked) the host the API server calls
     --policy             DRA_WEBHOOK_POLICY              (built-in defaults)
     --catalog            DRA_WEBHOOK_CATALOG             (the shipped catalog only)
     --kubeconfig         DRA_WEBHOOK_KUBECONFIG          (in-cluster config)
     --api-version        DRA_WEBHOOK_API_VERSION         (newest resource.k8s.io version served, by discovery)
     --reload-interval    DRA_WEBHOOK_RELOAD_INTERVAL     2 (seconds between file hash checks)
     --template-deadline  DRA_WEBHOOK_TEMPLATE_DEADLINE   2 (seconds for ensuring templates)
-    --namespace          DRA_WEBHOOK_NAMESPACE           dra-bridge (where the reconciler's Lease lives)
+    --namespace          DRA_WEBHOOK_NAMESPACE           the service account's namespace, else dra-bridge
+                                                         (the webhook's own: never converted; the Lease)
     --identity           DRA_WEBHOOK_IDENTITY            the host name (the Lease holder; the pod name in a cluster)
     --template-grace     DRA_WEBHOOK_TEMPLATE_GRACE      600 (seconds a managed template may stay unused)
     --reconcile-interval DRA_WEBHOOK_RECONCILE_INTERVAL  30 (seconds between reconciler passes)
@@ -30,11 +33,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable
+from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
 from dra_bridge.translate.names import normalize_api_version
 from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.policy import SYSTEM_NAMESPACES
 
 ENV_PREFIX = WEBHOOK_PREFIX
+#: The pod's namespace, as Kubernetes mounts it with the service account token.
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _own_namespace() -> str:
+    """The service account's namespace (in a cluster), else ``dra-bridge``."""
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text("utf-8").strip() or "dra-bridge"
+    except OSError:
+        return "dra-bridge"
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,12 @@ class Settings:
     """PEM certificate chain served to the API server; reloaded when its bytes change."""
     tls_key_file: Path
     """PEM private key of ``tls_cert_file``; reloaded with it."""
+    ca_bundle: Path | None = None
+    """The registration's caBundle (PEM): the certificate in force must chain to it, or the webhook
+    is not ready; None: not checked."""
+    service_name: str | None = None
+    """The host the API server calls (``<service>.<namespace>.svc``, or a URL's host): the
+    certificate must cover it, or the webhook is not ready; None: not checked."""
     host: str = "0.0.0.0"
     """Address to listen on."""
     port: int = 8443
@@ -62,13 +82,18 @@ class Settings:
     template_deadline: float = 2.0
     """Seconds allowed for ensuring a pod's templates (under the webhook timeoutSeconds)."""
     namespace: str = "dra-bridge"
-    """Namespace of the reconciler's Lease (the webhook's own)."""
+    """The webhook's own namespace: its pods are never converted, the reconciler's Lease lives there."""
     identity: str = ""
     """Lease holder identity of this replica; empty: the host name."""
     template_grace: float = 600.0
     """Seconds a managed ResourceClaimTemplate may stay unreferenced before it is deleted."""
     reconcile_interval: float = 30.0
     """Seconds between template reconciler passes."""
+
+    @property
+    def exempt_namespaces(self) -> frozenset[str]:
+        """Namespaces never converted, whatever the policy: kube-system and :attr:`namespace`."""
+        return SYSTEM_NAMESPACES | {self.namespace}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -109,10 +134,11 @@ class Settings:
             value = pick(name)
             return Path(value) if value else None
 
-        return cls(tls_cert_file=Path(cert), tls_key_file=Path(key), host=pick("host") or "0.0.0.0", port=port,
+        return cls(tls_cert_file=Path(cert), tls_key_file=Path(key), ca_bundle=path("ca_bundle"),
+                   service_name=pick("service_name") or None, host=pick("host") or "0.0.0.0", port=port,
                    policy_file=path("policy"), catalog_file=path("catalog"), kubeconfig=path("kubeconfig"),
                    api_version=api_version, reload_interval=reload_interval, template_deadline=deadline,
-                   namespace=pick("namespace") or "dra-bridge", identity=pick("identity") or socket.gethostname(),
+                   namespace=pick("namespace") or _own_namespace(), identity=pick("identity") or socket.gethostname(),
                    template_grace=grace, reconcile_interval=reconcile)
 
 
@@ -121,13 +147,18 @@ FLAGS = FlagTable(ENV_PREFIX, (
     Flag("port", "HTTPS port", "8443"),
     Flag("tls_cert_file", "PEM certificate chain, reloaded when it changes (required)", metavar="FILE"),
     Flag("tls_key_file", "PEM private key of the certificate (required)", metavar="FILE"),
+    Flag("ca_bundle", "the registration's caBundle (PEM): the certificate must chain to it, or /readyz is 503",
+         "not checked", "FILE"),
+    Flag("service_name", "the host the API server calls (SVC.NS.svc): the certificate must cover it, or /readyz "
+                         "is 503; leave unset for a url registration on loopback", "not checked", "NAME"),
     Flag("policy", "policy YAML, hot-reloaded", "built-in defaults", "FILE"),
     Flag("catalog", "user catalog YAML extending the shipped one", "the shipped catalog only", "FILE"),
     Flag("kubeconfig", "kubeconfig file", "in-cluster service account", "FILE"),
     Flag("api_version", "resource.k8s.io version to write: v1, v1beta2 or v1beta1", "discovered"),
     Flag("reload_interval", "seconds between checks of the TLS, policy and catalog files", "2", "SECONDS"),
     Flag("template_deadline", "seconds allowed for ensuring a pod's templates", "2", "SECONDS"),
-    Flag("namespace", "namespace of the reconciler's Lease, the webhook's own", "dra-bridge"),
+    Flag("namespace", "the webhook's own namespace: its pods are never converted; the reconciler's Lease lives "
+                      "there", "the service account's namespace, else dra-bridge"),
     Flag("identity", "Lease holder identity of this replica", "the host name"),
     Flag("template_grace", "seconds a managed template may stay unreferenced before deletion", "600", "SECONDS"),
     Flag("reconcile_interval", "seconds between template reconciler passes", "30", "SECONDS"),
@@ -137,7 +168,7 @@ FLAGS = FlagTable(ENV_PREFIX, (
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``serve`` flags; every default is None so env twins can fill them in."""
-    p = argparse.ArgumentParser(prog="dra-webhook [serve]",
-                                description="Serve the dra-bridge mutating webhook "
-                                            "(`dra-webhook certs --help`: development certificates).")
-    return FLAGS.add_to(p)
+    p = Parser(prog="dra-webhook [serve]",
+               description="Serve the dra-bridge mutating webhook "
+                           "(`dra-webhook certs --help`: development certificates).")
+    return FLAGS.add_to(add_version(p, "dra-webhook"))

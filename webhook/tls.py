@@ -1,22 +1,32 @@
 """TLS for the webhook: one ``ssl.SSLContext`` whose certificate is swapped in place.
 
-    TlsReloader(cert_file, key_file).context   TLS 1.2+ server context
+    TlsReloader(cert_file, key_file, ca_bundle=None, service_name=None).context   TLS 1.2+ server context
     TlsReloader.check() -> bool                 True when a new pair was loaded
+    TlsReloader.mismatch                        "" or why the pair in force would be refused
 
 ``load_cert_chain`` on the live context affects new handshakes only, so rotation (e.g.
 cert-manager renewing the Secret) needs no restart and drops no connection. A pair that
 does not load (half-written files, a key that does not match) keeps the old one in force
 and is reported in ``error``. Change detection hashes both files' bytes.
+
+With ``ca_bundle`` (the registration's caBundle) or ``service_name`` (the host the API server
+calls), every check, the first one included, verifies the certificate in force with
+:func:`webhook.serving_check.check_serving_certificate`: chained to the bundle, inside its
+validity window, covering the name. A pair that fails is still served (it is the newest the
+operator gave, and refusing it would keep one that may be older still), but ``mismatch`` says
+why in one line, logged once, and the webhook is not ready until it passes.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import logging
 import ssl
 from pathlib import Path
 
 from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.serving_check import check_serving_certificate
 
 logger = logging.getLogger(__name__)
 
@@ -24,9 +34,14 @@ logger = logging.getLogger(__name__)
 class TlsReloader:
     """See the module docstring. The first load happens in the constructor and raises ConfigError."""
 
-    def __init__(self, cert_file: Path, key_file: Path) -> None:
+    def __init__(self, cert_file: Path, key_file: Path, ca_bundle: Path | None = None,
+                 service_name: str | None = None) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
+        self.ca_bundle = ca_bundle
+        self.service_name = service_name
+        self.mismatch = ""
+        self._served = b""
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.minimum_version = ssl.TLSVersion.TLSv1_2
         self.error = ""
@@ -37,9 +52,36 @@ class TlsReloader:
             raise ConfigError(f"cannot load the serving certificate: {self.error}")
 
     def check(self) -> bool:
-        """Reload the pair if either file changed; True when a new pair is in force."""
+        """Reload the pair if either file changed, then verify the one in force against the bundle
+        and the name (when given); True when a new pair is in force."""
+        loaded = self._load()
+        self._verify()
+        return loaded
+
+    def _verify(self) -> None:
+        if (self.ca_bundle is None and not self.service_name) or not self._served:
+            return
+        problem, bundle = "", None
+        if self.ca_bundle is not None:
+            try:
+                bundle = self.ca_bundle.read_bytes()
+            except OSError as exc:
+                problem = f"cannot read the CA bundle: {exc.strerror or exc}"
+        problem = problem or check_serving_certificate(self._served, bundle, self.service_name,
+                                                       datetime.datetime.now(datetime.UTC))
+        reason = (f"serving certificate {self.cert_file} {problem} (CA bundle {self.ca_bundle or 'not checked'}, "
+                  f"service name {self.service_name or 'not checked'})") if problem else ""
+        if reason and reason != self.mismatch:
+            self.failures += 1
+            logger.error("not ready: %s", reason)
+        elif self.mismatch and not reason:
+            logger.info("serving certificate %s matches the CA bundle and the service name again", self.cert_file)
+        self.mismatch = reason
+
+    def _load(self) -> bool:
         try:
-            digest = hashlib.sha256(self.cert_file.read_bytes() + b"\0" + self.key_file.read_bytes()).digest()
+            cert = self.cert_file.read_bytes()
+            digest = hashlib.sha256(cert + b"\0" + self.key_file.read_bytes()).digest()
         except OSError as exc:
             return self._refuse(f"cannot read {exc.filename}: {exc.strerror}")
         if digest == self._digest:
@@ -53,6 +95,7 @@ class TlsReloader:
             self._digest = digest
             return self._refuse(f"{self.cert_file} / {self.key_file}: {exc}")
         self._digest = digest
+        self._served = cert
         self.error = ""
         self.reloads += 1
         logger.info("serving certificate %s (load %d)", self.cert_file, self.reloads)

@@ -21,6 +21,7 @@ from google.protobuf import json_format
 
 from dra_bridge.bridge.errors import PodResourcesError
 from dra_bridge.bridge.podresources import api_pb2
+from dra_bridge.bridge.unixgrpc import UnixSocketClient
 
 logger = logging.getLogger(__name__)
 
@@ -38,32 +39,17 @@ def to_json(message: Any) -> dict[str, Any]:
     return dict(json_format.MessageToDict(message))
 
 
-class PodResourcesClient:
+class PodResourcesClient(UnixSocketClient):
     """Calls ``GetAllocatableResources`` and ``List``; one channel, reconnecting on its own.
 
     ``timeout`` is the per-call deadline in seconds.
     """
 
-    def __init__(self, path: str | Path, timeout: float = 5.0) -> None:
-        self.path = Path(path)
-        self.timeout = timeout
-        self._channel: grpc.aio.Channel | None = None
-
-    def _ensure(self) -> grpc.aio.Channel:
-        if self._channel is None:
-            self._channel = grpc.aio.insecure_channel(f"unix://{self.path}")
-        return self._channel
-
     async def _call(self, method: str, request: Any, response_type: Any) -> Any:
         if not self.path.exists():
             raise PodResourcesError(f"PodResources socket {self.path} does not exist (kubelet down or restarting?)")
-        call = self._ensure().unary_unary(
-            SERVICE + method,
-            request_serializer=type(request).SerializeToString,
-            response_deserializer=response_type.FromString,
-        )
         try:
-            return await call(request, timeout=self.timeout)
+            return await self._unary(SERVICE + method, request, response_type)
         except grpc.aio.AioRpcError as exc:
             await self.close()
             raise PodResourcesError(
@@ -91,9 +77,3 @@ class PodResourcesClient:
                     for device_id in devices.device_ids:
                         held.setdefault(device_id, []).append(f"{pod.namespace}/{pod.name}/{container.name}")
         return {k: sorted(set(v)) for k, v in sorted(held.items())}
-
-    async def close(self) -> None:
-        """Close the channel (a later call opens a new one)."""
-        if self._channel is not None:
-            channel, self._channel = self._channel, None
-            await channel.close()

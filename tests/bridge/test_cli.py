@@ -67,8 +67,8 @@ def test_docs_flag_table_matches_help() -> None:
                                                           section, re.MULTILINE)}
     helped = {}
     for action in _parser()._actions:
-        if not action.option_strings or action.dest == "help" or action.help == argparse.SUPPRESS:
-            continue  # SUPPRESS: a removed flag, kept only to refuse it by name
+        if not action.option_strings or action.dest in ("help", "version") or action.help == argparse.SUPPRESS:
+            continue  # help and version: no settings; SUPPRESS: a removed flag, kept only to refuse it by name
         help_text = " ".join((action.help or "").split())
         twin = re.search(r"\(env ([A-Z_]+)[;)]", help_text)
         default = re.search(r"Default: (.*)\.$", help_text)

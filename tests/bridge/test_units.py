@@ -19,7 +19,7 @@ from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
 
 ROOT = Path(__file__).resolve().parents[2]
-PROTOS = (("podresources", "api"), ("kubeletapi", "registration"), ("kubeletapi", "dra_v1"),
+PROTOS = (("podresources", "api"), ("deviceplugin", "api"), ("kubeletapi", "registration"), ("kubeletapi", "dra_v1"),
           ("kubeletapi", "dra_v1beta1"))
 """Every committed .proto, as (package folder under bridge/, file stem)."""
 

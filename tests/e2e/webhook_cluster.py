@@ -59,7 +59,9 @@ def start_webhook(cp: ControlPlane, certs: Any, workdir: Path, api_version: str,
         [sys.executable, "-m", "dra_bridge.webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
          "--tls-cert-file", str(certs.cert), "--tls-key-file", str(certs.key),
          "--kubeconfig", str(kubeconfig or cp.kubeconfig),
-         "--api-version", api_version, "--reload-interval", "0.5"],
+         "--api-version", api_version, "--reload-interval", "0.5",
+         # the registration's caBundle and the host it calls: ready only if the pair fits both
+         "--ca-bundle", str(certs.ca_cert), "--service-name", "127.0.0.1"],
         cwd=REPO_ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )
     ctx = ssl.create_default_context(cafile=str(certs.ca_cert))

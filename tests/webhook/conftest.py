@@ -103,6 +103,19 @@ def app(runtime: Runtime, ensurer: FakeEnsurer, audit: FakeAudit) -> web.Applica
     return make_app(runtime, Admitter(runtime.context, ensurer, runtime.metrics, audit))
 
 
+def write_kubeconfig(path: Path, server: str) -> Path:
+    """A kubeconfig at ``path`` for ``server`` (a token user; https without verification)."""
+    tls = ", insecure-skip-tls-verify: true" if server.startswith("https:") else ""
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "{server}"{tls}}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+""")
+    return path
+
+
 def body(review: Any) -> bytes:
     return json.dumps(review).encode()
 

@@ -1,0 +1,126 @@
+"""What the test plugins answer, as pure functions: NVIDIA's device plugin in its common strategies.
+
+Shapes of ``ContainerAllocateResponse`` (NVIDIA/k8s-device-plugin internal/plugin/server.go
+``getAllocateResponse``; node-apis.md 2.6, vendors.md 1.3), for the request's IDs in the request's
+order (replica suffixes ``::<n>`` stripped, duplicates dropped, as ``AnnotatedIDs.GetIDs`` does):
+
+- ``envvar``: ``envs = {"NVIDIA_VISIBLE_DEVICES": "<id1>,<id2>"}``, nothing else;
+- ``volume-mounts``: ``envs = {"NVIDIA_VISIBLE_DEVICES": "/var/run/nvidia-container-devices"}`` and
+  one ``Mount(container_path="/var/run/nvidia-container-devices/<id>", host_path="/dev/null")`` per
+  device (``read_only`` unset, as NVIDIA leaves it);
+- ``cdi-cri``: ``cdi_devices = [CDIDevice(name="k8s.device-plugin.nvidia.com/<class>=<id>"), ...]``,
+  no envs and no mounts (only CDI strategies selected); the names resolve in the spec the plugin
+  writes at start (:func:`tests.deviceplugins.toolkit_cdi.write_plugin_spec`).
+
+Not reproduced (not in NVIDIA's defaults): ``cdi-annotations``, ``--pass-device-specs``, GDS/MOFED/IMEX
+extras, MPS, and the NVLink-aware preferred allocation (ours: must-include first, then the
+plugin's device order). A bad request raises :class:`BadRequest`, which the servicer turns into
+``INVALID_ARGUMENT`` with the message.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+
+from dra_bridge.bridge.deviceplugin import api_pb2
+
+VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+VOLUME_MOUNTS_ROOT = "/var/run/nvidia-container-devices"
+VOLUME_MOUNTS_HOST_PATH = "/dev/null"
+PLUGIN_CDI_VENDOR = "k8s.device-plugin.nvidia.com"
+
+
+class Strategy(enum.StrEnum):
+    """NVIDIA's ``--device-list-strategy`` values we reproduce."""
+
+    ENVVAR = "envvar"
+    VOLUME_MOUNTS = "volume-mounts"
+    CDI_CRI = "cdi-cri"
+
+
+class BadRequest(ValueError):
+    """A request the plugin refuses; the message names what is wrong."""
+
+
+def cdi_class(resource: str) -> str:
+    """The CDI class NVIDIA's plugin uses for a resource: ``mig`` for MIG resources, else ``gpu``."""
+    suffix = resource.split("/", 1)[-1]
+    return "mig" if suffix.startswith("mig-") else "gpu"
+
+
+def plugin_cdi_name(resource: str, device_id: str) -> str:
+    """The fully-qualified CDI name of a device in the plugin's own spec."""
+    return f"{PLUGIN_CDI_VENDOR}/{cdi_class(resource)}={device_id}"
+
+
+def socket_name(resource: str) -> str:
+    """NVIDIA's socket naming (``nvidia-<part after "nvidia.com/">.sock``); other domains: ``<domain>-<name>.sock``."""
+    domain, _, name = resource.partition("/")
+    return f"nvidia-{name}.sock" if domain == "nvidia.com" else f"{domain}-{name}.sock"
+
+
+def strip_replicas(ids: Sequence[str]) -> list[str]:
+    """``<uuid>::<n>`` back to ``<uuid>``, first occurrence kept, order kept."""
+    out: list[str] = []
+    for device_id in ids:
+        base = device_id.split("::", 1)[0]
+        if base not in out:
+            out.append(base)
+    return out
+
+
+def allocate_one(strategy: Strategy, resource: str, known: Sequence[str],
+                 ids: Sequence[str]) -> api_pb2.ContainerAllocateResponse:
+    """One container's answer; ``known`` is the plugin's device list."""
+    if not ids:
+        raise BadRequest(f"invalid allocation request for '{resource}': no device IDs")
+    for device_id in ids:
+        if device_id not in known:
+            raise BadRequest(f"invalid allocation request for '{resource}': unknown device: {device_id}")
+    device_ids = strip_replicas(ids)
+    if strategy is Strategy.ENVVAR:
+        return api_pb2.ContainerAllocateResponse(envs={VISIBLE_DEVICES: ",".join(device_ids)})
+    if strategy is Strategy.VOLUME_MOUNTS:
+        return api_pb2.ContainerAllocateResponse(
+            envs={VISIBLE_DEVICES: VOLUME_MOUNTS_ROOT},
+            mounts=[api_pb2.Mount(container_path=f"{VOLUME_MOUNTS_ROOT}/{d}", host_path=VOLUME_MOUNTS_HOST_PATH)
+                    for d in device_ids])
+    return api_pb2.ContainerAllocateResponse(
+        cdi_devices=[api_pb2.CDIDevice(name=plugin_cdi_name(resource, d)) for d in device_ids])
+
+
+def allocate(strategy: Strategy, resource: str, known: Sequence[str],
+             request: api_pb2.AllocateRequest) -> api_pb2.AllocateResponse:
+    """``Allocate``: one answer per container request, in order."""
+    if not request.container_requests:
+        raise BadRequest(f"invalid allocation request for '{resource}': no container requests")
+    return api_pb2.AllocateResponse(container_responses=[
+        allocate_one(strategy, resource, known, list(c.devices_ids)) for c in request.container_requests])
+
+
+def prefer_one(resource: str, known: Sequence[str],
+               request: api_pb2.ContainerPreferredAllocationRequest) -> list[str]:
+    """Must-include devices first, then the other available ones in the plugin's order."""
+    available, must = list(request.available_deviceIDs), list(request.must_include_deviceIDs)
+    size = request.allocation_size
+    unknown = [d for d in available + must if d not in known]
+    if unknown:
+        raise BadRequest(f"preferred allocation for '{resource}': unknown device: {unknown[0]}")
+    if missing := [d for d in must if d not in available]:
+        raise BadRequest(f"preferred allocation for '{resource}': must-include device {missing[0]} is not available")
+    if size <= 0 or size > len(available) or size < len(must):
+        raise BadRequest(f"preferred allocation for '{resource}': allocation size {size} does not fit "
+                         f"{len(available)} available and {len(must)} must-include devices")
+    rest = [d for d in known if d in available and d not in must]
+    return (must + rest)[:size]
+
+
+def preferred(resource: str, known: Sequence[str],
+              request: api_pb2.PreferredAllocationRequest) -> api_pb2.PreferredAllocationResponse:
+    """``GetPreferredAllocation``: one answer per container request, in order."""
+    if not request.container_requests:
+        raise BadRequest(f"preferred allocation for '{resource}': no container requests")
+    return api_pb2.PreferredAllocationResponse(container_responses=[
+        api_pb2.ContainerPreferredAllocationResponse(deviceIDs=prefer_one(resource, known, c))
+        for c in request.container_requests])

@@ -1,0 +1,95 @@
+"""Start-up failures of ``dra-webhook serve`` end in one line and exit 1, never a traceback.
+
+Real endpoints on loopback: an HTTP server answering discovery with a body that is not the
+APIGroup it should be, and a port another socket already listens on.
+"""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dra_bridge.webhook.certs import CertPaths, write_certs
+from dra_bridge.webhook.cli import main
+from tests.webhook.conftest import write_kubeconfig
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> CertPaths:
+    return write_certs(tmp_path_factory.mktemp("certs"), "dra", "webhook", ("127.0.0.1",))
+
+
+def _discovery_server(answer: bytes) -> http.server.ThreadingHTTPServer:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+
+@pytest.fixture
+def discovery(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """A kubeconfig whose API server answers every GET with ``request.param``."""
+    server = _discovery_server(request.param)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{server.server_address[1]}")
+    server.shutdown()
+    server.server_close()
+
+
+def _one_error_line(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> str:
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, [r.getMessage() for r in errors]
+    assert all(r.exc_info is None for r in caplog.records), "a traceback was logged"
+    assert "Traceback" not in capsys.readouterr().err
+    line = errors[0].getMessage()
+    assert "\n" not in line, line
+    return line
+
+
+@pytest.mark.parametrize("discovery", [
+    pytest.param(b'{"versions": [nope', id="not-json"),
+    pytest.param(b'["resource.k8s.io/v1"]', id="a-list"),
+    pytest.param(b'{"versions": "v1"}', id="versions-not-a-list"),
+    pytest.param(b'{"versions": [{"version": "v1"}]}', id="version-without-groupVersion"),
+], indirect=True)
+def test_a_malformed_discovery_answer_exits_1_with_one_line(
+        discovery: Path, pair: CertPaths, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DRA_WEBHOOK_API_VERSION", raising=False)
+    code = main(["--tls-cert-file", str(pair.cert), "--tls-key-file", str(pair.key), "--kubeconfig",
+                 str(discovery), "--host", "127.0.0.1", "--port", "1"])
+    line = _one_error_line(caplog, capsys)
+    assert code == 1
+    assert "API discovery failed" in line and "/apis/resource.k8s.io" in line and "--api-version" in line, line
+
+
+def test_a_port_already_in_use_exits_1_with_one_line(
+        pair: CertPaths, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.webhook.test_api_unreachable import closed_port
+
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port()}")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["--tls-cert-file", str(pair.cert), "--tls-key-file", str(pair.key), "--kubeconfig",
+                     str(kubeconfig), "--host", "127.0.0.1", "--port", str(port), "--api-version", "v1"])
+    line = _one_error_line(caplog, capsys)
+    assert code == 1
+    assert f"127.0.0.1:{port}" in line and "--port" in line and "in use" in line, line
