@@ -11,8 +11,9 @@ One tick (every ``poll_interval`` seconds):
    says so. Every refusal is reported: a log line and an Event on the Node when the set of
    refusals changes, the ``dra_bridge_interlock_refused`` gauge, and the readiness detail;
 4. leaving ``dra`` withdraws the slices and reports the prepared-claim count on the Node as the
-   ``DRABridgePreparedClaims`` condition (always 0 in part 1: claim serving is part 2), written
-   only when it changes.
+   ``DRABridgePreparedClaims`` condition (the DRA plugin's checkpointed claims, :attr:`Agent.plugin`),
+   written only when it changes. Each tick also dials the plugin's registration and DRA sockets
+   (liveness: ``/healthz`` fails while either does not answer).
 
 A kubelet or API server that is missing makes readiness false and is retried on the next tick;
 nothing is lost (the record is on disk) and nothing crashes.
@@ -34,6 +35,7 @@ from typing import Any
 from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
 from dra_bridge.bridge.health import NOT_CHECKED, Health, Metrics
 from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, evaluate
+from dra_bridge.bridge.node_plugin import Plugin
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings
@@ -84,6 +86,8 @@ class Agent:
         self.health = Health(clock=clock)
         self.node_writes = 0
         self.prepared_claims = 0
+        self.plugin: Plugin | None = None
+        """The DRA kubelet plugin (``dra-bridge run`` starts it; None in tests that do not)."""
         self.clear_since: float | None = None
         self.report = TickReport()
         self._refused: tuple[str, ...] = ()
@@ -257,6 +261,15 @@ class Agent:
             except KubeError as exc:
                 logger.warning("cannot create Event %s: %s", reason, exc)
 
+    async def _plugin_status(self) -> None:
+        if self.plugin is None:
+            return
+        self.prepared_claims = self.plugin.preparer.count
+        self.metrics.prepared.set(self.prepared_claims)
+        self.health.plugin = await self.plugin.alive()
+        if self.health.plugin:
+            logger.error("DRA plugin not answering: %s", self.health.plugin)
+
     async def _condition(self, node: dict[str, Any]) -> None:
         message = f"{self.prepared_claims} prepared claim(s) on this node"
         for c in node.get("status", {}).get("conditions") or []:
@@ -306,6 +319,7 @@ class Agent:
                 elif not keep:
                     self.publisher.update(None)
                     report.publishing = False
+            await self._plugin_status()
             await self._condition(node)
         await self._flush_events()
         report.recorded = len(self.recorded.devices)

@@ -73,6 +73,7 @@ async def run(settings: Settings) -> int:
     """Build the agent from settings and run it until SIGTERM/SIGINT."""
     from dra_bridge.bridge.agent import Agent
     from dra_bridge.bridge.health import serve
+    from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
     from dra_bridge.bridge.nvml import probe
     from dra_bridge.bridge.publisher import Publisher
     from dra_bridge.kube.api import ApiServer
@@ -89,6 +90,13 @@ async def run(settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    async def claim_version() -> str:
+        return await publisher.version()
+
+    agent.plugin = await start_plugin(PluginPaths.under(settings.kubelet_dir, settings.state_dir), api,
+                                      settings.node_name, lambda: device_index(agent.recorded, catalog),
+                                      claim_version, accepting=lambda: agent.report.mode == "dra",
+                                      metrics=agent.metrics)
     runner = None
     if settings.health_port:
         runner = await serve(agent.health, agent.metrics, settings.health_port, 3 * settings.poll_interval + 30)
@@ -99,6 +107,7 @@ async def run(settings: Settings) -> int:
     finally:
         if runner is not None:
             await runner.cleanup()
+        await agent.plugin.stop()
         await client.close()
     return 0
 

@@ -6,6 +6,8 @@ The tree (third-party errors are chained with ``raise ... from``, never re-expor
     ├── SettingsError              a flag or environment variable is missing or malformed
     ├── PodResourcesError          the kubelet's PodResources socket is missing or an RPC failed
     ├── StateError                 the node-local inventory state cannot be read or written
+    ├── CheckpointError            the prepared-claim checkpoint cannot be read or written
+    ├── CdiError                   a CDI spec cannot be written or removed
     ├── NvmlError                  NVML is present but a query failed
     └── DevicePluginError          a device plugin's socket is missing or an RPC failed
 
@@ -33,6 +35,14 @@ class PodResourcesError(BridgeError):
 
 class StateError(BridgeError):
     """The node-local inventory state file cannot be read, parsed or written."""
+
+
+class CheckpointError(BridgeError):
+    """The prepared-claim checkpoint cannot be read, parsed or written."""
+
+
+class CdiError(BridgeError):
+    """One of our CDI specs cannot be written or removed."""
 
 
 class NvmlError(BridgeError):

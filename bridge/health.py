@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,15 @@ class Metrics:
                               registry=self.registry)
         self.slice_writes = Gauge("dra_bridge_slice_writes", "ResourceSlice API writes so far", ["op"],
                                   registry=self.registry)
+        self.claim_ops = Counter("dra_bridge_claim_operations", "claims the kubelet asked to prepare or unprepare",
+                                 ["op"], registry=self.registry)
+        self.claim_errors = Counter("dra_bridge_claim_operation_errors", "claims answered with an error",
+                                    ["op"], registry=self.registry)
+        self.claim_seconds = Histogram("dra_bridge_claim_operation_seconds",
+                                       "seconds per NodePrepareResources / NodeUnprepareResources call", ["op"],
+                                       registry=self.registry)
+        self.prepared = Gauge("dra_bridge_prepared_claims", "claims prepared on this node (the checkpoint's count)",
+                              registry=self.registry)
 
     def text(self) -> bytes:
         """The Prometheus exposition of this registry."""
@@ -56,6 +65,8 @@ class Health:
     kubelet: str = NOT_CHECKED
     api: str = NOT_CHECKED
     state: str = ""
+    plugin: str = ""
+    """Why the DRA plugin's registration or DRA socket did not answer the last dial (liveness)."""
     interlocks: dict[str, str] = field(default_factory=dict)
     last_tick: float = 0.0
     clock: Callable[[], float] = time.monotonic
@@ -66,13 +77,15 @@ class Health:
         return not (self.kubelet or self.api or self.state)
 
     def alive(self, max_age: float) -> bool:
-        """True when the loop ticked within ``max_age`` seconds (or has not started yet)."""
-        return self.last_tick == 0.0 or self.clock() - self.last_tick <= max_age
+        """True when the loop ticked within ``max_age`` seconds (or has not started yet) and the
+        DRA plugin's sockets answered the last dial."""
+        return not self.plugin and (self.last_tick == 0.0 or self.clock() - self.last_tick <= max_age)
 
     def detail(self) -> dict[str, Any]:
         """JSON-able detail for the probes and ``dra-bridge inventory``."""
         return {"ready": self.ready, "kubelet": self.kubelet or "ok", "apiServer": self.api or "ok",
-                "state": self.state or "ok", "interlocks": dict(self.interlocks)}
+                "state": self.state or "ok",
+                "draPlugin": self.plugin or "ok", "interlocks": dict(self.interlocks)}
 
 
 async def serve(health: Health, metrics: Metrics, port: int, max_age: float) -> Any:

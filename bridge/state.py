@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from dra_bridge.bridge.atomic import write_atomic
 from dra_bridge.bridge.errors import StateError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
@@ -118,24 +117,8 @@ class InventoryStore:
     def save(self, inventory: Inventory) -> None:
         """Write atomically: temp file, fsync, rename, fsync the directory. Raises StateError."""
         data = json.dumps(inventory.to_json(), indent=1, sort_keys=True).encode("utf-8")
-        directory = self.path.parent
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".inventory-", suffix=".tmp", dir=directory)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            dir_fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+            write_atomic(self.path, data)
         except OSError as exc:
             raise StateError(f"cannot write {self.path}: {exc}") from exc
         logger.debug("inventory written to %s (%d devices)", self.path, len(inventory.devices))

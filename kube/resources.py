@@ -2,7 +2,8 @@
 
     Resource(group, version, plural, kind, namespaced)
     PODS, NODES, EVENTS, LEASES, RESOURCE_QUOTAS                        fixed versions
-    DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIM_TEMPLATES           resource.k8s.io: ``.at(api_version)``
+    DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS,                   resource.k8s.io: ``.at(api_version)``
+    RESOURCE_CLAIM_TEMPLATES
     resource.path(namespace, name, subresource) -> "/apis/<group>/<version>/..."
     api_path(api_version, plural, namespace, name, subresource)        the same for any resource
     ApiCall(verb, group, resource, scope)                               one permission a service needs
@@ -71,6 +72,7 @@ RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
 RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True)
 RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
 
 

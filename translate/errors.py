@@ -9,6 +9,8 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     │                              annotation and the rule)
     ├── SelectorError              a CEL selector does not compile or fails at evaluation
     ├── InventoryError             a device-plugin inventory cannot become ResourceSlices
+    ├── ClaimError                 a ResourceClaim the kubelet asks us to prepare cannot be (names
+    │                              the claim and the rule: translate/cdi.py)
     ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
     ├── CountError                 a device count that is not a whole number (also a ValueError)
     └── ValueFormatError           a string that is not a Kubernetes quantity or a semantic
@@ -42,6 +44,10 @@ class SelectorError(TranslateError):
 
 class InventoryError(TranslateError):
     """A device-plugin inventory cannot be turned into ResourceSlices."""
+
+
+class ClaimError(TranslateError):
+    """A claim cannot be prepared; the message names the claim and the rule it breaks."""
 
 
 class RecordError(InputError):

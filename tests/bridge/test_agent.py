@@ -302,3 +302,40 @@ async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
     await kubelet.start()
     await agent.tick()
     assert caplog.text.count("reachable again") == 1
+
+
+async def test_the_prepared_claim_count_on_the_node_is_the_plugins(legacy: Agent, kubelet: KubeletServer,
+                                                                   api: FakeApi, clock: Clock) -> None:
+    from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
+    from dra_bridge.kube.resources import RESOURCE_CLAIMS
+    from tests.bridge.draplugin_fixtures import Kubelet, claim, toolkit_spec
+
+    paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
+    for d in paths.cdi_dirs:
+        d.mkdir(parents=True)
+    index = device_index(legacy.recorded, CATALOG)
+    toolkit_spec(paths, sorted(i for _, i in index.values()))
+    legacy.plugin = await start_plugin(paths, api, NODE, lambda: device_index(legacy.recorded, CATALOG),
+                                       legacy.publisher.version, accepting=lambda: legacy.report.mode == "dra",
+                                       metrics=legacy.metrics, boot_id=lambda: "b")
+    uid = "0a1b2c3d-0000-4000-8000-000000000001"
+    api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", CATALOG.bridge_driver, NODE, sorted(index)[0])]))
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    client = Kubelet(paths.dra_socket)
+    try:
+        assert (await client.prepare((uid, "c"))).claims[uid].error == ""
+        api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "legacy"
+        await legacy.tick()
+        (condition,) = [c for c in api.nodes[NODE]["status"]["conditions"] if c["type"] == CONDITION_TYPE]
+        assert condition["status"] == "True" and condition["message"].startswith("1 prepared claim")
+        assert legacy.health.alive(60) and "dra_bridge_prepared_claims 1.0" in legacy.metrics.text().decode()
+        assert (await client.unprepare((uid, "c"))).claims[uid].error == ""  # after the node left DRA mode
+        await legacy.tick()
+        (condition,) = [c for c in api.nodes[NODE]["status"]["conditions"] if c["type"] == CONDITION_TYPE]
+        assert condition["message"].startswith("0 prepared claim")
+        await legacy.plugin.stop()
+        await legacy.tick()
+        assert not legacy.health.alive(60) and "registration socket" in legacy.health.plugin
+    finally:
+        await client.close()

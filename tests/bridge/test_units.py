@@ -19,24 +19,26 @@ from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
 
 ROOT = Path(__file__).resolve().parents[2]
-STUBS = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py")
+PROTOS = (("podresources", "api"), ("deviceplugin", "api"), ("kubeletapi", "registration"), ("kubeletapi", "dra_v1"),
+          ("kubeletapi", "dra_v1beta1"))
+"""Every committed .proto, as (package folder under bridge/, file stem)."""
 
 
-@pytest.mark.parametrize("package", ["podresources", "deviceplugin"])
-def test_committed_stubs_match_a_fresh_generation(tmp_path: Path, package: str) -> None:
-    # The proto sits where its package is imported from (dra_bridge.bridge.<package>), so the
+@pytest.mark.parametrize(("folder", "stem"), PROTOS, ids=[f"{f}/{s}" for f, s in PROTOS])
+def test_committed_stubs_match_a_fresh_generation(tmp_path: Path, folder: str, stem: str) -> None:
+    # The proto sits where its package is imported from (dra_bridge.bridge.<folder>), so the
     # generated imports name the installed package.
-    src = tmp_path / "src" / "dra_bridge" / "bridge" / package
+    src = tmp_path / "src" / "dra_bridge" / "bridge" / folder
     src.mkdir(parents=True)
-    (src / "api.proto").write_bytes((ROOT / "bridge" / package / "api.proto").read_bytes())
+    (src / f"{stem}.proto").write_bytes((ROOT / "bridge" / folder / f"{stem}.proto").read_bytes())
     out = tmp_path / "out"
     out.mkdir()
     subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I", str(tmp_path / "src"), f"--python_out={out}",
-                    f"--pyi_out={out}", f"--grpc_python_out={out}", f"dra_bridge/bridge/{package}/api.proto"],
+                    f"--pyi_out={out}", f"--grpc_python_out={out}", f"dra_bridge/bridge/{folder}/{stem}.proto"],
                    check=True)
-    for name in STUBS:
-        fresh = (out / "dra_bridge" / "bridge" / package / name).read_text()
-        assert fresh == (ROOT / "bridge" / package / name).read_text(), f"{package}/{name} is stale: regenerate it"
+    for name in (f"{stem}_pb2.py", f"{stem}_pb2.pyi", f"{stem}_pb2_grpc.py"):
+        fresh = (out / "dra_bridge" / "bridge" / folder / name).read_text()
+        assert fresh == (ROOT / "bridge" / folder / name).read_text(), f"{folder}/{name} is stale: regenerate it"
 
 
 def test_wire_names_match_the_kubelet() -> None:

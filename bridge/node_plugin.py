@@ -1,0 +1,126 @@
+"""Start and stop the DRA kubelet plugin: the DRA service first, then the registration socket.
+
+    plugin = await start_plugin(PluginPaths.under(kubelet_dir, state_dir), api, node, inventory,
+                                claim_version, accepting=..., metrics=...)
+    plugin.preparer.count                the prepared-claim count (the Node condition's number)
+    await plugin.alive()                 "" when both sockets answer, else why not (liveness)
+    await plugin.stop()
+
+Paths (node-apis.md section 0 and 3; the Go helper's defaults): the DRA service on
+``<kubelet dir>/plugins/<driver>/dra.sock``, registration on
+``<kubelet dir>/plugins_registry/<driver>-reg.sock``, our CDI specs in the last CDI directory
+(``/var/run/cdi``), the checkpoint in the state directory. :func:`device_index` maps the
+published device names to the recorded inventory (the same names :mod:`translate.inventory`
+publishes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from dra_bridge.bridge.cdi_specs import CDI_DIRS, SpecIndex
+from dra_bridge.bridge.checkpoint import CheckpointStore, read_boot_id
+from dra_bridge.bridge.claims import ClaimPreparer
+from dra_bridge.bridge.health import Metrics
+from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
+from dra_bridge.bridge.plugin import serve_dra
+from dra_bridge.bridge.registration import Registration, serve_registration
+from dra_bridge.bridge.state import Inventory
+from dra_bridge.kube.api import KubeApi
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.inventory.slices import build_devices
+from dra_bridge.translate.names import BRIDGE_DRIVER
+
+PROBE_TIMEOUT = 2.0
+"""Seconds a liveness dial of one socket may take."""
+
+
+@dataclass(frozen=True)
+class PluginPaths:
+    """Where the plugin's sockets, specs and checkpoint live."""
+
+    registry_dir: Path
+    plugin_dir: Path
+    cdi_dirs: tuple[Path, ...]
+    state_dir: Path
+    driver: str = BRIDGE_DRIVER
+
+    @classmethod
+    def under(cls, kubelet_dir: str | Path, state_dir: str | Path, cdi_dirs: Sequence[str | Path] = CDI_DIRS,
+              driver: str = BRIDGE_DRIVER) -> PluginPaths:
+        """The kubelet's layout under ``kubelet_dir``."""
+        k = Path(kubelet_dir)
+        return cls(k / "plugins_registry", k / "plugins" / driver, tuple(Path(d) for d in cdi_dirs),
+                   Path(state_dir), driver)
+
+    @property
+    def dra_socket(self) -> Path:
+        """``<plugin dir>/dra.sock``."""
+        return self.plugin_dir / "dra.sock"
+
+    @property
+    def registration_socket(self) -> Path:
+        """``<registry dir>/<driver>-reg.sock``."""
+        return self.registry_dir / f"{self.driver}-reg.sock"
+
+
+def device_index(inventory: Inventory, catalog: Catalog) -> dict[str, tuple[str, str]]:
+    """Published device name -> (legacy resource name, kubelet device ID) for a recorded inventory."""
+    built, _ = build_devices(inventory.devices, catalog, inventory.labels, inventory.nvml)
+    domain = catalog.bridge_driver + "/"
+    out = {}
+    for d in built:
+        attrs = d["attributes"]
+        out[d["name"]] = (str(attrs[domain + "resourceName"]["string"]), str(attrs[domain + "deviceID"]["string"]))
+    return out
+
+
+@dataclass
+class Plugin:
+    """The running plugin: its preparer, registration servicer and servers."""
+
+    paths: PluginPaths
+    preparer: ClaimPreparer
+    registration: Registration
+    servers: list[grpc.aio.Server] = field(default_factory=list)
+
+    async def alive(self) -> str:
+        """Empty when both sockets answer a call (registration ``GetInfo``; an empty
+        ``NodePrepareResources`` through the v1 service), else the reason."""
+        try:
+            async with grpc.aio.insecure_channel(f"unix://{self.paths.registration_socket}") as ch:
+                registration = registration_pb2_grpc.RegistrationStub(ch)  # type: ignore[no-untyped-call]
+                await registration.GetInfo(registration_pb2.InfoRequest(), timeout=PROBE_TIMEOUT)
+        except grpc.RpcError as exc:
+            return f"registration socket {self.paths.registration_socket}: {exc.code().name}"
+        try:
+            async with grpc.aio.insecure_channel(f"unix://{self.paths.dra_socket}") as ch:
+                dra = dra_v1_pb2_grpc.DRAPluginStub(ch)  # type: ignore[no-untyped-call]
+                await dra.NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(), timeout=PROBE_TIMEOUT)
+        except grpc.RpcError as exc:
+            return f"DRA socket {self.paths.dra_socket}: {exc.code().name}"
+        return ""
+
+    async def stop(self) -> None:
+        """Stop serving and remove the sockets (the kubelet then deregisters the plugin)."""
+        for server in reversed(self.servers):
+            await server.stop(None)
+        self.paths.registration_socket.unlink(missing_ok=True)
+        self.paths.dra_socket.unlink(missing_ok=True)
+
+
+async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
+                       inventory: Callable[[], Mapping[str, tuple[str, str]]],
+                       claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
+                       metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id) -> Plugin:
+    """Recover from the checkpoint, serve the DRA service, then register (in that order)."""
+    preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.cdi_dirs[-1],
+                             SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver)
+    preparer.recover()
+    dra = await serve_dra(paths.dra_socket, preparer, metrics)
+    registration_server, registration = await serve_registration(paths.registry_dir, paths.driver, paths.dra_socket)
+    return Plugin(paths, preparer, registration, [dra, registration_server])

@@ -1,0 +1,83 @@
+"""The DRA kubelet plugin service: a thin NodePrepare/NodeUnprepare adapter (style.md item 8).
+
+``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin`` and ``...v1beta1.DRAPlugin`` on one unix socket,
+``<kubelet dir>/plugins/<driver>/dra.sock`` (node-apis.md 4.1). Each call fans out per claim to
+:class:`bridge.claims.ClaimPreparer` and answers one map entry per requested claim UID, each
+with its own error (style.md item 9); an empty request succeeds (liveness probes send one).
+The RPC itself fails only for a request that is not one (never for a claim). Each call is
+counted and timed in :class:`bridge.health.Metrics` (``dra_bridge_claim_operations_total``,
+``..._errors_total``, ``..._seconds``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from dra_bridge.bridge.claims import ClaimPreparer, ClaimRef
+from dra_bridge.bridge.health import Metrics
+from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
+from dra_bridge.bridge.registration import listen
+
+
+class DraService:
+    """One ``DRAPlugin`` servicer over ``pb2`` (the v1 or v1beta1 messages)."""
+
+    def __init__(self, preparer: ClaimPreparer, pb2: Any, metrics: Metrics | None = None) -> None:
+        self.preparer, self.pb2, self.metrics = preparer, pb2, metrics
+
+    def _observe(self, op: str, start: float, claims: int, errors: int) -> None:
+        if self.metrics is not None:
+            self.metrics.claim_ops.labels(op=op).inc(claims)
+            self.metrics.claim_errors.labels(op=op).inc(errors)
+            self.metrics.claim_seconds.labels(op=op).observe(time.monotonic() - start)
+
+    async def NodePrepareResources(self, request: Any, context: Any) -> Any:
+        start = time.monotonic()
+        refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
+        outcomes = await self.preparer.prepare(refs)
+        response = self.pb2.NodePrepareResourcesResponse()
+        for uid, outcome in outcomes.items():
+            entry = response.claims[uid]
+            if outcome.error:
+                entry.error = outcome.error
+                continue
+            for d in outcome.devices:
+                entry.devices.add(request_names=list(d.request_names), pool_name=d.pool_name,
+                                  device_name=d.device_name, cdi_device_ids=list(d.cdi_device_ids))
+        self._observe("prepare", start, len(refs), sum(1 for o in outcomes.values() if o.error))
+        return response
+
+    async def NodeUnprepareResources(self, request: Any, context: Any) -> Any:
+        start = time.monotonic()
+        refs = [ClaimRef(c.namespace, c.name, c.uid) for c in request.claims]
+        outcomes = await self.preparer.unprepare(refs)
+        response = self.pb2.NodeUnprepareResourcesResponse()
+        for uid, outcome in outcomes.items():
+            response.claims[uid].error = outcome.error
+        self._observe("unprepare", start, len(refs), sum(1 for o in outcomes.values() if o.error))
+        return response
+
+
+class DraV1(DraService, dra_v1_pb2_grpc.DRAPluginServicer):
+    """``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin``."""
+
+    def __init__(self, preparer: ClaimPreparer, metrics: Metrics | None = None) -> None:
+        super().__init__(preparer, dra_v1_pb2, metrics)
+
+
+class DraV1beta1(DraService, dra_v1beta1_pb2_grpc.DRAPluginServicer):
+    """``k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin`` (no ``share_id``)."""
+
+    def __init__(self, preparer: ClaimPreparer, metrics: Metrics | None = None) -> None:
+        super().__init__(preparer, dra_v1beta1_pb2, metrics)
+
+
+async def serve_dra(socket: Path, preparer: ClaimPreparer, metrics: Metrics | None = None) -> grpc.aio.Server:
+    """Serve both DRA versions on ``socket`` (``<kubelet dir>/plugins/<driver>/dra.sock``)."""
+    return await listen(socket, [(dra_v1_pb2_grpc.add_DRAPluginServicer_to_server, DraV1(preparer, metrics)),
+                                 (dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server,
+                                  DraV1beta1(preparer, metrics))])

@@ -1,0 +1,281 @@
+"""What the bridge's DRA kubelet plugin answers for a claim, and the CDI spec it writes (pure).
+
+Design decision 10 and ../shared/reference/node-apis.md sections 2.7, 4.2, 4.4 and 5:
+
+- **Our results** (:func:`our_results`): a claim the kubelet asks us to prepare must carry the
+  UID the kubelet named (else it was replaced), an allocation, and at least one
+  ``status.allocation.devices.results[]`` entry whose ``driver`` is ours and whose ``pool`` is
+  this node's; results of other drivers are theirs. ``request`` ``main/sub`` is reported as
+  ``main`` (:func:`request_name`: the kubelet matches ``request_names`` against the pod's
+  requests, which never name a subrequest).
+- **Our CDI names** (:func:`device_cdi_id`): kind ``dra-bridge.io/claim`` (vendor
+  ``dra-bridge.io``, class ``claim``), which never clashes with the container toolkit's
+  ``nvidia.com/gpu`` or the NVIDIA device plugin's ``k8s.device-plugin.nvidia.com/gpu`` (two
+  specs at one priority that define one name are both dropped); device names
+  ``<claim UID>-<device name>`` (a runtime caches specs: a name is never reused by another
+  claim); one file per claim, ``dra-bridge.io-claim_<claim UID>.json`` (:func:`spec_file_name`,
+  the CDI transient-spec naming). ``cdiVersion`` is ``0.5.0``, the lowest that allows a device
+  name starting with a digit (a UID may) and ``deviceNodes[].hostPath``.
+- **Edits compose** (:func:`composition_refusals`): the kubelet hands a container the union of
+  its claims' CDI IDs in no fixed order, and CDI env edits of one variable replace each other,
+  so no per-device edit may set a list-valued variable (``*_VISIBLE_DEVICES``, ordinals,
+  masks, or any value with a comma); device nodes and mounts add up.
+- **Where edits come from** (:func:`toolkit_cdi_id`, :data:`STATIC_RECIPES`): for NVIDIA the
+  container toolkit's own device ``nvidia.com/gpu=<UUID>`` (a time-slicing replica
+  ``GPU-x::n`` is GPU ``GPU-x``), used as is (no spec of ours); otherwise a static per-vendor
+  recipe (device nodes only), written into our own per-claim spec.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_bridge.translate.errors import ClaimError
+from dra_bridge.translate.inventory.allocatable import split_replica
+from dra_bridge.translate.names import BRIDGE_DRIVER
+
+CDI_VERSION = "0.5.0"
+CDI_VENDOR = BRIDGE_DRIVER
+CDI_CLASS = "claim"
+CDI_KIND = f"{CDI_VENDOR}/{CDI_CLASS}"
+SPEC_PREFIX = f"{CDI_VENDOR}-{CDI_CLASS}_"
+SPEC_SUFFIX = ".json"
+TOOLKIT_KIND = "nvidia.com/gpu"
+"""The NVIDIA container toolkit's kind (``nvidia-ctk cdi generate``; node-apis.md 2.7)."""
+
+LIST_VARIABLES = frozenset({
+    "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES",
+})
+"""Variables whose value lists devices: one per device cannot compose (node-apis.md 2.7)."""
+
+_UID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_CDI_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A static per-vendor recipe: device nodes for the spec (``spec_nodes``, applied when any
+    device of the claim is used) and per device (``device_nodes``: ``{id}`` is the kubelet's
+    device ID, ``{card}`` its part before the first ``-``)."""
+
+    spec_nodes: tuple[str, ...] = ()
+    device_nodes: tuple[str, ...] = ()
+
+
+STATIC_RECIPES: Mapping[str, Recipe] = {
+    # ROCm k8s-device-plugin IDs are PCI addresses; udev's by-path link names the render node.
+    "amd.com": Recipe(spec_nodes=("/dev/kfd",), device_nodes=("/dev/dri/by-path/pci-{id}-render",)),
+    # Intel GPU plugin IDs are <card>-<share index> (card0-0): the card node.
+    "gpu.intel.com": Recipe(device_nodes=("/dev/dri/{card}",)),
+}
+"""Recipes by the legacy resource's domain (the part before ``/``); NVIDIA has none (its toolkit
+spec is required: the device nodes and hooks it needs depend on the driver)."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """One allocation result of ours: ``request`` (subrequest stripped), ``pool``, ``device``."""
+
+    request: str
+    pool: str
+    device: str
+
+
+@dataclass(frozen=True)
+class PreparedDevice:
+    """One device of a NodePrepareResources answer (the kubelet's ``Device`` message) plus the
+    device ID it stands for (kept in the checkpoint so a spec can be rewritten without the claim)."""
+
+    request_names: tuple[str, ...]
+    pool_name: str
+    device_name: str
+    cdi_device_ids: tuple[str, ...]
+    resource_name: str = ""
+    device_id: str = ""
+
+
+@dataclass
+class ClaimAnswer:
+    """What Prepare returns for one claim, and our CDI spec for it (None when none is needed)."""
+
+    devices: list[PreparedDevice] = field(default_factory=list)
+    spec: dict[str, Any] | None = None
+
+
+def request_name(request: str) -> str:
+    """``main/sub`` -> ``main`` (the helper's ``stripSubrequestNames``; node-apis.md 4.2)."""
+    return request.split("/", 1)[0]
+
+
+def spec_file_name(uid: str) -> str:
+    """Our spec file for a claim: ``dra-bridge.io-claim_<uid>.json``."""
+    return f"{SPEC_PREFIX}{uid}{SPEC_SUFFIX}"
+
+
+def spec_file_uid(name: str) -> str | None:
+    """The claim UID of one of our spec files, or None for any other file (the toolkit's, ...)."""
+    if name.startswith(SPEC_PREFIX) and name.endswith(SPEC_SUFFIX):
+        uid = name[len(SPEC_PREFIX):-len(SPEC_SUFFIX)]
+        return uid if _UID_RE.fullmatch(uid) else None
+    return None
+
+
+def device_cdi_id(uid: str, device_name: str) -> str:
+    """``dra-bridge.io/claim=<uid>-<device name>``."""
+    return f"{CDI_KIND}={uid}-{device_name}"
+
+
+def toolkit_cdi_id(resource_name: str, device_id: str) -> str | None:
+    """The container toolkit's CDI device for an NVIDIA device (``nvidia.com/gpu=<UUID>``; a
+    replica ``GPU-x::n`` is ``GPU-x``, a MIG device its ``MIG-`` UUID); None for other vendors."""
+    if not resource_name.startswith("nvidia.com/"):
+        return None
+    return f"{TOOLKIT_KIND}={split_replica(device_id)[0]}"
+
+
+def claim_label(namespace: str, name: str, uid: str) -> str:
+    """``claim <namespace>/<name> (<uid>)``: how errors name a claim."""
+    return f"claim {namespace}/{name} ({uid})"
+
+
+def our_results(claim: Mapping[str, Any], namespace: str, name: str, uid: str, driver: str,
+                pool: str) -> list[Result]:
+    """The claim's allocation results for ``driver`` on ``pool``, in allocation order.
+
+    Raises ClaimError (naming the claim and the rule) when the claim's UID is not ``uid`` (it
+    was deleted and re-created: node-apis.md 4.4), it is not allocated, a result is malformed,
+    it has no result of ours, or one of ours is in another pool (another node's devices)."""
+    label = claim_label(namespace, name, uid)
+    meta = claim.get("metadata")
+    if not isinstance(meta, Mapping) or meta.get("uid") != uid:
+        got = meta.get("uid") if isinstance(meta, Mapping) else None
+        raise ClaimError(f"{label}: the API server's claim has UID {got!r}: it was replaced, not preparing it")
+    status = claim.get("status")
+    allocation = status.get("allocation") if isinstance(status, Mapping) else None
+    devices = allocation.get("devices") if isinstance(allocation, Mapping) else None
+    results = devices.get("results") if isinstance(devices, Mapping) else None
+    if not isinstance(allocation, Mapping):
+        raise ClaimError(f"{label}: status.allocation is not set: the claim is not allocated")
+    if not isinstance(results, list):
+        raise ClaimError(f"{label}: status.allocation.devices.results is not a list")
+    out: list[Result] = []
+    for i, r in enumerate(results):
+        if not isinstance(r, Mapping) or not all(isinstance(r.get(k), str) and r.get(k)
+                                                 for k in ("request", "driver", "pool", "device")):
+            raise ClaimError(f"{label}: status.allocation.devices.results[{i}] lacks a request, driver, pool or "
+                             "device string")
+        if r["driver"] != driver:
+            continue
+        if r["pool"] != pool:
+            raise ClaimError(f"{label}: results[{i}] is device {r['device']} of pool {r['pool']}, "
+                             f"not of this node's pool {pool}")
+        out.append(Result(request_name(r["request"]), r["pool"], r["device"]))
+    if not out:
+        raise ClaimError(f"{label}: no allocation result has driver {driver}: nothing of it is ours to prepare")
+    return out
+
+
+def composition_refusals(edits: Mapping[str, Any]) -> list[str]:
+    """Why one device's CDI container edits would not compose with other devices' (empty: they
+    do): an ``env`` entry that sets a list-valued variable (:data:`LIST_VARIABLES`, any
+    ``*_VISIBLE_DEVICES``, or a value holding a comma). Device nodes, mounts and hooks add up."""
+    refusals = []
+    for entry in edits.get("env") or []:
+        key, _, value = str(entry).partition("=")
+        if key in LIST_VARIABLES or key.endswith("_VISIBLE_DEVICES") or "," in value:
+            refusals.append(f"per-device env {key}={value} is list-valued: the last device's value would win")
+    return refusals
+
+
+def recipe_edits(resource_name: str, device_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(spec-level edits, per-device edits) of the static recipe for a device, or None when its
+    vendor has none."""
+    recipe = STATIC_RECIPES.get(resource_name.split("/", 1)[0])
+    if recipe is None:
+        return None
+    card = device_id.split("-", 1)[0]
+    nodes = [{"path": p.format(id=device_id, card=card)} for p in recipe.device_nodes]
+    return ({"deviceNodes": [{"path": p} for p in recipe.spec_nodes]} if recipe.spec_nodes else {},
+            {"deviceNodes": nodes})
+
+
+def render_spec(uid: str, devices: Sequence[tuple[str, Mapping[str, Any]]],
+                spec_edits: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """Our CDI spec for one claim: ``devices`` as (device name, per-device edits), named
+    ``<uid>-<device name>``; ``spec_edits`` merged (device nodes by path, once each) into the
+    spec-level ``containerEdits``. Raises ClaimError when a device's edits do not compose or a
+    name is not a CDI device name."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for edits in spec_edits:
+        for node in edits.get("deviceNodes") or []:
+            nodes.setdefault(str(node["path"]), dict(node))
+    out_devices = []
+    for name, edits in devices:
+        cdi_name = f"{uid}-{name}"
+        if not _CDI_NAME_RE.fullmatch(cdi_name):
+            raise ClaimError(f"CDI device name {cdi_name!r} breaks the CDI name rule (alphanumeric ends, "
+                             "inner [A-Za-z0-9_.:-])")
+        refusals = composition_refusals(edits)
+        if refusals:
+            raise ClaimError(f"device {name}: " + "; ".join(refusals))
+        out_devices.append({"name": cdi_name, "containerEdits": dict(edits)})
+    spec: dict[str, Any] = {"cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": out_devices}
+    if nodes:
+        spec["containerEdits"] = {"deviceNodes": [nodes[p] for p in sorted(nodes)]}
+    return spec
+
+
+def own_spec(uid: str, devices: Sequence[PreparedDevice]) -> dict[str, Any] | None:
+    """Our CDI spec for a prepared claim's devices that carry one of our CDI IDs (from each
+    device's vendor recipe), or None when none does. Deterministic: rewriting a spec lost at a
+    reboot gives the same file. Raises ClaimError as :func:`render_spec`."""
+    own: list[tuple[str, Mapping[str, Any]]] = []
+    spec_edits: list[Mapping[str, Any]] = []
+    for d in devices:
+        if device_cdi_id(uid, d.device_name) not in d.cdi_device_ids:
+            continue
+        recipe = recipe_edits(d.resource_name, d.device_id)
+        if recipe is None:
+            raise ClaimError(f"device {d.device_name} ({d.resource_name}) has no static recipe")
+        spec_edits.append(recipe[0])
+        own.append((d.device_name, recipe[1]))
+    return render_spec(uid, own, spec_edits) if own else None
+
+
+def answer(uid: str, results: Sequence[Result], inventory: Mapping[str, tuple[str, str]],
+           resolves: Mapping[str, bool], label: str) -> ClaimAnswer:
+    """The answer for a claim's results.
+
+    ``inventory`` maps our device names to (legacy resource name, kubelet device ID);
+    ``resolves`` says, per toolkit CDI ID, whether it resolves in the node's CDI specs. Each
+    NVIDIA device gets its toolkit device; others their vendor's recipe, in our spec. Raises
+    ClaimError (naming ``label`` and the rule) for a device we do not publish, an NVIDIA device
+    whose toolkit device does not resolve, or a vendor with no recipe."""
+    out = ClaimAnswer()
+    for r in results:
+        known = inventory.get(r.device)
+        if known is None:
+            raise ClaimError(f"{label}: device {r.device} is not in this node's recorded inventory")
+        resource, device_id = known
+        toolkit = toolkit_cdi_id(resource, device_id)
+        if toolkit is not None:
+            if not resolves.get(toolkit):
+                raise ClaimError(f"{label}: device {r.device} needs the container toolkit's CDI device {toolkit}, "
+                                 "which no spec in /etc/cdi or /var/run/cdi defines (run nvidia-ctk cdi generate, "
+                                 "or the GPU Operator's toolkit with CDI on)")
+            ids: tuple[str, ...] = (toolkit,)
+        elif recipe_edits(resource, device_id) is None:
+            raise ClaimError(f"{label}: device {r.device} ({resource}) has no CDI source: no toolkit device "
+                             "and no static recipe for its vendor")
+        else:
+            ids = (device_cdi_id(uid, r.device),)
+        out.devices.append(PreparedDevice((r.request,), r.pool, r.device, ids, resource, device_id))
+    try:
+        out.spec = own_spec(uid, out.devices)
+    except ClaimError as exc:
+        raise ClaimError(f"{label}: {exc}") from None
+    return out
