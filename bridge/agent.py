@@ -10,6 +10,9 @@ One tick (every ``poll_interval`` seconds):
    drivers' slices) and publish the recorded inventory only when :func:`bridge.interlocks.evaluate`
    says so. Every refusal is reported: a log line and an Event on the Node when the set of
    refusals changes, the ``dra_bridge_interlock_refused`` gauge, and the readiness detail;
+   the alarm (:func:`bridge.interlocks.alarm`: a device the bridge publishes or a prepared claim
+   holds is offered again, or a prepared claim's device is held by a legacy container; in legacy
+   mode checked while prepared claims remain) logs ERROR, counts and posts a Warning Event;
 4. leaving ``dra`` withdraws the slices and reports the prepared-claim count on the Node as the
    ``DRABridgePreparedClaims`` condition (the DRA plugin's checkpointed claims, :attr:`Agent.plugin`),
    written only when it changes. Each tick also dials the plugin's registration and DRA sockets
@@ -34,7 +37,7 @@ from typing import Any
 
 from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
 from dra_bridge.bridge.health import NOT_CHECKED, Health, Metrics
-from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, evaluate
+from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, alarm, evaluate
 from dra_bridge.bridge.node_plugin import Plugin
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
@@ -201,8 +204,30 @@ class Agent:
                             None), True
         obs = Observation(now=self.clock(), plugin_sockets=self._sockets(),
                           node_capacity=status.get("capacity") or {}, node_allocatable=status.get("allocatable") or {},
-                          offered=frozenset(d["deviceID"] for d in offered), held=held, other_driver_uuids=others)
+                          offered=frozenset(d["deviceID"] for d in offered), held=held, other_driver_uuids=others,
+                          published=self._published(), prepared=self._prepared())
         return evaluate(self.recorded, obs, self.clear_since, self.settings.settle_period), False
+
+    def _published(self) -> frozenset[str]:
+        """Kubelet device IDs in the publisher's desired slices (empty when it publishes none)."""
+        key = self.catalog.bridge_driver + "/deviceID"
+        return frozenset(str(d["attributes"][key]["string"]) for d in self.publisher.desired or []
+                         if key in d.get("attributes", {}))
+
+    def _prepared(self) -> frozenset[str]:
+        """Kubelet device IDs that the DRA plugin's prepared claims hold."""
+        return self.plugin.preparer.device_ids() if self.plugin is not None else frozenset()
+
+    async def _legacy_alarm(self, offered: list[InventoryDevice] | None) -> str | None:
+        """In legacy mode (after a rollback) only prepared claims can clash: checked while any remain."""
+        prepared = self._prepared()
+        if not prepared or offered is None:
+            return None
+        try:
+            held = await self.kubelet.held_devices()
+        except PodResourcesError as exc:
+            self.health.kubelet, held = str(exc), {}
+        return alarm(frozenset(d["deviceID"] for d in offered), held, frozenset(), prepared)
 
     def _devices(self, nvml: dict[str, NvmlFacts] | None, warnings: list[str]) -> list[SliceDevice]:
         devices = list(self.recorded.devices)
@@ -237,11 +262,15 @@ class Agent:
                 logger.info("every interlock holds: publishing the recorded inventory")
                 self._event("Normal", "PublicationStarted", f"publishing {len(self.recorded.devices)} device(s)")
             self._refused = refused
-        if decision.alarm and decision.alarm != self._alarm:
-            logger.error("ALARM: %s", decision.alarm)
+        self._raise(decision.alarm)
+
+    def _raise(self, text: str | None) -> None:
+        """The alarm (log ERROR, ``dra_bridge_alarms_total``, Warning Event), once per new text."""
+        if text and text != self._alarm:
+            logger.error("ALARM: %s", text)
             self.metrics.alarms.inc()
-            self._event("Warning", "DeviceOfferedAgain", decision.alarm)
-        self._alarm = decision.alarm
+            self._event("Warning", "DeviceOfferedAgain", text)
+        self._alarm = text
 
     # -- Node writes ---------------------------------------------------------------------------
 
@@ -301,7 +330,9 @@ class Agent:
             report.mode = "dra" if labels.get(NODE_MODE_LABEL) == "dra" else "legacy"
             if report.mode == "legacy":
                 self._record(offered, labels, nvml)
-                self.clear_since, self._refused, self._alarm = None, (), None
+                self.clear_since, self._refused = None, ()
+                report.alarm = await self._legacy_alarm(offered)
+                self._raise(report.alarm)
                 self.health.interlocks = {}
                 for name in INTERLOCKS:
                     self.metrics.refused.labels(interlock=name).set(0)

@@ -106,6 +106,10 @@ class ClaimPreparer:
         """How many claims are prepared (the Node condition's number)."""
         return len(self.checkpoint.claims)
 
+    def device_ids(self) -> frozenset[str]:
+        """The kubelet device IDs that prepared claims hold (for the agent's alarm)."""
+        return frozenset(d.device_id for c in self.checkpoint.claims.values() for d in c.devices if d.device_id)
+
     def recover(self) -> None:
         """Load the checkpoint, remove stray specs of ours, rewrite missing ones after a reboot."""
         try:

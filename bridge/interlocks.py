@@ -14,11 +14,16 @@ interlock          holds when
 ``node-capacity``  the Node's capacity and allocatable for every recorded resource are 0 or
                    absent (the kubelet keeps a departed plugin's capacity for 5 minutes)
 ``kubelet-offers`` ``GetAllocatableResources`` offers none of the recorded device IDs (an
-                   alarm when it happens while publishing: the plugin came back)
-``devices-held``   no container holds a recorded device (PodResources ``List``)
+                   alarm only when it offers one the bridge publishes or a prepared claim
+                   holds: the plugin came back; before the hand-over it is just a refusal)
+``devices-held``   no container holds a recorded device (PodResources ``List``; an alarm
+                   when the device is one a prepared claim holds)
 ``other-driver``   no other driver's slice for this node lists a recorded UUID
 ``settle``         all of the above held continuously for the settle period
 =================  =========================================================================
+
+:func:`alarm` is the hazard itself, apart from the refusals: a device the bridge publishes or a
+prepared claim holds that the kubelet offers again, or that a legacy container holds.
 
 "Offers none right now" alone proves nothing (a restarting kubelet offers nothing for a
 while), hence the socket, capacity and settle interlocks. :func:`evaluate` takes an
@@ -50,6 +55,10 @@ class Observation:
     offered: frozenset[str] = frozenset()
     held: Mapping[str, list[str]] = field(default_factory=dict)
     other_driver_uuids: Mapping[str, str] = field(default_factory=dict)
+    published: frozenset[str] = frozenset()
+    """Kubelet device IDs the bridge publishes now (its slices' ``deviceID`` attributes)."""
+    prepared: frozenset[str] = frozenset()
+    """Kubelet device IDs that prepared claims hold (the DRA plugin's checkpoint)."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +72,7 @@ class Refusal:
 @dataclass(frozen=True)
 class Decision:
     """The outcome: publish or not, every refusal, and when the interlocks first all held
-    (``clear_since``; None while one of them does not). ``alarm`` is set when the kubelet
-    offers a recorded device again."""
+    (``clear_since``; None while one of them does not). ``alarm`` is :func:`alarm`'s text."""
 
     publish: bool
     refusals: tuple[Refusal, ...]
@@ -88,10 +96,28 @@ def _quantity_is_zero(value: str | None) -> bool:
     return value is None or value.strip() in ("", "0")
 
 
+def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
+          prepared: frozenset[str]) -> str | None:
+    """Why two allocators may hand out one device, or None: the kubelet offers a device the
+    bridge publishes or a prepared claim holds, or a legacy container holds a prepared claim's
+    device. Offered devices that neither publishes nor holds are no alarm (labelling the node
+    before turning the device plugin off is the usual order, and then only a refusal)."""
+    problems = []
+    again = sorted(offered & (published | prepared))
+    if again:
+        problems.append(f"the kubelet offers device(s) again that the bridge publishes or a prepared claim "
+                        f"holds: {', '.join(again[:5])}")
+    both = sorted(d for d in prepared if held.get(d))
+    if both:
+        holders = sorted({h for d in both for h in held[d]})
+        problems.append(f"device(s) of prepared claims assigned to legacy container(s): {', '.join(both[:5])} "
+                        f"({', '.join(holders[:5])})")
+    return "; ".join(problems) or None
+
+
 def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, settle_seconds: float) -> Decision:
     """Decide whether to publish ``recorded`` given ``obs`` (pure; see the module table)."""
     refusals: list[Refusal] = []
-    alarm = None
     if recorded.empty:
         refusals.append(Refusal("inventory", "no device-plugin inventory was recorded while the node was legacy"))
     resources = sorted(recorded.resources())
@@ -104,8 +130,7 @@ def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, s
         refusals.append(Refusal("node-capacity", f"node still reports device-plugin capacity: {', '.join(nonzero)}"))
     offered = sorted(recorded.device_ids() & obs.offered)
     if offered:
-        alarm = f"the kubelet offers recorded device(s) again: {', '.join(offered[:5])}"
-        refusals.append(Refusal("kubelet-offers", alarm))
+        refusals.append(Refusal("kubelet-offers", f"the kubelet offers recorded device(s): {', '.join(offered[:5])}"))
     held = sorted(d for d in recorded.device_ids() if obs.held.get(d))
     if held:
         holders = sorted({h for d in held for h in obs.held[d]})
@@ -116,11 +141,12 @@ def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, s
     if clash:
         where = sorted({obs.other_driver_uuids[u] for u in clash})
         refusals.append(Refusal("other-driver", f"UUID(s) {', '.join(clash[:5])} listed by {', '.join(where)}"))
+    raised = alarm(obs.offered, obs.held, obs.published, obs.prepared)
     if refusals:
-        return Decision(False, tuple(refusals), None, alarm)
+        return Decision(False, tuple(refusals), None, raised)
     since = obs.now if clear_since is None else clear_since
     waited = obs.now - since
     if waited < settle_seconds:
         return Decision(False, (Refusal("settle", f"interlocks hold for {waited:.0f}s of {settle_seconds:.0f}s"),),
-                        since, None)
-    return Decision(True, (), since, None)
+                        since, raised)
+    return Decision(True, (), since, raised)

@@ -339,3 +339,63 @@ async def test_the_prepared_claim_count_on_the_node_is_the_plugins(legacy: Agent
         assert not legacy.health.alive(60) and "registration socket" in legacy.health.plugin
     finally:
         await client.close()
+
+
+async def test_labelling_before_the_plugin_is_off_refuses_without_an_alarm(legacy: Agent, api: FakeApi,
+                                                                          clock: Clock) -> None:
+    # the operator labels first: the device plugin still serves and the kubelet still offers its
+    # devices, but nothing was published or prepared, so this is a refusal, not an alarm
+    api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "dra"
+    for _ in range(2):
+        report = await legacy.tick()
+        clock.now += 61
+    assert "kubelet-offers" in [r.interlock for r in report.refusals]
+    assert report.alarm is None
+    assert not any(e["reason"] == "DeviceOfferedAgain" for e in api.events)
+    assert "dra_bridge_alarms_total 0.0" in legacy.metrics.text().decode()
+
+
+async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_alarm(
+        legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock) -> None:
+    from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
+    from dra_bridge.kube.resources import RESOURCE_CLAIMS
+    from tests.bridge.draplugin_fixtures import Kubelet, claim, toolkit_spec
+
+    paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
+    for d in paths.cdi_dirs:
+        d.mkdir(parents=True)
+    index = device_index(legacy.recorded, CATALOG)
+    toolkit_spec(paths, sorted(i for _, i in index.values()))
+    legacy.plugin = await start_plugin(paths, api, NODE, lambda: device_index(legacy.recorded, CATALOG),
+                                       legacy.publisher.version, accepting=lambda: legacy.report.mode == "dra",
+                                       metrics=legacy.metrics, boot_id=lambda: "b")
+    uid = "0a1b2c3d-0000-4000-8000-000000000002"
+    (name,) = [n for n, (_, i) in index.items() if i == "GPU-aaaa"]
+    api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", CATALOG.bridge_driver, NODE, name)]))
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    client = Kubelet(paths.dra_socket)
+    try:
+        assert (await client.prepare((uid, "c"))).claims[uid].error == ""
+        report = await legacy.tick()
+        assert report.publishing and report.alarm is None
+        kubelet.fake.held = {"team-a/legacy-pod": {"main": [("nvidia.com/gpu", "GPU-aaaa")]}}
+        report = await legacy.tick()
+        await legacy.publisher.sync()
+        assert report.alarm and "GPU-aaaa" in report.alarm and "legacy-pod" in report.alarm
+        assert not report.publishing and api.slices == {}  # the device (with the pool) is no longer published
+        assert [e["reason"] for e in api.events].count("DeviceOfferedAgain") == 1
+        assert "dra_bridge_alarms_total 1.0" in legacy.metrics.text().decode()
+        # rolled back while the claim is still prepared, and the device plugin returns: the alarm again
+        kubelet.fake.held = {}
+        api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "legacy"
+        kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0])]
+        report = await legacy.tick()
+        assert report.alarm and "offers device(s) again" in report.alarm and "GPU-aaaa" in report.alarm
+        assert "dra_bridge_alarms_total 2.0" in legacy.metrics.text().decode()
+        assert (await client.unprepare((uid, "c"))).claims[uid].error == ""
+        report = await legacy.tick()
+        assert report.alarm is None
+    finally:
+        await client.close()
+        await legacy.plugin.stop()
