@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dra_bridge.bridge.agent import CONDITION_TYPE, Agent
+from dra_bridge.bridge.node_plugin import PluginPaths
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings
@@ -304,11 +305,11 @@ async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
     assert caplog.text.count("reachable again") == 1
 
 
-async def test_the_prepared_claim_count_on_the_node_is_the_plugins(legacy: Agent, kubelet: KubeletServer,
-                                                                   api: FakeApi, clock: Clock) -> None:
-    from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
-    from dra_bridge.kube.resources import RESOURCE_CLAIMS
-    from tests.bridge.draplugin_fixtures import Kubelet, claim, toolkit_spec
+async def start_dra_plugin(legacy: Agent, kubelet: KubeletServer, api: FakeApi) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
+    """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it;
+    returns its paths and the device index (published name -> (resource, device ID))."""
+    from dra_bridge.bridge.node_plugin import device_index, start_plugin
+    from tests.bridge.draplugin_fixtures import toolkit_spec
 
     paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
     for d in paths.cdi_dirs:
@@ -318,6 +319,15 @@ async def test_the_prepared_claim_count_on_the_node_is_the_plugins(legacy: Agent
     legacy.plugin = await start_plugin(paths, api, NODE, lambda: device_index(legacy.recorded, CATALOG),
                                        legacy.publisher.version, accepting=lambda: legacy.report.mode == "dra",
                                        metrics=legacy.metrics, boot_id=lambda: "b")
+    return paths, index
+
+
+async def test_the_prepared_claim_count_on_the_node_is_the_plugins(legacy: Agent, kubelet: KubeletServer,
+                                                                   api: FakeApi, clock: Clock) -> None:
+    from dra_bridge.kube.resources import RESOURCE_CLAIMS
+    from tests.bridge.draplugin_fixtures import Kubelet, claim
+
+    paths, index = await start_dra_plugin(legacy, kubelet, api)
     uid = "0a1b2c3d-0000-4000-8000-000000000001"
     api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", CATALOG.bridge_driver, NODE, sorted(index)[0])]))
     hand_over(kubelet, api)
@@ -357,18 +367,10 @@ async def test_labelling_before_the_plugin_is_off_refuses_without_an_alarm(legac
 
 async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_alarm(
         legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock) -> None:
-    from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
     from dra_bridge.kube.resources import RESOURCE_CLAIMS
-    from tests.bridge.draplugin_fixtures import Kubelet, claim, toolkit_spec
+    from tests.bridge.draplugin_fixtures import Kubelet, claim
 
-    paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
-    for d in paths.cdi_dirs:
-        d.mkdir(parents=True)
-    index = device_index(legacy.recorded, CATALOG)
-    toolkit_spec(paths, sorted(i for _, i in index.values()))
-    legacy.plugin = await start_plugin(paths, api, NODE, lambda: device_index(legacy.recorded, CATALOG),
-                                       legacy.publisher.version, accepting=lambda: legacy.report.mode == "dra",
-                                       metrics=legacy.metrics, boot_id=lambda: "b")
+    paths, index = await start_dra_plugin(legacy, kubelet, api)
     uid = "0a1b2c3d-0000-4000-8000-000000000002"
     (name,) = [n for n, (_, i) in index.items() if i == "GPU-aaaa"]
     api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", CATALOG.bridge_driver, NODE, name)]))
