@@ -11,6 +11,9 @@ the mark brings its own limit (:data:`SLOW_TIMEOUTS`) unless the test sets ``tim
 - ``load``: the webhook load test, ``DRA_WEBHOOK_LOAD_SECONDS`` (60) plus 90 s, set in its module;
 - ``steady_state``: the bridge's e2e scenario that holds ``DRA_BRIDGE_STEADY_SECONDS`` (300)
   without API writes, plus 240 s, set on the test;
+- ``handover``: the whole hand-over on the real node; sets its own limit (it waits out the kubelet's
+  5-minute capacity hold) and is ordered last, so every other real-node test starts from a node
+  on which no device plugin ever registered;
 - ``property``: hypothesis property tests (hundreds of examples, 1-5 s each on 2 busy cores): 60 s.
 
 Ids. Every parametrized test must have readable ids: pytest's fallback for a dict, list or
@@ -60,6 +63,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 if item.get_closest_marker(mark) is not None:
                     item.add_marker(pytest.mark.timeout(seconds))
                     break
+    # The hand-over registers a device plugin, after which the kubelet keeps the capacity for 5
+    # minutes: once per run, last (a stable sort keeps the rest in order).
+    items.sort(key=lambda item: item.get_closest_marker("handover") is not None)
     if unreadable:
         raise pytest.UsageError("parametrized tests need readable ids (ids= or pytest.param(id=)):\n  "
                                 + "\n  ".join(unreadable))
