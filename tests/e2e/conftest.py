@@ -12,7 +12,8 @@
   (kubelet restarted with the device manager's checkpoint removed, Node object recreated).
   Only against a control plane at least as new as the kubelet (v1.36).
 
-Missing binaries: the tests fail in CI (``CI=true``) and skip locally, saying how to build.
+Missing binaries: the tests fail in CI (``CI=true``) and skip locally, saying how to build. A real
+node held by another test run on this machine (one kubelet per machine): the same.
 On a failing test the tail of every component's log is added to the report.
 ``DRA_BRIDGE_KEEP_LOGS=1`` keeps the working directory (logs, certificates, etcd data).
 """
@@ -32,7 +33,7 @@ from tests.e2e.controlplane import (
     find_binaries,
 )
 from tests.e2e.kubeapi import KubeClient, api_path, create_namespace
-from tests.e2e.realnode import PartsMissing, RealNode, find_parts
+from tests.e2e.realnode import NodeBusy, PartsMissing, RealNode, find_parts
 
 _running: list[ControlPlane] = []
 _nodes: list[RealNode] = []
@@ -107,7 +108,12 @@ def real_node(_real_node_parts: list[RealNode], control_plane: ControlPlane) -> 
         holder.clear()
     if not holder:
         node = RealNode(parts=find_parts(), control_plane=control_plane)
-        node.start()
+        try:
+            node.start()
+        except NodeBusy as err:
+            if _in_ci():
+                raise
+            pytest.skip(f"real_node: {err}")
         print(f"\nreal node {node.name} up in {node.timings['start']:.1f}s ({node.node_ip})")
         holder.append(node)
     elif holder[0].device_plugins_seen():

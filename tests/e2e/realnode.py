@@ -33,6 +33,10 @@ BUILD_SCRIPT = REPO_ROOT / "hack" / "real-node.sh"
 DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")  # hard-coded in the kubelet
 DEVICE_CHECKPOINT = DEVICE_PLUGIN_DIR / "kubelet_internal_checkpoint"
 LOCK_FILE = Path("/run/lock/dra-bridge-real-node.lock")
+
+
+class NodeBusy(TimeoutError):
+    """Another real node (another test run on this machine) holds the one kubelet slot."""
 NODE_NAME = "dra-real-node"
 BRIDGE = "drabr99"  # our own bridge, on a private subnet nothing else here uses
 SUBNET = "10.244.99.0/24"
@@ -146,7 +150,10 @@ class RealNode:
                 return
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"another real node holds {LOCK_FILE} (one kubelet per machine)") from None
+                    self._lock.close()
+                    self._lock = None
+                    raise NodeBusy(f"another real node holds {LOCK_FILE} (one kubelet per machine: another "
+                                   "test run on this machine?)") from None
                 time.sleep(0.5)
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
