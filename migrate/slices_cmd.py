@@ -102,6 +102,25 @@ def _api_version(value: str) -> str:
     return full
 
 
+#: The fields of a PodResources ``AllocatableResourcesResponse`` (JSON and proto names).
+_RESPONSE_FIELDS = ("devices", "cpuIds", "cpu_ids", "memory")
+
+
+def _allocatable_response(doc: Any, path: str) -> Any:
+    """``doc`` when it can be an ``AllocatableResourcesResponse``; InputError when it is a
+    Kubernetes object or has a field that message lacks (a wrong file must not print an empty
+    slice). The bridge's own reading stays lenient: a newer kubelet may add fields."""
+    if isinstance(doc, dict):
+        if "kind" in doc:
+            raise InputError(f"{path}: a {doc['kind']}, not a PodResources AllocatableResourcesResponse "
+                             "(dra-bridge inventory or grpcurl ... GetAllocatableResources prints one)")
+        unknown = sorted(str(k) for k in doc if k not in _RESPONSE_FIELDS)
+        if unknown:
+            raise InputError(f"{path}: unknown field {unknown[0]} (an AllocatableResourcesResponse has "
+                             f"{', '.join(_RESPONSE_FIELDS)})")
+    return doc
+
+
 def run_slices(node: str, podresources_path: str, node_labels_path: str | None, api_version: str,
                catalog_path: str | None, out: TextIO, err: TextIO) -> int:
     """Print the slices for ``node``; see the module docstring. Returns the exit code."""
@@ -114,10 +133,13 @@ def run_slices(node: str, podresources_path: str, node_labels_path: str | None, 
             catalog = load_catalog(catalog_text, catalog_path or "user catalog")
         except RecursionError as exc:
             raise InputError(f"{catalog_path}: nested too deeply") from exc
+        dump = _allocatable_response(_load(podresources_path), podresources_path)
         try:
-            inventory = group_allocatable(_load(podresources_path))
+            inventory = group_allocatable(dump)
         except TranslateError as exc:
             raise InputError(f"{podresources_path}: {exc}") from exc
+        if not inventory:
+            err.write(f"warning: {podresources_path}: no devices: the pool's slice will list none\n")
         labels = _labels(_load(node_labels_path), node_labels_path) if node_labels_path else {}
         build = build_slices(node, inventory, catalog, labels, driver=catalog.bridge_driver or BRIDGE_DRIVER)
     except (MigrateError, TranslateError) as exc:

@@ -68,7 +68,9 @@ def test_without_labels_only_kubelet_facts_are_published() -> None:
     (None, "cannot read"),
     ('{"devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": [1]}]}', "devices[0].deviceIds"),
     ("{: not json", "neither JSON nor YAML"),
-], ids=["missing", "bad-field", "garbage"])
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", "a Pod, not a PodResources AllocatableResourcesResponse"),
+    ('{"spec": {}}', "unknown field spec (an AllocatableResourcesResponse has devices, cpuIds"),
+], ids=["missing", "bad-field", "garbage", "a-kubernetes-object", "unknown-field"])
 def test_bad_dump_exits_1_naming_the_file_and_field(tmp_path: Path, content: str | None, needle: str) -> None:
     path = tmp_path / "dump.json"
     if content is not None:
@@ -185,3 +187,11 @@ def test_unquoted_numeric_label_values_are_refused_not_rounded(tmp_path: Path) -
     assert run_slices("n", str(DATA / "h100-x8.podresources.json"), str(labels), "v1", None, io.StringIO(),
                       err) == EXIT_ERROR
     assert "quote it" in err.getvalue()
+
+
+def test_a_dump_without_devices_warns_that_the_slice_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "dump.json"
+    path.write_text("{}")
+    out, err = io.StringIO(), io.StringIO()
+    assert run_slices("n", str(path), None, "v1", None, out, err) == EXIT_OK
+    assert f"warning: {path}: no devices" in err.getvalue()
