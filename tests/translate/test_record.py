@@ -146,3 +146,15 @@ def test_the_record_keeps_fail_requests_greater_than_one_so_a_re_plan_converts_a
     assert again.templates == plan.templates
     with pytest.raises(RecordError, match=r"options\.failRequestsGreaterThanOne must be"):
         ConversionRecord.parse('{"plan":"x","templates":["t"],"options":{"failRequestsGreaterThanOne":"yes"}}')
+
+
+def test_an_option_a_newer_release_records_is_ignored_so_an_older_reader_still_reads_the_record() -> None:
+    """A rolling upgrade: a newer webhook replica records an option this release does not know;
+    this release's reconciler must still read the record (its repair re-creates a template only
+    when its own re-plan names exactly the recorded templates, so an ignored option cannot
+    create a wrong one)."""
+    text = ('{"plan":"x","templates":["t"],"options":{"hamiSlicing":"whole-devices","draSchedulers":["volcano"],'
+            '"optionFromTheFuture":{"any":"shape"}}}')
+    record = ConversionRecord.read(with_record(make_pod([make_container("c")], name="web-1"), text))
+    assert record is not None
+    assert record.options.hami_slicing == "whole-devices" and record.options.dra_schedulers == ("volcano",)

@@ -27,7 +27,10 @@ a converted pod was neither deferred nor partial-and-kept).
 
 Versioning: records written before ``apiVersion`` existed have neither it nor ``options``;
 an absent ``apiVersion`` reads as v1, and an absent option reads as None ("not recorded":
-the reader's own value applies). Another ``apiVersion``, an unknown key or a value of the
+the reader's own value applies). An option this release does not know (written by a newer
+one during a rolling upgrade) is ignored: a re-plan re-creates a template only when it names
+exactly the recorded templates, so an ignored option cannot create a wrong one. Another
+``apiVersion``, an unknown key outside ``options`` or a value of the
 wrong type is a :class:`~translate.errors.RecordError` naming the pod, the annotation and the
 rule, never a crash.
 """
@@ -254,10 +257,7 @@ def _original(raw: object, fail: Any) -> OriginalValues:
 def _options(raw: object, fail: Any) -> RecordedOptions:
     if not isinstance(raw, dict):
         raise fail("options must be an object")
-    known = ("managedBy", "kubernetesMinor", "target", "hamiSlicing", "draSchedulers", "failRequestsGreaterThanOne")
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise fail(f"options: unknown key {unknown[0]!r} (known: {', '.join(known)})")
+    # Keys this release does not know are ignored (forward compatibility, see the module docstring).
     managed_by, minor, target = raw.get("managedBy"), raw.get("kubernetesMinor"), raw.get("target")
     hami, schedulers = raw.get("hamiSlicing"), raw.get("draSchedulers")
     fail_gt_one = raw.get("failRequestsGreaterThanOne")
