@@ -22,6 +22,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 from dra_bridge.bridge.errors import SettingsError
@@ -69,6 +70,9 @@ class Settings:
             raise SettingsError(f"{twin('node_name')} must be a node name, got {self.node_name!r}")
         if self.poll_interval <= 0 or self.settle_period < 0:
             raise SettingsError(f"{twin('poll_interval')} must be > 0 and {twin('settle_period')} >= 0")
+        if ":" in self.kubeconfig and not Path(self.kubeconfig).exists():
+            raise SettingsError(f"{twin('kubeconfig')}: one file, not a colon-separated list ({self.kubeconfig!r}); "
+                                "kubectl's KUBECONFIG lists are not read")
         version = self.resource_api_version
         if version:
             try:

@@ -165,3 +165,18 @@ def test_agent_flags_are_documented_by_the_settings_field_docstrings() -> None:
     helps = {a.dest: a.help or "" for a in build_parser(argparse.ArgumentParser())._actions}
     assert "the downward API" in helps["node_name"]
     assert "survive restarts" in helps["state_dir"] and "/var/lib/dra-bridge" in helps["state_dir"]
+
+
+@pytest.mark.parametrize("env", [{"KUBECONFIG": "/a/config:/b/config"}, {"DRA_BRIDGE_KUBECONFIG": "/a/config:/b/config"}],
+                         ids=["standard-kubeconfig-list", "twin-list"])
+def test_a_colon_separated_kubeconfig_list_is_refused_saying_one_file(env: dict[str, str]) -> None:
+    with pytest.raises(SettingsError, match=r"--kubeconfig/DRA_BRIDGE_KUBECONFIG: one file, not a "
+                                            r"colon-separated list \('/a/config:/b/config'\)"):
+        Settings.from_env({"DRA_BRIDGE_NODE_NAME": "a", **env}).validate()
+
+
+def test_a_kubeconfig_path_with_a_colon_that_exists_is_taken(tmp_path: Path) -> None:
+    path = tmp_path / "with:colon"
+    path.write_text("{}")
+    assert Settings.from_env({"DRA_BRIDGE_NODE_NAME": "a", "DRA_BRIDGE_KUBECONFIG": str(path)}).validate().kubeconfig \
+        == str(path)
