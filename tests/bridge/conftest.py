@@ -142,3 +142,7 @@ class FakeApi(FakeKube):
 @pytest.fixture
 def api() -> FakeApi:
     return FakeApi()
+
+
+# The agent fixtures (an agent that recorded an inventory in legacy mode, its clock) for test_agent*.py.
+from tests.bridge.agent_fixtures import clock, legacy  # noqa: E402, F401

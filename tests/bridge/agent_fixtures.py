@@ -1,0 +1,89 @@
+"""The agent under test and its fake node, shared by tests/bridge/test_agent*.py: an inventory
+recorded in legacy mode, a clock, the operator's hand-over, a publish."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.podresources.client import PodResourcesClient
+from dra_bridge.bridge.publisher import Publisher
+from dra_bridge.bridge.settings import Settings
+from dra_bridge.bridge.state import InventoryStore
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
+
+if TYPE_CHECKING:  # tests/bridge/conftest.py imports this module for its fixtures
+    from tests.bridge.conftest import FakeApi, KubeletServer
+
+CATALOG = load_catalog()
+NODE = "gpu-node-1"
+LABELS = {
+    "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.family": "ampere",
+    "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0",
+    "nvidia.com/cuda.driver-version.full": "550.107.02", "nvidia.com/cuda.runtime-version.full": "12.4",
+    "nvidia.com/gpu.memory": "40960", "nvidia.com/mig-1g.5gb.memory": "4864",
+}
+INVENTORY = [
+    ("nvidia.com/gpu", "GPU-aaaa", [0]),
+    ("nvidia.com/gpu", "GPU-bbbb", [0, 1]),  # NUMA duplicate: two kubelet entries
+    ("nvidia.com/mig-1g.5gb", "MIG-cccc", [1]),
+    ("nvidia.com/gpu.shared", "GPU-dddd::0", [1]),
+    ("nvidia.com/gpu.shared", "GPU-dddd::1", [1]),
+]
+CAPACITY = {"nvidia.com/gpu": "2", "nvidia.com/mig-1g.5gb": "1", "nvidia.com/gpu.shared": "2"}
+ZERO = dict.fromkeys(CAPACITY, "0")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_agent(kubelet: KubeletServer, api: FakeApi, state_dir: Path, clock: Clock,
+               nvml: dict[str, NvmlFacts] | None = None) -> Agent:
+    settings = Settings(node_name=NODE, kubelet_dir=str(kubelet.dir), state_dir=str(state_dir),
+                        settle_period=60, poll_interval=1)
+    probe = (lambda: nvml) if nvml is not None else None
+    return Agent(settings, CATALOG, PodResourcesClient(kubelet.socket, timeout=1), InventoryStore(state_dir), api,
+                 Publisher(api, NODE, CATALOG.bridge_driver), nvml_probe=probe, clock=clock, wall=clock)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def legacy(kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock) -> Agent:
+    """An agent that recorded INVENTORY in legacy mode, with the plugin still serving."""
+    kubelet.fake.devices = list(INVENTORY)
+    kubelet.plugin_socket("nvidia-gpu.sock")
+    api.add_node(NODE, dict(LABELS), dict(CAPACITY))
+    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    report = await agent.tick()
+    assert report.mode == "legacy" and report.recorded == 5
+    return agent
+
+
+def hand_over(kubelet: KubeletServer, api: FakeApi) -> None:
+    """What the operator and the kubelet do: label the node, turn the plugin off, capacity drops to 0."""
+    api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "dra"
+    kubelet.plugin_socket("nvidia-gpu.sock", present=False)
+    kubelet.fake.devices = []
+    api.nodes[NODE]["status"]["capacity"] = dict(ZERO)
+    api.nodes[NODE]["status"]["allocatable"] = dict(ZERO)
+
+
+async def publish(agent: Agent, clock: Clock) -> None:
+    await agent.tick()
+    clock.now += 61
+    await agent.tick()
+    await agent.publisher.sync()
