@@ -10,7 +10,7 @@ ContainerCreating) with a warning that names the resource and why.
 
 Shapes: ``recorded`` maps a legacy resource name to its :class:`ResourceEdits`
 (``{"devices": {device ID: containerEdits}, "dropped": [why]}``); ``resolves`` maps toolkit CDI
-IDs to whether they resolve (None: not checked, e.g. no CDI directory to look in).
+IDs to whether they resolve.
 """
 
 from __future__ import annotations
@@ -46,9 +46,12 @@ def lookup(recorded: Callable[[], Mapping[str, ResourceEdits]], catalog: Catalog
 
 
 def preparable(devices: Sequence[InventoryDevice], catalog: Catalog, recorded: Mapping[str, ResourceEdits],
-               resolves: Mapping[str, bool] | None) -> tuple[list[InventoryDevice], list[str]]:
+               resolve: Callable[[list[str]], Mapping[str, bool]] | None) -> tuple[list[InventoryDevice], list[str]]:
     """The devices that have an edit source, in order, and one warning per resource whose
-    devices do not (naming the resource, how many, and why)."""
+    devices do not (naming the resource, how many, and why). ``resolve`` says which toolkit
+    CDI IDs resolve (None: not checked, e.g. no CDI directory to look in)."""
+    toolkit_ids = [t for d in devices if (t := toolkit_cdi_id(d["resourceName"], d["deviceID"]))]
+    resolves = resolve(toolkit_ids) if resolve is not None else None
     kept: list[InventoryDevice] = []
     withheld: dict[str, tuple[int, str]] = {}
     for d in devices:
