@@ -134,7 +134,7 @@ def test_devices_without_an_edit_source_are_not_published_with_a_reason() -> Non
     devices = [InventoryDevice(resourceName=r, deviceID=i, numaNodes=[]) for r, i in (
         ("nvidia.com/gpu", "GPU-ok"), ("nvidia.com/gpu", "GPU-missing"), ("amd.com/gpu", "0000:04:00.0"),
         ("example.com/gpu", "e0"), ("example.com/gpu", "e1"))]
-    kept, warnings = preparable(devices, CATALOG, RECORDED, {"nvidia.com/gpu=GPU-ok": True})
+    kept, warnings = preparable(devices, CATALOG, RECORDED, lambda ids: {i: i == "nvidia.com/gpu=GPU-ok" for i in ids})
     assert [d["deviceID"] for d in kept] == ["GPU-ok", "0000:04:00.0"]
     assert len(warnings) == 2
     assert warnings[0].startswith("resource example.com/gpu: 2 device(s) not published: no edit source")
