@@ -32,6 +32,7 @@ from dra_bridge.bridge.registration import Registration, serve_registration
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.cdi import EditsLookup
 from dra_bridge.translate.inventory.slices import build_devices
 from dra_bridge.translate.names import BRIDGE_DRIVER
 
@@ -116,10 +117,13 @@ class Plugin:
 async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
                        inventory: Callable[[], Mapping[str, tuple[str, str]]],
                        claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
-                       metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id) -> Plugin:
-    """Recover from the checkpoint, serve the DRA service, then register (in that order)."""
+                       metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id,
+                       edits: EditsLookup | None = None) -> Plugin:
+    """Recover from the checkpoint, serve the DRA service, then register (in that order).
+    ``edits``: a device's recorded Allocate edits or static recipe (:func:`translate.edit_sources.lookup`;
+    default: the shipped catalog's recipes)."""
     preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.cdi_dirs[-1],
-                             SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver)
+                             SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver, edits)
     preparer.recover()
     dra = await serve_dra(paths.dra_socket, preparer, metrics)
     registration_server, registration = await serve_registration(paths.registry_dir, paths.driver, paths.dra_socket)
