@@ -173,7 +173,7 @@ def _with_parent_topology(facts: NvmlFacts, nvml: Mapping[str, NvmlFacts]) -> Nv
     out = NvmlFacts(**facts)
     for key in ("pcieRoot", "numaNode"):
         if key not in out and key in parent:
-            out[key] = parent[key]  # type: ignore[literal-required]
+            out[key] = parent[key]
     return out
 
 
