@@ -172,3 +172,15 @@ async def test_dra_schedulers_lets_pods_of_a_declared_scheduler_convert(
     assert "patch" not in answer
     assert any("'volcano'" in w and "policy draSchedulers" in w and "--dra-scheduler" not in w
                for w in answer["warnings"]), answer["warnings"]
+
+
+async def test_an_alignment_rule_ensures_templates_with_the_constraint(aiohttp_client: MakeClient,
+                                                                       tmp_path: Path) -> None:
+    ensurer = FakeEnsurer()
+    client = await policy_client(aiohttp_client, tmp_path, "rules: [{name: training, match: {namespaces: [team-a]}, "
+                                                           "alignment: numa}]\n", ensurer)
+    assert "patch" in await enforce(client, make_pod(gpus=2))
+    assert "patch" in await enforce(client, make_pod(gpus=2), "team-b")
+    aligned, plain = (calls[0][0]["spec"]["spec"]["devices"] for calls in ensurer.calls)
+    assert aligned["constraints"] == [{"requests": ["main-gpu"], "matchAttribute": "resource.kubernetes.io/numaNode"}]
+    assert "constraints" not in plain
