@@ -3,7 +3,7 @@ claim constraints (issue 14).
 
 With the Topology Manager's ``single-numa-node`` or ``restricted`` policy, a container's devices
 (``scope: container``) or the pod's (``scope: pod``) come from one NUMA node. A converted pod
-keeps that by a ``matchAttribute`` constraint (dra-api.md 2.x, ``spec.devices.constraints[]``)
+keeps that by a ``matchAttribute`` constraint (dra-api.md 3.2, ``spec.devices.constraints[]``)
 over the requests that together make one container's devices (or the pod's), never more:
 
     Alignment(policy="none")   no constraint (the default: today's output)
