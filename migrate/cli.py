@@ -31,6 +31,7 @@ from dra_bridge.translate.catalog import PROFILE_RE, Catalog, load_catalog
 from dra_bridge.translate.errors import ApiVersionError, TranslateError
 from dra_bridge.translate.findings import SEVERITY, Finding
 from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.plan.workloads import convert_object
 
@@ -64,6 +65,12 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("--fail-requests-greater-than-one", action="store_true",
                       help="the device plugin's sharing config sets failRequestsGreaterThanOne: pods asking for "
                            "more than one shared replica stay legacy, as they fail there too")
+    conv.add_argument("--alignment", choices=POLICIES, default="none",
+                      help="keep the Topology Manager's alignment: a container's (or pod's) devices share their NUMA "
+                           "node (numa) or PCIe root (pcie) through a claim constraint (default none)")
+    conv.add_argument("--alignment-scope", choices=SCOPES, default="container",
+                      help="align each container's devices or the whole pod's, as topologyManagerScope (default "
+                           "container)")
     conv.add_argument("--allow-empty", action="store_true",
                       help="accept a source with no objects (an empty file or directory) instead of exiting 1")
     conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists "
@@ -108,7 +115,8 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
         catalog = catalog.with_target(args.target)
     options = Options(api_version=_api_version(args.api_version), hami_slicing=args.hami_slicing,
                       dra_schedulers=tuple(args.dra_scheduler),
-                      fail_requests_greater_than_one=args.fail_requests_greater_than_one)
+                      fail_requests_greater_than_one=args.fail_requests_greater_than_one,
+                      alignment=Alignment(args.alignment, args.alignment_scope))
     sources = args.filename or ["-"]
     objects: list[Any] = []
     rows: list[tuple[str, str, Finding]] = []
