@@ -52,6 +52,7 @@ def _ours(scenario: dict[str, Any]) -> list[Any]:
 
 
 @pytest.mark.property
+@pytest.mark.timeout(max(60.0, EXAMPLES * 0.2))
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario=scenarios())
 def test_simulate_equals_the_upstream_allocator(oracle: Oracle, scenario: dict[str, Any]) -> None:
