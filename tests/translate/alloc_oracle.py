@@ -57,11 +57,15 @@ class Oracle:
     def ask(self, scenario: dict[str, Any]) -> dict[str, Any]:
         """Upstream's answer: ``{"allocations": [...] | None, "error": str, "variant": str}``.
 
-        The library applies no API defaults: requests must spell out ``allocationMode``, ``count``
-        and tolerations' ``operator``, as the API server's defaulting writes them (the
-        strategies do).
+        The library applies no API defaults, so the claims get the API server's first
+        (``allocationMode: ExactCount``, ``count: 1``, tolerations' ``operator: Equal``).
         """
         docs = documents(scenario)
+        for doc in docs:
+            if doc["kind"] == "ResourceClaim":
+                for request in doc["spec"]["devices"].get("requests") or []:
+                    for exact in [request["exactly"]] if "exactly" in request else request["firstAvailable"]:
+                        _default(exact)
         request = {
             "node": next(d for d in docs if d["kind"] == "Node"),
             "classes": [d for d in docs if d["kind"] == "DeviceClass"],
@@ -86,6 +90,21 @@ class Oracle:
         self._proc.wait(timeout=10)
 
 
+def _compile_error(text: str) -> str:
+    """A compile error up to ``CEL compile error``: cel-python words the detail its own way."""
+    head, sep, _ = text.partition("CEL compile error: ")
+    return head + sep if sep else text
+
+
+def _default(exact: dict[str, Any]) -> None:
+    """The API server's defaults for an exact request or subrequest (resource.k8s.io/v1)."""
+    exact.setdefault("allocationMode", "ExactCount")
+    if exact["allocationMode"] == "ExactCount":
+        exact.setdefault("count", 1)
+    for toleration in exact.get("tolerations") or []:
+        toleration.setdefault("operator", "Equal")
+
+
 def _strip(value: Any) -> Any:
     """shareIDs left out; empty strings too (Go's ``omitempty`` drops them, as the API server does)."""
     if isinstance(value, dict):
@@ -98,7 +117,7 @@ def _strip(value: Any) -> Any:
 def verdict_of_oracle(answer: dict[str, Any]) -> tuple[Any, ...]:
     """Upstream's answer as ``("error", text)``, ``("unsatisfiable",)`` or ``("allocated", [...])``."""
     if answer.get("error"):
-        return ("error", answer["error"])
+        return ("error", _compile_error(answer["error"]))
     if answer.get("allocations") is None:
         return ("unsatisfiable",)
     return ("allocated", _strip(answer["allocations"]))
@@ -110,7 +129,7 @@ def verdict_of_simulation(outcomes: list[Any]) -> tuple[Any, ...]:
     assert len(kinds) == 1, [(o.name, o.outcome, o.reason) for o in outcomes]
     kind = kinds.pop()
     if kind == "error":
-        return ("error", outcomes[0].reason)
+        return ("error", _compile_error(outcomes[0].reason))
     if kind == "unsatisfiable":
         return ("unsatisfiable",)
     return ("allocated", _strip([o.allocation for o in outcomes]))

@@ -35,7 +35,7 @@ def _naive(pods: list[tuple[str, Any]], nodes: list[Node], slices: list[Any]) ->
     allocators = [NodeAllocator(n, gather_pools(slices, n), CLASSES, features, AllocatedState(), SelectorCache())
                   for n in nodes]
     out: list[tuple[str, str | None]] = []
-    for label, claims in pods:
+    for _, claims in pods:
         for allocator in allocators:
             try:
                 results = allocator.allocate(claims)

@@ -1,9 +1,11 @@
 """The allocator: one node, one set of claims allocated together, as the scheduler's DRA plugin does.
 
 Pure (no I/O). Re-typed from k8s.io/dynamic-resource-allocation
-``structured/internal/experimental/allocator_experimental.go`` (``Allocate``,
+``structured/internal/incubating/allocator_incubating.go`` (``Allocate``,
 ``validateDeviceRequest``, ``allocateOne``, ``isSelectable``, ``allocateDevice``; the
-"experimental" allocator the 1.36 scheduler runs when its default gates are on):
+"incubating" allocator the 1.36 scheduler runs with its default gates: its plugin never passes
+ListTypeAttributes, the one feature only "experimental" has; both variants are otherwise the
+same code). tests/translate/test_alloc_oracle.py compares this engine with that library:
 
 - claims in the given order, their requests in spec order, each device of a request in
   turn: depth-first, first fit, with backtracking; within one request devices are tried only

@@ -109,8 +109,9 @@ def _relevant(spec: Mapping[str, Any], node: Node, partitionable: bool) -> bool:
     if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector") is not None:
         return node_matches(node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"))
     if spec.get("perDeviceNodeSelection"):
-        return partitionable and any(node_matches(node, d.get("nodeName"), bool(d.get("allNodes")), d.get("nodeSelector"))
-                                     for d in spec.get("devices") or [])
+        return partitionable and any(
+            node_matches(node, d.get("nodeName"), bool(d.get("allNodes")), d.get("nodeSelector"))
+            for d in spec.get("devices") or [])
     return False
 
 

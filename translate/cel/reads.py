@@ -73,7 +73,8 @@ def _string(tree: Any) -> str | None:
     if literal is None:
         return None
     text = str(literal.children[0])
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and "\\" not in text and text[:3] not in ('"""', "'''"):
+    plain = len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" and "\\" not in text
+    if plain and text[:3] not in ('"""', "'''"):
         return text[1:-1]
     return None
 
