@@ -6,7 +6,7 @@ nodes, the cluster's devices (:mod:`translate.capacity.inventory`) and DeviceCla
 - orders the workloads by priority (highest first), then namespace, then name
   (:func:`translate.capacity.model.placement_order`); pods of a workload in their order;
 - places each pod under DRA (:class:`translate.capacity.dra.DraModel`: cumulatively, first
-  fit over the nodes in the order given, which callers make name order) and under the legacy
+  fit over the nodes in name order, byte order) and under the legacy
   model (:class:`translate.capacity.legacy.LegacyModel`), each on its own copy of the cluster;
   a pod without converted claims but with legacy requests is ``not-converted`` under DRA
   (``fits`` None) and holds nothing there;
@@ -85,6 +85,7 @@ def check_capacity(workloads: Sequence[WorkloadDemand], nodes: Sequence[ClusterN
                    held_legacy: Mapping[str, Mapping[str, int]] | None = None,
                    pool_label: str = DEFAULT_POOL_LABEL, cache: SelectorCache | None = None) -> CapacityResult:
     """Place every workload under both models (see the module docstring)."""
+    nodes = sorted(nodes, key=lambda n: n.name.encode())
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
