@@ -29,11 +29,11 @@ from typing import Any
 
 from dra_bridge.translate.alloc import AllocatedState, NodeAllocator, SelectorCache
 from dra_bridge.translate.alloc.node_match import node_matches
-from dra_bridge.translate.alloc.pools import Candidate
+from dra_bridge.translate.alloc.pools import Candidate, DeviceID
 from dra_bridge.translate.capacity.model import ClaimDemand, Code
 from dra_bridge.translate.errors import AllocationError
 
-__all__ = ["diagnose"]
+__all__ = ["MatchCache", "diagnose"]
 
 
 @dataclass(frozen=True)
@@ -44,10 +44,7 @@ class _Option:
     selectors: tuple[str, ...]
     count: int
     all_devices: bool
-
-    @property
-    def key(self) -> str:
-        return json.dumps([self.class_name, self.selectors])
+    key: str
 
     def what(self) -> str:
         text = f"class {self.class_name}"
@@ -59,29 +56,32 @@ def _options(claim: ClaimDemand) -> list[list[_Option]]:
     for request in (claim.spec.get("devices") or {}).get("requests") or []:
         bodies = ([(f"{request['name']}/{s['name']}", s) for s in request["firstAvailable"]]
                   if request.get("firstAvailable") else [(request["name"], request["exactly"])])
-        out.append([_Option(claim.name, name, str(body.get("deviceClassName")),
-                            tuple(str(s["cel"]["expression"]) for s in body.get("selectors") or []),
-                            int(body.get("count") or 0), body.get("allocationMode") == "All")
-                    for name, body in bodies])
+        entry = []
+        for name, body in bodies:
+            class_name = str(body.get("deviceClassName"))
+            selectors = tuple(str(s["cel"]["expression"]) for s in body.get("selectors") or [])
+            entry.append(_Option(claim.name, name, class_name, selectors, int(body.get("count") or 0),
+                                 body.get("allocationMode") == "All", json.dumps([class_name, selectors])))
+        out.append(entry)
     return out
 
 
+MatchCache = dict[tuple[str, str], frozenset[DeviceID]]
+"""The devices of a node (by name) that match a class and selectors (by option key): static."""
+
+
 def _count(allocator: NodeAllocator, option: _Option, classes: Mapping[str, Mapping[str, Any]],
-           state: AllocatedState, cache: SelectorCache, namespace: str) -> tuple[int, int]:
+           state: AllocatedState, cache: SelectorCache, namespace: str, known: MatchCache) -> tuple[int, int]:
     """(matching, free) devices of ``option`` on the allocator's node."""
-    class_selectors = (classes.get(option.class_name) or {}).get("selectors") or []
-    own = [{"cel": {"expression": s}} for s in option.selectors]
-    matching = free = 0
-    for pool in allocator.pools:
-        if pool.incomplete or pool.invalid:
-            continue
-        for device in pool.devices:
-            if not _matches(allocator, device, class_selectors, own, option, cache, namespace):
-                continue
-            matching += 1
-            if device.id not in state.devices:
-                free += 1
-    return matching, free
+    ids = known.get((allocator.node.name, option.key))
+    if ids is None:
+        class_selectors = (classes.get(option.class_name) or {}).get("selectors") or []
+        own = [{"cel": {"expression": s}} for s in option.selectors]
+        ids = frozenset(device.id for pool in allocator.pools if not (pool.incomplete or pool.invalid)
+                        for device in pool.devices
+                        if _matches(allocator, device, class_selectors, own, option, cache, namespace))
+        known[(allocator.node.name, option.key)] = ids
+    return len(ids), sum(1 for i in ids if i not in state.devices)
 
 
 def _matches(allocator: NodeAllocator, device: Candidate, class_selectors: Sequence[Mapping[str, Any]],
@@ -105,11 +105,14 @@ def _constraints(claims: Sequence[ClaimDemand]) -> str:
 
 def diagnose(namespace: str, claims: Sequence[ClaimDemand], allocators: Sequence[NodeAllocator],
              classes: Mapping[str, Mapping[str, Any]], state: AllocatedState,
-             cache: SelectorCache) -> tuple[Code, str]:
-    """The code and reason (see the module docstring) for claims that fit on none of ``allocators``."""
+             cache: SelectorCache, known: MatchCache | None = None) -> tuple[Code, str]:
+    """The code and reason (see the module docstring) for claims that fit on none of ``allocators``;
+    ``known`` keeps the matching devices per node and selectors across calls (devices do not
+    change during a check)."""
     requests = [entry for claim in claims for entry in _options(claim)]
+    known = {} if known is None else known
     try:
-        counts = [{o: _count(a, o, classes, state, cache, namespace) for entry in requests for o in entry}
+        counts = [{o: _count(a, o, classes, state, cache, namespace, known) for entry in requests for o in entry}
                   for a in allocators]
     except AllocationError as exc:
         return "error", str(exc)

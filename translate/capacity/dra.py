@@ -24,7 +24,7 @@ from typing import Any
 
 from dra_bridge.translate.alloc import AllocatedState, Features, Node, NodeAllocator, SelectorCache, gather_pools
 from dra_bridge.translate.alloc.node_match import selector_matches
-from dra_bridge.translate.capacity.diagnose import diagnose
+from dra_bridge.translate.capacity.diagnose import MatchCache, diagnose
 from dra_bridge.translate.capacity.legacy import eligible
 from dra_bridge.translate.capacity.model import ClusterNode, Code, PodDemand
 from dra_bridge.translate.errors import AllocationError
@@ -67,6 +67,7 @@ class DraModel:
         self._global = 0
         self._failed: dict[tuple[str, str], tuple[int, int]] = {}
         self.shared_claims: dict[tuple[str, str], dict[str, Any]] = {}
+        self._known: MatchCache = {}
 
     def allocator(self, node: ClusterNode) -> NodeAllocator:
         """The node's allocator (its pools gathered once)."""
@@ -128,7 +129,7 @@ class DraModel:
             return node.name, "fits", "", tuple(devices)
         if not tried:
             return None, "node-selection", "no eligible node is allowed by its shared claims' allocations", ()
-        code, reason = diagnose(namespace, todo, tried, self.classes, self.state, self.cache)
+        code, reason = diagnose(namespace, todo, tried, self.classes, self.state, self.cache, self._known)
         return None, code, reason, ()
 
     def local_devices(self, node: ClusterNode) -> set[tuple[str, str, str]]:
