@@ -30,11 +30,9 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dra_bridge.bridge.edits_recorder import EditsRecorder
@@ -146,13 +144,6 @@ class Agent:
             logger.warning("%s; using recorded facts and GFD labels", exc)
             return None
 
-    def _sockets(self) -> frozenset[str]:
-        directory = Path(self.settings.kubelet_dir) / "device-plugins"
-        try:
-            return frozenset(n for n in os.listdir(directory) if n.endswith(".sock"))
-        except FileNotFoundError:
-            return frozenset()
-
     async def _other_driver_uuids(self) -> dict[str, str]:
         slices = RESOURCE_SLICES.at(await self.publisher.version())
         out: dict[str, str] = {}
@@ -213,11 +204,12 @@ class Agent:
         if offered is None or held is None:
             return Decision(False, (Refusal("devices-held", "the kubelet's PodResources API does not answer"),),
                             None), True
-        obs = Observation(now=self.clock(), plugin_sockets=self._sockets(),
+        obs = Observation(now=self.clock(), plugin_sockets=self.recorder.present_sockets(),
                           node_capacity=status.get("capacity") or {}, node_allocatable=status.get("allocatable") or {},
                           offered=frozenset(d["deviceID"] for d in offered), held=held, other_driver_uuids=others,
                           published=self._published(), prepared=self._prepared())
-        return evaluate(self.recorded, obs, self.clear_since, self.settings.settle_period), False
+        return evaluate(self.recorded, obs, self.clear_since, self.settings.settle_period,
+                        self.recorder.catalogued_sockets(self.recorded.resources())), False
 
     def _published(self) -> frozenset[str]:
         """Kubelet device IDs in the publisher's desired slices (empty when it publishes none)."""
