@@ -86,11 +86,16 @@ def pods(count: int, selector: str | None, constraint: bool, seed: int = 12) -> 
     return out
 
 
-def engine(nodes: list[Node], slices: Sequence[Any], workload: list[Any]) -> tuple[float, list[PodPlacement], int]:
-    cache = SelectorCache()
-    start = time.process_time()
-    placed = place(workload, nodes, slices, CLASSES, parse_gates(None), cache)
-    return time.process_time() - start, placed, cache.evaluations
+def engine(nodes: list[Node], slices: Sequence[Any], workload: list[Any],
+           repeat: int = 2) -> tuple[float, list[PodPlacement], int]:
+    """The best of ``repeat`` runs, each from scratch (fresh allocators and selector cache)."""
+    best = float("inf")
+    for _ in range(repeat):
+        cache = SelectorCache()
+        start = time.process_time()
+        placed = place(workload, nodes, slices, CLASSES, parse_gates(None), cache)
+        best = min(best, time.process_time() - start)
+    return best, placed, cache.evaluations
 
 
 def naive(nodes: list[Node], slices: Sequence[Any], workload: list[Any]) -> tuple[float, int]:
@@ -125,7 +130,7 @@ def main() -> int:
     total_gpus = 8 * args.nodes
 
     full = pods(args.pods, selector="model", constraint=False)
-    engine(nodes[:4], slices[:4], full[:50])  # compiles the expressions (once per process)
+    engine(nodes[:4], slices[:4], full[:50], repeat=1)  # compiles the expressions (once per process)
     seconds, placed, evaluations = engine(nodes, slices, full)
     rate = args.pods / seconds
     fitted = sum(1 for p in placed if p.outcome == "allocated")

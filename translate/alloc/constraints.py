@@ -70,11 +70,21 @@ class Constraint:
             return True
         return request in self.requests or (bool(sub) and f"{request}/{sub}" in self.requests)
 
-    def add(self, request: str, sub: str, device: Mapping[str, Any], driver: str) -> bool:
-        """Whether the device may join; if so it is counted until :meth:`remove`."""
+    def add(self, request: str, sub: str, device: Mapping[str, Any], driver: str,
+            memo: dict[tuple[str, bool], frozenset[Any] | None] | None = None) -> bool:
+        """Whether the device may join; if so it is counted until :meth:`remove`.
+
+        ``memo``: the device's attribute values by (name, lists), kept between calls.
+        """
         if not self._applies(request, sub):
             return True
-        values = attribute_values(device, driver, self.attribute, self.lists)
+        if memo is None:
+            values = attribute_values(device, driver, self.attribute, self.lists)
+        else:
+            key = (self.attribute, self.lists)
+            if key not in memo:
+                memo[key] = attribute_values(device, driver, self.attribute, self.lists)
+            values = memo[key]
         if values is None:
             return False
         if self.kind == "distinctAttribute":

@@ -358,7 +358,7 @@ class NodeAllocator:
             return None
         base, sub = (request.parent, request.name) if request.parent else (request.name, "")
         for i, constraint in enumerate(claim.constraints):
-            if not constraint.add(base, sub, device.spec, device.id[0]):
+            if not constraint.add(base, sub, device.spec, device.id[0], device.attribute_values):
                 for earlier in claim.constraints[:i]:
                     earlier.remove(base, sub)
                 if reserved:

@@ -78,6 +78,8 @@ class Candidate:
     content_key: str
     selector_results: dict[str, bool] = field(default_factory=dict)
     """This device's selector results by expression (:mod:`translate.alloc.selectors`)."""
+    attribute_values: dict[tuple[str, bool], Any] = field(default_factory=dict)
+    """This device's values of constraint attributes (:mod:`translate.alloc.constraints`)."""
 
     @property
     def label(self) -> str:
