@@ -198,8 +198,16 @@ class NodeAllocator:
         cached = request.matches.get(device.id)
         if cached is not None:
             return cached
-        result = (self.cache.matches(request.device_class.get("selectors") or [], device, f"class {request.class_name}")
-                  and self.cache.matches(request.selectors, device, f"claim {claim}"))
+        if request.selector_key is None:
+            own = request.device_class.get("selectors") or []
+            request.selector_key = (tuple(str(s["cel"]["expression"]) for s in own),
+                                    tuple(str(s["cel"]["expression"]) for s in request.selectors))
+        result = device.selector_results.get(request.selector_key)
+        if result is None:  # the class's selectors, then the request's: one dict lookup when known
+            result = (self.cache.matches(request.device_class.get("selectors") or [], device,
+                                         f"class {request.class_name}")
+                      and self.cache.matches(request.selectors, device, f"claim {claim}"))
+            device.selector_results[request.selector_key] = result
         if result and device.slice.per_device:
             result = node_matches(self.node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"))
         request.matches[device.id] = result

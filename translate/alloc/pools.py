@@ -76,8 +76,9 @@ class Candidate:
     spec: Mapping[str, Any]
     slice: SliceView
     content_key: str
-    selector_results: dict[str, bool] = field(default_factory=dict)
-    """This device's selector results by expression (:mod:`translate.alloc.selectors`)."""
+    selector_results: dict[Any, bool] = field(default_factory=dict)
+    """This device's selector results by expression, and by (class expressions, request
+    expressions) (:mod:`translate.alloc.selectors`, :mod:`translate.alloc.engine`)."""
     attribute_values: dict[tuple[str, bool], Any] = field(default_factory=dict)
     """This device's values of constraint attributes (:mod:`translate.alloc.constraints`)."""
 

@@ -53,6 +53,7 @@ class Request:
     key: tuple[int, ...]
     all_devices: list[Candidate] = field(default_factory=list)
     matches: dict[DeviceID, bool] = field(default_factory=dict)
+    selector_key: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     @property
     def full_name(self) -> str:
