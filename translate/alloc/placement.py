@@ -24,7 +24,6 @@ error: the scheduler stops there for the pod, so does this).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -96,7 +95,8 @@ def place(pods: Sequence[tuple[str, Claims]], nodes: Sequence[Node], slices: Seq
         if not claims:
             out.append(PodPlacement(label, "allocated", None, "no claims", []))
             continue
-        signature = json.dumps([spec for _, spec in claims], sort_keys=True, default=str)
+        # Equal specs written in another key order get their own cursor: slower, never wrong.
+        signature = repr([spec for _, spec in claims])
         index = cursors.get(signature, 0)
         placement, reason = None, ""
         while index < len(cluster.nodes):
