@@ -40,12 +40,12 @@ def _pins() -> dict[str, str]:
     return dict(part.split("=", 1) for part in out.split())
 
 
-def helm_binaries() -> dict[str, Path]:
+def helm_binaries(majors: tuple[str, ...] = ("4", "3")) -> dict[str, Path]:
     """The pinned Helm binaries by major version; fails (CI) or skips (locally) when missing."""
     pins = _pins()
     cache = Path(os.environ.get("DRA_BRIDGE_CACHE", Path.home() / ".cache" / "dra-bridge"))
     found: dict[str, Path] = {}
-    for major in ("4", "3"):
+    for major in majors:
         override = os.environ.get(f"DRA_BRIDGE_HELM{major}")
         path = Path(override) if override else cache / f"helm-{pins[f'HELM{major}_VERSION']}" / "helm"
         if not os.access(path, os.X_OK):

@@ -56,8 +56,13 @@ def test_every_built_in_object_validates_strictly(major: str, values: Path) -> N
 
 
 def test_helm_3_and_helm_4_render_the_same_objects() -> None:
-    for values in CI_VALUES:  # generated certificates differ between renders: all but those
-        assert _without_generated(rendered("4", values)) == _without_generated(rendered("3", values)), values.name
+    # Generated certificates differ between renders: all but those. The order differs too: Helm 3
+    # does not know the webhook configuration's kind and sorts it among the unknown ones.
+    def key(obj: Obj) -> str:
+        return f"{obj['kind']}/{obj['metadata']['name']}"
+    for values in CI_VALUES:
+        four, three = (sorted(_without_generated(rendered(m, values)), key=key) for m in ("4", "3"))
+        assert four == three, values.name
 
 
 def _without_generated(objs: list[Obj]) -> list[Obj]:
@@ -80,7 +85,7 @@ def test_only_the_named_custom_kinds_are_rendered() -> None:
 
 
 def test_an_unknown_value_is_refused_by_the_schema() -> None:
-    with pytest.raises(HelmFailed, match="webhok|additional properties|additionalProperties"):
+    with pytest.raises(HelmFailed, match=r"webhok|additional properties|additionalProperties"):
         template(helm_binaries()["4"], None, "--set", "webhok.replicas=3")
     with pytest.raises(HelmFailed, match="failurePolicy"):
         template(helm_binaries()["4"], None, "--set", "webhook.enforce.failurePolicy=Sometimes")

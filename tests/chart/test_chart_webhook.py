@@ -20,7 +20,7 @@ from dra_bridge.webhook.access import API_CALLS
 from dra_bridge.webhook.policy import parse_policy
 from dra_bridge.webhook.serving_check import check_serving_certificate
 from dra_bridge.webhook.settings import Settings
-from tests.chart.render import CHART, NAMESPACE, Obj, by_kind, helm_binaries, template
+from tests.chart.render import CHART, NAMESPACE, HelmFailed, Obj, by_kind, helm_binaries, template
 
 CI = CHART / "ci"
 SERVICE_HOST = f"dra-bridge-webhook.{NAMESPACE}.svc"
@@ -28,7 +28,7 @@ SERVICE_HOST = f"dra-bridge-webhook.{NAMESPACE}.svc"
 
 @functools.cache
 def render(values: str = "defaults", *extra: str) -> list[Obj]:
-    return template(helm_binaries()["4"], CI / f"{values}-values.yaml", *extra)
+    return template(helm_binaries(("4",))["4"], CI / f"{values}-values.yaml", *extra)
 
 
 def one(objs: list[Obj], kind: str, name: str | None = None) -> Obj:
@@ -93,18 +93,18 @@ def _pod(limits: dict[str, Any] | None = None, requests: dict[str, Any] | None =
 
 
 @pytest.mark.parametrize(("pod", "expected"), [
-    (_pod({"nvidia.com/gpu": 1}), True),
-    (_pod(requests={"amd.com/gpu": 1}), True),
-    (_pod({"nvidia.com/mig-1g.10gb": 1}), True),
-    (_pod({"nvidia.com/mig-3g.40gb.shared": 2}), True),
-    (_pod({"nvidia.com/mig-1g.10gb.me": 1}, init=True), True),
-    (_pod({"nvidia.com/gpumem": 1000}), True),  # HAMi slicing: the webhook says why it stays
-    (_pod({"gpu.intel.com/xe": 1}, init=True), True),
-    (_pod({"nvidia.com/gpu-10gb": 1}), False),  # names match exactly, never by prefix
-    (_pod({"nvidia.com/mig-big": 1}), False),
-    (_pod({"cpu": "1"}, {"memory": "1Gi"}), False),
-    (_pod(), False),  # no resources at all: guarded, no evaluation error
-    (_pod({}, init=True), False),
+    pytest.param(_pod({"nvidia.com/gpu": 1}), True, id='gpu-limit'),
+    pytest.param(_pod(requests={"amd.com/gpu": 1}), True, id='amd-request'),
+    pytest.param(_pod({"nvidia.com/mig-1g.10gb": 1}), True, id='mig'),
+    pytest.param(_pod({"nvidia.com/mig-3g.40gb.shared": 2}), True, id='mig-shared'),
+    pytest.param(_pod({"nvidia.com/mig-1g.10gb.me": 1}, init=True), True, id='mig-me-init'),
+    pytest.param(_pod({"nvidia.com/gpumem": 1000}), True, id='hami-gpumem'),  # HAMi slicing: the webhook says why it stays
+    pytest.param(_pod({"gpu.intel.com/xe": 1}, init=True), True, id='intel-xe-init'),
+    pytest.param(_pod({"nvidia.com/gpu-10gb": 1}), False, id='prefix-only'),  # names match exactly, never by prefix
+    pytest.param(_pod({"nvidia.com/mig-big": 1}), False, id='mig-bad-profile'),
+    pytest.param(_pod({"cpu": "1"}, {"memory": "1Gi"}), False, id='cpu-memory'),
+    pytest.param(_pod(), False, id='no-resources'),  # no resources at all: guarded, no evaluation error
+    pytest.param(_pod({}, init=True), False, id='init-empty'),
 ])
 def test_match_condition_selects_exactly_the_catalogued_resources(pod: Obj, expected: bool) -> None:
     assert _condition().evaluate({"object": celpy.json_to_cel(pod)}) == expected
@@ -153,7 +153,7 @@ def test_the_real_webhook_parser_accepts_the_deployment_s_flags(values: str) -> 
     assert s.service_name == SERVICE_HOST
     assert s.namespace == NAMESPACE
     mounted = {m["mountPath"] for m in c["volumeMounts"]}
-    for path in (s.tls_cert_file, s.tls_key_file, s.ca_bundle, s.policy, s.catalog):
+    for path in (s.tls_cert_file, s.tls_key_file, s.ca_bundle, s.policy_file, s.catalog_file):
         assert path is not None and (str(path.parent) in mounted or str(path) in mounted), path
 
 
@@ -190,7 +190,7 @@ def test_self_signed_pair_chains_to_the_registration_s_ca_bundle() -> None:
     objs = render()
     secret = one(objs, "Secret", "dra-bridge-webhook-tls")
     data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
-    for hook in registration()["webhooks"]:
+    for hook in one(objs, "MutatingWebhookConfiguration")["webhooks"]:
         assert base64.b64decode(hook["clientConfig"]["caBundle"]) == data["ca.crt"]
     now = datetime.datetime.now(datetime.UTC)
     assert check_serving_certificate(data["tls.crt"], data["ca.crt"], SERVICE_HOST, now) == ""
@@ -212,7 +212,7 @@ def test_cert_manager_mode_injects_the_ca_and_renders_no_bundle() -> None:
     assert cert["spec"]["secretName"] == "dra-bridge-webhook-tls"
     assert cert["spec"]["issuerRef"] == {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
     assert not by_kind(objs, "Secret") and not by_kind(objs, "Issuer")
-    own = template(helm_binaries()["4"], None, "--set", "webhook.certificates.mode=cert-manager")
+    own = template(helm_binaries(("4",))["4"], None, "--set", "webhook.certificates.mode=cert-manager")
     assert one(own, "Issuer")["spec"] == {"selfSigned": {}}
 
 
@@ -228,6 +228,5 @@ def test_existing_secret_mode_uses_the_secret_and_the_given_ca() -> None:
 
 
 def test_existing_secret_mode_without_a_name_is_refused_naming_the_value() -> None:
-    from tests.chart.render import HelmFailed
-    with pytest.raises(HelmFailed, match="webhook.certificates.existingSecret.name is required"):
-        template(helm_binaries()["4"], None, "--set", "webhook.certificates.mode=existing-secret")
+    with pytest.raises(HelmFailed, match=r"webhook\.certificates\.existingSecret\.name is required"):
+        template(helm_binaries(("4",))["4"], None, "--set", "webhook.certificates.mode=existing-secret")

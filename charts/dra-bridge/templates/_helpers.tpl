@@ -47,7 +47,7 @@ driver's chart (v1 is GA from 1.34; 1.33 serves v1beta2 when enabled, 1.32 v1bet
 {{- printf "resource.k8s.io/%s" (trimPrefix "resource.k8s.io/" .Values.resourceApiVersion) }}
 {{- else if semverCompare ">=1.34.0-0" .Capabilities.KubeVersion.Version }}
 {{- print "resource.k8s.io/v1" }}
-{{- else if and (semverCompare ">=1.33.0-0" .Capabilities.KubeVersion.Version) (.Capabilities.APIVersions.Has "resource.k8s.io/v1beta2/DeviceClass") }}
+{{- else if and (semverCompare ">=1.33.0-0" .Capabilities.KubeVersion.Version) (.Capabilities.APIVersions.Has "resource.k8s.io/v1beta2") }}
 {{- print "resource.k8s.io/v1beta2" }}
 {{- else }}
 {{- print "resource.k8s.io/v1beta1" }}
