@@ -15,8 +15,8 @@ One tick (every ``poll_interval`` seconds):
    mode checked while prepared claims remain) logs ERROR, counts and posts a Warning Event;
 4. leaving ``dra`` withdraws the slices and reports the prepared-claim count on the Node as the
    ``DRABridgePreparedClaims`` condition (the DRA plugin's checkpointed claims, :attr:`Agent.plugin`),
-   written only when it changes. Each tick also dials the plugin's registration and DRA sockets
-   (liveness: ``/healthz`` fails while either does not answer).
+   written only when it changes. Each tick also dials the plugin's registration and DRA sockets,
+   first and whatever else is down (liveness: ``/healthz`` fails while either does not answer).
 
 A kubelet or API server that is missing makes readiness false and is retried on the next tick;
 nothing is lost (the record is on disk) and nothing crashes.
@@ -325,6 +325,7 @@ class Agent:
         node = await self._node()
         nvml = self._nvml()
         report = TickReport(mode=self.report.mode, publishing=self.report.publishing)
+        await self._plugin_status()  # liveness: dialled every tick, whatever else is down
         if node is not None:
             labels = node.get("metadata", {}).get("labels") or {}
             report.mode = "dra" if labels.get(NODE_MODE_LABEL) == "dra" else "legacy"
@@ -350,7 +351,6 @@ class Agent:
                 elif not keep:
                     self.publisher.update(None)
                     report.publishing = False
-            await self._plugin_status()
             await self._condition(node)
         await self._flush_events()
         report.recorded = len(self.recorded.devices)
