@@ -93,7 +93,7 @@ async def run(settings: Settings) -> int:
     async def claim_version() -> str:
         return await publisher.version()
 
-    agent.plugin = await start_plugin(PluginPaths.under(settings.kubelet_dir, settings.state_dir), api,
+    agent.plugin = await start_plugin(PluginPaths.from_settings(settings), api,
                                       settings.node_name, lambda: device_index(agent.recorded, catalog),
                                       claim_version, accepting=lambda: agent.report.mode == "dra",
                                       metrics=agent.metrics)

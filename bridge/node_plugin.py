@@ -9,9 +9,9 @@
 Paths (node-apis.md section 0 and 3; the Go helper's defaults): the DRA service on
 ``<kubelet dir>/plugins/<driver>/dra.sock``, registration on
 ``<kubelet dir>/plugins_registry/<driver>-reg.sock``, our CDI specs in the last CDI directory
-(``/var/run/cdi``), the checkpoint in the state directory. :func:`device_index` maps the
-published device names to the recorded inventory (the same names :mod:`translate.inventory`
-publishes).
+(``--cdi-dir``; default ``/etc/cdi,/var/run/cdi``, so ``/var/run/cdi``), the checkpoint in the
+state directory. :func:`device_index` maps the published device names to the recorded inventory
+(the same names :mod:`translate.inventory` publishes).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.plugin import serve_dra
 from dra_bridge.bridge.registration import Registration, serve_registration
+from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.catalog import Catalog
@@ -56,6 +57,16 @@ class PluginPaths:
         k = Path(kubelet_dir)
         return cls(k / "plugins_registry", k / "plugins" / driver, tuple(Path(d) for d in cdi_dirs),
                    Path(state_dir), driver)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PluginPaths:
+        """The layout ``dra-bridge run`` uses: ``--kubelet-dir``, ``--state-dir``, ``--cdi-dir``."""
+        return cls.under(settings.kubelet_dir, settings.state_dir, settings.cdi_dirs)
+
+    @property
+    def spec_dir(self) -> Path:
+        """Where our per-claim CDI specs go: the last (highest-priority) CDI directory."""
+        return self.cdi_dirs[-1]
 
     @property
     def dra_socket(self) -> Path:
@@ -118,7 +129,7 @@ async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
                        claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
                        metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id) -> Plugin:
     """Recover from the checkpoint, serve the DRA service, then register (in that order)."""
-    preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.cdi_dirs[-1],
+    preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.spec_dir,
                              SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver)
     preparer.recover()
     dra = await serve_dra(paths.dra_socket, preparer, metrics)

@@ -3,11 +3,9 @@
 :func:`start_bridge` runs ``dra-bridge run`` as a process: kubelet dir = the node's
 ``--root-dir`` (PodResources, ``plugins_registry/``, ``plugins/``), its own state dir, and
 the API server as the ServiceAccount ``dra-bridge`` bound to a ClusterRole derived from
-``bridge/access.py`` (:func:`bridge_kubeconfig`), never as an administrator. The agent reads
-and writes CDI specs in ``/etc/cdi`` and ``/var/run/cdi`` (hard-coded, as the DaemonSet mounts
-them); here it runs in a private mount namespace whose ``/run`` is a tmpfs with the node's
-CDI directory (containerd's ``cdi_spec_dirs``) bind-mounted on ``/run/cdi``, so the host's
-``/run`` is never touched.
+``bridge/access.py`` (:func:`bridge_kubeconfig`), never as an administrator. Its
+``--cdi-dir`` is the node's one CDI directory (containerd's ``cdi_spec_dirs``), so the host's
+``/etc/cdi`` and ``/var/run/cdi`` are never touched.
 """
 
 from __future__ import annotations
@@ -147,12 +145,10 @@ def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path) -
     exe = Path(sys.executable).parent / "dra-bridge"
     args = [str(exe), "run", f"--node-name={node.name}", f"--kubelet-dir={node.root_dir}",
             f"--state-dir={state_dir}", f"--kubeconfig={kubeconfig}", "--poll-interval=0.5",
-            "--settle-period=1", "--health-port=0", "--log-level=INFO"]
-    script = (f"mount -t tmpfs -o mode=755 dra-bridge-run /run && mkdir /run/cdi && "
-              f"mount --bind '{node.cdi_dir}' /run/cdi && exec \"$@\"")
+            "--settle-period=1", "--health-port=0", "--log-level=INFO", f"--cdi-dir={node.cdi_dir}"]
     fh = log.open("ab")
-    proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *args],
-                            stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                            preexec_fn=_die_with_parent)
     fh.close()
     bridge = Bridge(proc, log, state_dir)
     sockets = (node.root_dir / "plugins_registry" / f"{DRIVER}-reg.sock",
