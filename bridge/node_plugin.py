@@ -17,7 +17,7 @@ state directory. :func:`device_index` maps the published device names to the rec
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import grpc
@@ -49,6 +49,8 @@ class PluginPaths:
     cdi_dirs: tuple[Path, ...]
     state_dir: Path
     driver: str = BRIDGE_DRIVER
+    pod_uid: str = ""
+    """The agent pod's UID (``--pod-uid``): part of both socket names when set (rolling updates)."""
 
     @classmethod
     def under(cls, kubelet_dir: str | Path, state_dir: str | Path, cdi_dirs: Sequence[str | Path] = CDI_DIRS,
@@ -61,7 +63,7 @@ class PluginPaths:
     @classmethod
     def from_settings(cls, settings: Settings) -> PluginPaths:
         """The layout ``dra-bridge run`` uses: ``--kubelet-dir``, ``--state-dir``, ``--cdi-dir``."""
-        return cls.under(settings.kubelet_dir, settings.state_dir, settings.cdi_dirs)
+        return replace(cls.under(settings.kubelet_dir, settings.state_dir, settings.cdi_dirs), pod_uid=settings.pod_uid)
 
     @property
     def spec_dir(self) -> Path:
@@ -70,13 +72,15 @@ class PluginPaths:
 
     @property
     def dra_socket(self) -> Path:
-        """``<plugin dir>/dra.sock``."""
-        return self.plugin_dir / "dra.sock"
+        """``<plugin dir>/dra.sock``; ``dra-<pod UID>.sock`` with a pod UID (the Go helper's
+        ``RollingUpdate`` names, kubeletplugin/draplugin.go)."""
+        return self.plugin_dir / (f"dra-{self.pod_uid}.sock" if self.pod_uid else "dra.sock")
 
     @property
     def registration_socket(self) -> Path:
-        """``<registry dir>/<driver>-reg.sock``."""
-        return self.registry_dir / f"{self.driver}-reg.sock"
+        """``<registry dir>/<driver>-reg.sock``; ``<driver>-<pod UID>-reg.sock`` with a pod UID."""
+        instance = f"-{self.pod_uid}" if self.pod_uid else ""
+        return self.registry_dir / f"{self.driver}{instance}-reg.sock"
 
 
 def device_index(inventory: Inventory, catalog: Catalog) -> dict[str, tuple[str, str]]:
@@ -117,7 +121,8 @@ class Plugin:
         return ""
 
     async def stop(self) -> None:
-        """Stop serving and remove the sockets (the kubelet then deregisters the plugin)."""
+        """Stop serving and remove our own two sockets, never another instance's (the kubelet then
+        deregisters this one)."""
         for server in reversed(self.servers):
             await server.stop(None)
         self.paths.registration_socket.unlink(missing_ok=True)
@@ -133,5 +138,6 @@ async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
                              SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver)
     preparer.recover()
     dra = await serve_dra(paths.dra_socket, preparer, metrics)
-    registration_server, registration = await serve_registration(paths.registry_dir, paths.driver, paths.dra_socket)
+    registration_server, registration = await serve_registration(paths.registration_socket, paths.driver,
+                                                                 paths.dra_socket)
     return Plugin(paths, preparer, registration, [dra, registration_server])
