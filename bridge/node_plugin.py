@@ -4,6 +4,7 @@
                                 claim_version, accepting=..., metrics=...)
     plugin.preparer.count                the prepared-claim count (the Node condition's number)
     await plugin.alive()                 "" when both sockets answer, else why not (liveness)
+    plugin.report_health(alarmed)        assess the devices for the kubelet's health stream
     await plugin.stop()
 
 Paths (node-apis.md section 0 and 3; the Go helper's defaults): the DRA service on
@@ -16,7 +17,7 @@ state directory. :func:`device_index` maps the published device names to the rec
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,7 +26,9 @@ import grpc
 from dra_bridge.bridge.cdi_specs import CDI_DIRS, SpecIndex
 from dra_bridge.bridge.checkpoint import CheckpointStore, read_boot_id
 from dra_bridge.bridge.claims import ClaimPreparer
+from dra_bridge.bridge.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
 from dra_bridge.bridge.health import Metrics
+from dra_bridge.bridge.health_stream import HealthStream
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.plugin import serve_dra
 from dra_bridge.bridge.registration import Registration, serve_registration
@@ -38,6 +41,8 @@ from dra_bridge.translate.names import BRIDGE_DRIVER
 
 PROBE_TIMEOUT = 2.0
 """Seconds a liveness dial of one socket may take."""
+NvmlCheck = Callable[[Iterable[str]], "Mapping[str, str] | None"]
+"""UUIDs -> {UUID: "" when NVML finds it, else why not}, None without NVML (:func:`bridge.nvml.check_uuids`)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,21 @@ class Plugin:
     preparer: ClaimPreparer
     registration: Registration
     servers: list[grpc.aio.Server] = field(default_factory=list)
+    health: HealthStream = field(default_factory=HealthStream)
+    """The device health stream the kubelet watches (:mod:`bridge.health_stream`)."""
+    pool: str = ""
+    """Our pool: the node name."""
+    nvml_check: NvmlCheck | None = None
+    """:func:`bridge.nvml.check_uuids` where NVML may be present (None: no NVML facts)."""
+
+    def report_health(self, alarmed: Mapping[str, str]) -> None:
+        """Assess every recorded device (:mod:`bridge.device_health`) from NVML (:attr:`nvml_check`),
+        the hand-over alarm's ``alarmed`` (kubelet device ID -> reason) and whether each toolkit CDI
+        device resolves now, and hand the assessment to the kubelet's health stream."""
+        inventory = self.preparer.inventory()
+        nvml = self.nvml_check(nvml_uuids(inventory)) if self.nvml_check is not None else None
+        resolves = self.preparer.index.resolves(toolkit_ids(inventory))
+        self.health.update(assess(inventory, self.pool, HealthFacts(nvml, alarmed, resolves)))
 
     async def alive(self) -> str:
         """Empty when both sockets answer a call (registration ``GetInfo``; an empty
@@ -132,12 +152,17 @@ class Plugin:
 async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
                        inventory: Callable[[], Mapping[str, tuple[str, str]]],
                        claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
-                       metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id) -> Plugin:
-    """Recover from the checkpoint, serve the DRA service, then register (in that order)."""
+                       metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id,
+                       nvml_check: NvmlCheck | None = None) -> Plugin:
+    """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
+    that order)."""
     preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.spec_dir,
                              SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver)
     preparer.recover()
-    dra = await serve_dra(paths.dra_socket, preparer, metrics)
+    health = HealthStream()
+    dra = await serve_dra(paths.dra_socket, preparer, metrics, health)
     registration_server, registration = await serve_registration(paths.registration_socket, paths.driver,
                                                                  paths.dra_socket)
-    return Plugin(paths, preparer, registration, [dra, registration_server])
+    plugin = Plugin(paths, preparer, registration, [dra, registration_server], health, node, nvml_check)
+    plugin.report_health({})
+    return plugin

@@ -2,6 +2,7 @@
 
 :func:`probe` returns ``{uuid: NvmlFacts}`` for every GPU and MIG device NVML sees, or None when
 NVML is not installed or not loadable on this node (no driver): the agent then uses GFD labels.
+:func:`check_uuids` looks each recorded UUID up (the device health facts, :mod:`bridge.device_health`).
 The values follow the NVIDIA DRA driver's formats (vendors.md 2.4): product name as NVML says
 it, ``cudaComputeCapability`` ``"8.0"``, ``cudaDriverVersion`` ``"12.5"`` from the NVML integer
 (major = v // 1000, minor = (v % 1000) // 10), memory in bytes; a MIG device carries its
@@ -11,6 +12,7 @@ parent's product, architecture and versions, its profile and ``parentUUID``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from dra_bridge.bridge.errors import NvmlError
@@ -47,6 +49,36 @@ def probe() -> dict[str, NvmlFacts] | None:
             pynvml.nvmlShutdown()
         except Exception as exc:
             logger.debug("nvmlShutdown: %s", exc)
+
+
+def check_uuids(uuids: Iterable[str]) -> dict[str, str] | None:
+    """Whether NVML finds each UUID (GPU or MIG, ``nvmlDeviceGetHandleByUUID``): UUID -> "" when it
+    does, else NVML's error (``NVML_ERROR_GPU_IS_LOST`` reads "GPU is lost"); None without NVML
+    (not installed or not loadable: no fact either way). Never raises."""
+    try:
+        import pynvml  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        logger.debug("NVML not usable on this node (%s): no health facts", exc)
+        return None
+    out = {}
+    try:
+        for uuid in uuids:
+            try:
+                pynvml.nvmlDeviceGetHandleByUUID(uuid)
+                out[uuid] = ""
+            except Exception as exc:
+                lost = getattr(exc, "value", None) == getattr(pynvml, "NVML_ERROR_GPU_IS_LOST", 15)
+                out[uuid] = "GPU is lost" if lost else f"cannot find the device ({exc})"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception as exc:
+            logger.debug("nvmlShutdown: %s", exc)
+    return out
 
 
 def _collect(nv: Any) -> dict[str, NvmlFacts]:

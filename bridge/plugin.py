@@ -1,7 +1,8 @@
 """The DRA kubelet plugin service: a thin NodePrepare/NodeUnprepare adapter (style.md item 8).
 
 ``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin`` and ``...v1beta1.DRAPlugin`` on one unix socket,
-``<kubelet dir>/plugins/<driver>/dra.sock`` (node-apis.md 4.1). Each call fans out per claim to
+``<kubelet dir>/plugins/<driver>/dra.sock`` (node-apis.md 4.1), beside the device health stream
+(:mod:`bridge.health_stream`). Each call fans out per claim to
 :class:`bridge.claims.ClaimPreparer` and answers one map entry per requested claim UID, each
 with its own error (style.md item 9); an empty request succeeds (liveness probes send one).
 The RPC itself fails only for a request that is not one (never for a claim). Each call is
@@ -19,7 +20,14 @@ import grpc
 
 from dra_bridge.bridge.claims import ClaimPreparer, ClaimRef
 from dra_bridge.bridge.health import Metrics
-from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
+from dra_bridge.bridge.health_stream import HealthStream
+from dra_bridge.bridge.kubeletapi import (
+    dra_health_v1alpha1_pb2_grpc,
+    dra_v1_pb2,
+    dra_v1_pb2_grpc,
+    dra_v1beta1_pb2,
+    dra_v1beta1_pb2_grpc,
+)
 from dra_bridge.bridge.registration import listen
 
 
@@ -76,8 +84,13 @@ class DraV1beta1(DraService, dra_v1beta1_pb2_grpc.DRAPluginServicer):
         super().__init__(preparer, dra_v1beta1_pb2, metrics)
 
 
-async def serve_dra(socket: Path, preparer: ClaimPreparer, metrics: Metrics | None = None) -> grpc.aio.Server:
-    """Serve both DRA versions on ``socket`` (``<kubelet dir>/plugins/<driver>/dra.sock``)."""
-    return await listen(socket, [(dra_v1_pb2_grpc.add_DRAPluginServicer_to_server, DraV1(preparer, metrics)),
-                                 (dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server,
-                                  DraV1beta1(preparer, metrics))])
+async def serve_dra(socket: Path, preparer: ClaimPreparer, metrics: Metrics | None = None,
+                    health: HealthStream | None = None) -> grpc.aio.Server:
+    """Serve both DRA versions on ``socket`` (``<kubelet dir>/plugins/<driver>/dra.sock``), and the
+    device health stream (:mod:`bridge.health_stream`) when ``health`` is given."""
+    services: list[tuple[Any, Any]] = [
+        (dra_v1_pb2_grpc.add_DRAPluginServicer_to_server, DraV1(preparer, metrics)),
+        (dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server, DraV1beta1(preparer, metrics))]
+    if health is not None:
+        services.append((dra_health_v1alpha1_pb2_grpc.add_DRAResourceHealthServicer_to_server, health))
+    return await listen(socket, services)
