@@ -346,10 +346,11 @@ class Agent:
                 report.publishing = False
             else:
                 decision, unknown = await self._decide(node, offered)
-                self.clear_since = decision.clear_since
+                keep = unknown and report.publishing  # a blip (a restarting kubelet) neither withdraws nor
+                if not keep:                           # restarts the settle period
+                    self.clear_since = decision.clear_since
                 self._report(decision)
                 report.refusals, report.alarm = decision.refusals, decision.alarm
-                keep = unknown and report.publishing
                 if decision.publish:
                     self.publisher.update(self._devices(nvml, report.warnings))
                     report.publishing = True

@@ -187,3 +187,21 @@ async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(kubelet: Kube
     assert device["attributes"]["gpu.nvidia.com/productName"] == {"string": "NVIDIA H100 80GB HBM3"}
     assert device["attributes"]["dra-bridge.io/source"] == {"string": "nvml"}
     assert device["capacity"]["gpu.nvidia.com/memory"] == {"value": "80Gi"}
+
+
+async def test_a_kubelet_restart_while_publishing_keeps_the_slices(legacy: Agent, kubelet: KubeletServer,
+                                                                   api: FakeApi, clock: Clock) -> None:
+    # publishing; the kubelet restarts: PodResources does not answer for a tick, then answers with
+    # every interlock holding as before. Not knowing for a tick is no reason to settle again.
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    assert legacy.report.publishing and api.slices
+    await kubelet.stop()
+    clock.now += 1
+    report = await legacy.tick()
+    assert report.publishing
+    await kubelet.start()
+    clock.now += 1
+    report = await legacy.tick()
+    await legacy.publisher.sync()
+    assert report.publishing and not report.refusals and api.slices, report.refusals
