@@ -169,3 +169,40 @@ def claim_of(kube: KubeClient, namespace: str, pod: Obj, entry: str) -> Obj:
                         30, f"pod {pod['metadata']['name']}'s claim {entry}")
     (name,) = [s["resourceClaimName"] for s in p["status"]["resourceClaimStatuses"] if s["name"] == entry]
     return kube.get(api_path(V1, "resourceclaims", namespace, name))
+
+
+def pod_device_health(kube: KubeClient, namespace: str, pod: str, resource_id: str) -> str:
+    """The health the kubelet reports for ``resource_id`` (a device's first CDI ID) in the pod's
+    ``status.containerStatuses[].allocatedResourcesStatus``; empty when it reports none."""
+    status = kube.get(api_path("v1", "pods", namespace, pod)).get("status", {})
+    for container in status.get("containerStatuses") or []:
+        for resource in container.get("allocatedResourcesStatus") or []:
+            for device in resource.get("resources") or []:
+                if device.get("resourceID") == resource_id:
+                    return str(device.get("health", ""))
+    return ""
+
+
+def check_health_stream(kube: KubeClient, node: RealNode, bridge: Bridge, namespace: str, pod: str, uuid: str,
+                        toolkit_spec: Path) -> None:
+    """The kubelet opened the agent's device health stream (the agent logs it; the kubelet's log has
+    no Unimplemented WatchResources) and copies its verdicts into the pod's status: Unknown (no NVML
+    here), Unhealthy while the toolkit's CDI spec is away, Unknown again once it is back."""
+    wait_for(lambda: bridge.check_alive() or "opened the device health stream" in bridge.log_text(), 30,
+             "the kubelet's NodeWatchResources stream")
+    refused = [line for line in (node.log_dir / "kubelet.log").read_text(errors="replace").splitlines()
+               if "WatchResources" in line and "Unimplemented" in line]
+    assert not refused, refused[:3]
+    rid = f"nvidia.com/gpu={uuid}"
+
+    def health() -> str:
+        return pod_device_health(kube, namespace, pod, rid)
+
+    wait_for(lambda: health() == "Unknown", 30, f"{pod}'s device health Unknown", observe=health)
+    away = toolkit_spec.with_suffix(".away")  # not a spec name: neither the agent nor containerd reads it
+    toolkit_spec.rename(away)
+    try:
+        wait_for(lambda: health() == "Unhealthy", 30, f"{pod}'s device health Unhealthy", observe=health)
+    finally:
+        away.rename(toolkit_spec)
+    wait_for(lambda: health() == "Unknown", 30, f"{pod}'s device health Unknown again", observe=health)
