@@ -5,11 +5,13 @@ One tick (every ``poll_interval`` seconds):
 1. ask the kubelet what it offers (PodResources ``GetAllocatableResources``) and read the Node;
 2. ``legacy`` (default; no ``dra-bridge.io/mode=dra`` label): record the offered inventory with
    the node's GFD labels and NVML facts in node-local state (an empty offer, e.g. while the
-   kubelet restarts, never erases the record) and publish nothing;
+   kubelet restarts, never erases the record) and the catalogued device plugins' Allocate
+   answers (:mod:`bridge.edits_recorder`); publish nothing;
 3. ``dra``: gather the interlock observations (plugin sockets, Node capacity, ``List``, other
    drivers' slices) and publish the recorded inventory only when :func:`bridge.interlocks.evaluate`
-   says so. Every refusal is reported: a log line and an Event on the Node when the set of
-   refusals changes, the ``dra_bridge_interlock_refused`` gauge, and the readiness detail;
+   says so, less devices nobody could prepare (:func:`translate.edit_sources.preparable`; Warning
+   Event ``DevicesNotPublished``). Each refusal is reported: a log line and an Event on the Node
+   when the set of refusals changes, the ``dra_bridge_interlock_refused`` gauge, and readiness;
    the alarm (:func:`bridge.interlocks.alarm`: a device the bridge publishes or a prepared claim
    holds is offered again, or a prepared claim's device is held by a legacy container; in legacy
    mode checked while prepared claims remain) logs ERROR, counts and posts a Warning Event;
@@ -29,13 +31,12 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
 from dra_bridge.bridge.health import NOT_CHECKED, Health, Metrics
 from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, alarm, alarmed_devices, evaluate
@@ -49,6 +50,7 @@ from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.events import event, post_event
 from dra_bridge.kube.resources import NODES, RESOURCE_SLICES
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.edit_sources import preparable
 from dra_bridge.translate.errors import InventoryError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
 from dra_bridge.translate.inventory.api_rules import SliceDevice
@@ -96,7 +98,12 @@ class Agent:
         self.report = TickReport()
         self._refused: tuple[str, ...] = ()
         self._alarm: str | None = None
+        self._withheld: list[str] = []
+        self._pending_events: list[tuple[str, str, str]] = []
+        self._held: dict[str, list[str]] | None = None
+        """This tick's PodResources ``List`` (device ID -> legacy containers), where it was read."""
         self._state_broken = False
+        self.recorder = EditsRecorder(settings.kubelet_dir, catalog)
         try:
             self.recorded = store.load()
         except StateError as exc:
@@ -140,13 +147,6 @@ class Agent:
             logger.warning("%s; using recorded facts and GFD labels", exc)
             return None
 
-    def _sockets(self) -> frozenset[str]:
-        directory = Path(self.settings.kubelet_dir) / "device-plugins"
-        try:
-            return frozenset(n for n in os.listdir(directory) if n.endswith(".sock"))
-        except FileNotFoundError:
-            return frozenset()
-
     async def _other_driver_uuids(self) -> dict[str, str]:
         slices = RESOURCE_SLICES.at(await self.publisher.version())
         out: dict[str, str] = {}
@@ -171,18 +171,22 @@ class Agent:
         gfd = {k: v for k, v in labels.items() if k.startswith(GFD_PREFIXES)}
         uuids = {d["deviceID"].split("::")[0] for d in managed}
         facts = {u: f for u, f in (nvml or {}).items() if u in uuids}
-        new = Inventory(self.settings.node_name, tuple(managed), gfd or dict(self.recorded.labels), facts, self.wall())
-        if (new.devices, new.labels, new.nvml) == (self.recorded.devices, self.recorded.labels, self.recorded.nvml):
-            return
+        new = Inventory(self.settings.node_name, tuple(managed), gfd or dict(self.recorded.labels), facts, self.wall(),
+                        self.recorded.edits)
+        if (new.devices, new.labels, new.nvml) != (self.recorded.devices, self.recorded.labels, self.recorded.nvml) \
+                and self._save(new):
+            logger.info("recorded inventory: %d device(s) of %s", len(managed), ", ".join(sorted(new.resources())))
+
+    def _save(self, new: Inventory) -> bool:
         try:
             self.store.save(new)
         except StateError as exc:
             self.health.state = str(exc)
             logger.error("cannot record the inventory: %s", exc)
-            return
+            return False
         self.health.state = ""
-        logger.info("recorded inventory: %d device(s) of %s", len(managed), ", ".join(sorted(new.resources())))
         self.recorded = new
+        return True
         self.metrics.recorded.set(len(new.devices))
 
     # -- dra --------------------------------------------------------------------------------
@@ -203,11 +207,12 @@ class Agent:
         if offered is None or held is None:
             return Decision(False, (Refusal("devices-held", "the kubelet's PodResources API does not answer"),),
                             None), True
-        obs = Observation(now=self.clock(), plugin_sockets=self._sockets(),
+        obs = Observation(now=self.clock(), plugin_sockets=self.recorder.present_sockets(),
                           node_capacity=status.get("capacity") or {}, node_allocatable=status.get("allocatable") or {},
                           offered=frozenset(d["deviceID"] for d in offered), held=held, other_driver_uuids=others,
                           published=self._published(), prepared=self._prepared())
-        return evaluate(self.recorded, obs, self.clear_since, self.settings.settle_period), False
+        return evaluate(self.recorded, obs, self.clear_since, self.settings.settle_period,
+                        self.recorder.catalogued_sockets(self.recorded.resources())), False
 
     def _published(self) -> frozenset[str]:
         """Kubelet device IDs in the publisher's desired slices (empty when it publishes none)."""
@@ -243,10 +248,15 @@ class Agent:
                     continue
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
+        resolve = self.plugin.preparer.index.resolves if self.plugin is not None else None
+        devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve)
+        if withheld != self._withheld and withheld:
+            self._event("Warning", "DevicesNotPublished", "; ".join(withheld))
+        self._withheld = withheld
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
-        warnings.extend(build_warnings)
-        for w in build_warnings:
+        for w in withheld + build_warnings:
             logger.warning("%s", w)
+            warnings.append(w)
         return built
 
     def _report(self, decision: Decision) -> None:
@@ -319,10 +329,6 @@ class Agent:
 
     # -- loop ------------------------------------------------------------------------------------
 
-    _pending_events: list[tuple[str, str, str]]
-    _held: dict[str, list[str]] | None
-    """This tick's PodResources ``List`` (device ID -> legacy containers), where it was read."""
-
     async def tick(self) -> TickReport:
         """One pass (see the module docstring); never raises for kubelet or API failures."""
         self._pending_events = []
@@ -336,6 +342,8 @@ class Agent:
             report.mode = "dra" if labels.get(NODE_MODE_LABEL) == "dra" else "legacy"
             if report.mode == "legacy":
                 self._record(offered, labels, nvml)
+                if not self._state_broken and (edits := await self.recorder.update(self.recorded)) is not None:
+                    self._save(edits)
                 self.clear_since, self._refused = None, ()
                 report.alarm = await self._legacy_alarm(offered)
                 self._raise(report.alarm)

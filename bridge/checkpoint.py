@@ -6,12 +6,15 @@ One versioned JSON file (style.md item 10), ``<state dir>/prepared-claims.json``
      "bootID": str,                              # /proc/sys/kernel/random/boot_id when written
      "claims": {<claim UID>: {"namespace": str, "name": str,
                               "devices": [{"requestNames": [str], "poolName": str, "deviceName": str,
-                                           "cdiDeviceIDs": [str], "resourceName": str, "deviceID": str}]}}}
+                                           "cdiDeviceIDs": [str], "resourceName": str, "deviceID": str,
+                                           "edits": str}]}}}   # optional: the edits our spec gives it
 
 Kept: the answer the kubelet got (so a repeated Prepare answers the same, and Unprepare works
 from this file alone, after the claim is deleted and after the node left DRA mode) and each
 device's legacy resource and device ID (so a CDI spec lost with a tmpfs ``/var/run/cdi`` at a
-reboot is rewritten without the API server). Written atomically (:mod:`bridge.atomic`); a
+reboot is rewritten without the API server, identically: ``edits`` holds the canonical JSON of
+the device's edits, recorded Allocate answer or static recipe; older entries without it fall
+back to looking them up). Written atomically (:mod:`bridge.atomic`); a
 missing file is an empty checkpoint; an unreadable one raises :class:`CheckpointError` and is
 never overwritten.
 """
@@ -66,8 +69,9 @@ class Checkpoint:
 
 
 def _device_json(d: PreparedDevice) -> dict[str, Any]:
-    return {"requestNames": list(d.request_names), "poolName": d.pool_name, "deviceName": d.device_name,
-            "cdiDeviceIDs": list(d.cdi_device_ids), "resourceName": d.resource_name, "deviceID": d.device_id}
+    out = {"requestNames": list(d.request_names), "poolName": d.pool_name, "deviceName": d.device_name,
+           "cdiDeviceIDs": list(d.cdi_device_ids), "resourceName": d.resource_name, "deviceID": d.device_id}
+    return out | ({"edits": d.edits} if d.edits else {})
 
 
 def _strings(raw: Any) -> tuple[str, ...]:
@@ -88,7 +92,7 @@ def parse(doc: Any, source: str) -> Checkpoint:
         try:
             devices = tuple(PreparedDevice(_strings(d["requestNames"]), str(d["poolName"]), str(d["deviceName"]),
                                            _strings(d["cdiDeviceIDs"]), str(d.get("resourceName", "")),
-                                           str(d.get("deviceID", "")))
+                                           str(d.get("deviceID", "")), str(d.get("edits", "")))
                             for d in raw["devices"])
             claims[uid] = PreparedClaim(str(raw["namespace"]), str(raw["name"]), devices)
         except (KeyError, TypeError, ValueError) as exc:

@@ -14,8 +14,10 @@ Prepare (design decision 10; the DRAPlugin contract, style.md item 9), per claim
    after it leaves), GET the ResourceClaim (``resource.k8s.io`` at ``claim_version()``),
    check its UID and take the allocation results of our driver in this node's pool
    (:func:`translate.cdi.our_results`), map them to recorded devices and CDI IDs
-   (:func:`translate.cdi.answer`: the NVIDIA toolkit's device, checked to resolve, or a
-   static recipe in our spec), write our spec when one is needed, then the checkpoint.
+   (:func:`translate.cdi.answer`: the NVIDIA toolkit's device, checked to resolve, else the
+   device plugin's Allocate answer recorded while legacy, else the catalog's static recipe,
+   in our spec: ``edits``, :mod:`translate.edit_sources`), write our spec when one is needed,
+   then the checkpoint (which keeps each device's edits, so the spec is rewritten identically).
 
 Every failure is that claim's error (naming it and the rule), never another claim's and never
 a crash. Unprepare removes the spec and the checkpoint entry; an unknown claim succeeds; it
@@ -44,7 +46,9 @@ from dra_bridge.bridge.errors import CdiError, CheckpointError
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
+from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.cdi import (
+    EditsLookup,
     PreparedDevice,
     answer,
     claim_label,
@@ -53,6 +57,7 @@ from dra_bridge.translate.cdi import (
     spec_file_name,
     toolkit_cdi_id,
 )
+from dra_bridge.translate.edit_sources import lookup
 from dra_bridge.translate.errors import ClaimError
 from dra_bridge.translate.names import BRIDGE_DRIVER
 
@@ -88,14 +93,16 @@ class Outcome:
 class ClaimPreparer:
     """Prepared claims of one node (see the module docstring). ``inventory()`` maps our device
     names to (legacy resource, kubelet device ID); ``claim_version()`` is the resource.k8s.io
-    version to read claims at; ``accepting()`` says whether new claims may be prepared."""
+    version to read claims at; ``accepting()`` says whether new claims may be prepared;
+    ``edits`` finds a non-NVIDIA device's edits (default: the shipped catalog's static recipes)."""
 
     def __init__(self, api: KubeApi, node: str, store: CheckpointStore, cdi_dir: Path, index: SpecIndex,
                  inventory: Callable[[], Mapping[str, tuple[str, str]]],
                  claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
-                 driver: str = BRIDGE_DRIVER) -> None:
+                 driver: str = BRIDGE_DRIVER, edits: EditsLookup | None = None) -> None:
         self.api, self.node, self.store, self.cdi_dir, self.index = api, node, store, cdi_dir, index
         self.inventory, self.claim_version, self.accepting, self.driver = inventory, claim_version, accepting, driver
+        self.edits = edits if edits is not None else lookup(dict, load_catalog())
         self.lock = asyncio.Lock()
         self.checkpoint = Checkpoint()
         self.broken = ""
@@ -137,7 +144,7 @@ class ClaimPreparer:
                 logger.warning("%s", exc)
 
     def _ensure_spec(self, uid: str, claim: PreparedClaim) -> None:
-        spec = own_spec(uid, claim.devices)
+        spec = own_spec(uid, claim.devices, self.edits)
         if spec is not None and not (self.cdi_dir / spec_file_name(uid)).exists():
             write_spec(self.cdi_dir, uid, spec)
             logger.info("rewrote the missing CDI spec of prepared claim %s", uid)
@@ -161,7 +168,7 @@ class ClaimPreparer:
             results = our_results(claim, ref.namespace, ref.name, ref.uid, self.driver, self.node)
             inventory = self.inventory()
             toolkit = [t for r in results if (k := inventory.get(r.device)) and (t := toolkit_cdi_id(*k))]
-            prepared = answer(ref.uid, results, inventory, self.index.resolves(toolkit), label)
+            prepared = answer(ref.uid, results, inventory, self.index.resolves(toolkit), label, self.edits)
         except KubeError as exc:
             return Outcome(error=f"{label}: cannot read the ResourceClaim: {exc}")
         except ClaimError as exc:

@@ -78,6 +78,7 @@ async def run(settings: Settings) -> int:
     from dra_bridge.bridge.publisher import Publisher
     from dra_bridge.kube.api import ApiServer
     from dra_bridge.kube.client import connect
+    from dra_bridge.translate.edit_sources import lookup
 
     catalog_text = Path(settings.catalog).read_text("utf-8") if settings.catalog else None
     catalog = load_catalog(catalog_text, settings.catalog or "user catalog")
@@ -96,7 +97,8 @@ async def run(settings: Settings) -> int:
     agent.plugin = await start_plugin(PluginPaths.from_settings(settings), api,
                                       settings.node_name, lambda: device_index(agent.recorded, catalog),
                                       claim_version, accepting=lambda: agent.report.mode == "dra",
-                                      metrics=agent.metrics, nvml_check=check_uuids)
+                                      metrics=agent.metrics, edits=lookup(lambda: agent.recorded.edits, catalog),
+                                      nvml_check=check_uuids)
     runner = None
     if settings.health_port:
         runner = await serve(agent.health, agent.metrics, settings.health_port, 3 * settings.poll_interval + 30)

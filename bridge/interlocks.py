@@ -8,9 +8,11 @@ interlock          holds when
 =================  =========================================================================
 ``inventory``      something was recorded while the node was legacy
 ``plugin-socket``  no device-plugin socket of a recorded resource is in ``device-plugins/``
-                   (NVIDIA: ``nvidia-<name after nvidia.com/>.sock``, node-apis.md 2.6; other
-                   vendors: any socket whose name contains the resource's short name: a
-                   conservative guess, since sockets do not say what they serve)
+                   (the catalog's socket name for the resource, whatever its suffix: AMD's
+                   is ``amd.com_gpu``; NVIDIA: ``nvidia-<name after nvidia.com/>.sock``,
+                   node-apis.md 2.6; other vendors: any ``.sock`` whose name contains the
+                   resource's short name: a conservative guess, since sockets do not say
+                   what they serve)
 ``node-capacity``  the Node's capacity and allocatable for every recorded resource are 0 or
                    absent (the kubelet keeps a departed plugin's capacity for 5 minutes)
 ``kubelet-offers`` ``GetAllocatableResources`` offers none of the recorded device IDs (an
@@ -80,8 +82,12 @@ class Decision:
     alarm: str | None = None
 
 
-def socket_serves(resource_name: str, socket_name: str) -> bool:
-    """Whether a socket file in ``device-plugins/`` may belong to the plugin of a resource."""
+def socket_serves(resource_name: str, socket_name: str, catalogued: str = "") -> bool:
+    """Whether a file in ``device-plugins/`` may be the socket of the plugin of a resource:
+    ``catalogued`` (the catalog's socket name for it, any suffix), or by the naming rules in
+    the module table (``.sock`` names only)."""
+    if catalogued and socket_name == catalogued:
+        return True
     if socket_name in ("kubelet.sock",) or not socket_name.endswith(".sock"):
         return False
     vendor, _, short = resource_name.partition("/")
@@ -131,13 +137,16 @@ def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: fro
     return "; ".join(problems) or None
 
 
-def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, settle_seconds: float) -> Decision:
-    """Decide whether to publish ``recorded`` given ``obs`` (pure; see the module table)."""
+def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, settle_seconds: float,
+             catalogued_sockets: Mapping[str, str] | None = None) -> Decision:
+    """Decide whether to publish ``recorded`` given ``obs`` (pure; see the module table).
+    ``catalogued_sockets``: resource name -> its plugin's socket file name from the catalog."""
+    known = catalogued_sockets or {}
     refusals: list[Refusal] = []
     if recorded.empty:
         refusals.append(Refusal("inventory", "no device-plugin inventory was recorded while the node was legacy"))
     resources = sorted(recorded.resources())
-    sockets = sorted(s for s in obs.plugin_sockets if any(socket_serves(r, s) for r in resources))
+    sockets = sorted(s for s in obs.plugin_sockets if any(socket_serves(r, s, known.get(r, "")) for r in resources))
     if sockets:
         refusals.append(Refusal("plugin-socket", f"device plugin socket(s) still present: {', '.join(sockets)}"))
     nonzero = [f"{r}={obs.node_capacity.get(r) or obs.node_allocatable.get(r)}" for r in resources

@@ -36,6 +36,7 @@ from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.cdi import EditsLookup
 from dra_bridge.translate.inventory.slices import build_devices
 from dra_bridge.translate.names import BRIDGE_DRIVER
 
@@ -153,11 +154,13 @@ async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
                        inventory: Callable[[], Mapping[str, tuple[str, str]]],
                        claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
                        metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id,
-                       nvml_check: NvmlCheck | None = None) -> Plugin:
+                       edits: EditsLookup | None = None, nvml_check: NvmlCheck | None = None) -> Plugin:
     """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
-    that order)."""
+    that order). ``edits``: a device's recorded Allocate edits or static recipe
+    (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
+    :func:`bridge.nvml.check_uuids` where NVML may be present."""
     preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.spec_dir,
-                             SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver)
+                             SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver, edits)
     preparer.recover()
     health = HealthStream()
     dra = await serve_dra(paths.dra_socket, preparer, metrics, health)

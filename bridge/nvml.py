@@ -6,16 +6,19 @@ NVML is not installed or not loadable on this node (no driver): the agent then u
 The values follow the NVIDIA DRA driver's formats (vendors.md 2.4): product name as NVML says
 it, ``cudaComputeCapability`` ``"8.0"``, ``cudaDriverVersion`` ``"12.5"`` from the NVML integer
 (major = v // 1000, minor = (v % 1000) // 10), memory in bytes; a MIG device carries its
-parent's product, architecture and versions, its profile and ``parentUUID``.
+parent's product, architecture and versions, its profile and ``parentUUID``. A GPU's PCIe root
+and NUMA node come from sysfs by its bus ID (:mod:`bridge.pci_sysfs`); its MIG devices carry
+the same.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dra_bridge.bridge.errors import NvmlError
+from dra_bridge.bridge.pci_sysfs import pci_topology
 from dra_bridge.translate.inventory.device_facts import ARCHITECTURES, NvmlFacts
 
 logger = logging.getLogger(__name__)
@@ -81,7 +84,8 @@ def check_uuids(uuids: Iterable[str]) -> dict[str, str] | None:
     return out
 
 
-def _collect(nv: Any) -> dict[str, NvmlFacts]:
+def _collect(nv: Any,
+             topology: Callable[[str], tuple[str | None, int | None]] = pci_topology) -> dict[str, NvmlFacts]:
     out: dict[str, NvmlFacts] = {}
     driver = _text(nv.nvmlSystemGetDriverVersion())
     cuda = int(nv.nvmlSystemGetCudaDriverVersion())
@@ -98,6 +102,11 @@ def _collect(nv: Any) -> dict[str, NvmlFacts]:
         arch = ARCHITECTURES.get(_ARCH_CODES.get(int(nv.nvmlDeviceGetArchitecture(handle)), ""))
         if arch:
             facts["architecture"] = arch
+        root, node = topology(facts["pciBusID"])
+        if root is not None:
+            facts["pcieRoot"] = root
+        if node is not None:
+            facts["numaNode"] = node
         out[uuid] = facts
         try:
             count = int(nv.nvmlDeviceGetMaxMigDeviceCount(handle))

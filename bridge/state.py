@@ -6,7 +6,10 @@ One versioned JSON file (style.md item 10), ``<state dir>/inventory.json``::
      "recordedAt": float (unix seconds),
      "devices": [{"resourceName": str, "deviceID": str, "numaNodes": [int]}],
      "labels": {GFD label: value},            # the node's nvidia.com/* labels when recorded
-     "nvml": {uuid: NvmlFacts}}               # empty without NVML
+     "nvml": {uuid: NvmlFacts},               # empty without NVML
+     "allocateEdits": {resourceName: {"devices": {deviceID: CDI containerEdits}, "dropped": [str]}}}
+                                              # optional (older files lack it): the composing part
+                                              # of the device plugins' Allocate answers
 
 Only what cannot be re-derived once the device plugin is gone is kept; the slices are
 recomputed by ``translate.inventory``. Writes are atomic (temp file in the same directory,
@@ -26,6 +29,7 @@ from typing import Any, cast
 
 from dra_bridge.bridge.atomic import write_atomic
 from dra_bridge.bridge.errors import StateError
+from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 
@@ -44,6 +48,7 @@ class Inventory:
     labels: dict[str, str] = field(default_factory=dict)
     nvml: dict[str, NvmlFacts] = field(default_factory=dict)
     recorded_at: float = 0.0
+    edits: dict[str, ResourceEdits] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -68,7 +73,25 @@ class Inventory:
             "devices": [dict(d) for d in self.devices],
             "labels": dict(sorted(self.labels.items())),
             "nvml": {k: dict(v) for k, v in sorted(self.nvml.items())},
+            "allocateEdits": {k: {"devices": dict(v["devices"]), "dropped": list(v["dropped"])}
+                              for k, v in sorted(self.edits.items())},
         }
+
+
+def _edits(raw: object, path: Path) -> dict[str, ResourceEdits]:
+    if not isinstance(raw, dict):
+        raise StateError(f"{path}: allocateEdits must be an object keyed by resource name")
+    out: dict[str, ResourceEdits] = {}
+    for resource, entry in raw.items():
+        devices = entry.get("devices") if isinstance(entry, dict) else None
+        dropped = entry.get("dropped", []) if isinstance(entry, dict) else None
+        if (not isinstance(devices, dict) or not all(isinstance(e, dict) for e in devices.values())
+                or not isinstance(dropped, list) or not all(isinstance(x, str) for x in dropped)):
+            raise StateError(f"{path}: allocateEdits[{resource}] is not "
+                             "{devices: {deviceID: edits}, dropped: [str]}")
+        out[str(resource)] = ResourceEdits(devices={str(k): dict(v) for k, v in devices.items()},
+                                           dropped=list(dropped))
+    return out
 
 
 def _parse(doc: object, path: Path) -> Inventory:
@@ -91,7 +114,7 @@ def _parse(doc: object, path: Path) -> Inventory:
     return Inventory(node=str(doc.get("node", "")), devices=tuple(devices),
                      labels={str(k): str(v) for k, v in labels.items()},
                      nvml={str(k): cast(NvmlFacts, dict(v)) for k, v in nvml.items() if isinstance(v, dict)},
-                     recorded_at=float(doc.get("recordedAt", 0.0)))
+                     recorded_at=float(doc.get("recordedAt", 0.0)), edits=_edits(doc.get("allocateEdits") or {}, path))
 
 
 class InventoryStore:

@@ -1,10 +1,11 @@
 """``dra-migrate``: convert manifests, print what the bridge would publish, print our DeviceClasses.
 
 Exit codes (``migrate.errors``; documented in README and MIGRATION.md):
-    0  success
+    0  success (simulate: every claim allocated)
     1  error: unreadable or non-UTF-8 file, YAML error (file:line), invalid catalog, unknown
        option or bad option value, a source without any object unless ``--allow-empty`` (a
        :class:`~migrate.errors.MigrateError` or a ``TranslateError``)
+    2  ``simulate``: some claim is not allocated (migrate.simulate_cmd)
     3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists
 
 :func:`main` takes its streams as arguments (the process's by default), so tests run the
@@ -26,11 +27,13 @@ from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputE
 from dra_bridge.migrate.manifests import Document, dump, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import findings_table
+from dra_bridge.migrate.simulate_cmd import run_simulate
 from dra_bridge.migrate.slices_cmd import run_slices
 from dra_bridge.translate.catalog import PROFILE_RE, Catalog, load_catalog
 from dra_bridge.translate.errors import ApiVersionError, TranslateError
 from dra_bridge.translate.findings import SEVERITY, Finding
 from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.plan.workloads import convert_object
 
@@ -64,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("--fail-requests-greater-than-one", action="store_true",
                       help="the device plugin's sharing config sets failRequestsGreaterThanOne: pods asking for "
                            "more than one shared replica stay legacy, as they fail there too")
+    conv.add_argument("--alignment", choices=POLICIES, default="none",
+                      help="keep the Topology Manager's alignment: a container's (or pod's) devices share their NUMA "
+                           "node (numa) or PCIe root (pcie) through a claim constraint (default none)")
+    conv.add_argument("--alignment-scope", choices=SCOPES, default="container",
+                      help="align each container's devices or the whole pod's, as topologyManagerScope (default "
+                           "container)")
     conv.add_argument("--allow-empty", action="store_true",
                       help="accept a source with no objects (an empty file or directory) instead of exiting 1")
     conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists "
@@ -81,6 +90,20 @@ def _parser() -> argparse.ArgumentParser:
                         help="the node's labels: a YAML/JSON map, or a whole Node object (kubectl get node -o yaml)")
     slices.add_argument("--api-version", default="v1")
     slices.add_argument("--catalog", metavar="FILE")
+    sim = sub.add_parser("simulate", help="allocate the claims of some manifests as the scheduler would "
+                                          "(exit 0: all allocated, 2: some not, 1: input error)")
+    sim.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR|-",
+                     help="Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates, Pods and workloads "
+                          "(convert's output included); repeatable (default: stdin)")
+    sim.add_argument("--node", metavar="NAME", help="allocate on this node (its Node object gives the labels); "
+                                                    "default: the first Node in the input where everything fits")
+    sim.add_argument("--feature-gates", metavar="NAME=true|false,...",
+                     help="kube-scheduler's DRA gates over 1.36's defaults (DRAAdminAccess, DRAPrioritizedList, "
+                          "DRADeviceTaints, DRAConsumableCapacity, DRAPartitionableDevices, "
+                          "DRADeviceBindingConditions, ...)")
+    sim.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
+                     help="yaml: the claims with status.allocation; json: {node, claims: [{name, namespace, "
+                          "outcome, reason, allocation}]}")
     return parser
 
 
@@ -108,7 +131,8 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
         catalog = catalog.with_target(args.target)
     options = Options(api_version=_api_version(args.api_version), hami_slicing=args.hami_slicing,
                       dra_schedulers=tuple(args.dra_scheduler),
-                      fail_requests_greater_than_one=args.fail_requests_greater_than_one)
+                      fail_requests_greater_than_one=args.fail_requests_greater_than_one,
+                      alignment=Alignment(args.alignment, args.alignment_scope))
     sources = args.filename or ["-"]
     objects: list[Any] = []
     rows: list[tuple[str, str, Finding]] = []
@@ -198,6 +222,8 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, stdo
             return convert(args, stdin, stdout, stderr)
         if args.command == "classes":
             return classes(args, stdout)
+        if args.command == "simulate":
+            return run_simulate(args.filename, args.node, args.feature_gates, args.output, stdin, stdout, stderr)
         return slices(args, stdout, stderr)
     except RecursionError:
         stderr.write("dra-migrate: error: the input nests too deeply (a recursive YAML alias?)\n")

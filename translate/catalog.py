@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 
 import yaml
 
+from dra_bridge.translate.catalog_edits import EditSource, parse_edits
 from dra_bridge.translate.cel import selector_text as ex
 from dra_bridge.translate.dns_names import is_dns_subdomain
 from dra_bridge.translate.errors import CatalogError
@@ -76,6 +77,7 @@ class ResourceMapping:
     fail_requests_greater_than_one: bool = False
     reason: str = ""
     class_selector: str = ""
+    edits: EditSource | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class CatalogEntry:
     reason: str
     source: str
     regex: re.Pattern[str] | None = field(default=None, compare=False)
+    edits: EditSource | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ class Catalog:
             fail_requests_greater_than_one=entry.fail_requests_greater_than_one,
             reason=entry.reason,
             class_selector=class_selector,
+            edits=entry.edits,
         )
 
     def _class_selector(self, entry: CatalogEntry, name: str, aliases: tuple[str, ...]) -> str:
@@ -244,7 +248,7 @@ def _entry(raw: object, source: str, key: str) -> CatalogEntry:
     if not isinstance(raw, Mapping):
         raise _fail(source, key, "must be a mapping")
     allowed = {"name", "pattern", "kind", "deviceClass", "vendor", "gfd",
-               "failRequestsGreaterThanOne", "reason"}
+               "failRequestsGreaterThanOne", "reason", "edits"}
     unknown = sorted(str(k) for k in set(raw) - allowed)
     if unknown:
         raise _fail(source, f"{key}.{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
@@ -280,7 +284,8 @@ def _entry(raw: object, source: str, key: str) -> CatalogEntry:
     if gfd not in (None, "nvidia"):
         raise _fail(source, f"{key}.gfd", "must be nvidia or absent")
     return CatalogEntry(name, pattern, cast(Kind, kind), device_class, vendor, gfd, fail_gt_one,
-                        str(raw.get("reason", "")), source, regex)
+                        str(raw.get("reason", "")), source, regex,
+                        parse_edits(raw.get("edits"), source, f"{key}.edits"))
 
 
 def _vendor(raw: object, source: str, key: str) -> VendorTarget | None:

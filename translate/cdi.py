@@ -19,20 +19,26 @@ Design decision 10 and ../shared/reference/node-apis.md sections 2.7, 4.2, 4.4 a
 - **Edits compose** (:func:`composition_refusals`): the kubelet hands a container the union of
   its claims' CDI IDs in no fixed order, and CDI env edits of one variable replace each other,
   so no per-device edit may set a list-valued variable (``*_VISIBLE_DEVICES``, ordinals,
-  masks, or any value with a comma); device nodes and mounts add up.
-- **Where edits come from** (:func:`toolkit_cdi_id`, :data:`STATIC_RECIPES`): for NVIDIA the
-  container toolkit's own device ``nvidia.com/gpu=<UUID>`` (a time-slicing replica
-  ``GPU-x::n`` is GPU ``GPU-x``), used as is (no spec of ours); otherwise a static per-vendor
-  recipe (device nodes only), written into our own per-claim spec.
+  masks, or any value with a comma: :func:`translate.allocate_edits.list_valued`); device
+  nodes and mounts add up.
+- **Where edits come from** (:func:`toolkit_cdi_id`; :mod:`translate.edit_sources`): for NVIDIA
+  the container toolkit's own device ``nvidia.com/gpu=<UUID>`` (a time-slicing replica
+  ``GPU-x::n`` is GPU ``GPU-x``), used as is (no spec of ours); otherwise the device plugin's
+  Allocate answer recorded while legacy, else the catalog's static recipe, written into our
+  own per-claim spec. The edits used are kept with the prepared device (``edits``, canonical
+  JSON) so a spec lost at a reboot is rewritten identically from the checkpoint.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_bridge.translate.allocate_edits import list_valued
+from dra_bridge.translate.catalog_edits import DeviceEdits
 from dra_bridge.translate.errors import ClaimError
 from dra_bridge.translate.inventory.allocatable import split_replica
 from dra_bridge.translate.names import BRIDGE_DRIVER
@@ -46,34 +52,11 @@ SPEC_SUFFIX = ".json"
 TOOLKIT_KIND = "nvidia.com/gpu"
 """The NVIDIA container toolkit's kind (``nvidia-ctk cdi generate``; node-apis.md 2.7)."""
 
-LIST_VARIABLES = frozenset({
-    "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES",
-})
-"""Variables whose value lists devices: one per device cannot compose (node-apis.md 2.7)."""
+EditsLookup = Callable[[str, str], "DeviceEdits | None"]
+"""(legacy resource name, kubelet device ID) -> the device's edits, or None."""
 
 _UID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _CDI_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?")
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """A static per-vendor recipe: device nodes for the spec (``spec_nodes``, applied when any
-    device of the claim is used) and per device (``device_nodes``: ``{id}`` is the kubelet's
-    device ID, ``{card}`` its part before the first ``-``)."""
-
-    spec_nodes: tuple[str, ...] = ()
-    device_nodes: tuple[str, ...] = ()
-
-
-STATIC_RECIPES: Mapping[str, Recipe] = {
-    # ROCm k8s-device-plugin IDs are PCI addresses; udev's by-path link names the render node.
-    "amd.com": Recipe(spec_nodes=("/dev/kfd",), device_nodes=("/dev/dri/by-path/pci-{id}-render",)),
-    # Intel GPU plugin IDs are <card>-<share index> (card0-0): the card node.
-    "gpu.intel.com": Recipe(device_nodes=("/dev/dri/{card}",)),
-}
-"""Recipes by the legacy resource's domain (the part before ``/``); NVIDIA has none (its toolkit
-spec is required: the device nodes and hooks it needs depend on the driver)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +71,9 @@ class Result:
 @dataclass(frozen=True)
 class PreparedDevice:
     """One device of a NodePrepareResources answer (the kubelet's ``Device`` message) plus the
-    device ID it stands for (kept in the checkpoint so a spec can be rewritten without the claim)."""
+    device ID it stands for and the edits our spec gives it (``edits``: canonical JSON
+    ``{"source", "spec", "device"}``, empty for a toolkit device; kept in the checkpoint so a
+    spec can be rewritten without the claim, identically)."""
 
     request_names: tuple[str, ...]
     pool_name: str
@@ -96,6 +81,7 @@ class PreparedDevice:
     cdi_device_ids: tuple[str, ...]
     resource_name: str = ""
     device_id: str = ""
+    edits: str = ""
 
 
 @dataclass
@@ -181,26 +167,14 @@ def our_results(claim: Mapping[str, Any], namespace: str, name: str, uid: str, d
 
 def composition_refusals(edits: Mapping[str, Any]) -> list[str]:
     """Why one device's CDI container edits would not compose with other devices' (empty: they
-    do): an ``env`` entry that sets a list-valued variable (:data:`LIST_VARIABLES`, any
+    do): an ``env`` entry that sets a list-valued variable (:data:`translate.allocate_edits.LIST_VARIABLES`, any
     ``*_VISIBLE_DEVICES``, or a value holding a comma). Device nodes, mounts and hooks add up."""
     refusals = []
     for entry in edits.get("env") or []:
         key, _, value = str(entry).partition("=")
-        if key in LIST_VARIABLES or key.endswith("_VISIBLE_DEVICES") or "," in value:
+        if list_valued(key, value):
             refusals.append(f"per-device env {key}={value} is list-valued: the last device's value would win")
     return refusals
-
-
-def recipe_edits(resource_name: str, device_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(spec-level edits, per-device edits) of the static recipe for a device, or None when its
-    vendor has none."""
-    recipe = STATIC_RECIPES.get(resource_name.split("/", 1)[0])
-    if recipe is None:
-        return None
-    card = device_id.split("-", 1)[0]
-    nodes = [{"path": p.format(id=device_id, card=card)} for p in recipe.device_nodes]
-    return ({"deviceNodes": [{"path": p} for p in recipe.spec_nodes]} if recipe.spec_nodes else {},
-            {"deviceNodes": nodes})
 
 
 def render_spec(uid: str, devices: Sequence[tuple[str, Mapping[str, Any]]],
@@ -229,32 +203,50 @@ def render_spec(uid: str, devices: Sequence[tuple[str, Mapping[str, Any]]],
     return spec
 
 
-def own_spec(uid: str, devices: Sequence[PreparedDevice]) -> dict[str, Any] | None:
-    """Our CDI spec for a prepared claim's devices that carry one of our CDI IDs (from each
-    device's vendor recipe), or None when none does. Deterministic: rewriting a spec lost at a
-    reboot gives the same file. Raises ClaimError as :func:`render_spec`."""
+def edits_json(edits: DeviceEdits) -> str:
+    """The canonical JSON a prepared device keeps of its edits."""
+    return json.dumps({"source": edits.source, "spec": edits.spec, "device": edits.device},
+                      sort_keys=True, separators=(",", ":"))
+
+
+def _kept_edits(d: PreparedDevice, fallback: EditsLookup | None) -> DeviceEdits | None:
+    if d.edits:
+        try:
+            doc = json.loads(d.edits)
+            return DeviceEdits(str(doc["source"]), dict(doc["spec"]), dict(doc["device"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+    return fallback(d.resource_name, d.device_id) if fallback is not None else None
+
+
+def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup | None = None) -> dict[str, Any] | None:
+    """Our CDI spec for a prepared claim's devices that carry one of our CDI IDs (from the edits
+    each device keeps; ``fallback`` looks them up for a device checkpointed before edits were
+    kept), or None when none does. Deterministic: rewriting a spec lost at a reboot gives the
+    same file. Raises ClaimError as :func:`render_spec`, or when a device's edits are unknown."""
     own: list[tuple[str, Mapping[str, Any]]] = []
     spec_edits: list[Mapping[str, Any]] = []
     for d in devices:
         if device_cdi_id(uid, d.device_name) not in d.cdi_device_ids:
             continue
-        recipe = recipe_edits(d.resource_name, d.device_id)
-        if recipe is None:
-            raise ClaimError(f"device {d.device_name} ({d.resource_name}) has no static recipe")
-        spec_edits.append(recipe[0])
-        own.append((d.device_name, recipe[1]))
+        edits = _kept_edits(d, fallback)
+        if edits is None:
+            raise ClaimError(f"device {d.device_name} ({d.resource_name}) has no recorded edits and no static recipe")
+        spec_edits.append(edits.spec)
+        own.append((d.device_name, edits.device))
     return render_spec(uid, own, spec_edits) if own else None
 
 
 def answer(uid: str, results: Sequence[Result], inventory: Mapping[str, tuple[str, str]],
-           resolves: Mapping[str, bool], label: str) -> ClaimAnswer:
+           resolves: Mapping[str, bool], label: str, edits: EditsLookup) -> ClaimAnswer:
     """The answer for a claim's results.
 
     ``inventory`` maps our device names to (legacy resource name, kubelet device ID);
-    ``resolves`` says, per toolkit CDI ID, whether it resolves in the node's CDI specs. Each
-    NVIDIA device gets its toolkit device; others their vendor's recipe, in our spec. Raises
-    ClaimError (naming ``label`` and the rule) for a device we do not publish, an NVIDIA device
-    whose toolkit device does not resolve, or a vendor with no recipe."""
+    ``resolves`` says, per toolkit CDI ID, whether it resolves in the node's CDI specs; ``edits``
+    finds a device's recorded Allocate edits or static recipe (:mod:`translate.edit_sources`).
+    Each NVIDIA device gets its toolkit device; others their edits, in our spec. Raises
+    ClaimError (naming ``label``, the device and the rule) for a device we do not publish, an
+    NVIDIA device whose toolkit device does not resolve, or a device with no edit source."""
     out = ClaimAnswer()
     for r in results:
         known = inventory.get(r.device)
@@ -262,18 +254,20 @@ def answer(uid: str, results: Sequence[Result], inventory: Mapping[str, tuple[st
             raise ClaimError(f"{label}: device {r.device} is not in this node's recorded inventory")
         resource, device_id = known
         toolkit = toolkit_cdi_id(resource, device_id)
+        kept = ""
         if toolkit is not None:
             if not resolves.get(toolkit):
                 raise ClaimError(f"{label}: device {r.device} needs the container toolkit's CDI device {toolkit}, "
                                  "which no spec in /etc/cdi or /var/run/cdi defines (run nvidia-ctk cdi generate, "
                                  "or the GPU Operator's toolkit with CDI on)")
             ids: tuple[str, ...] = (toolkit,)
-        elif recipe_edits(resource, device_id) is None:
-            raise ClaimError(f"{label}: device {r.device} ({resource}) has no CDI source: no toolkit device "
-                             "and no static recipe for its vendor")
         else:
-            ids = (device_cdi_id(uid, r.device),)
-        out.devices.append(PreparedDevice((r.request,), r.pool, r.device, ids, resource, device_id))
+            found = edits(resource, device_id)
+            if found is None:
+                raise ClaimError(f"{label}: device {r.device} ({resource} {device_id}) has no CDI source: no toolkit "
+                                 "device, no recorded Allocate answer that composes, no static recipe in the catalog")
+            ids, kept = (device_cdi_id(uid, r.device),), edits_json(found)
+        out.devices.append(PreparedDevice((r.request,), r.pool, r.device, ids, resource, device_id, kept))
     try:
         out.spec = own_spec(uid, out.devices)
     except ClaimError as exc:

@@ -11,6 +11,8 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     ├── InventoryError             a device-plugin inventory cannot become ResourceSlices
     ├── ClaimError                 a ResourceClaim the kubelet asks us to prepare cannot be (names
     │                              the claim and the rule: translate/cdi.py)
+    ├── AllocationError            the allocator refuses a set of claims as upstream's does (an
+    │                              unknown class, a CEL error, a pool being updated: translate/alloc)
     ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
     ├── CountError                 a device count that is not a whole number (also a ValueError)
     └── ValueFormatError           a string that is not a Kubernetes quantity or a semantic
@@ -48,6 +50,10 @@ class InventoryError(TranslateError):
 
 class ClaimError(TranslateError):
     """A claim cannot be prepared; the message names the claim and the rule it breaks."""
+
+
+class AllocationError(TranslateError):
+    """The allocator stops with an error for a set of claims (translate/alloc; upstream's message)."""
 
 
 class RecordError(InputError):

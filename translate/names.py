@@ -80,6 +80,9 @@ HAMI_ANNOTATIONS: Final = (HAMI_USE_TYPE, HAMI_NOUSE_TYPE, HAMI_USE_UUID, HAMI_N
 BRIDGE_DRIVER: Final = "dra-bridge.io"
 #: The NVIDIA DRA driver's name and the domain of its attributes (design decision 5).
 NVIDIA_DRIVER: Final = "gpu.nvidia.com"
+#: The AMD and Intel DRA drivers' names (vendors.md 3.1, 3.2).
+AMD_DRIVER: Final = "gpu.amd.com"
+INTEL_DRIVER: Final = "gpu.intel.com"
 #: The domain of standard device attributes (``pciBusID``, ``pcieRoot``, ``numaNode``).
 STANDARD_DOMAIN: Final = "resource.kubernetes.io"
 #: ``<DeviceClass><suffix>``: the ResourceQuota key counting devices of a class (KEP-4381).

@@ -14,6 +14,8 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
       ignoreLegacyQuota: false     # convert even where a quota limits only the legacy resource (lifts it)
       draSchedulers: []            # schedulers besides default-scheduler that support DRA (others stay legacy)
       failRequestsGreaterThanOne: false  # the device plugin fails shared requests > 1 (such pods stay legacy)
+      alignment: none              # none | numa | pcie: keep the Topology Manager's alignment as a claim constraint
+      alignmentScope: container    # container | pod (as topologyManagerScope)
     rules:
       - name: training             # for logs and warnings
         match:                     # every key given must match (AND); lists are alternatives (OR)
@@ -42,6 +44,7 @@ import yaml
 from dra_bridge.translate.dns_names import is_dns_subdomain
 from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.names import MANAGED_BY_WEBHOOK
+from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment, AlignmentPolicy, AlignmentScope
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.strict_yaml import StrictLoader
 from dra_bridge.webhook.errors import PolicyError
@@ -52,7 +55,8 @@ HamiSlicing = Literal["unsupported", "whole-devices"]
 _SETTING_KEYS = {"convert": "convert",
                  "keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
                  "deferToKEP5004": "defer_to_kep5004", "ignoreLegacyQuota": "ignore_legacy_quota",
-                 "draSchedulers": "dra_schedulers", "failRequestsGreaterThanOne": "fail_requests_greater_than_one"}
+                 "draSchedulers": "dra_schedulers", "failRequestsGreaterThanOne": "fail_requests_greater_than_one",
+                 "alignment": "alignment", "alignmentScope": "alignment_scope"}
 _MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
 _BOOLEAN_KEYS = ("convert", "keepLegacy", "deferToKEP5004", "ignoreLegacyQuota", "failRequestsGreaterThanOne")
 #: Namespaces the webhook never converts, whatever the policy says (the webhook's own is added by
@@ -73,7 +77,8 @@ class Translation:
     lifts the limit); ``dra_schedulers``: schedulers besides the default one that support
     DRA (pods naming another scheduler stay on the device plugin); ``fail_requests_greater_than_one``:
     the device plugin's sharing config fails shared requests greater than one (such pods stay on
-    it, as they fail there too); ``rule``: the rule that
+    it, as they fail there too); ``alignment``, ``alignment_scope``: the NUMA/PCIe alignment to
+    keep as claim constraints (``translate.plan.alignment``); ``rule``: the rule that
     matched (empty for the defaults).
     """
 
@@ -85,6 +90,8 @@ class Translation:
     ignore_legacy_quota: bool = False
     dra_schedulers: tuple[str, ...] = ()
     fail_requests_greater_than_one: bool = False
+    alignment: AlignmentPolicy = "none"
+    alignment_scope: AlignmentScope = "container"
     rule: str = ""
 
     def plan_options(self, api_version: str, kep5004: Mapping[str, str]) -> Options:
@@ -95,7 +102,8 @@ class Translation:
         return Options(api_version=api_version, managed_by=MANAGED_BY_WEBHOOK, keep_legacy_partial=self.keep_legacy,
                        hami_slicing=self.hami_slicing, kep5004=kep5004 if self.defer_to_kep5004 else {},
                        dra_schedulers=self.dra_schedulers,
-                       fail_requests_greater_than_one=self.fail_requests_greater_than_one)
+                       fail_requests_greater_than_one=self.fail_requests_greater_than_one,
+                       alignment=Alignment(self.alignment, self.alignment_scope))
 
 
 @dataclass(frozen=True)
@@ -170,6 +178,10 @@ def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
             raise _fail(source, path, "must be true or false")
         if name == "hamiSlicing" and value not in ("unsupported", "whole-devices"):
             raise _fail(source, path, "must be unsupported or whole-devices")
+        if name == "alignment" and value not in POLICIES:
+            raise _fail(source, path, f"must be one of {', '.join(POLICIES)}")
+        if name == "alignmentScope" and value not in SCOPES:
+            raise _fail(source, path, f"must be one of {', '.join(SCOPES)}")
         if name == "onError" and value not in ("admit-unchanged", "deny"):
             raise _fail(source, path, "must be admit-unchanged or deny")
         if name == "draSchedulers":

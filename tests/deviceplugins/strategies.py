@@ -12,6 +12,15 @@ order (replica suffixes ``::<n>`` stripped, duplicates dropped, as ``AnnotatedID
   no envs and no mounts (only CDI strategies selected); the names resolve in the spec the plugin
   writes at start (:func:`tests.deviceplugins.toolkit_cdi.write_plugin_spec`).
 
+Two strategies imitate a non-NVIDIA vendor (answers built per device from its own device map, as
+ROCm's and Intel's plugins do), to test what the bridge records of an answer:
+
+- ``vendor``: per device ``DeviceSpec(/dev/vendor/<id>, "rw")`` plus the shared
+  ``/dev/vendor-ctl``, a variable whose name is per device (``VENDOR_DEVICE_<ID>=present``), one
+  list-valued variable (``VENDOR_VISIBLE_DEVICES=<id1>,<id2>``), and an MPS-like daemon's pipe
+  (``CUDA_MPS_PIPE_DIRECTORY=/run/vendor/mps/pipe`` with a mount of it);
+- ``vendor-list-only``: only ``VENDOR_VISIBLE_DEVICES`` (nothing that composes).
+
 Not reproduced (not in NVIDIA's defaults): ``cdi-annotations``, ``--pass-device-specs``, GDS/MOFED/IMEX
 extras, MPS, and the NVLink-aware preferred allocation (ours: must-include first, then the
 plugin's device order). A bad request raises :class:`BadRequest`, which the servicer turns into
@@ -29,6 +38,8 @@ VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 VOLUME_MOUNTS_ROOT = "/var/run/nvidia-container-devices"
 VOLUME_MOUNTS_HOST_PATH = "/dev/null"
 PLUGIN_CDI_VENDOR = "k8s.device-plugin.nvidia.com"
+VENDOR_LIST = "VENDOR_VISIBLE_DEVICES"
+VENDOR_MPS_PIPE = "/run/vendor/mps/pipe"
 
 
 class Strategy(enum.StrEnum):
@@ -37,6 +48,8 @@ class Strategy(enum.StrEnum):
     ENVVAR = "envvar"
     VOLUME_MOUNTS = "volume-mounts"
     CDI_CRI = "cdi-cri"
+    VENDOR = "vendor"
+    VENDOR_LIST_ONLY = "vendor-list-only"
 
 
 class BadRequest(ValueError):
@@ -79,6 +92,10 @@ def allocate_one(strategy: Strategy, resource: str, known: Sequence[str],
         if device_id not in known:
             raise BadRequest(f"invalid allocation request for '{resource}': unknown device: {device_id}")
     device_ids = strip_replicas(ids)
+    if strategy is Strategy.VENDOR_LIST_ONLY:
+        return api_pb2.ContainerAllocateResponse(envs={VENDOR_LIST: ",".join(device_ids)})
+    if strategy is Strategy.VENDOR:
+        return vendor_answer(device_ids)
     if strategy is Strategy.ENVVAR:
         return api_pb2.ContainerAllocateResponse(envs={VISIBLE_DEVICES: ",".join(device_ids)})
     if strategy is Strategy.VOLUME_MOUNTS:
@@ -88,6 +105,17 @@ def allocate_one(strategy: Strategy, resource: str, known: Sequence[str],
                     for d in device_ids])
     return api_pb2.ContainerAllocateResponse(
         cdi_devices=[api_pb2.CDIDevice(name=plugin_cdi_name(resource, d)) for d in device_ids])
+
+
+def vendor_answer(device_ids: Sequence[str]) -> api_pb2.ContainerAllocateResponse:
+    """The ``vendor`` strategy's answer (see the module docstring)."""
+    envs = {VENDOR_LIST: ",".join(device_ids), "CUDA_MPS_PIPE_DIRECTORY": VENDOR_MPS_PIPE}
+    envs |= {f"VENDOR_DEVICE_{d.upper().replace('-', '_')}": "present" for d in device_ids}
+    nodes = [api_pb2.DeviceSpec(container_path="/dev/vendor-ctl", host_path="/dev/vendor-ctl", permissions="rw")]
+    nodes += [api_pb2.DeviceSpec(container_path=f"/dev/vendor/{d}", host_path=f"/dev/vendor/{d}", permissions="rw")
+              for d in device_ids]
+    return api_pb2.ContainerAllocateResponse(envs=envs, devices=nodes, mounts=[
+        api_pb2.Mount(container_path=VENDOR_MPS_PIPE, host_path=VENDOR_MPS_PIPE)])
 
 
 def allocate(strategy: Strategy, resource: str, known: Sequence[str],

@@ -37,10 +37,19 @@ def test_allocate_answers_in_nvidias_shape_in_request_order(strategy: Strategy, 
     assert allocate(strategy, [C, A]) == expected
 
 
-@pytest.mark.parametrize("strategy", list(Strategy), ids=str)
+@pytest.mark.parametrize("strategy", [s for s in Strategy if not s.startswith("vendor")], ids=str)
 def test_replicas_are_stripped_back_to_their_gpu_once(strategy: Strategy) -> None:
     answer = allocate(strategy, ["GPU-a::0", "GPU-a::1"], known=["GPU-a::0", "GPU-a::1"])
     assert "GPU-a::" not in str(answer) and str(answer).count("GPU-a") == 1
+
+
+def test_the_vendor_strategies_answer_nodes_a_per_device_name_a_list_and_an_mps_pipe() -> None:
+    answer = allocate(Strategy.VENDOR, [C], known=[C])
+    assert answer["envs"] == {"VENDOR_VISIBLE_DEVICES": C, "CUDA_MPS_PIPE_DIRECTORY": "/run/vendor/mps/pipe",
+                              f"VENDOR_DEVICE_{C.upper().replace('-', '_')}": "present"}
+    assert [d["container_path"] for d in answer["devices"]] == ["/dev/vendor-ctl", f"/dev/vendor/{C}"]
+    assert answer["mounts"] == [{"container_path": "/run/vendor/mps/pipe", "host_path": "/run/vendor/mps/pipe"}]
+    assert allocate(Strategy.VENDOR_LIST_ONLY, [C, A]) == {"envs": {"VENDOR_VISIBLE_DEVICES": f"{C},{A}"}}
 
 
 def test_mig_resources_get_the_mig_class() -> None:

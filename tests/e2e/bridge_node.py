@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,10 +66,11 @@ def prepared_claims(state_dir: Path) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def device_classes(kube: KubeClient) -> Iterator[list[str]]:
-    """Our DeviceClasses (``dra-migrate classes``), created where missing, removed afterwards."""
+def device_classes(kube: KubeClient, mig_profiles: Sequence[str] = ()) -> Iterator[list[str]]:
+    """Our DeviceClasses (``dra-migrate classes``, with MIG classes for ``mig_profiles`` only),
+    created where missing, removed afterwards."""
     created = []
-    for cls in CATALOG.device_classes([]):
+    for cls in CATALOG.device_classes(list(mig_profiles)):
         name = cls["metadata"]["name"]
         if not kube.exists(api_path(V1, "deviceclasses", name=name)):
             kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})

@@ -29,22 +29,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from dra_bridge.kube.errors import AlreadyExists
-from dra_bridge.kube.resources import ApiCall, rbac_rules
+from dra_bridge.kube.resources import ApiCall
 from dra_bridge.translate.names import CONVERTED_LABEL
 from dra_bridge.webhook.access import API_CALLS
 from dra_bridge.webhook.certs import write_certs
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import KubeClient, api_path, create_namespace, wait_for
 from tests.e2e.stall_proxy import StallingProxy
-from tests.e2e.webhook_cluster import MODE_LABEL, Webhook, legacy_pod, start_webhook, webhook_entry
+from tests.e2e.webhook_cluster import (
+    LEASE_NAMESPACE,
+    MODE_LABEL,
+    RBAC,
+    Webhook,
+    grant,
+    legacy_pod,
+    start_webhook,
+    token_kubeconfig,
+    webhook_entry,
+)
 
 pytestmark = pytest.mark.e2e
 
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
-LEASE_NAMESPACE = "dra-bridge"  # the webhook's --namespace default: its reconciler's Lease
 LIST_QUOTAS = ApiCall("list", "", "resourcequotas")
 
 
@@ -57,33 +64,6 @@ class Setup:
     proxy: StallingProxy
     namespaces: list[str]
     suffix: str
-
-
-def grant(kube: KubeClient, name: str, sa_ns: str, calls: list[ApiCall]) -> None:
-    """A service account ``name`` in ``sa_ns`` with a ClusterRole and a Role (in LEASE_NAMESPACE)
-    granting exactly ``calls``."""
-    kube.create(api_path("v1", "serviceaccounts", sa_ns), {"metadata": {"name": name}})
-    subject = [{"kind": "ServiceAccount", "name": name, "namespace": sa_ns}]
-    kube.create(f"{RBAC}/clusterroles", {"metadata": {"name": name}, "rules": rbac_rules(calls)})
-    kube.create(f"{RBAC}/clusterrolebindings", {"metadata": {"name": name}, "subjects": subject, "roleRef": {
-        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}})
-    kube.create(f"{RBAC}/namespaces/{LEASE_NAMESPACE}/roles", {"metadata": {"name": name},
-                                                               "rules": rbac_rules(calls, "namespace")})
-    kube.create(f"{RBAC}/namespaces/{LEASE_NAMESPACE}/rolebindings", {
-        "metadata": {"name": name}, "subjects": subject,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}})
-
-
-def token_kubeconfig(kube: KubeClient, path: Path, sa_ns: str, name: str, server: str, ca: Path) -> Path:
-    token = kube.create(f"/api/v1/namespaces/{sa_ns}/serviceaccounts/{name}/token", {
-        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600}})["status"]["token"]
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "c", "cluster": {"server": server, "certificate-authority": str(ca)}}],
-        "users": [{"name": name, "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": name}}]}))
-    return path
 
 
 def quota_list(method: str, target: str) -> bool:

@@ -19,9 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from dra_bridge.kube.errors import AlreadyExists
+from dra_bridge.kube.resources import ApiCall, rbac_rules
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.names import CONVERTED_LABEL, NODE_MODE_LABEL
+from dra_bridge.webhook.access import API_CALLS
 from dra_bridge.webhook.certs import write_certs
 from tests.e2e.controlplane import REPO_ROOT, ControlPlane
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, create_namespace, wait_for
@@ -31,6 +35,8 @@ DRIVER = "dra-bridge.io"
 MODE_LABEL = "dra-bridge-e2e/webhook"
 DS_LABEL = "dra-bridge-e2e/daemonset"
 A100_PRODUCT = "NVIDIA A100-SXM4-40GB"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+LEASE_NAMESPACE = "dra-bridge"  # the webhook's --namespace default: its reconciler's Lease
 
 
 def free_port() -> int:
@@ -77,6 +83,33 @@ def start_webhook(cp: ControlPlane, certs: Any, workdir: Path, api_version: str,
             proc.kill()
             raise RuntimeError(f"webhook did not become ready:\n{log.read_text(errors='replace')[-3000:]}")
         time.sleep(0.1)
+
+
+def grant(kube: KubeClient, name: str, sa_ns: str, calls: list[ApiCall]) -> None:
+    """A service account ``name`` in ``sa_ns`` with a ClusterRole and a Role (in LEASE_NAMESPACE)
+    granting exactly ``calls``."""
+    kube.create(api_path("v1", "serviceaccounts", sa_ns), {"metadata": {"name": name}})
+    subject = [{"kind": "ServiceAccount", "name": name, "namespace": sa_ns}]
+    kube.create(f"{RBAC}/clusterroles", {"metadata": {"name": name}, "rules": rbac_rules(calls)})
+    kube.create(f"{RBAC}/clusterrolebindings", {"metadata": {"name": name}, "subjects": subject, "roleRef": {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}})
+    kube.create(f"{RBAC}/namespaces/{LEASE_NAMESPACE}/roles", {"metadata": {"name": name},
+                                                               "rules": rbac_rules(calls, "namespace")})
+    kube.create(f"{RBAC}/namespaces/{LEASE_NAMESPACE}/rolebindings", {
+        "metadata": {"name": name}, "subjects": subject,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}})
+
+
+def token_kubeconfig(kube: KubeClient, path: Path, sa_ns: str, name: str, server: str, ca: Path) -> Path:
+    token = kube.create(f"/api/v1/namespaces/{sa_ns}/serviceaccounts/{name}/token", {
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600}})["status"]["token"]
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "c", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [{"name": name, "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": name}}]}))
+    return path
 
 
 def webhook_entry(name: str, port: int, path: str, ca: bytes, label: str) -> dict[str, Any]:
@@ -197,3 +230,41 @@ def wait_webhook_active(cluster: Cluster, ns: str) -> dict[str, Any]:
 
 def pods_of(kube: KubeClient, ns: str, app: str) -> list[dict[str, Any]]:
     return kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}")
+
+
+@contextlib.contextmanager
+def least_privilege_webhook(cp: ControlPlane, kube: KubeClient, workdir: Path, label: str) -> Iterator[Webhook]:
+    """One ``dra-webhook serve`` (resource.k8s.io/v1) as ServiceAccount ``dra-webhook-<label>``
+    with exactly the RBAC of webhook/access.py, called in enforce mode for namespaces labelled
+    ``MODE_LABEL=<label>`` (its own MutatingWebhookConfiguration); all removed on exit."""
+    sa_ns, name = f"wh-sa-{label}", f"dra-webhook-{label}"
+    create_namespace(kube, sa_ns)
+    with contextlib.suppress(AlreadyExists):
+        create_namespace(kube, LEASE_NAMESPACE)
+    certs = write_certs(workdir / "certs", "dra-bridge", "dra-bridge-webhook", ("127.0.0.1",))
+    mwc = f"dra-bridge-e2e-{label}"
+    hook = None
+    try:
+        grant(kube, name, sa_ns, list(API_CALLS))
+        kubeconfig = token_kubeconfig(kube, workdir / f"{name}.kubeconfig", sa_ns, name, cp.server, cp.ca_file)
+        hook = start_webhook(cp, certs, workdir, "resource.k8s.io/v1", kubeconfig=kubeconfig, name=label)
+        kube.create(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"), {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": mwc},
+            "webhooks": [webhook_entry(f"enforce.{label}.dra-bridge.io", hook.port, "/mutate/enforce",
+                                       certs.ca_cert.read_bytes(), label)]})
+        yield hook
+    finally:
+        kube.delete(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc),
+                    ignore_missing=True)
+        if hook is not None:
+            hook.proc.terminate()
+            try:
+                hook.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                hook.proc.kill()
+        for path in (f"{RBAC}/clusterrolebindings/{name}", f"{RBAC}/clusterroles/{name}",
+                     f"{RBAC}/namespaces/{LEASE_NAMESPACE}/rolebindings/{name}",
+                     f"{RBAC}/namespaces/{LEASE_NAMESPACE}/roles/{name}"):
+            kube.delete(path, ignore_missing=True)
+        kube.delete(api_path("v1", "namespaces", name=sa_ns), ignore_missing=True)

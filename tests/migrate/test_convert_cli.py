@@ -230,6 +230,19 @@ def test_fail_requests_greater_than_one_keeps_shared_requests_over_one_on_the_pl
     assert "because of --fail-requests-greater-than-one" in proc.stderr
 
 
+def test_alignment_writes_constraints_and_a_bad_value_is_a_usage_error() -> None:
+    pod = json.dumps({**_gpu_pod("a"), "spec": {"containers": [
+        {"name": "c", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}})
+    assert "constraints" not in run("convert", "-f", "-", stdin=pod).stdout
+    proc = run("convert", "--alignment", "pcie", "--alignment-scope", "pod", "-f", "-", stdin=pod)
+    assert proc.returncode == 0
+    template = next(d for d in yaml.safe_load_all(proc.stdout) if d["kind"] == "ResourceClaimTemplate")
+    assert template["spec"]["spec"]["devices"]["constraints"] == [
+        {"requests": ["c-gpu"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+    bad = run("convert", "--alignment", "socket", "-f", "-", stdin=pod)
+    assert bad.returncode == 1 and "--alignment" in bad.stderr and not bad.stdout
+
+
 def test_mig_profiles_given_to_classes_add_to_the_catalog_list() -> None:
     base = {d["metadata"]["name"] for d in yaml.safe_load_all(run("classes").stdout)}
     more = {d["metadata"]["name"] for d in yaml.safe_load_all(run("classes", "--mig-profile", "1g.99gb").stdout)}

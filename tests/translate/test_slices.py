@@ -209,9 +209,10 @@ def test_unknown_and_slicing_resources_are_left_out_with_a_warning() -> None:
     assert any("nvidia.com/gpumem" in w for w in build.warnings)
 
 
-def test_non_nvidia_devices_have_only_bridge_attributes() -> None:
+def test_non_nvidia_devices_have_only_bridge_attributes_and_their_numa_node() -> None:
     dev = only_device(make_inventory(("amd.com/gpu", "0000:03:00.0", [0])))
-    assert all(k.startswith("dra-bridge.io/") for k in dev["attributes"])
+    assert all(k.startswith("dra-bridge.io/") for k in dev["attributes"] if k != "resource.kubernetes.io/numaNode")
+    assert attr(dev, "resource.kubernetes.io/numaNode") == {"int": 0}
     assert attr(dev, "dra-bridge.io/source") == {"string": "kubelet"}
 
 

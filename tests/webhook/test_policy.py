@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.webhook.errors import ConfigError, PolicyError
 from dra_bridge.webhook.handler import Admitter
 from dra_bridge.webhook.policy import Policy, Subject, load_policy
@@ -28,6 +29,8 @@ Client = TestClient[web.Request, web.Application]
     ("defaults: {hamiSlicing: halves}", "defaults.hamiSlicing"),
     ("defaults: {failRequestsGreaterThanOne: 1}", "defaults.failRequestsGreaterThanOne"),
     ("defaults: {mode: enforce}", "defaults.mode"),
+    ("defaults: {alignment: socket}", "defaults.alignment"),
+    ("rules: [{match: {}, alignmentScope: node}]", "rules[0].alignmentScope"),
     ("rules: [{name: a}]", "rules[0].match"),
     ("rules: [{match: {namespace: [x]}}]", "rules[0].match.namespace"),
     ("rules: [{match: {podLabels: {a: 1}}}]", "rules[0].match.podLabels"),
@@ -59,6 +62,8 @@ rules:
     match: {schedulerNames: [volcano]}
     hamiSlicing: whole-devices
     failRequestsGreaterThanOne: true
+    alignment: numa
+    alignmentScope: pod
   - name: labelled
     match: {podLabels: {tier: gpu}}
     onError: admit-unchanged
@@ -69,6 +74,8 @@ rules:
     assert policy.settings_for(Subject("x", {}, "", "volcano")).hami_slicing == "whole-devices"
     volcano = policy.settings_for(Subject("x", {}, "", "volcano")).plan_options("resource.k8s.io/v1", {})
     assert volcano.fail_requests_greater_than_one is True
+    assert volcano.alignment == Alignment("numa", "pod")
+    assert Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).alignment == Alignment()
     assert Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).fail_requests_greater_than_one \
         is False
     assert policy.settings_for(Subject("x", {"tier": "gpu"})).on_error == "admit-unchanged"
@@ -165,3 +172,15 @@ async def test_dra_schedulers_lets_pods_of_a_declared_scheduler_convert(
     assert "patch" not in answer
     assert any("'volcano'" in w and "policy draSchedulers" in w and "--dra-scheduler" not in w
                for w in answer["warnings"]), answer["warnings"]
+
+
+async def test_an_alignment_rule_ensures_templates_with_the_constraint(aiohttp_client: MakeClient,
+                                                                       tmp_path: Path) -> None:
+    ensurer = FakeEnsurer()
+    client = await policy_client(aiohttp_client, tmp_path, "rules: [{name: training, match: {namespaces: [team-a]}, "
+                                                           "alignment: numa}]\n", ensurer)
+    assert "patch" in await enforce(client, make_pod(gpus=2))
+    assert "patch" in await enforce(client, make_pod(gpus=2), "team-b")
+    aligned, plain = (calls[0][0]["spec"]["spec"]["devices"] for calls in ensurer.calls)
+    assert aligned["constraints"] == [{"requests": ["main-gpu"], "matchAttribute": "resource.kubernetes.io/numaNode"}]
+    assert "constraints" not in plain

@@ -4,10 +4,13 @@
 :func:`label_facts` derives the same fields from GPU Feature Discovery labels (vendors.md 1.5,
 1.6: approximate, the product name keeps GFD's dashes, and every GPU of a node gets the same
 values). MIG profiles are spelled as NVML and the DRA driver spell them (:func:`vendor_profile`).
+A device's PCIe root and NUMA node come from sysfs (:func:`pcie_root`, :func:`numa_node`; the
+bridge reads the files).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TypedDict
 
@@ -40,6 +43,28 @@ class NvmlFacts(TypedDict, total=False):
     numaNode: int
     migProfile: str
     parentUUID: str
+
+
+#: A PCI root complex directory under /sys/devices: ``pci<domain>:<bus>`` (hex).
+_ROOT_COMPLEX = re.compile(r"pci[0-9a-f]{4}:[0-9a-f]{2}")
+
+
+def pcie_root(device_path: str) -> str | None:
+    """The ``resource.kubernetes.io/pcieRoot`` value of a PCI device: the root complex directory
+    (``pci0000:64``) in the resolved path of ``/sys/bus/pci/devices/<bus ID>``
+    (``/sys/devices/pci0000:64/0000:64:01.0/0000:65:00.0``), as the upstream deviceattribute
+    library names it (vendors.md 2.4: ``pci0000:64``); None when the path has none."""
+    for part in device_path.split("/"):
+        if _ROOT_COMPLEX.fullmatch(part):
+            return part
+    return None
+
+
+def numa_node(text: str) -> int | None:
+    """A sysfs ``numa_node`` file's content -> the NUMA node; None for ``-1`` (the kernel does
+    not know it) or anything that is not a non-negative integer."""
+    value = text.strip()
+    return int(value) if value.isdigit() else None
 
 
 def vendor_profile(profile: str) -> str:

@@ -11,17 +11,20 @@ Input (dicts in, new dicts out; nothing here does I/O):
 Output: :func:`build_slices` gives the slices of one pool per node and driver (internal form,
 see :mod:`translate.inventory.pool`), plus warnings for values that had to be left out.
 
-Per device (vendors.md 2.4, 2.5), for resources the catalog marks ``gfd: nvidia``, the NVIDIA DRA
-driver's attributes fully qualified under ``gpu.nvidia.com``: ``type`` (gpu|mig), ``uuid``,
+Per device (vendors.md 2.4, 2.5), for resources the catalog marks ``gfd: nvidia``, the NVIDIA
+DRA driver's attributes fully qualified under ``gpu.nvidia.com``: ``type`` (gpu|mig), ``uuid``,
 ``productName``, ``architecture`` (Title case), ``cudaComputeCapability``, ``driverVersion``,
 ``cudaDriverVersion`` (versions), MIG ``profile`` (``+me`` spelling) and ``parentUUID``, the
-capacity ``memory`` (bytes), and ``resource.kubernetes.io/pciBusID`` / ``pcieRoot`` /
-``numaNode`` where known. Values come from NVML when facts for the UUID are given, else from GFD
-labels (approximate: the product name keeps GFD's dashes). Always our own attributes under the
-catalog's bridge domain: ``resourceName`` (the legacy name; our DeviceClasses select on it),
-``deviceID`` (the kubelet's ID), ``numaNode`` (int, lowest NUMA node), ``numaNodes`` (string,
-only for devices on several NUMA nodes), ``replica`` (int, time-slicing replicas) and ``source``
-(``nvml``, ``labels`` or ``kubelet`` when neither contributed).
+capacity ``memory`` (bytes), and ``resource.kubernetes.io/pciBusID`` / ``pcieRoot`` where known
+(a MIG device takes its parent GPU's PCIe root and NUMA node). Every device, of any vendor, on
+one NUMA node carries ``resource.kubernetes.io/numaNode`` (NVML's value, else the kubelet's), so
+topology alignment (:mod:`translate.plan.alignment`) can match it. Values come from NVML when
+facts for the UUID are given, else from GFD labels (approximate: the product name keeps GFD's
+dashes). Always our own attributes under the catalog's bridge domain: ``resourceName`` (the
+legacy name; our DeviceClasses select on it), ``deviceID`` (the kubelet's ID), ``numaNode``
+(int, lowest NUMA node), ``numaNodes`` (string, only for devices on several NUMA nodes),
+``replica`` (int, time-slicing replicas) and ``source`` (``nvml``, ``labels`` or ``kubelet``
+when neither contributed).
 
 Device names are ``<resource label>-<hash of the device ID>``: a DNS label that does not change
 when other devices come or go, so allocated claims keep pointing at the same device.
@@ -149,18 +152,29 @@ def build_devices(inventory: Sequence[InventoryDevice], catalog: Catalog, labels
         if mapping.gfd == "nvidia":
             mig = mapping.kind == "mig" or uuid.startswith("MIG-") or mapping.profile is not None
             if uuid in nvml:
-                facts, source = nvml[uuid], "nvml"
+                facts, source = _with_parent_topology(nvml[uuid], nvml), "nvml"
                 if "numaNode" in facts:
                     dev.put(STANDARD_DOMAIN + "/numaNode", {"int": facts["numaNode"]})
             else:
                 facts = label_facts(labels, mapping, uuid)
                 source = "labels" if facts else "kubelet"
-            if len(numa) == 1 and STANDARD_DOMAIN + "/numaNode" not in dev.attributes:
-                dev.put(STANDARD_DOMAIN + "/numaNode", {"int": numa[0]})
             _nvidia(dev, facts, uuid, mig)
+        if len(numa) == 1 and STANDARD_DOMAIN + "/numaNode" not in dev.attributes:
+            dev.put(STANDARD_DOMAIN + "/numaNode", {"int": numa[0]})
         dev.put(domain + "source", {"string": source})
         out.append(dev.done())
     return out, warnings
+
+
+def _with_parent_topology(facts: NvmlFacts, nvml: Mapping[str, NvmlFacts]) -> NvmlFacts:
+    """A MIG device's facts with its parent GPU's PCIe root and NUMA node where it lacks them
+    (the MIG devices of one GPU sit on that GPU's PCIe link)."""
+    parent = nvml.get(facts.get("parentUUID", ""), NvmlFacts())
+    out = NvmlFacts(**facts)
+    for key in ("pcieRoot", "numaNode"):
+        if key not in out and key in parent:
+            out[key] = parent[key]
+    return out
 
 
 def build_slices(node: str, inventory: Sequence[InventoryDevice], catalog: Catalog,

@@ -3,11 +3,16 @@
 Internal form (API-version free; what template names are hashed from)::
 
     {"requests": [{"name": "app-gpu", "deviceClassName": "nvidia-gpu.dra-bridge.io",
-                   "count": 2, "selectors": ["<CEL>", ...]}, ...]}
+                   "count": 2, "selectors": ["<CEL>", ...]}, ...],
+     "constraints": [{"requests": ["app-gpu", ...], "matchAttribute": "<domain>/<name>"}]}
+
+``constraints`` is present only when there are some (topology alignment,
+:mod:`~translate.plan.alignment`), so templates without them keep their names.
 
 Shapes (design decision 7; /shared/reference/dra-api.md 1.2):
     resource.k8s.io/v1, v1beta2   requests[].exactly.{deviceClassName, count, allocationMode, selectors}
     resource.k8s.io/v1beta1       the same fields flat on requests[]
+    every version                 devices.constraints[].{requests, matchAttribute}
 """
 
 from __future__ import annotations
@@ -38,6 +43,10 @@ def render_template(internal: Mapping[str, Any], name: str, namespace: str | Non
     Its generated claims carry the ``dra-bridge.io/converted`` label so they can be found.
     """
     metadata: dict[str, Any] = {"name": name, "labels": {MANAGED_BY: managed_by}}
+    devices: dict[str, Any] = {"requests": [_request(r, api_version) for r in internal["requests"]]}
+    if internal.get("constraints"):
+        devices["constraints"] = [{"requests": list(c["requests"]), "matchAttribute": c["matchAttribute"]}
+                                  for c in internal["constraints"]]
     if namespace:
         metadata["namespace"] = namespace
     return {
@@ -46,7 +55,7 @@ def render_template(internal: Mapping[str, Any], name: str, namespace: str | Non
         "metadata": metadata,
         "spec": {
             "metadata": {"labels": {CONVERTED_LABEL: "true"}},
-            "spec": {"devices": {"requests": [_request(r, api_version) for r in internal["requests"]]}},
+            "spec": {"devices": devices},
         },
     }
 
@@ -63,4 +72,6 @@ def internal_from_template(template: Mapping[str, Any]) -> dict[str, Any]:
             "count": int(body.get("count", 1)),
             "selectors": [s["cel"]["expression"] for s in body.get("selectors") or []],
         })
-    return {"requests": requests}
+    constraints = [{"requests": list(c.get("requests") or []), "matchAttribute": c["matchAttribute"]}
+                   for c in template["spec"]["spec"]["devices"].get("constraints") or []]
+    return {"requests": requests, **({"constraints": constraints} if constraints else {})}

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
-from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.catalog import Catalog, Target
 from dra_bridge.translate.dns_names import digest, resource_label, to_label, unique_labels
 from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
 from dra_bridge.translate.names import (
@@ -36,15 +36,14 @@ from dra_bridge.translate.names import (
     MINOR_FOR_VERSION,
     normalize_api_version,
 )
-from dra_bridge.translate.plan import mig_single, sharing, stay_legacy
+from dra_bridge.translate.plan import alignment, mig_single, sharing, stay_legacy
+from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.claim_templates import render_template
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
 from dra_bridge.translate.plan.placement import Placement, place
 from dra_bridge.translate.plan.record import ConversionRecord, OriginalValues, RecordedOptions
 from dra_bridge.translate.plan.request_layout import MAX_DEVICES_PER_REQUEST, Demand, layout
-
-MAX_REQUESTS_PER_CLAIM = 32
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,9 @@ class Options:
     -> DeviceClass serving it through KEP-5004 (count-only pods are left to it); ``dra_schedulers``:
     schedulers besides the default one known to support DRA; ``fail_requests_greater_than_one``:
     the device plugin's sharing config fails shared requests greater than one (such pods stay
-    legacy, as the catalog entry's ``failRequestsGreaterThanOne`` does for its resource)."""
+    legacy, as the catalog entry's ``failRequestsGreaterThanOne`` does for its resource);
+    ``alignment``: the NUMA/PCIe alignment to keep as claim constraints
+    (:mod:`~translate.plan.alignment`; none by default)."""
 
     api_version: str = DEFAULT_API_VERSION
     kubernetes_minor: int | None = None
@@ -67,6 +68,7 @@ class Options:
     kep5004: Mapping[str, str] = field(default_factory=dict)
     dra_schedulers: tuple[str, ...] = ()
     fail_requests_greater_than_one: bool = False
+    alignment: Alignment = field(default_factory=Alignment)
 
     @property
     def minor(self) -> int:
@@ -148,6 +150,7 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
         return _unchanged(pod, findings)
     placement = place(spec, annotations, path, options.minor, catalog.aliases)
     wanted, dropped = _apply_kinds(wanted, catalog, options, placement, findings)
+    target = catalog.target
     uses_gfd = any(d.mapping.gfd == "nvidia" for d in wanted)
     if uses_gfd:
         findings += placement.findings
@@ -156,13 +159,15 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
                                 "the pod may rely on preemption, and the scheduler may not preempt lower-priority "
                                 "pods to free DRA devices: check your release's DRA preemption support before "
                                 "converting high-priority workloads"))
+    findings += alignment.unalignable([(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted],
+                                      target, options.alignment, path)
     verdict = stay_legacy.translation_not_faithful(findings, options.keep_legacy_partial, path)
     if verdict is not None:
         return _unchanged(pod, [*findings, verdict])
     findings += [_zero_dropped(d) for d in zeros]
     dropped |= {d.mapping.resource_name for d in zeros}
     return _build(pod, spec, annotations, wanted, dropped, placement if uses_gfd else None, options,
-                  api_version, namespace, findings, RecordedOptions.of(options, catalog))
+                  api_version, namespace, findings, RecordedOptions.of(options, catalog), target)
 
 
 def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> bool:
@@ -207,11 +212,13 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
 
 def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
            wanted: list[ContainerDemand], dropped: set[str], placement: Placement | None, options: Options,
-           api_version: str, namespace: str | None, findings: list[Finding], recorded: RecordedOptions) -> Plan:
+           api_version: str, namespace: str | None, findings: list[Finding], recorded: RecordedOptions,
+           target: Target) -> Plan:
     # Requests, resource by resource in first-seen order.
     requests: list[dict[str, Any]] = []
     users: list[tuple[str, ...]] = []
     owners: list[str] = []
+    verdicts: list[tuple[str | None, str]] = []
     by_resource: dict[str, list[ContainerDemand]] = {}
     for d in wanted:
         by_resource.setdefault(d.mapping.resource_name, []).append(d)
@@ -223,22 +230,30 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
             owners.append(to_label(f"{part.owner}-{resource_label(name)}"))
             requests.append({"deviceClassName": mapping.device_class, "count": part.count, "selectors": sels})
             users.append(part.users)
+            verdicts.append(alignment.missing(mapping, target, options.alignment) if options.alignment.policy != "none"
+                            else ("none", ""))
         findings += [Finding(d.path, d.legacy, "translated", f"DRA request for DeviceClass {mapping.device_class}")
                      for d in ds]
     for req, name in zip(requests, unique_labels(owners), strict=True):
         req["name"] = name
-    # Claims: at most 32 devices and 32 requests each (resource.k8s.io/v1 limits).
-    claims: list[list[int]] = [[]]
-    for i, req in enumerate(requests):
-        current = claims[-1]
-        if current and (sum(requests[j]["count"] for j in current) + req["count"] > MAX_DEVICES_PER_REQUEST
-                        or len(current) >= MAX_REQUESTS_PER_CLAIM):
-            claims.append([])
-        claims[-1].append(i)
+    # Claims: at most 32 devices and 32 requests each (resource.k8s.io/v1 limits), the requests
+    # of one alignment constraint in one claim.
+    counts = [r["count"] for r in requests]
+    together = alignment.groups(users, counts, [v[0] is None for v in verdicts], options.alignment)
+    claims, lost = alignment.pack_claims(counts, together)
+    where = {d.container: (d.path, d.legacy) for d in reversed(wanted)} | {"": (wanted[0].path, wanted[0].legacy)}
+    findings += alignment.outcome(together, lost, [v[1] for v in verdicts], where, options.alignment)
+    together = [g for i, g in enumerate(together) if i not in lost]
     existing = [str(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, Mapping)]
     claim_names = unique_labels(["gpu" if len(claims) == 1 else f"gpu-{n}" for n in range(len(claims))], existing)
-    internals = [{"requests": [{k: requests[i][k] for k in ("name", "deviceClassName", "count", "selectors")}
-                               for i in idx]} for idx in claims]
+    internals: list[dict[str, Any]] = [
+        {"requests": [{k: requests[i][k] for k in ("name", "deviceClassName", "count", "selectors")} for i in idx]}
+        for idx in claims]
+    for internal, idx in zip(internals, claims, strict=True):
+        constraints = alignment.claim_constraints(idx, together, [r["name"] for r in requests],
+                                                  options.alignment.attribute)
+        if constraints:
+            internal["constraints"] = constraints
     template_names = [f"dra-bridge-{digest({'managedBy': options.managed_by, 'spec': s}, 12)}" for s in internals]
     templates = tuple(render_template(s, n, namespace, api_version, options.managed_by)
                       for s, n in zip(internals, template_names, strict=True))

@@ -10,7 +10,8 @@ no spaces)::
 
     {"apiVersion": "conversion.dra-bridge.io/v1",
      "options": {"draSchedulers": [], "failRequestsGreaterThanOne": false, "hamiSlicing": "unsupported",
-                 "kubernetesMinor": 34, "managedBy": "dra-bridge-webhook", "target": "bridge"},
+                 "kubernetesMinor": 34, "managedBy": "dra-bridge-webhook", "target": "bridge",
+                 "alignment": "numa", "alignmentScope": "container"},
      "original": {"containers": {"<name>": {"limits": {...}, "requests": {...}}},
                   "nodeSelector": {...}, "affinity": {...}, "annotations": {...}},
      "plan": "<plan hash>", "templates": ["dra-bridge-<hash>", ...]}
@@ -21,7 +22,8 @@ keys with something in them are written. ``options`` are the plan options that s
 result: the managed-by value and the target minor release (both in the template names), the
 catalog's target (bridge or vendor classes), HAMi slicing, the schedulers declared to
 support DRA and whether shared requests greater than one fail (all three decide whether a pod
-converts at all). Options that cannot change a
+converts at all), and the topology alignment (in the templates; written only when not ``none``,
+and an absent one reads as ``none``: releases before it wrote no constraints). Options that cannot change a
 conversion that happened are not recorded (KEP-5004 deference, keeping partial translations:
 a converted pod was neither deferred nor partial-and-kept).
 
@@ -46,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 from dra_bridge.translate.catalog import Catalog, Target
 from dra_bridge.translate.errors import RecordError
 from dra_bridge.translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL
+from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 
 if TYPE_CHECKING:
     from dra_bridge.translate.plan.pod_plan import Options
@@ -76,12 +79,13 @@ class RecordedOptions:
     hami_slicing: HamiSlicing | None = None
     dra_schedulers: tuple[str, ...] | None = None
     fail_requests_greater_than_one: bool | None = None
+    alignment: Alignment = field(default_factory=Alignment)
 
     @classmethod
     def of(cls, options: Options, catalog: Catalog) -> RecordedOptions:
         """What to record for a plan made with ``options`` and ``catalog``."""
         return cls(options.managed_by, options.minor, catalog.target, options.hami_slicing,
-                   tuple(options.dra_schedulers), options.fail_requests_greater_than_one)
+                   tuple(options.dra_schedulers), options.fail_requests_greater_than_one, options.alignment)
 
     def apply(self, options: Options) -> Options:
         """``options`` with the recorded values in place of their own."""
@@ -92,7 +96,8 @@ class RecordedOptions:
                        hami_slicing=options.hami_slicing if self.hami_slicing is None else self.hami_slicing,
                        dra_schedulers=options.dra_schedulers if self.dra_schedulers is None else self.dra_schedulers,
                        fail_requests_greater_than_one=options.fail_requests_greater_than_one
-                       if self.fail_requests_greater_than_one is None else self.fail_requests_greater_than_one)
+                       if self.fail_requests_greater_than_one is None else self.fail_requests_greater_than_one,
+                       alignment=self.alignment)
 
     def aim(self, catalog: Catalog) -> Catalog:
         """``catalog`` aimed at the recorded target (bridge or vendor classes)."""
@@ -104,6 +109,8 @@ class RecordedOptions:
                 "hamiSlicing": self.hami_slicing,
                 "draSchedulers": list(self.dra_schedulers) if self.dra_schedulers is not None else None,
                 "failRequestsGreaterThanOne": self.fail_requests_greater_than_one}
+        if self.alignment.policy != "none":
+            wire |= {"alignment": self.alignment.policy, "alignmentScope": self.alignment.scope}
         return {k: v for k, v in wire.items() if v is not None}
 
 
@@ -261,6 +268,11 @@ def _options(raw: object, fail: Any) -> RecordedOptions:
     managed_by, minor, target = raw.get("managedBy"), raw.get("kubernetesMinor"), raw.get("target")
     hami, schedulers = raw.get("hamiSlicing"), raw.get("draSchedulers")
     fail_gt_one = raw.get("failRequestsGreaterThanOne")
+    policy, scope = raw.get("alignment", "none"), raw.get("alignmentScope", "container")
+    if policy not in POLICIES:
+        raise fail(f"options.alignment must be one of {', '.join(POLICIES)}")
+    if scope not in SCOPES:
+        raise fail(f"options.alignmentScope must be one of {', '.join(SCOPES)}")
     if managed_by is not None and (not isinstance(managed_by, str) or not managed_by):
         raise fail("options.managedBy must be a non-empty string")
     if minor is not None and (not isinstance(minor, int) or isinstance(minor, bool) or minor < 0):
@@ -274,4 +286,4 @@ def _options(raw: object, fail: Any) -> RecordedOptions:
     if fail_gt_one is not None and not isinstance(fail_gt_one, bool):
         raise fail("options.failRequestsGreaterThanOne must be true or false")
     return RecordedOptions(managed_by, minor, target, hami, None if schedulers is None else tuple(schedulers),
-                           fail_gt_one)
+                           fail_gt_one, Alignment(policy, scope))

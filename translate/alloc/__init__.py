@@ -1,0 +1,32 @@
+"""The allocation engine: which devices the scheduler would allocate to ResourceClaims on a node.
+
+Pure (no I/O). By concern: shapes of the input documents (:mod:`~translate.alloc.shapes`:
+v1beta1/v1beta2 -> v1, checked), feature gates (:mod:`~translate.alloc.features`), node
+matching (:mod:`~translate.alloc.node_match`), pools (:mod:`~translate.alloc.pools`), cached
+CEL selectors (:mod:`~translate.alloc.selectors`), constraints
+(:mod:`~translate.alloc.constraints`), consumable capacity (:mod:`~translate.alloc.capacity`),
+the search (:mod:`~translate.alloc.engine`), the ``status.allocation`` it writes
+(:mod:`~translate.alloc.results`), and a whole scenario (:mod:`~translate.alloc.simulate`).
+Rules are re-typed from k8s.io/dynamic-resource-allocation ``structured/`` (see each module).
+"""
+
+from dra_bridge.translate.alloc.engine import AllocatedState, NodeAllocator
+from dra_bridge.translate.alloc.features import DEFAULT_GATES, Features, parse_gates
+from dra_bridge.translate.alloc.node_match import Node
+from dra_bridge.translate.alloc.pools import gather_pools
+from dra_bridge.translate.alloc.selectors import SelectorCache
+from dra_bridge.translate.alloc.simulate import ClaimOutcome, Simulation, simulate
+
+__all__ = [
+    "DEFAULT_GATES",
+    "AllocatedState",
+    "ClaimOutcome",
+    "Features",
+    "Node",
+    "NodeAllocator",
+    "SelectorCache",
+    "Simulation",
+    "gather_pools",
+    "parse_gates",
+    "simulate",
+]

@@ -1,0 +1,384 @@
+"""The allocator: one node, one set of claims allocated together, as the scheduler's DRA plugin does.
+
+Pure (no I/O). Re-typed from k8s.io/dynamic-resource-allocation
+``structured/internal/experimental/allocator_experimental.go`` (``Allocate``,
+``validateDeviceRequest``, ``allocateOne``, ``isSelectable``, ``allocateDevice``; the
+"experimental" allocator the 1.36 scheduler runs when its default gates are on):
+
+- claims in the given order, their requests in spec order, each device of a request in
+  turn: depth-first, first fit, with backtracking; within one request devices are tried only
+  in search order (pool, slice, device: :mod:`translate.alloc.pools`), so each combination
+  is tried once;
+- ``firstAvailable``: subrequests in order; the result's request is ``request/subrequest``;
+- ``All``: every selectable device of every pool; an incomplete or invalid pool is an error;
+  no device at all means no solution; ExactCount skips incomplete and invalid pools, and
+  when no solution exists and some pool was invalid the error is
+  ``invalid resource pools were encountered``;
+- a device is selectable when the class's and then the request's CEL selectors match (a CEL
+  error stops the allocation with it), it has no binding conditions unless the gates allow
+  them, and (per-device node selection) it targets the node;
+- a device is usable when not in use (an adminAccess request may share a device with other
+  claims, not within its claim), counters allow it (partitionable devices), its taints
+  are tolerated (effects NoSchedule and NoExecute), capacity allows it (consumable capacity)
+  and the claim's constraints hold;
+- at most 32 results per claim (``AllocationResultsMaxSize``).
+
+:class:`AllocatedState` holds the devices earlier claims hold. :meth:`NodeAllocator.allocate`
+returns one ``status.allocation`` dict per claim (:mod:`translate.alloc.results`), None when
+the claims do not fit together, or raises :class:`translate.errors.AllocationError` with
+upstream's message.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Final
+
+from dra_bridge.translate.alloc.capacity import Amount, consumption
+from dra_bridge.translate.alloc.constraints import Constraint
+from dra_bridge.translate.alloc.features import Features
+from dra_bridge.translate.alloc.node_match import Node, node_matches
+from dra_bridge.translate.alloc.pools import Candidate, DeviceID, Pool, quantity
+from dra_bridge.translate.alloc.results import Picked, Request, allocation_result
+from dra_bridge.translate.alloc.selectors import SelectorCache
+from dra_bridge.translate.errors import AllocationError
+
+__all__ = ["MAX_RESULTS", "AllocatedState", "NodeAllocator"]
+
+MAX_RESULTS: Final = 32
+"""AllocationResultsMaxSize (resource.k8s.io/v1)."""
+
+
+@dataclass
+class AllocatedState:
+    """What claims allocated earlier hold: exclusive devices, shared capacity, consumed counters."""
+
+    devices: set[DeviceID] = field(default_factory=set)
+    capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
+
+    def add_allocation(self, allocation: Mapping[str, Any]) -> None:
+        """Record a claim's ``status.allocation`` (adminAccess results hold nothing)."""
+        for result in (allocation.get("devices") or {}).get("results") or []:
+            device = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
+            if result.get("adminAccess"):
+                continue
+            consumed = result.get("consumedCapacity")
+            if result.get("shareID") or consumed:
+                used = self.capacity.setdefault(device, {})
+                for name, value in (consumed or {}).items():
+                    used[name] = used.get(name, Fraction(0)) + quantity(value, f"consumedCapacity[{name!r}]")
+            else:
+                self.devices.add(device)
+
+
+class _MaxSize(Exception):
+    """errAllocationResultMaxSizeExceeded: more aggressive backtracking."""
+
+
+@dataclass
+class _Claim:
+    label: str
+    spec: Mapping[str, Any]
+    requests: list[list[Request]]
+    subrequests: list[bool]
+    constraints: list[Constraint]
+    selected: list[int]
+    picked: list[Picked] = field(default_factory=list)
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """resourceclaim.ToleratesTaint."""
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration.get("key") != taint.get("key"):
+        return False
+    if toleration.get("operator", "Equal") == "Exists":
+        return True
+    return (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+class NodeAllocator:
+    """Allocates sets of claims on one node; reuse it for every set tried there."""
+
+    def __init__(self, node: Node, pools: list[Pool], classes: Mapping[str, Mapping[str, Any]],
+                 features: Features, state: AllocatedState, cache: SelectorCache | None = None) -> None:
+        self.node, self.pools, self.classes = node, pools, classes
+        self.features, self.state = features, state
+        self.cache = cache or SelectorCache()
+        self._search = [d for p in pools if not (p.incomplete or p.invalid) for d in p.devices]
+        self._pool_of = {d.id: p for p in pools for d in p.devices}
+
+    # ------------------------------------------------------------------ validation
+
+    def _request(self, claim: str, spec: Mapping[str, Any], name: str, parent: str, key: tuple[int, ...]) -> Request:
+        for i, selector in enumerate(spec.get("selectors") or []):
+            if not isinstance(selector.get("cel"), Mapping):
+                raise AllocationError(f"claim {claim}, request {name}, selector #{i}: CEL expression empty "
+                                      "(unsupported selector type?)")
+        if spec.get("adminAccess") is not None and not self.features.admin_access:
+            raise AllocationError(f"claim {claim}, request {name}: admin access is requested, "
+                                  "but the feature is disabled")
+        class_name = str(spec.get("deviceClassName") or "")
+        if not class_name:
+            raise AllocationError(f"claim {claim}, request {name}: missing device class name "
+                                  "(unsupported request type?)")
+        device_class = self.classes.get(class_name)
+        if device_class is None:
+            raise AllocationError(f"claim {claim}, request {name}: could not retrieve device class {class_name}: "
+                                  f'deviceclass.resource.k8s.io "{class_name}" not found')
+        request = Request(name, parent, class_name, device_class, list(spec.get("selectors") or []),
+                          str(spec.get("allocationMode")), int(spec.get("count") or 0), bool(spec.get("adminAccess")),
+                          list(spec.get("tolerations") or []), dict((spec.get("capacity") or {}).get("requests") or {}),
+                          key)
+        if request.mode == "All":
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(f"claim {claim}, request {name}: asks for all devices, but resource pool "
+                                          f"{pool.label} is currently being updated")
+                if pool.invalid:
+                    raise AllocationError(f"claim {claim}, request {name}: asks for all devices, but resource pool "
+                                          f"{pool.label} is currently invalid")
+                request.all_devices += [d for d in pool.devices if self._selectable(claim, request, d)
+                                        and self._capacity(request, d, {}) is not None]
+            request.count = len(request.all_devices)
+        elif request.mode != "ExactCount":
+            raise AllocationError(f"claim {claim}, request {name}: unsupported count mode {request.mode}")
+        return request
+
+    def _claim(self, index: int, label: str, spec: Mapping[str, Any]) -> _Claim:
+        devices = spec.get("devices") or {}
+        requests: list[list[Request]] = []
+        subrequests: list[bool] = []
+        minimum = 0
+        for r, request in enumerate(devices.get("requests") or []):
+            subs = request.get("firstAvailable")
+            if subs:
+                if not self.features.prioritized_list:
+                    raise AllocationError(f"claim {label}, request {request['name']}: has subrequests, "
+                                          "but the DRAPrioritizedList feature is disabled")
+                entry = [self._checked(label, sub, sub["name"], request["name"], (index, r, s))
+                         for s, sub in enumerate(subs)]
+                minimum += min(req.count for req in entry)
+            else:
+                entry = [self._checked(label, request["exactly"], request["name"], "", (index, r, 0))]
+                minimum += entry[0].count
+            requests.append(entry)
+            subrequests.append(bool(subs))
+        if minimum > MAX_RESULTS:
+            raise AllocationError(f"claim {label}: number of requested devices {minimum} exceeds the claim limit "
+                                  f"of {MAX_RESULTS}")
+        constraints = []
+        for i, constraint in enumerate(devices.get("constraints") or []):
+            kind = next((k for k in ("matchAttribute", "distinctAttribute") if constraint.get(k)), None)
+            if kind is None or (kind == "distinctAttribute" and not self.features.consumable_capacity):
+                raise AllocationError(f"claim {label}, constraint #{i}: empty constraint "
+                                      "(unsupported constraint type?)")
+            constraints.append(Constraint(kind, str(constraint[kind]), list(constraint.get("requests") or []),
+                                          self.features.list_type_attributes))
+        return _Claim(label, spec, requests, subrequests, constraints, [0] * len(requests))
+
+    def _checked(self, claim: str, spec: Mapping[str, Any], name: str, parent: str, key: tuple[int, ...]) -> Request:
+        if spec.get("capacity") and not self.features.consumable_capacity:
+            what = "subrequest" if parent else "request"
+            raise AllocationError(f"claim {claim}, {what} {name}: has capacity requests, but the "
+                                  "DRAConsumableCapacity feature is disabled")
+        return self._request(claim, spec, name, parent, key)
+
+    # ------------------------------------------------------------------ device checks
+
+    def _selectable(self, claim: str, request: Request, device: Candidate) -> bool:
+        spec = device.spec
+        if spec.get("bindingConditions") and not self.features.binding_conditions:
+            return False
+        cached = request.matches.get(device.id)
+        if cached is not None:
+            return cached
+        result = (self.cache.matches(request.device_class.get("selectors") or [], device, f"class {request.class_name}")
+                  and self.cache.matches(request.selectors, device, f"claim {claim}"))
+        if result and device.slice.per_device:
+            result = node_matches(self.node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"))
+        request.matches[device.id] = result
+        return result
+
+    def _multiple(self, device: Candidate) -> bool:
+        return self.features.consumable_capacity and bool(device.spec.get("allowMultipleAllocations"))
+
+    def _capacity(self, request: Request, device: Candidate,
+                  allocating: Mapping[str, Fraction]) -> dict[str, Amount] | None:
+        if not self.features.consumable_capacity:
+            return {}
+        multiple = self._multiple(device)
+        used = dict(self.state.capacity.get(device.id, {}))
+        for name, amount in allocating.items():
+            used[name] = used.get(name, Fraction(0)) + amount
+        return consumption(device.spec, device.id[0], request.capacity, multiple, used)
+
+    def _in_use(self, request: Request, device: Candidate, claim_index: int) -> bool:
+        holders = self._allocating.get(device.id, [])
+        if request.admin:
+            return not self._multiple(device) and claim_index in holders
+        if self._multiple(device):
+            return device.id in self.state.devices
+        return device.id in self.state.devices or bool(holders)
+
+    def _counters_fit(self, device: Candidate, sign: int) -> bool:
+        pool = self._pool_of[device.id]
+        consumed = self._counters.setdefault(pool.label, self._allocated_counters(pool))
+        for use in device.spec.get("consumesCounters") or []:
+            counter_set = consumed.setdefault(str(use.get("counterSet")), {})
+            for name, value in (use.get("counters") or {}).items():
+                counter_set[name] = counter_set.get(name, Fraction(0)) + sign * quantity(value, f"counters[{name!r}]")
+        if sign < 0:
+            return True
+        return all(consumed.get(s, {}).get(n, Fraction(0)) <= available
+                   for s, counters in pool.counters.items() for n, available in counters.items())
+
+    def _allocated_counters(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
+        out: dict[str, dict[str, Fraction]] = {}
+        for view in pool.slices:
+            for device in view.spec.get("devices") or []:
+                if (pool.driver, pool.name, device["name"]) in self.state.devices:
+                    for use in device.get("consumesCounters") or []:
+                        counter_set = out.setdefault(str(use.get("counterSet")), {})
+                        for name, value in (use.get("counters") or {}).items():
+                            counter_set[name] = counter_set.get(name, Fraction(0)) + quantity(value, name)
+        return out
+
+    # ------------------------------------------------------------------ search
+
+    def allocate(self, claims: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]] | None:
+        """Allocate ``(label, v1 spec)`` claims together; one allocation per claim, or None.
+
+        ``label`` is ``namespace/name`` as upstream's messages print it. Raises AllocationError.
+        """
+        self._allocating: dict[DeviceID, list[int]] = {}
+        self._capacity_in_flight: dict[DeviceID, dict[str, Fraction]] = {}
+        self._counters: dict[str, dict[str, dict[str, Fraction]]] = {}
+        self._claims = [self._claim(i, label, spec) for i, (label, spec) in enumerate(claims)]
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 20000))
+        try:
+            done = self._one(0, 0, 0, 0, False, 0)
+        except _MaxSize:
+            done = False
+        finally:
+            sys.setrecursionlimit(limit)
+        if not done:
+            if any(pool.invalid for pool in self.pools):
+                raise AllocationError("invalid resource pools were encountered")
+            return None
+        return [allocation_result(claim.spec, claim.requests, claim.subrequests, claim.selected, claim.picked,
+                                  self.node, self.features) for claim in self._claims]
+
+    def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
+        if ci >= len(self._claims):
+            return True
+        claim = self._claims[ci]
+        if ri >= len(claim.requests):
+            try:
+                return self._one(ci + 1, 0, 0, 0, False, 0)
+            except _MaxSize:
+                return False
+        if claim.subrequests[ri] and not in_sub:
+            all_exceeded = True
+            for index in range(len(claim.requests[ri])):
+                try:
+                    success = self._one(ci, ri, index, 0, True, 0)
+                except _MaxSize:
+                    continue
+                all_exceeded = False
+                if success:
+                    claim.selected[ri] = index
+                    return True
+            if all_exceeded:
+                raise _MaxSize
+            return False
+        request = claim.requests[ri][si]
+        if request.mode == "All" and not request.all_devices:
+            return False
+        if di >= request.count:
+            return self._one(ci, ri + 1, 0, 0, False, 0)
+        if len(claim.picked) + request.count - di > MAX_RESULTS:
+            raise _MaxSize
+        if request.mode == "All":
+            undo = self._take(ci, request, request.all_devices[di], must=True)
+            if undo is None:
+                return False
+            return self._continue(undo, ci, ri, si, di, in_sub, 0)
+        for position in range(start, len(self._search)):
+            device = self._search[position]
+            if self._in_use(request, device, ci) or not self._selectable(claim.label, request, device):
+                continue
+            undo = self._take(ci, request, device, must=False)
+            if undo is None:
+                continue
+            if self._continue(undo, ci, ri, si, di, in_sub, position + 1):
+                return True
+        return False
+
+    def _continue(self, undo: Any, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
+        try:
+            done = self._one(ci, ri, si, di + 1, in_sub, start)
+        except BaseException:
+            undo()
+            raise
+        if not done:
+            undo()
+        return done
+
+    def _take(self, ci: int, request: Request, device: Candidate, must: bool) -> Any:
+        """allocateDevice: the undo function when ``device`` is taken for ``request``, else None."""
+        claim = self._claims[ci]
+        if self._in_use(request, device, ci):
+            return None
+        uses_counters = bool(device.spec.get("consumesCounters"))
+        if uses_counters and not self.features.partitionable_devices:
+            return None
+        skip_counters = self._multiple(device) and bool(self.state.capacity.get(device.id)
+                                                        or self._capacity_in_flight.get(device.id))
+        consumed = self._capacity(request, device, self._capacity_in_flight.get(device.id, {}))
+        if consumed is None:
+            return None
+        reserved = uses_counters and not skip_counters
+        if reserved and not self._counters_fit(device, +1):
+            self._counters_fit(device, -1)
+            return None
+        if self.features.device_taints and any(
+            taint.get("effect") in ("NoSchedule", "NoExecute")
+            and not any(_tolerates(t, taint) for t in request.tolerations)
+            for taint in device.spec.get("taints") or []
+        ):
+            if reserved:
+                self._counters_fit(device, -1)
+            return None
+        base, sub = (request.parent, request.name) if request.parent else (request.name, "")
+        for i, constraint in enumerate(claim.constraints):
+            if not constraint.add(base, sub, device.spec, device.id[0]):
+                for earlier in claim.constraints[:i]:
+                    earlier.remove(base, sub)
+                if reserved:
+                    self._counters_fit(device, -1)
+                if must:
+                    raise AllocationError(f"claim {claim.label}, request {request.name}: cannot add device "
+                                          f"{device.label} because a claim constraint would not be satisfied")
+                return None
+        self._allocating.setdefault(device.id, []).append(ci)
+        in_flight = self._capacity_in_flight.setdefault(device.id, {})
+        for name, (amount, _) in consumed.items():
+            in_flight[name] = in_flight.get(name, Fraction(0)) + amount
+        claim.picked.append(Picked(request, device, consumed if self._multiple(device) else None))
+
+        def undo() -> None:
+            for constraint in claim.constraints:
+                constraint.remove(base, sub)
+            self._allocating[device.id].remove(ci)
+            for name, (amount, _) in consumed.items():
+                in_flight[name] -= amount
+            if reserved:
+                self._counters_fit(device, -1)
+            claim.picked.pop()
+
+        return undo

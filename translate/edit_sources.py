@@ -1,0 +1,79 @@
+"""Where a device's container edits come from, and which devices can be prepared at all (pure).
+
+Design decision 10, in order: the vendor's toolkit CDI device (NVIDIA: ``nvidia.com/gpu=<UUID>``,
+:func:`translate.cdi.toolkit_cdi_id`, which must resolve in the node's CDI specs), else the
+device plugin's Allocate answer recorded while legacy (its composing part,
+:mod:`translate.allocate_edits`), else the catalog's static recipe (``edits`` of the entry,
+:mod:`translate.catalog_edits`). A device with none of them cannot be prepared, so
+:func:`preparable` keeps it out of the ResourceSlices (publishing it would strand its pods in
+ContainerCreating) with a warning that names the resource and why.
+
+Shapes: ``recorded`` maps a legacy resource name to its :class:`ResourceEdits`
+(``{"devices": {device ID: containerEdits}, "dropped": [why]}``); ``resolves`` maps toolkit CDI
+IDs to whether they resolve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from dra_bridge.translate.allocate_edits import ResourceEdits
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.catalog_edits import DeviceEdits, recipe_edits
+from dra_bridge.translate.cdi import EditsLookup, toolkit_cdi_id
+from dra_bridge.translate.inventory.allocatable import InventoryDevice
+
+
+def device_edits(resource: str, device_id: str, recorded: Mapping[str, ResourceEdits],
+                 catalog: Catalog) -> DeviceEdits | None:
+    """The recorded Allocate edits of a device when they hold anything, else the catalog's
+    static recipe for its resource, else None (NVIDIA devices: see :func:`preparable`)."""
+    found = recorded.get(resource)
+    kept = found["devices"].get(device_id) if found is not None else None
+    if kept:
+        return DeviceEdits("allocate", {}, kept)
+    mapping = catalog.lookup(resource)
+    recipe = mapping.edits.recipe if mapping is not None and mapping.edits is not None else None
+    if recipe is None or recipe.empty:
+        return None
+    spec, device = recipe_edits(recipe, device_id)
+    return DeviceEdits("recipe", spec, device)
+
+
+def lookup(recorded: Callable[[], Mapping[str, ResourceEdits]], catalog: Catalog) -> EditsLookup:
+    """:func:`device_edits` over what ``recorded()`` holds at the time of each call."""
+    return lambda resource, device_id: device_edits(resource, device_id, recorded(), catalog)
+
+
+def preparable(devices: Sequence[InventoryDevice], catalog: Catalog, recorded: Mapping[str, ResourceEdits],
+               resolve: Callable[[list[str]], Mapping[str, bool]] | None) -> tuple[list[InventoryDevice], list[str]]:
+    """The devices that have an edit source, in order, and one warning per resource whose
+    devices do not (naming the resource, how many, and why). ``resolve`` says which toolkit
+    CDI IDs resolve (None: not checked, e.g. no CDI directory to look in)."""
+    toolkit_ids = [t for d in devices if (t := toolkit_cdi_id(d["resourceName"], d["deviceID"]))]
+    resolves = resolve(toolkit_ids) if resolve is not None else None
+    kept: list[InventoryDevice] = []
+    withheld: dict[str, tuple[int, str]] = {}
+    for d in devices:
+        resource, device_id = d["resourceName"], d["deviceID"]
+        toolkit = toolkit_cdi_id(resource, device_id)
+        why = ""
+        if toolkit is not None:
+            if resolves is not None and not resolves.get(toolkit):
+                why = (f"its container toolkit CDI device ({toolkit}) is defined by no spec in /etc/cdi or "
+                       "/var/run/cdi, and its device plugin's only recipe is the list-valued "
+                       "NVIDIA_VISIBLE_DEVICES (run nvidia-ctk cdi generate, or the GPU Operator's toolkit "
+                       "with CDI on)")
+        elif device_edits(resource, device_id, recorded, catalog) is None:
+            found = recorded.get(resource)
+            dropped = found["dropped"] if found is not None else []
+            answer = (f"its device plugin's recorded Allocate answer held nothing that composes (dropped: "
+                      f"{'; '.join(dropped)})" if resource in recorded else "no Allocate answer was recorded")
+            why = f"no edit source: {answer}, and the catalog has no static recipe for it"
+        if why:
+            count, _ = withheld.get(resource, (0, why))
+            withheld[resource] = (count + 1, why)
+        else:
+            kept.append(d)
+    warnings = [f"resource {r}: {n} device(s) not published: {why}" for r, (n, why) in sorted(withheld.items())]
+    return kept, warnings
