@@ -4,38 +4,27 @@ prepare and unprepare are counted, their errors counted and their latency observ
 
 from __future__ import annotations
 
+import pytest
+
 from dra_bridge.bridge.agent import Agent
 from tests.bridge.agent_fixtures import Clock, hand_over, start_dra_plugin
 from tests.bridge.conftest import FakeApi, KubeletServer
 from tests.bridge.draplugin_fixtures import Kubelet
 
 
+@pytest.mark.parametrize("api_down", [False, True], ids=["api-up", "api-down"])
 async def test_a_dead_dra_socket_fails_liveness_while_registration_answers(
-        legacy: Agent, kubelet: KubeletServer, api: FakeApi) -> None:
+        legacy: Agent, kubelet: KubeletServer, api: FakeApi, api_down: bool) -> None:
     await start_dra_plugin(legacy, kubelet, api)
     assert legacy.plugin is not None
     await legacy.tick()
     assert legacy.health.alive(60)
+    api.fail = "connection refused" if api_down else ""
     try:
         await legacy.plugin.servers[0].stop(None)  # the DRA service dies, registration still answers GetInfo
         await legacy.tick()
+        assert legacy.health.ready is not api_down
         assert not legacy.health.alive(60) and legacy.health.plugin.startswith("DRA socket"), legacy.health.plugin
-    finally:
-        await legacy.plugin.stop()
-
-
-async def test_liveness_dials_the_sockets_while_the_api_server_is_down(
-        legacy: Agent, kubelet: KubeletServer, api: FakeApi) -> None:
-    await start_dra_plugin(legacy, kubelet, api)
-    assert legacy.plugin is not None
-    await legacy.tick()
-    assert legacy.health.alive(60)
-    api.fail = "connection refused"
-    try:
-        await legacy.plugin.servers[0].stop(None)
-        await legacy.tick()
-        assert not legacy.health.ready
-        assert not legacy.health.alive(60), "a dead DRA socket must fail liveness even while the API server is down"
     finally:
         await legacy.plugin.stop()
 
