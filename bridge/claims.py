@@ -143,6 +143,14 @@ class ClaimPreparer:
             except CheckpointError as exc:
                 logger.warning("%s", exc)
 
+    def reload(self) -> None:
+        """Read the checkpoint again: another instance of the agent may have written it (rolling
+        updates, :mod:`bridge.file_lock`)."""
+        try:
+            self.checkpoint, self.broken = self.store.load(), ""
+        except CheckpointError as exc:
+            self.broken = str(exc)
+
     def _ensure_spec(self, uid: str, claim: PreparedClaim) -> None:
         spec = own_spec(uid, claim.devices, self.edits)
         if spec is not None and not (self.cdi_dir / spec_file_name(uid)).exists():

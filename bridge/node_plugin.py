@@ -27,6 +27,7 @@ from dra_bridge.bridge.cdi_specs import CDI_DIRS, SpecIndex
 from dra_bridge.bridge.checkpoint import CheckpointStore, read_boot_id
 from dra_bridge.bridge.claims import ClaimPreparer
 from dra_bridge.bridge.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
+from dra_bridge.bridge.file_lock import LOCK_FILE
 from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.health_stream import HealthStream
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
@@ -163,7 +164,8 @@ async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
                              SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver, edits)
     preparer.recover()
     health = HealthStream()
-    dra = await serve_dra(paths.dra_socket, preparer, metrics, health)
+    lock = paths.state_dir / LOCK_FILE if paths.pod_uid else None  # instances overlap only with a pod UID
+    dra = await serve_dra(paths.dra_socket, preparer, metrics, health, lock)
     registration_server, registration = await serve_registration(paths.registration_socket, paths.driver,
                                                                  paths.dra_socket)
     plugin = Plugin(paths, preparer, registration, [dra, registration_server], health, node, nvml_check)
