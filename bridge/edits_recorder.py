@@ -15,6 +15,7 @@ new reason) and asked again on a later tick; it never stops the agent nor publis
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,6 +40,23 @@ class EditsRecorder:
         self.dir, self.catalog, self.timeout = plugin_dir(kubelet_dir), catalog, timeout
         self.failures: dict[str, str] = {}
         """The last failure per resource (logged once); empty once its plugin answered."""
+
+    def present_sockets(self) -> frozenset[str]:
+        """Every file name in ``<kubelet dir>/device-plugins/`` (sockets need not end in
+        ``.sock``: AMD's is ``amd.com_gpu``); empty when the directory is missing."""
+        try:
+            return frozenset(p.name for p in self.dir.iterdir() if not p.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return frozenset()
+
+    def catalogued_sockets(self, resources: Iterable[str]) -> dict[str, str]:
+        """Resource name -> its plugin's socket file name, where the catalog names one."""
+        out = {}
+        for resource in resources:
+            mapping = self.catalog.lookup(resource)
+            if mapping is not None and mapping.edits is not None and mapping.edits.socket:
+                out[resource] = mapping.edits.socket
+        return out
 
     async def _ask(self, resource: str, socket: Path, ids: list[str]) -> ResourceEdits | None:
         client = DevicePluginClient(socket, self.timeout)

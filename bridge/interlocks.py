@@ -8,9 +8,11 @@ interlock          holds when
 =================  =========================================================================
 ``inventory``      something was recorded while the node was legacy
 ``plugin-socket``  no device-plugin socket of a recorded resource is in ``device-plugins/``
-                   (NVIDIA: ``nvidia-<name after nvidia.com/>.sock``, node-apis.md 2.6; other
-                   vendors: any socket whose name contains the resource's short name: a
-                   conservative guess, since sockets do not say what they serve)
+                   (the catalog's socket name for the resource, whatever its suffix: AMD's
+                   is ``amd.com_gpu``; NVIDIA: ``nvidia-<name after nvidia.com/>.sock``,
+                   node-apis.md 2.6; other vendors: any ``.sock`` whose name contains the
+                   resource's short name: a conservative guess, since sockets do not say
+                   what they serve)
 ``node-capacity``  the Node's capacity and allocatable for every recorded resource are 0 or
                    absent (the kubelet keeps a departed plugin's capacity for 5 minutes)
 ``kubelet-offers`` ``GetAllocatableResources`` offers none of the recorded device IDs (an
@@ -80,8 +82,12 @@ class Decision:
     alarm: str | None = None
 
 
-def socket_serves(resource_name: str, socket_name: str) -> bool:
-    """Whether a socket file in ``device-plugins/`` may belong to the plugin of a resource."""
+def socket_serves(resource_name: str, socket_name: str, catalogued: str = "") -> bool:
+    """Whether a file in ``device-plugins/`` may be the socket of the plugin of a resource:
+    ``catalogued`` (the catalog's socket name for it, any suffix), or by the naming rules in
+    the module table (``.sock`` names only)."""
+    if catalogued and socket_name == catalogued:
+        return True
     if socket_name in ("kubelet.sock",) or not socket_name.endswith(".sock"):
         return False
     vendor, _, short = resource_name.partition("/")
@@ -96,6 +102,23 @@ def _quantity_is_zero(value: str | None) -> bool:
     return value is None or value.strip() in ("", "0")
 
 
+def _clashes(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
+             prepared: frozenset[str]) -> tuple[list[str], list[str]]:
+    """(devices offered again, prepared devices held by legacy containers), each sorted."""
+    return sorted(offered & (published | prepared)), sorted(d for d in prepared if held.get(d))
+
+
+def alarmed_devices(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
+                    prepared: frozenset[str]) -> dict[str, str]:
+    """The devices :func:`alarm` names, each with its reason (device health, bridge.device_health)."""
+    again, both = _clashes(offered, held, published, prepared)
+    out = dict.fromkeys(again, "the kubelet offers it again (a device plugin serves it)")
+    for d in both:
+        reason = f"assigned to legacy container(s) {', '.join(sorted(held[d])[:5])} while a prepared claim holds it"
+        out[d] = f"{out[d]}; {reason}" if d in out else reason
+    return out
+
+
 def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
           prepared: frozenset[str]) -> str | None:
     """Why two allocators may hand out one device, or None: the kubelet offers a device the
@@ -103,11 +126,10 @@ def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: fro
     device. Offered devices that neither publishes nor holds are no alarm (labelling the node
     before turning the device plugin off is the usual order, and then only a refusal)."""
     problems = []
-    again = sorted(offered & (published | prepared))
+    again, both = _clashes(offered, held, published, prepared)
     if again:
         problems.append(f"the kubelet offers device(s) again that the bridge publishes or a prepared claim "
                         f"holds: {', '.join(again[:5])}")
-    both = sorted(d for d in prepared if held.get(d))
     if both:
         holders = sorted({h for d in both for h in held[d]})
         problems.append(f"device(s) of prepared claims assigned to legacy container(s): {', '.join(both[:5])} "
@@ -115,13 +137,16 @@ def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: fro
     return "; ".join(problems) or None
 
 
-def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, settle_seconds: float) -> Decision:
-    """Decide whether to publish ``recorded`` given ``obs`` (pure; see the module table)."""
+def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, settle_seconds: float,
+             catalogued_sockets: Mapping[str, str] | None = None) -> Decision:
+    """Decide whether to publish ``recorded`` given ``obs`` (pure; see the module table).
+    ``catalogued_sockets``: resource name -> its plugin's socket file name from the catalog."""
+    known = catalogued_sockets or {}
     refusals: list[Refusal] = []
     if recorded.empty:
         refusals.append(Refusal("inventory", "no device-plugin inventory was recorded while the node was legacy"))
     resources = sorted(recorded.resources())
-    sockets = sorted(s for s in obs.plugin_sockets if any(socket_serves(r, s) for r in resources))
+    sockets = sorted(s for s in obs.plugin_sockets if any(socket_serves(r, s, known.get(r, "")) for r in resources))
     if sockets:
         refusals.append(Refusal("plugin-socket", f"device plugin socket(s) still present: {', '.join(sockets)}"))
     nonzero = [f"{r}={obs.node_capacity.get(r) or obs.node_allocatable.get(r)}" for r in resources

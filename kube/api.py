@@ -3,7 +3,9 @@
     class KubeApi(Protocol):                    what a service may do; ApiServer (real), FakeKube (tests)
         await served_versions(group) -> ["resource.k8s.io/v1", ...]      discovery of one group
         await get(resource, name, namespace=None) -> obj
-        await list(resource, namespace=None, label_selector=, field_selector=) -> List object
+        await list(resource, namespace=None, label_selector=, field_selector=, limit=, continue_token=)
+                                                -> List object (one page when ``limit``: metadata.continue)
+        await server_version() -> "v1.36.3"     GET /version (gitVersion; no RBAC: system:public-info-viewer)
         await create(resource, body, namespace=None) -> obj
         await replace(resource, name, body, namespace=None) -> obj      (metadata.resourceVersion: CAS)
         await patch_status(resource, name, patch, namespace=None)       strategic merge of .../status
@@ -58,8 +60,14 @@ class KubeApi(Protocol):
         ...
 
     async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "") -> Obj:
-        """The List object (``items``, ``metadata.resourceVersion``)."""
+                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> Obj:
+        """The List object (``items``, ``metadata.resourceVersion``); with ``limit``, one page of at
+        most that many items, ``metadata.continue`` naming the next (pass it as ``continue_token``;
+        Gone when it has expired)."""
+        ...
+
+    async def server_version(self) -> str:
+        """The API server's ``gitVersion`` (``v1.36.3``) from ``GET /version``."""
         ...
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
@@ -109,10 +117,20 @@ class ApiServer:
         return result
 
     async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "") -> Obj:
-        result: Obj = await self.client.request("GET", resource.path(namespace),
-                                                query=_selectors(label_selector, field_selector))
+                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> Obj:
+        query = _selectors(label_selector, field_selector)
+        if limit:
+            query.append(("limit", str(limit)))
+        if continue_token:
+            query.append(("continue", continue_token))
+        result: Obj = await self.client.request("GET", resource.path(namespace), query=query)
         return result or {"items": []}
+
+    async def server_version(self) -> str:
+        doc = await self.client.request("GET", "/version")
+        if not isinstance(doc, dict) or not isinstance(doc.get("gitVersion"), str):
+            raise KubeError(f"GET /version: no gitVersion in {str(doc)[:120]!r}")
+        return str(doc["gitVersion"])
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
         result: Obj = await self.client.request("POST", resource.path(namespace), body)
@@ -147,3 +165,20 @@ class ApiServer:
             if kind == "BOOKMARK" or not isinstance(obj, dict):
                 continue
             yield kind, obj
+
+
+async def list_pages(api: KubeApi, resource: Resource, namespace: str | None = None, *,
+                     limit: int = 500) -> AsyncIterator[builtins.list[Obj]]:
+    """Every object of ``resource``, ``limit`` per page (``limit``/``continue``, as kubectl pages),
+    each item with its ``apiVersion`` and ``kind`` (a List's items carry neither). Raises
+    KubeError; Gone when a continue token expires between pages."""
+    token = ""
+    while True:
+        page = await api.list(resource, namespace, limit=limit, continue_token=token)
+        items = [{"apiVersion": resource.api_version, "kind": resource.kind, **item}
+                 for item in page.get("items") or [] if isinstance(item, dict)]
+        yield items
+        meta = page.get("metadata")
+        token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""
+        if not token:
+            return

@@ -38,12 +38,13 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 
 
-async def configuration(kubeconfig: str | Path | None) -> k8s.Configuration:
-    """A client Configuration from a kubeconfig file, or the pod's service account when empty."""
+async def configuration(kubeconfig: str | Path | None, context: str | None = None) -> k8s.Configuration:
+    """A client Configuration from a kubeconfig file (its ``context``, default the current one),
+    or the pod's service account when empty."""
     cfg = k8s.Configuration()
     try:
         if kubeconfig:
-            await k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
+            await k8s_config.load_kube_config(config_file=str(kubeconfig), context=context, client_configuration=cfg)
         else:
             k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     except (k8s_config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
@@ -52,9 +53,10 @@ async def configuration(kubeconfig: str | Path | None) -> k8s.Configuration:
     return cfg
 
 
-async def connect(kubeconfig: str | Path | None = None) -> Client:
-    """A :class:`Client` from a kubeconfig file, or the in-cluster service account when empty."""
-    return Client(k8s.ApiClient(await configuration(kubeconfig)))
+async def connect(kubeconfig: str | Path | None = None, context: str | None = None) -> Client:
+    """A :class:`Client` from a kubeconfig file (``context``: one of its contexts), or the
+    in-cluster service account when empty."""
+    return Client(k8s.ApiClient(await configuration(kubeconfig, context)))
 
 
 class Client:

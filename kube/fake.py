@@ -84,6 +84,7 @@ class FakeKube:
                  served: Iterable[str] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1")) -> None:
         self.allowed = frozenset(allowed) if allowed is not None else None
         self.served = builtins.list(served)
+        self.version = "v1.36.3"
         self.objects: defaultdict[str, dict[str, Obj]] = defaultdict(dict)
         self.calls: builtins.list[ApiCall] = []
         self.writes: builtins.list[tuple[str, str, str]] = []
@@ -159,11 +160,21 @@ class FakeKube:
         return copy.deepcopy(self._stored(resource, name, namespace))
 
     async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "") -> Obj:
+                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> Obj:
         await self._check("list", resource, namespace)
         items = [copy.deepcopy(o) for o in self.items(resource) if matches(o, label_selector, field_selector)
                  and (namespace is None or o["metadata"].get("namespace") == namespace)]
-        return {"kind": f"{resource.kind}List", "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+        meta = {"resourceVersion": str(self._rv)}
+        start = int(continue_token or 0)
+        if limit:
+            items, rest = items[start:start + limit], items[start + limit:]
+            if rest:
+                meta["continue"] = str(start + limit)
+        return {"kind": f"{resource.kind}List", "metadata": meta, "items": items}
+
+    async def server_version(self) -> str:
+        self._failing()  # /version needs no permission (system:public-info-viewer)
+        return self.version
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
         await self._check("create", resource, namespace)

@@ -125,11 +125,16 @@ class ObservedApi:
         return result
 
     async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "") -> Obj:
+                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> Obj:
         """As :meth:`KubeApi.list`."""
         result: Obj = await self._call(api_call("list", resource, namespace), lambda: self._api.list(
-            resource, namespace, label_selector=label_selector, field_selector=field_selector))
+            resource, namespace, label_selector=label_selector, field_selector=field_selector, limit=limit,
+            continue_token=continue_token))
         return result
+
+    async def server_version(self) -> str:
+        """As :meth:`KubeApi.server_version` (needs no grant: not recorded as a call)."""
+        return await self._api.server_version()
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
         """As :meth:`KubeApi.create`."""

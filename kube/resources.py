@@ -2,6 +2,7 @@
 
     Resource(group, version, plural, kind, namespaced)
     PODS, NODES, EVENTS, LEASES, RESOURCE_QUOTAS                        fixed versions
+    DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS, DAEMON_SETS, JOBS, CRON_JOBS    (apps/v1, batch/v1)
     DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS,                   resource.k8s.io: ``.at(api_version)``
     RESOURCE_CLAIM_TEMPLATES
     resource.path(namespace, name, subresource) -> "/apis/<group>/<version>/..."
@@ -73,6 +74,12 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
 RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
+REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
+DAEMON_SETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
+JOBS = Resource("batch", "v1", "jobs", "Job", True)
+CRON_JOBS = Resource("batch", "v1", "cronjobs", "CronJob", True)
 RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True)
 
 

@@ -6,7 +6,8 @@ Exit codes (``migrate.errors``; documented in README and MIGRATION.md):
        option or bad option value, a source without any object unless ``--allow-empty`` (a
        :class:`~migrate.errors.MigrateError` or a ``TranslateError``)
     2  ``simulate``: some claim is not allocated (migrate.simulate_cmd)
-    3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists
+    3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists (``report``: a
+       workload reaches LEVEL, migrate.report_cmd)
 
 :func:`main` takes its streams as arguments (the process's by default), so tests run the
 command line in process.
@@ -27,6 +28,8 @@ from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputE
 from dra_bridge.migrate.manifests import Document, dump, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import findings_table
+from dra_bridge.migrate.report_cmd import add_parser as add_report_parser
+from dra_bridge.migrate.report_cmd import run_report
 from dra_bridge.migrate.simulate_cmd import run_simulate
 from dra_bridge.migrate.slices_cmd import run_slices
 from dra_bridge.translate.catalog import PROFILE_RE, Catalog, load_catalog
@@ -104,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
                      help="yaml: the claims with status.allocation; json: {node, claims: [{name, namespace, "
                           "outcome, reason, allocation}]}")
+    add_report_parser(sub)
     return parser
 
 
@@ -222,6 +226,8 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, stdo
             return convert(args, stdin, stdout, stderr)
         if args.command == "classes":
             return classes(args, stdout)
+        if args.command == "report":
+            return run_report(args, stdin, stdout, stderr)
         if args.command == "simulate":
             return run_simulate(args.filename, args.node, args.feature_gates, args.output, stdin, stdout, stderr)
         return slices(args, stdout, stderr)

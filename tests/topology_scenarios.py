@@ -1,5 +1,7 @@
 """Topology scenarios as data (issue 14), shared by the real-scheduler e2e test
-(``tests/e2e/test_topology_e2e.py``) and, later, the placement simulator's tests (issue 12).
+(``tests/e2e/test_topology_e2e.py``) and the allocation engine's table test
+(``tests/translate/test_topology_alloc.py``): :func:`engine_placement` runs a case through
+``translate/alloc`` as the e2e test runs it through the real scheduler.
 
 One node, ``TWO_NUMA_X4``: 8 NVIDIA GPUs as the bridge publishes them, NUMA node 0 and 1 with 4
 each, two GPUs per PCIe root complex. The kubelet lists them by device ID, so the slice holds
@@ -18,15 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dra_bridge.translate.alloc import parse_gates, simulate
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.inventory.pool import render_slice
 from dra_bridge.translate.inventory.slices import build_slices
 from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.pod_plan import Options, Plan, plan_pod
 
 Outcome = Literal["aligned", "unaligned", "unschedulable"]
 CATALOG = load_catalog()
+V1 = "resource.k8s.io/v1"
+GPU_CLASS = "nvidia-gpu.dra-bridge.io"
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,15 @@ class TopologyNode:
     def slices(self, node: str) -> list[dict[str, Any]]:
         """The bridge's slices for this node (internal form, as ``build_slices`` gives them)."""
         return build_slices(node, self.inventory, CATALOG, {}, self.nvml).slices
+
+    def held_claim(self) -> dict[str, Any]:
+        """The claim ``held`` that takes the already allocated devices (all devices whose
+        ``deviceID`` is listed), as another pod holds them."""
+        ids = ", ".join(f'"{d}"' for d in self.allocated)
+        return {"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "held"},
+                "spec": {"devices": {"requests": [{"name": "held", "exactly": {
+                    "deviceClassName": GPU_CLASS, "allocationMode": "All",
+                    "selectors": [{"cel": {"expression": f'device.attributes["dra-bridge.io"].deviceID in [{ids}]'}}]}}]}}}
 
     def numa_of(self, device_id: str) -> int:
         """The NUMA node of a device ID."""
@@ -90,3 +105,40 @@ CASES = (
     TopologyCase("none-4-gpus", 4, NONE, "unaligned"),
     TopologyCase("none-5-gpus", 5, NONE, "unaligned"),
 )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a case's pod went: ``outcome``, the allocated device names in result order (empty
+    when unschedulable) and the reason when it is not allocated."""
+
+    outcome: Outcome
+    devices: tuple[str, ...]
+    reason: str = ""
+
+
+def outcome_of(case: TopologyCase, node: str, devices: list[str]) -> Outcome:
+    """``aligned`` when every device has the same value of the case's attribute (NUMA node
+    for ``none``), else ``unaligned``."""
+    attribute = case.alignment.attribute or "resource.kubernetes.io/numaNode"
+    published = {d["name"]: d["attributes"][attribute] for s in case.node.slices(node) for d in s["spec"]["devices"]}
+    return "aligned" if len({str(published[d]) for d in devices}) == 1 else "unaligned"
+
+
+def engine_placement(case: TopologyCase, node: str = "numa") -> Placement:
+    """The case through ``translate/alloc`` (``simulate``): the Node, our DeviceClasses, the
+    bridge's slices, the held claim (allocated first, as the e2e test's holder pod is bound
+    first), then the converted pod's claims."""
+    plan = case.plan("default", "pod")
+    documents: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}},
+        *({"apiVersion": V1, **c} for c in CATALOG.device_classes()),
+        *(render_slice(s, V1) for s in case.node.slices(node)),
+        {**case.node.held_claim(), "metadata": {"name": "held", "namespace": "default"}},
+        *plan.templates, plan.pod]
+    result = simulate(documents, parse_gates(None), node)
+    claims = [c for c in result.claims if c.name != "held"]
+    if not all(c.outcome == "allocated" for c in claims):
+        return Placement("unschedulable", (), "; ".join(c.reason for c in claims if c.reason))
+    devices = [r["device"] for c in claims for r in (c.allocation or {})["devices"]["results"]]
+    return Placement(outcome_of(case, node, devices), tuple(devices))

@@ -187,3 +187,43 @@ async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(kubelet: Kube
     assert device["attributes"]["gpu.nvidia.com/productName"] == {"string": "NVIDIA H100 80GB HBM3"}
     assert device["attributes"]["dra-bridge.io/source"] == {"string": "nvml"}
     assert device["capacity"]["gpu.nvidia.com/memory"] == {"value": "80Gi"}
+
+
+async def test_a_kubelet_restart_while_publishing_keeps_the_slices(legacy: Agent, kubelet: KubeletServer,
+                                                                   api: FakeApi, clock: Clock) -> None:
+    # publishing; the kubelet restarts: PodResources does not answer for a tick, then answers with
+    # every interlock holding as before. Not knowing for a tick is no reason to settle again.
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    assert legacy.report.publishing and api.slices
+    await kubelet.stop()
+    clock.now += 1
+    report = await legacy.tick()
+    assert report.publishing
+    await kubelet.start()
+    clock.now += 1
+    report = await legacy.tick()
+    await legacy.publisher.sync()
+    assert report.publishing and not report.refusals and api.slices, report.refusals
+
+
+async def test_an_amd_plugin_socket_without_sock_suffix_refuses_publication(
+        kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock) -> None:
+    # ROCm's device plugin serves on device-plugins/amd.com_gpu (no .sock): the catalog names it
+    kubelet.fake.devices = [("amd.com/gpu", "0000:03:00.0", [0])]
+    kubelet.plugin_socket("amd.com_gpu")
+    api.add_node(NODE, {}, {"amd.com/gpu": "1"})
+    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    assert (await agent.tick()).recorded == 1
+    api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "dra"
+    kubelet.fake.devices = []
+    api.nodes[NODE]["status"]["capacity"] = api.nodes[NODE]["status"]["allocatable"] = {"amd.com/gpu": "0"}
+    await agent.tick()
+    clock.now += 600
+    report = await agent.tick()
+    assert [(r.interlock, r.reason) for r in report.refusals] == [
+        ("plugin-socket", "device plugin socket(s) still present: amd.com_gpu")]
+    kubelet.plugin_socket("amd.com_gpu", present=False)
+    await agent.tick()
+    clock.now += 61
+    assert (await agent.tick()).publishing

@@ -20,7 +20,7 @@ from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_al
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOS = (("podresources", "api"), ("deviceplugin", "api"), ("kubeletapi", "registration"), ("kubeletapi", "dra_v1"),
-          ("kubeletapi", "dra_v1beta1"))
+          ("kubeletapi", "dra_v1beta1"), ("kubeletapi", "dra_health_v1alpha1"))
 """Every committed .proto, as (package folder under bridge/, file stem)."""
 
 
@@ -136,6 +136,27 @@ def test_bad_settings_name_the_flag_and_env_twin(env: dict[str, str], flag: str)
 ])
 def test_plugin_socket_names(resource: str, socket: str, serves: bool) -> None:
     assert socket_serves(resource, socket) is serves
+
+
+@pytest.mark.parametrize(("resource", "socket", "catalogued", "serves"), [
+    ("amd.com/gpu", "amd.com_gpu", "amd.com_gpu", True),  # ROCm's plugin: no .sock suffix
+    ("amd.com/gpu", "amd.com_gpu", "", False),
+    ("gpu.intel.com/i915", "gpu.intel.com-i915.sock", "gpu.intel.com-i915.sock", True),
+    ("amd.com/gpu", "kubelet_internal_checkpoint", "amd.com_gpu", False),
+], ids=["amd-catalogued", "amd-unknown", "intel-catalogued", "checkpoint-file"])
+def test_a_catalogued_plugin_socket_name_counts_whatever_its_suffix(resource: str, socket: str, catalogued: str,
+                                                                    serves: bool) -> None:
+    assert socket_serves(resource, socket, catalogued) is serves
+
+
+def test_the_plugin_socket_interlock_knows_the_catalogs_socket_names() -> None:
+    inv = Inventory(node="n", devices=(InventoryDevice(resourceName="amd.com/gpu", deviceID="0000:03:00.0",
+                                                       numaNodes=[]),))
+    obs = Observation(now=0, plugin_sockets=frozenset({"amd.com_gpu", "kubelet.sock"}))
+    refused = evaluate(inv, obs, None, 0, catalogued_sockets={"amd.com/gpu": "amd.com_gpu"})
+    assert [(r.interlock, r.reason) for r in refused.refusals] == [
+        ("plugin-socket", "device plugin socket(s) still present: amd.com_gpu")]
+    assert evaluate(inv, Observation(now=0), None, 0, catalogued_sockets={"amd.com/gpu": "amd.com_gpu"}).publish
 
 
 def test_settle_period_counts_from_when_all_interlocks_first_held() -> None:

@@ -6,7 +6,10 @@
   nodes x 4 GPUs, one already allocated to another pod; a converted pod with ``numa`` (or
   ``pcie``) lands on aligned devices (read from the allocation), one that cannot be aligned
   stays unschedulable with the scheduler's reason, and the same pods without the option take
-  unaligned devices.
+  unaligned devices;
+- the allocation engine (``translate/alloc``, through ``engine_placement``) gives each case the
+  same outcome and the very devices the scheduler allocated (one pool, one slice: the
+  allocator's first-fit order is the slice's device order in every allocator variant).
 """
 
 from __future__ import annotations
@@ -25,12 +28,10 @@ from dra_bridge.translate.plan.claim_templates import internal_from_template
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for, wait_for_object
 from tests.factories import gpu, make_container, make_pod
-from tests.topology_scenarios import CASES, CATALOG, TopologyCase
+from tests.topology_scenarios import CASES, CATALOG, V1, TopologyCase, engine_placement, outcome_of
 
 pytestmark = pytest.mark.e2e
 
-V1 = "resource.k8s.io/v1"
-GPU_CLASS = "nvidia-gpu.dra-bridge.io"
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +83,7 @@ def topology_node(kube: KubeClient, namespace: str, classes: None) -> Iterator[s
         body = render_slice(internal, V1)
         kube.create(api_path(V1, "resourceslices"), body)
         names.append(body["metadata"]["name"])
-    ids = ", ".join(f'"{d}"' for d in scenario.allocated)
-    kube.create(api_path(V1, "resourceclaims", namespace), {
-        "apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "held"},
-        "spec": {"devices": {"requests": [{"name": "held", "exactly": {
-            "deviceClassName": GPU_CLASS, "allocationMode": "All",
-            "selectors": [{"cel": {"expression": f'device.attributes["dra-bridge.io"].deviceID in [{ids}]'}}]}}]}}})
+    kube.create(api_path(V1, "resourceclaims", namespace), scenario.held_claim())
     kube.create(api_path("v1", "pods", namespace), _pinned({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holder", "namespace": namespace},
         "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
@@ -133,14 +129,13 @@ def test_the_real_scheduler_places_converted_pods_as_the_scenario_says(kube: Kub
         reason = wait_for(refused, 60, "the pod to be reported unschedulable")
         assert "cannot allocate all claims" in reason["message"], reason["message"]
         assert not kube.get(path)["spec"].get("nodeName")
+        assert engine_placement(case, topology_node).outcome == "unschedulable"
         return
     bound = wait_for_object(kube, path, lambda p: p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses"),
                             60, "the converted pod to be bound with its claim allocated")
     assert bound["spec"]["nodeName"] == topology_node
     devices = _allocated_devices(kube, namespace, bound)
     assert len(devices) == case.gpus
-    attribute = case.alignment.attribute or "resource.kubernetes.io/numaNode"
-    published = {d["name"]: d["attributes"][attribute] for s in case.node.slices(topology_node)
-                 for d in s["spec"]["devices"]}
-    values = {str(published[d]) for d in devices}
-    assert (len(values) == 1) is (case.outcome == "aligned"), (case.id, devices, values)
+    assert outcome_of(case, topology_node, devices) == case.outcome, (case.id, devices)
+    engine = engine_placement(case, topology_node)
+    assert (engine.outcome, list(engine.devices)) == (case.outcome, devices)

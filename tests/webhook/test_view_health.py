@@ -41,7 +41,7 @@ class StallingFake(FakeKube):
     """A fake whose ResourceQuota list never answers (a network fault, not an API answer)."""
 
     async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "") -> dict[str, Any]:
+                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> dict[str, Any]:
         if resource.plural == RESOURCE_QUOTAS.plural:
             await asyncio.Event().wait()
         return await super().list(resource, namespace, label_selector=label_selector, field_selector=field_selector)
@@ -170,7 +170,7 @@ class StallOnceFake(FakeKube):
         self.quota_lists = 0
 
     async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "") -> dict[str, Any]:
+                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> dict[str, Any]:
         if resource.plural == RESOURCE_QUOTAS.plural:
             self.quota_lists += 1
             if self.quota_lists == 1:

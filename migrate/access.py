@@ -1,0 +1,26 @@
+"""Every API call ``dra-migrate report`` makes in live mode, in one list: its read-only RBAC.
+
+Only ``list`` (paged) on the kinds a report reads, cluster-wide; discovery (``/apis/...``) and
+``/version`` need no grant (``system:discovery``, ``system:public-info-viewer``). README
+("dra-migrate report", live mode) shows the ClusterRole; a test compares it with this list,
+and the e2e test runs the report as a ServiceAccount granted exactly this.
+"""
+
+from __future__ import annotations
+
+from dra_bridge.kube.resources import ApiCall, grant
+
+API_CALLS: tuple[ApiCall, ...] = (
+    *grant("", "pods", "list"),
+    *grant("", "nodes", "list"),
+    *grant("", "resourcequotas", "list"),
+    *grant("apps", "deployments", "list"),
+    *grant("apps", "replicasets", "list"),
+    *grant("apps", "statefulsets", "list"),
+    *grant("apps", "daemonsets", "list"),
+    *grant("batch", "jobs", "list"),
+    *grant("batch", "cronjobs", "list"),
+    *grant("resource.k8s.io", "deviceclasses", "list"),
+    *grant("resource.k8s.io", "resourceslices", "list"),
+)
+"""The report's API calls (verb, group, resource, scope)."""

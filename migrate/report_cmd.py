@@ -1,0 +1,161 @@
+"""``dra-migrate report``: what every GPU workload would become under DRA, and which path it can take.
+
+    add_parser(subparsers)                       the command's flags
+    run_report(args, stdin, stdout, stderr) -> exit code
+
+Inputs: ``-f FILE|DIR|-`` (as ``convert`` reads them: Lists flattened, Helm output), or, without
+``-f``, the cluster (live mode, :mod:`migrate.live`; ``--kubeconfig``/``--context``, else
+``$KUBECONFIG``, else the in-cluster service account). The report goes to stdout
+(``-o table|wide|markdown|json|html``), logs and the live progress bar to stderr. Exit codes
+as ``convert``'s: 0, 1 an error (nothing on stdout), 3 with ``--fail-on LEVEL`` when a
+workload reaches LEVEL (``legacy-request``: any legacy device request left, ranks below every
+finding level).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, TextIO
+
+from dra_bridge.kube.api import ApiServer
+from dra_bridge.kube.client import connect
+from dra_bridge.kube.errors import KubeError
+from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
+from dra_bridge.migrate.live import read_cluster
+from dra_bridge.migrate.manifests import read_sources, why_empty
+from dra_bridge.migrate.report_html import render_html
+from dra_bridge.migrate.report_text import render_text
+from dra_bridge.translate.catalog import Catalog, load_catalog
+from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
+from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.report import DEFAULT_POOL_LABEL, FAIL_LEVELS, Settings, build_report
+
+FORMATS = ("table", "wide", "markdown", "json", "html")
+_VERSION = re.compile(r"v?(1)\.(\d+)(?:\.\d+)?(?:[-+].*)?")
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``report`` on the ``dra-migrate`` subparsers."""
+    rep = sub.add_parser("report", help="what every GPU workload would become under DRA, and its path "
+                                        "(files, or the cluster without -f)")
+    rep.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR|-",
+                     help="manifests, Helm output or kubectl List dumps of pods, workloads, custom resources, nodes, "
+                          "ResourceSlices, DeviceClasses, ResourceQuotas; repeatable (default: read the cluster)")
+    rep.add_argument("--kubeconfig", metavar="FILE", help="live mode: the kubeconfig (default $KUBECONFIG, else "
+                                                          "the in-cluster service account)")
+    rep.add_argument("--context", metavar="NAME", help="live mode: a context of the kubeconfig")
+    rep.add_argument("--kubernetes-version", metavar="1.N",
+                     help="the release the paths are judged for (live: the server's; default: the --api-version's "
+                          "first release, 1.34 for v1)")
+    rep.add_argument("--api-version", default="v1", metavar="v1|v1beta2|v1beta1",
+                     help="resource.k8s.io version of the templates shown (default v1)")
+    rep.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
+    rep.add_argument("--target", choices=("bridge", "vendor"), help="DeviceClasses: ours (default) or the vendor's")
+    rep.add_argument("-o", "--output", choices=FORMATS, default="table", help="default table")
+    rep.add_argument("--pool-label", default=DEFAULT_POOL_LABEL, metavar="KEY",
+                     help=f"the node label whose value names a node pool (default {DEFAULT_POOL_LABEL})")
+    rep.add_argument("--alignment", choices=POLICIES, default="none",
+                     help="the alignment convert would keep (--alignment of convert); none reports where the Topology "
+                          "Manager's alignment would be lost")
+    rep.add_argument("--alignment-scope", choices=SCOPES, default="container", help="as convert's")
+    rep.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
+                     help="a scheduler besides default-scheduler that supports DRA; repeatable")
+    rep.add_argument("--fail-on", choices=FAIL_LEVELS,
+                     help="exit 3 when a workload reaches this level (legacy-request: any legacy request left)")
+
+
+def _minor(text: str) -> int:
+    m = _VERSION.fullmatch(text.strip())
+    if not m:
+        raise UsageError(f"--kubernetes-version {text!r}: a release like 1.36 or v1.36.3")
+    return int(m.group(2))
+
+
+def _catalog(path: str | None, target: str | None) -> Catalog:
+    if path is None:
+        catalog = load_catalog()
+    else:
+        try:
+            catalog = load_catalog(Path(path).read_text(encoding="utf-8"), path)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read catalog: {exc}") from exc
+    if target in ("bridge", "vendor"):
+        return catalog.with_target("bridge" if target == "bridge" else "vendor")
+    return catalog
+
+
+def _read_files(sources: list[str], stdin: TextIO) -> list[tuple[str, Any]]:
+    objects: list[tuple[str, Any]] = []
+    for source in sources:
+        docs = list(read_sources([source], stdin))
+        if not docs:
+            raise InputError(f"{source}: no Kubernetes objects ({why_empty(source)})")
+        for doc in docs:
+            if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
+                raise InputError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
+                                 "(a mapping with a kind)")
+            objects.append((doc.source, doc.obj))
+    return objects
+
+
+def _read_live(args: argparse.Namespace, err: TextIO) -> tuple[list[tuple[str, Any]], str]:
+    bar = err.isatty()
+
+    def progress(kind: str, count: int) -> None:
+        if bar:
+            err.write(f"\r\x1b[Kreading {kind}: {count}")
+            err.flush()
+
+    async def read() -> tuple[list[tuple[str, Any]], str]:
+        client = await connect(args.kubeconfig or os.environ.get("KUBECONFIG") or None, args.context)
+        try:
+            return await read_cluster(ApiServer(client), progress)
+        finally:
+            await client.close()
+
+    try:
+        objects, version = asyncio.run(read())
+    except KubeError as exc:
+        raise InputError(f"live mode: {exc}") from exc
+    finally:
+        if bar:
+            err.write("\r\x1b[K")
+    err.write(f"dra-migrate: read {len(objects)} objects from the cluster (Kubernetes {version})\n")
+    return objects, version
+
+
+def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """Run ``report`` (see the module docstring)."""
+    catalog = _catalog(args.catalog, args.target)
+    live = not args.filename
+    if live and (args.kubernetes_version is None) and not (args.kubeconfig or os.environ.get("KUBECONFIG")
+                                                           or os.environ.get("KUBERNETES_SERVICE_HOST")):
+        raise UsageError("report: give -f FILE|DIR|- or a cluster (--kubeconfig, $KUBECONFIG)")
+    objects, server = _read_live(args, err) if live else (_read_files(args.filename, stdin), "")
+    version_text = args.kubernetes_version or server
+    minor = _minor(version_text) if version_text else None
+    try:
+        options = Options(api_version=args.api_version, kubernetes_minor=minor,
+                          dra_schedulers=tuple(args.dra_scheduler),
+                          alignment=Alignment(args.alignment, args.alignment_scope))
+        shown = f"1.{options.minor}"
+    except (KeyError, ValueError) as exc:
+        raise UsageError(f"--api-version {args.api_version!r}: {exc}") from exc
+    settings = Settings(options=options, pool_label=args.pool_label, kubernetes_version=shown,
+                        sources=tuple(args.filename) or ("live",), live=live, user_catalog=args.catalog)
+    report = build_report(objects, catalog, settings)
+    if args.output == "json":
+        out.write(json.dumps(report.as_json(), indent=2) + "\n")
+    elif args.output == "html":
+        out.write(render_html(report))
+    else:
+        out.write(render_text(report, args.output))
+    if args.fail_on and report.fails(args.fail_on):
+        err.write(f"dra-migrate: a workload reaches --fail-on {args.fail_on}\n")
+        return EXIT_FINDINGS
+    return EXIT_OK

@@ -1,0 +1,107 @@
+"""``dra-migrate report -o html``: one self-contained page (no network: inline CSS, pictures as
+inline SVG).
+
+    render_html(report) -> str
+
+The page: the totals (``<dl id="totals">``, one ``<dd data-total=KEY>`` per total), one picture
+per namespace and one per node pool (``<svg class="picture" data-group="namespace|pool"
+data-name=NAME>``: a bar of what migrates, what is partial, what is blocked and what has
+nothing to do, each segment ``data-category`` with its count), the capacity before and after
+per pool when a capacity engine filled it (``<svg class="capacity">``), and a table of every
+workload with its findings and risks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from html import escape
+
+from dra_bridge.migrate.remedies import phrased
+from dra_bridge.migrate.report_text import workload_name
+from dra_bridge.translate.report import CATEGORIES, PoolReport, Report
+
+COLOURS = {"migrates": "#2e7d32", "partial": "#f9a825", "blocked": "#c62828", "nothing-to-do": "#9e9e9e"}
+WIDTH = 480
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
+dl#totals{display:grid;grid-template-columns:max-content max-content;gap:.2em 1em}
+dt{font-weight:600}.pictures{display:flex;flex-wrap:wrap;gap:1em}
+figure{margin:0;border:1px solid #ddd;padding:.5em}figcaption{font-size:.9em}
+table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:.25em .5em;vertical-align:top}
+.legend span{display:inline-block;margin-right:1em}.legend i{display:inline-block;width:.9em;height:.9em;
+margin-right:.3em;vertical-align:middle}"""
+
+
+def _bar(group: str, name: str, counts: Counter[str]) -> str:
+    total = sum(counts[c] for c in CATEGORIES)
+    parts = [f'<svg class="picture" data-group="{group}" data-name="{escape(name)}" xmlns="http://www.w3.org/2000/svg" '
+             f'width="{WIDTH}" height="44" role="img" aria-label="{escape(name)}: '
+             + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES) + '">']
+    x = 0.0
+    for c in CATEGORIES:
+        if not counts[c]:
+            continue
+        w = WIDTH * counts[c] / total
+        parts.append(f'<rect data-category="{c}" data-count="{counts[c]}" x="{x:.1f}" y="0" width="{w:.1f}" '
+                     f'height="28" fill="{COLOURS[c]}"><title>{counts[c]} {c}</title></rect>')
+        parts.append(f'<text x="{x + 4:.1f}" y="19" font-size="13" fill="#fff">{counts[c]}</text>')
+        x += w
+    parts.append(f'<text x="0" y="42" font-size="11">{total} workloads</text></svg>')
+    return "".join(parts)
+
+
+def _capacity(pool: PoolReport) -> str:
+    cap = pool.capacity
+    if not cap:
+        return ""
+    devices = max(int(cap.get("devices", 0)), 1)
+    rows = []
+    for i, (label, key) in enumerate((("before (device plugin)", "usedBefore"), ("after (DRA)", "usedAfter"))):
+        used = int(cap.get(key, 0))
+        y = i * 24
+        rows.append(f'<rect x="150" y="{y}" width="{300 * used / devices:.1f}" height="18" fill="#1565c0" '
+                    f'data-used="{used}"/><rect x="150" y="{y}" width="300" height="18" fill="none" stroke="#999"/>'
+                    f'<text x="0" y="{y + 14}" font-size="12">{label}</text>'
+                    f'<text x="455" y="{y + 14}" font-size="12">{used}/{cap.get("devices", 0)}</text>')
+    return (f'<svg class="capacity" data-name="{escape(pool.name)}" xmlns="http://www.w3.org/2000/svg" '
+            f'width="{WIDTH + 40}" height="48">{"".join(rows)}</svg>')
+
+
+def _figures(group: str, groups: dict[str, Counter[str]], pools: dict[str, PoolReport] | None = None) -> str:
+    out = ['<div class="pictures">']
+    for name, counts in sorted(groups.items()):
+        extra = _capacity(pools[name]) if pools and name in pools else ""
+        out.append(f"<figure>{_bar(group, name, counts)}{extra}<figcaption>{escape(name)}</figcaption></figure>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def render_html(report: Report) -> str:
+    """The report as one HTML page (see the module docstring)."""
+    totals = report.totals()
+    flat = {"workloads": totals["workloads"], "pods": totals["pods"], **totals["categories"],
+            **{f"path {k}": v for k, v in totals["paths"].items()}, "risks": totals["risks"],
+            "alignment lost": totals["alignmentLost"], "legacy devices": totals["legacyDevices"]}
+    namespaces: dict[str, Counter[str]] = {}
+    for w in report.workloads:
+        namespaces.setdefault(w.unit.namespace or "(none)", Counter())[w.category] += 1
+    pools = {p.name: p for p in report.pools}
+    legend = "".join(f'<span><i style="background:{COLOURS[c]}"></i>{c}</span>' for c in CATEGORIES)
+    rows = []
+    for w in report.workloads:
+        notes = [f"{f.outcome}: {f.path}: {f.reason}" for f in phrased(w.findings)]
+        notes += [f"risk {r.code}: {r.path}: {r.detail}" for r in w.risks]
+        rows.append(f"<tr data-category=\"{w.category}\"><td>{escape(workload_name(w))}</td><td>{len(w.unit.pods)}</td>"
+                    f"<td>{escape(w.outcome)}</td><td>{escape(w.path.path)}</td><td>{escape(w.path.reason)}</td>"
+                    f"<td>{escape(w.alignment['status'])}</td><td>{'<br>'.join(escape(n) for n in notes)}</td></tr>")
+    return "".join([
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>DRA migration report</title>",
+        f"<style>{STYLE}</style></head><body><h1>DRA migration report</h1>",
+        f"<p>Kubernetes {escape(report.settings.kubernetes_version or '?')}; node pools by "
+        f"<code>{escape(report.settings.pool_label)}</code>.</p>",
+        '<dl id="totals">', *(f'<dt>{escape(k)}</dt><dd data-total="{escape(k)}">{v}</dd>' for k, v in flat.items()),
+        "</dl>", f'<p class="legend">{legend}</p>',
+        "<h2>Per namespace</h2>", _figures("namespace", namespaces),
+        "<h2>Per node pool</h2>", _figures("pool", {p.name: p.categories for p in report.pools}, pools),
+        "<h2>Workloads</h2><table><tr><th>workload</th><th>pods</th><th>outcome</th><th>path</th><th>why</th>"
+        "<th>alignment</th><th>findings and risks</th></tr>", *rows, "</table></body></html>\n"])

@@ -1,0 +1,64 @@
+"""``dra-migrate report`` in live mode against the real control plane, as a ServiceAccount granted
+exactly the documented read-only RBAC (``migrate/access.py``), not cluster-admin."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dra_bridge.kube.resources import rbac_rules
+from dra_bridge.migrate.access import API_CALLS
+from dra_bridge.migrate.cli import main
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for
+from tests.e2e.webhook_cluster import RBAC, token_kubeconfig
+
+pytestmark = pytest.mark.e2e
+
+
+def _read_only_kubeconfig(cp: ControlPlane, kube: KubeClient, namespace: str, path: Path) -> Path:
+    name = f"report-{uuid.uuid4().hex[:6]}"
+    kube.create(api_path("v1", "serviceaccounts", namespace), {"metadata": {"name": name}})
+    kube.create(f"{RBAC}/clusterroles", {"metadata": {"name": name}, "rules": rbac_rules(API_CALLS)})
+    kube.create(f"{RBAC}/clusterrolebindings", {
+        "metadata": {"name": name}, "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}})
+    return token_kubeconfig(kube, path, namespace, name, cp.server, cp.ca_file)
+
+
+def test_live_report_reads_the_cluster_read_only(control_plane: ControlPlane, kube: KubeClient, namespace: str,
+                                                  tmp_path: Path) -> None:
+    node = f"gpu-{uuid.uuid4().hex[:6]}"
+    create_fake_node(kube, node, labels={"nvidia.com/gpu.product": "NVIDIA-L4"}, capacity={"nvidia.com/gpu": "2"},
+                     allocatable={"nvidia.com/gpu": "2"})
+    container = {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "2"}}}
+    kube.create(api_path("apps/v1", "deployments", namespace), {
+        "metadata": {"name": "trainer"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "trainer"}},
+                 "template": {"metadata": {"labels": {"app": "trainer"}}, "spec": {"containers": [container]}}}})
+    kube.create(api_path("v1", "pods", namespace), {"metadata": {"name": "pinned"},
+                                                    "spec": {"nodeName": node, "containers": [container]}})
+    kubeconfig = _read_only_kubeconfig(control_plane, kube, namespace, tmp_path / "report.kubeconfig")
+
+    def grouped() -> tuple[dict[str, Any], dict[str, Any], str] | None:
+        out, err = io.StringIO(), io.StringIO()
+        assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "json"], stdout=out, stderr=err) == 0, \
+            err.getvalue()
+        doc = json.loads(out.getvalue())
+        mine = {f"{w['kind']}/{w['name']}": w for w in doc["workloads"] if w["namespace"] == namespace}
+        return (doc, mine, err.getvalue()) if len(mine["Deployment/trainer"]["pods"]) == 2 else None
+
+    doc, mine, err = wait_for(grouped, 30, "the Deployment's two pods grouped under it")
+    assert mine["Deployment/trainer"]["path"] == "needs-conversion"
+    assert mine["Deployment/trainer"]["alignment"]["status"] == "lost"
+    assert mine["Pod/pinned"]["path"] == "blocked"
+    assert [r["code"] for r in mine["Pod/pinned"]["risks"]] == ["pinned-to-node"]
+    assert doc["inputs"]["live"] and doc["inputs"]["kubernetesVersion"].startswith("1.")
+    pools = {p["name"]: p for p in doc["nodePools"]}
+    assert node in pools["NVIDIA-L4"]["nodes"]
+    assert "read" in err and "\x1b" not in err  # no progress bar off a terminal

@@ -1,0 +1,231 @@
+"""``dra-migrate report`` over the shipped examples plus node, slice, class, quota and pod dumps."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from dra_bridge.kube.fake import FakeKube
+from dra_bridge.kube.resources import DEVICE_CLASSES, NODES, PODS
+from dra_bridge.migrate.access import API_CALLS
+from dra_bridge.migrate.cli import main
+from dra_bridge.migrate.live import read_cluster
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+EXAMPLES = str(DATA / "examples")
+CLUSTER = str(DATA / "report")
+SCHEMA = json.loads(files("dra_bridge.translate").joinpath("data/report-v1.schema.json").read_text())
+
+
+def run(*argv: str, stdin: str = "") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def report(*extra: str) -> dict[str, Any]:
+    code, out, err = run("report", "-f", EXAMPLES, "-f", CLUSTER, "-o", "json", *extra)
+    assert code == 0, err
+    doc: dict[str, Any] = json.loads(out)
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    return doc
+
+
+def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{w['kind']}/{w['namespace']}/{w['name']}#{w['source'].rsplit('/', 1)[-1]}": w for w in doc["workloads"]}
+
+
+#: Every workload of the examples and dumps: (outcome, path) on 1.36 with the dumped DeviceClasses.
+EXPECTED_136 = {
+    "Pod/team-a/gpu-pod#01-pod-limits-only-toleration.yaml": ("translated", "kep-5004"),
+    "Deployment/team-a/plugin-test#02-deployment-product-label-shared-suffix.yaml": ("partial", "needs-conversion"),
+    "Job/team-a/pytorch-training#06-job-timesliced-gpu-shared-count-10.yaml": ("partial", "needs-conversion"),
+    "Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml": ("translated", "needs-conversion"),
+    "Pod/team-a/init-sidecar-app#09-init-sidecar-app-each-with-gpu.yaml": ("unsupported", "blocked"),
+    "StatefulSet/team-a/cuda-vectoradd-1#10-mig-statefulset-limits-only.yaml": ("translated", "needs-conversion"),
+    "Deployment/team-a/example-ollama#13-helm-two-mig-profiles-one-container.yaml": ("translated",
+                                                                                     "needs-conversion"),
+    "Deployment/team-a/example-ollama#14-helm-already-dra-claim.yaml": ("unchanged", "nothing-to-do"),
+    "Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml": (
+        "translated", "kep-5004"),
+    "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": ("left-for-webhook", "kep-5004"),
+    "Deployment/team-a/mistral-7b#21-amd-vllm-deployment-requests-limits-hostipc.yaml": ("translated",
+                                                                                         "needs-conversion"),
+    "Job/team-a/intelgpu-demo-job#22-intel-i915-job.yaml": ("translated", "needs-conversion"),
+    "Pod/team-b/trainer-#pods.yaml": ("translated", "kep-5004"),
+    "Pod/team-b/pinned#pods.yaml": ("kept-legacy", "blocked"),
+    "Pod/team-b/sneaky#pods.yaml": ("unchanged", "nothing-to-do"),
+    "Pod/team-b/warmup#pods.yaml": ("translated", "needs-conversion"),
+    "Pod/team-b/by-product#pods.yaml": ("translated", "needs-conversion"),
+    "RayCluster/team-b/ray#pods.yaml": ("kept-legacy", "kep-5004"),
+}
+
+
+def test_every_workload_has_its_outcome_and_path_on_136() -> None:
+    doc = report("--kubernetes-version", "1.36")
+    got = {k: (w["outcome"], w["path"]) for k, w in by_name(doc).items()}
+    assert got == EXPECTED_136
+    assert doc["totals"]["workloads"] == len(EXPECTED_136)
+    assert doc["totals"]["paths"] == {"nothing-to-do": 2, "kep-5004": 5, "needs-conversion": 9, "blocked": 2}
+
+
+def test_kep5004_needs_136_and_names_the_newest_class() -> None:
+    old = by_name(report())  # default: v1's first release, 1.34
+    assert {w["path"] for w in old.values()} == {"nothing-to-do", "needs-conversion", "blocked"}
+    assert "served from Kubernetes 1.36 (target 1.34)" in old["Pod/team-b/by-product#pods.yaml"]["pathReason"]
+    new = by_name(report("--kubernetes-version", "v1.36.3"))
+    served = new["Pod/team-a/gpu-pod#01-pod-limits-only-toleration.yaml"]
+    assert "DeviceClass gpu.nvidia.com" in served["pathReason"] and served["via"] == "node hand-over"
+
+
+@pytest.mark.parametrize(("key", "why"), [
+    pytest.param("Pod/team-b/warmup#pods.yaml", "createDeviceRequests", id="init-container-counts-differ"),
+    pytest.param("Pod/team-b/by-product#pods.yaml", "nodeSelector nvidia.com/gpu.product", id="gfd-selector"),
+    pytest.param("Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml", "HAMi annotation", id="hami"),
+    pytest.param("Job/team-a/pytorch-training#06-job-timesliced-gpu-shared-count-10.yaml", "shared name",
+                 id="shared-name"),
+    pytest.param("StatefulSet/team-a/cuda-vectoradd-1#10-mig-statefulset-limits-only.yaml", "no DeviceClass",
+                 id="mig-without-class"),
+    pytest.param("Pod/team-b/pinned#pods.yaml", "spec.nodeName bypasses the scheduler", id="pinned"),
+])
+def test_kep5004_does_not_serve_what_the_mapping_loses(key: str, why: str) -> None:
+    w = by_name(report("--kubernetes-version", "1.36"))[key]
+    assert w["path"] != "kep-5004" and why in w["pathReason"]
+
+
+def test_pods_grouped_by_owner_and_unnamed_pods_marked() -> None:
+    doc = by_name(report())
+    assert doc["Deployment/team-a/plugin-test#02-deployment-product-label-shared-suffix.yaml"]["pods"] == [
+        "plugin-test-6d4cf56db6-x7k2p", "plugin-test-6d4cf56db6-q9wz4"]
+    trainer = doc["Pod/team-b/trainer-#pods.yaml"]
+    assert trainer["notYetNamed"] and trainer["pods"] == ["trainer-(not yet named)"]
+    code, out, _ = run("report", "-f", CLUSTER)
+    assert code == 0 and "Pod/team-b/trainer-(not yet named)" in out and "RayCluster/team-b/ray" in out
+
+
+def test_risks() -> None:
+    doc = by_name(report())
+    codes = {k: sorted({r["code"] for r in w["risks"]}) for k, w in doc.items() if w["risks"]}
+    assert codes == {
+        "Deployment/team-a/plugin-test#02-deployment-product-label-shared-suffix.yaml": ["quota-stops-counting"],
+        "Pod/team-a/gpu-pod#01-pod-limits-only-toleration.yaml": ["quota-stops-counting"],
+        "Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml": ["quota-stops-counting"],
+        "Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml": [
+            "quota-stops-counting"],
+        "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": ["operator-reads-limit",
+                                                                            "quota-stops-counting"],
+        "Pod/team-b/trainer-#pods.yaml": ["gpu-count-in-env"],
+        "Pod/team-b/pinned#pods.yaml": ["pinned-to-node"],
+        "Pod/team-b/sneaky#pods.yaml": ["visible-devices-by-hand"],
+        "RayCluster/team-b/ray#pods.yaml": ["operator-reads-limit"],
+    }
+    trainer = doc["Pod/team-b/trainer-#pods.yaml"]["risks"]
+    assert {r["path"] for r in trainer} == {"spec.containers[0].env[0]", "spec.containers[0].env[1]"}
+
+
+def test_node_pools_and_mixed_allocators() -> None:
+    pools = {p["name"]: p for p in report()["nodePools"]}
+    h100 = pools["NVIDIA-H100-80GB-HBM3"]
+    assert h100["nodes"] == ["h100-a", "h100-b"] and h100["legacyDevices"] == {"nvidia.com/gpu": 8}
+    assert h100["draDevices"] == 4 and h100["mixedAllocators"] == {}
+    assert pools["NVIDIA-A100-SXM4-40GB"]["mixedAllocators"] == {"a100-a": ["nvidia.com/gpu"]}
+    assert h100["workloads"]["partial"] == 1  # plugin-test's pods run on h100-a
+    assert all(p["capacity"] is None for p in pools.values())
+
+
+def test_pool_label_option() -> None:
+    pools = {p["name"] for p in report("--pool-label", "dra-bridge.io/mode")["nodePools"]}
+    assert pools == {"dra", "(any)"}
+
+
+def test_alignment_lost_without_the_option_and_kept_with_it() -> None:
+    key = "Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml"
+    assert by_name(report())[key]["alignment"]["status"] == "lost"
+    assert by_name(report("--alignment", "pcie"))[key]["alignment"]["status"] == "kept"
+    mig = "Deployment/team-a/example-ollama#13-helm-two-mig-profiles-one-container.yaml"
+    assert by_name(report("--alignment", "numa"))[mig]["alignment"]["status"] == "partial"
+    one = by_name(report())["Deployment/team-a/mistral-7b#21-amd-vllm-deployment-requests-limits-hostipc.yaml"]
+    assert one["alignment"] == {"multiDevice": False, "policy": "none", "scope": "container",
+                                "status": "not-applicable", "reason": "one device per container"}
+
+
+def test_json_carries_templates_inputs_and_totals() -> None:
+    doc = report()
+    vllm = by_name(doc)["Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml"]
+    assert vllm["templates"][0]["kind"] == "ResourceClaimTemplate"
+    assert doc["inputs"]["objects"]["Node"] == 3 and doc["inputs"]["kubernetesVersion"] == "1.34"
+    assert doc["catalog"]["apiVersion"] == "catalog.dra-bridge.io/v1"
+
+
+@pytest.mark.parametrize(("level", "code"), [
+    pytest.param("legacy-request", 3, id="legacy-request"),
+    pytest.param("unsupported", 3, id="unsupported"),
+])
+def test_fail_on(level: str, code: int) -> None:
+    assert run("report", "-f", EXAMPLES, "--fail-on", level)[0] == code
+
+
+def test_legacy_request_ranks_below_every_finding_level(tmp_path: Path) -> None:
+    served = tmp_path / "pod.yaml"
+    served.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+                      "    image: x\n    resources: {limits: {nvidia.com/gpu: 1}}\n")
+    assert run("report", "-f", str(served), "--fail-on", "left-for-webhook")[0] == 0
+    assert run("report", "-f", str(served), "--fail-on", "legacy-request")[0] == 3
+    done = tmp_path / "done.yaml"
+    done.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: x}]\n")
+    assert run("report", "-f", str(done), "--fail-on", "legacy-request")[0] == 0
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["report", "-f", "/nonexistent"], id="missing-file"),
+    pytest.param(["report", "-f", "-"], id="empty-stdin"),
+    pytest.param(["report", "-f", EXAMPLES, "--kubernetes-version", "two"], id="bad-version"),
+    pytest.param(["report", "-f", EXAMPLES, "-o", "pdf"], id="bad-format"),
+])
+def test_errors_exit_1_with_nothing_on_stdout(argv: list[str]) -> None:
+    code, out, err = run(*argv)
+    assert code == 1 and out == "" and "error" in err
+
+
+def test_markdown_for_a_pull_request() -> None:
+    code, out, _ = run("report", "-f", EXAMPLES, "-o", "markdown")
+    assert code == 0 and out.startswith("## DRA migration report")
+    assert "| `Pod/team-a/init-sidecar-app` | 1 | unsupported | blocked |" in out
+    assert "<details><summary><code>Pod/team-a/init-sidecar-app</code>" in out
+
+
+def test_live_mode_pages_through_the_declared_calls_only() -> None:
+    fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1"])
+    for i in range(7):
+        fake.put(PODS, {"metadata": {"name": f"p{i}", "namespace": "ns"}, "spec": {"containers": [
+            {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}})
+    fake.put(NODES, {"metadata": {"name": "n1"}})
+    fake.put(DEVICE_CLASSES, {"metadata": {"name": "dc"}, "spec": {}})
+    seen: list[tuple[str, int]] = []
+    import dra_bridge.migrate.live as live
+    page, live.PAGE = live.PAGE, 3
+    try:
+        objects, version = asyncio.run(read_cluster(fake, lambda kind, n: seen.append((kind, n))))
+    finally:
+        live.PAGE = page
+    assert version == "v1.36.3"
+    assert [k for k, _ in seen].count("pods") == 3 and ("pods", 7) in seen
+    pods = [o for _, o in objects if o["kind"] == "Pod"]
+    assert len(pods) == 7 and pods[0]["apiVersion"] == "v1"
+    assert {str(c) for c in fake.calls} <= {str(c) for c in API_CALLS}
+
+
+def test_readme_documents_the_live_rbac() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## `dra-migrate report`", 1)[1].split("\n## ", 1)[0]
+    rows = {tuple(c.strip(" `") for c in line.strip("|").split("|")[:2])
+            for line in section.splitlines() if line.startswith("| `")}
+    declared = {(c.group or "core", c.resource) for c in API_CALLS}
+    assert {(g, r) for g, r in rows} == declared

@@ -1,0 +1,115 @@
+"""Node filters both models share, and the legacy (device-plugin) model's per-node counting.
+
+Pure (no I/O). A node is eligible for a pod when (kube-scheduler's NodeName, NodeUnschedulable,
+NodeAffinity and TaintToleration filters, as far as this rule goes):
+
+- ``spec.nodeName``, when set, names it;
+- every ``nodeSelector`` label has that value on the node;
+- required node affinity: some ``nodeSelectorTerms`` term matches
+  (:func:`translate.alloc.node_match.selector_matches`: labels, ``metadata.name``);
+- every taint with effect ``NoSchedule`` or ``NoExecute`` is tolerated (an ``unschedulable``
+  node counts as tainted ``node.kubernetes.io/unschedulable:NoSchedule``).
+
+Not modelled (for both models alike): CPU, memory and pod counts, pod (anti-)affinity,
+topology spread, preferred terms, host ports, volumes.
+
+The legacy model counts extended resources per node: ``status.allocatable`` minus what held
+pods (running, not placed by the check) and pods placed earlier hold; a pod fits on the first
+eligible node (nodes in the order given) where each of its requests is at most what is left.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from dra_bridge.translate.alloc.node_match import Node, selector_matches
+from dra_bridge.translate.capacity.model import ClusterNode, Code, NodeConstraints
+
+__all__ = ["LegacyModel", "eligible", "refusal", "tolerates"]
+
+_UNSCHEDULABLE: Final = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """core/v1 ``Toleration.ToleratesTaint``: effect and key (empty matches any), then Exists or
+    an equal value."""
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration.get("key") != taint.get("key"):
+        return False
+    if (toleration.get("operator") or "Equal") == "Exists":
+        return True
+    return (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def refusal(node: ClusterNode, pod: NodeConstraints) -> str | None:
+    """None when ``node`` is eligible for the pod, else which filter refuses it (``nodeName``,
+    ``node selector``, ``node affinity`` or ``taint KEY[=VALUE]:EFFECT``)."""
+    if pod.node_name and pod.node_name != node.name:
+        return "nodeName"
+    if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+        return "node selector"
+    if pod.required_terms is not None and not selector_matches({"nodeSelectorTerms": list(pod.required_terms)},
+                                                               Node(node.name, node.labels)):
+        return "node affinity"
+    taints = [*node.taints, *([_UNSCHEDULABLE] if node.unschedulable else [])]
+    for taint in taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint)
+                                                                           for t in pod.tolerations):
+            value = f"={taint['value']}" if taint.get("value") else ""
+            return f"taint {taint.get('key')}{value}:{taint.get('effect')}"
+    return None
+
+
+def eligible(nodes: Sequence[ClusterNode], pod: NodeConstraints) -> tuple[list[ClusterNode], str]:
+    """The eligible nodes and, when there are none, the reason (``no node passes ...: 3 node
+    selector, 1 taint ...``)."""
+    out: list[ClusterNode] = []
+    refused: Counter[str] = Counter()
+    for node in nodes:
+        why = refusal(node, pod)
+        if why is None:
+            out.append(node)
+        else:
+            refused[why] += 1
+    if out:
+        return out, ""
+    if not nodes:
+        return out, "no nodes"
+    detail = ", ".join(f"{count} {why}" for why, count in sorted(refused.items()))
+    return out, f"no node passes the pod's node constraints ({len(nodes)} nodes: {detail})"
+
+
+class LegacyModel:
+    """Extended resources per node, placed cumulatively; ``held``: ``{node: {resource: devices}}``."""
+
+    def __init__(self, nodes: Sequence[ClusterNode], held: Mapping[str, Mapping[str, int]] | None = None) -> None:
+        self.nodes = list(nodes)
+        self.before = {n.name: Counter(dict((held or {}).get(n.name, {}))) for n in nodes}
+        self.used = {name: Counter(c) for name, c in self.before.items()}
+
+    def place(self, requests: Mapping[str, int], pod: NodeConstraints) -> tuple[str | None, Code, str]:
+        """Place a pod: ``(node, "fits", "")`` or ``(None, code, reason)``."""
+        candidates, why = eligible(self.nodes, pod)
+        if not candidates:
+            return None, "node-selection", why
+        best: tuple[int, str, int, int] | None = None  # (shortfall, resource, left, allocatable)
+        for node in candidates:
+            used = self.used[node.name]
+            short = [(requests[r] - (node.allocatable.get(r, 0) - used[r]), r) for r in sorted(requests)]
+            missing = [(s, r) for s, r in short if s > 0]
+            if not missing:
+                for resource, count in requests.items():
+                    used[resource] += count
+                return node.name, "fits", ""
+            shortfall, resource = max(missing)
+            if best is None or shortfall < best[0]:
+                best = (shortfall, resource, node.allocatable.get(resource, 0) - used[resource],
+                        node.allocatable.get(resource, 0))
+        assert best is not None
+        _, resource, left, allocatable = best
+        return None, "not-enough-devices", (f"needs {requests[resource]} {resource}: at most {left} left on one "
+                                            f"eligible node (of {allocatable} allocatable; {len(candidates)} "
+                                            "eligible nodes)")

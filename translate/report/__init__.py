@@ -1,0 +1,36 @@
+"""The migration report (``dra-migrate report``): pure rules, no I/O.
+
+Owns: which workloads the input holds and the pods each owns (:mod:`~translate.report.grouping`),
+the path each can take, KEP-5004 included (:mod:`~translate.report.paths`), the risks the
+translation alone cannot see (:mod:`~translate.report.risks`), and the report itself with its
+JSON document (:mod:`~translate.report.model`; schema: ``translate/data/report-v1.schema.json``).
+The renderers and the command live in ``migrate/``.
+"""
+
+from dra_bridge.translate.report.model import (
+    CATEGORIES,
+    DEFAULT_POOL_LABEL,
+    FAIL_LEVELS,
+    REPORT_API_VERSION,
+    PoolReport,
+    Report,
+    Settings,
+    WorkloadReport,
+    attach_capacity,
+    build_report,
+)
+from dra_bridge.translate.report.paths import PATHS
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_POOL_LABEL",
+    "FAIL_LEVELS",
+    "PATHS",
+    "REPORT_API_VERSION",
+    "PoolReport",
+    "Report",
+    "Settings",
+    "WorkloadReport",
+    "attach_capacity",
+    "build_report",
+]

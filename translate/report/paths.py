@@ -1,0 +1,149 @@
+"""The path each workload can take to DRA, and when KEP-5004's extended-resource mapping serves it.
+
+    kep5004_classes(device_classes) -> {extended resource name: DeviceClass}
+    kep5004_blockers(pod, demands, classes, minor) -> [why it does not apply]   (empty: it applies)
+    choose_path(demands, findings, blockers, classes) -> PathVerdict
+
+Paths, in the order they are decided:
+
+``nothing-to-do``
+    no legacy device request with a count above zero (already DRA, or no GPU at all).
+``kep-5004``
+    served as it is by the cluster's own extended-resource mapping (KEP-5004, 1.36+): a
+    DeviceClass with ``spec.extendedResourceName`` names every legacy resource the pod asks for,
+    and nothing in the pod depends on what the mapping loses. The node hand-over is still
+    needed: the scheduler sends a resource to DRA only on nodes whose allocatable for it is 0
+    or absent and where a DRA driver serves the class (kube-scheduler's DynamicResources
+    plugin). One DeviceClass wins a name: the newest (``creationTimestamp``, then name), as the
+    scheduler's class mapping keeps the newest.
+``blocked``
+    the plan keeps the pod on the device plugin (a ``kept-legacy`` or ``unsupported`` finding):
+    why, from those findings.
+``needs-conversion``
+    ``convert`` rewrites it (``via: convert``), or the webhook converts its pods
+    (``via: webhook``: DaemonSets, custom resources, Argo templates).
+
+What the mapping loses (each a blocker): GFD node selectors and affinity (its per-pod claim
+has no device selector), MIG and shared (time-slicing) names and HAMi slicing (its claim asks
+for whole devices of the class), HAMi annotations, and init containers: kube-scheduler's
+``createDeviceRequests`` (pkg/scheduler/framework/plugins/dynamicresources, 1.34-1.36) makes
+one device request per container *and init container* with that container's count, so a
+pod whose init container asks for the resource holds init + app devices at once, where the
+legacy path reused the app containers' devices (max of init and app). Pods the scheduler does
+not place (``spec.nodeName``, another scheduler) never get the mapping's claim.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from dra_bridge.translate.findings import Finding, worst
+from dra_bridge.translate.names import GFD_PREFIX, HAMI_ANNOTATIONS
+from dra_bridge.translate.plan.demand import ContainerDemand
+
+PathName = Literal["nothing-to-do", "kep-5004", "needs-conversion", "blocked"]
+PATHS: tuple[PathName, ...] = ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")
+#: The first release whose scheduler serves extended resources through DRA by default (the issue).
+KEP5004_MINOR = 36
+
+
+@dataclass(frozen=True)
+class PathVerdict:
+    """``path``, how (``via``: ``convert``, ``webhook``, ``node hand-over`` or "") and why."""
+
+    path: PathName
+    via: str
+    reason: str
+
+
+def kep5004_classes(device_classes: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Extended resource name -> the DeviceClass that serves it: of the classes naming it in
+    ``spec.extendedResourceName``, the newest by ``metadata.creationTimestamp`` (RFC 3339 text
+    compares in time order), then the greatest name."""
+    best: dict[str, tuple[str, str]] = {}
+    for dc in device_classes:
+        spec = dc.get("spec") if isinstance(dc.get("spec"), Mapping) else {}
+        meta = dc.get("metadata") if isinstance(dc.get("metadata"), Mapping) else {}
+        resource = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
+        if not isinstance(resource, str) or not isinstance(meta, Mapping):
+            continue
+        rank = (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
+        if resource not in best or rank > best[resource]:
+            best[resource] = rank
+    return {resource: name for resource, (_, name) in best.items()}
+
+
+def _gpu_placement(spec: Mapping[str, Any]) -> str:
+    selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
+    keys = [k for k in selector or {} if str(k).startswith(GFD_PREFIX)]
+    if keys:
+        return f"nodeSelector {', '.join(sorted(keys))}"
+    return "node affinity on GFD labels" if f'"{GFD_PREFIX}' in json.dumps(spec.get("affinity"), default=str) else ""
+
+
+def kep5004_blockers(pod: Mapping[str, Any], demands: Sequence[ContainerDemand], classes: Mapping[str, str],
+                     minor: int) -> list[str]:
+    """Why KEP-5004's mapping does not serve this pod as it is (empty: it does); see the module
+    docstring. ``demands``: the pod's legacy demands with a count above zero."""
+    spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
+    meta = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
+    assert isinstance(spec, Mapping) and isinstance(meta, Mapping)
+    out: list[str] = []
+    if minor < KEP5004_MINOR:
+        out.append(f"the extended-resource mapping is served from Kubernetes 1.{KEP5004_MINOR} (target 1.{minor})")
+    missing = sorted({d.mapping.resource_name for d in demands} - set(classes))
+    if missing:
+        out.append(f"no DeviceClass has extendedResourceName {', '.join(missing)}")
+    for d in demands:
+        if d.mapping.kind in ("mig", "shared", "slicing") or d.mapping.profile is not None:
+            out.append(f"{d.mapping.resource_name} is a {d.mapping.kind} name: the mapping's claim asks for whole "
+                       "devices of the class")
+            break
+    placement = _gpu_placement(spec)
+    if placement:
+        out.append(f"the pod selects GPUs by {placement}: the mapping's claim has no device selector")
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), Mapping) else {}
+    hami = sorted(a for a in annotations or {} if a in HAMI_ANNOTATIONS)
+    if hami:
+        out.append(f"HAMi annotation {', '.join(hami)} would be ignored")
+    inits = [d for d in demands if d.role == "init"]
+    if inits:
+        held = sum(d.count for d in demands)
+        out.append(f"init container {inits[0].container!r} asks for {inits[0].mapping.resource_name}: the "
+                   f"scheduler's claim (createDeviceRequests) gives every init container its own devices, {held} "
+                   "in all, where the device plugin reused the app containers'")
+    if spec.get("nodeName"):
+        out.append("spec.nodeName bypasses the scheduler, which creates the mapping's claim")
+    scheduler = spec.get("schedulerName")
+    if scheduler and scheduler != "default-scheduler":
+        out.append(f"schedulerName {scheduler} is not kube-scheduler")
+    return out
+
+
+def choose_path(demands: Sequence[ContainerDemand], findings: Sequence[Finding], blockers: Sequence[str],
+                classes: Mapping[str, str]) -> PathVerdict:
+    """The path of one planned pod template (see the module docstring). ``demands``: legacy
+    demands with a count above zero; ``findings``: the plan's (convert's, phrased)."""
+    if not demands:
+        return PathVerdict("nothing-to-do", "", "no legacy device request" + (
+            " (zero counts are dropped)" if any(f.outcome == "translated" for f in findings) else ""))
+    resources = sorted({d.mapping.resource_name for d in demands})
+    if not blockers:
+        served = ", ".join(f"{r} by DeviceClass {classes[r]}" for r in resources)
+        return PathVerdict("kep-5004", "node hand-over",
+                           f"served as it is ({served}) once its nodes are handed over: the scheduler uses the "
+                           "mapping only on nodes whose allocatable for the resource is 0 or absent and where a "
+                           "DRA driver serves the class")
+    kep_note = ""
+    if classes:  # the cluster maps some extended resource: say why it does not map this one
+        kep_note = f"; KEP-5004 does not serve it: {'; '.join(blockers)}"
+    if worst(findings) >= 3:
+        why = "; ".join(dict.fromkeys(f.reason for f in findings if f.severity >= 3))
+        return PathVerdict("blocked", "", why + kep_note)
+    via = "webhook" if any(f.outcome == "left-for-webhook" for f in findings) else "convert"
+    worst_findings = [f for f in findings if f.severity == worst(findings)] if findings else []
+    why = worst_findings[0].reason if worst_findings and worst(findings) > 0 else "converts cleanly"
+    return PathVerdict("needs-conversion", via, why + kep_note)
