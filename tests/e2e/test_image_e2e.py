@@ -3,16 +3,17 @@ installed pods do (``podcluster.py``: API server on the host's address, kube-pro
 
 - the three entry points run in a pod as the image's non-root user, with a read-only root
   filesystem, every capability dropped and the RuntimeDefault seccomp profile;
-- dra-webhook as a Deployment of that image under its own ServiceAccount with exactly the RBAC
-  of webhook/access.py, behind a Service that the API server calls (ClusterIP, kube-proxy's
-  rules): a legacy pod in an enforced namespace is converted, which needs the webhook to reach
-  the API server through the ``kubernetes`` Service (in-cluster configuration); the audit log
-  shows it made only calls it declares (observed ⊆ granted ⊆ declared).
+- dra-webhook (a Deployment behind its Service, which the API server calls through kube-proxy's
+  rules) and the dra-bridge agent (a pod with the node's kubelet, CDI and state directories),
+  from the image, each under its own ServiceAccount with exactly the RBAC of its access.py
+  (``manifests.py``), reaching the API server through the ``kubernetes`` Service (in-cluster
+  configuration): a legacy Deployment in an enforced namespace is converted, its claim
+  allocated on the agent's slices and prepared by the agent, its container sees the GPU; the
+  audit log shows each account made only calls it declares (observed ⊆ granted ⊆ declared).
 """
 
 from __future__ import annotations
 
-import base64
 import os
 import time
 import uuid
@@ -22,26 +23,37 @@ from typing import Any
 
 import pytest
 
+from dra_bridge.bridge.access import API_CALLS as BRIDGE_CALLS
 from dra_bridge.kube.errors import KubeError
-from dra_bridge.kube.resources import rbac_rules
+from dra_bridge.kube.resources import ApiCall
 from dra_bridge.translate.names import CONVERTED_LABEL
-from dra_bridge.webhook.access import API_CALLS
+from dra_bridge.webhook.access import API_CALLS as WEBHOOK_CALLS
 from dra_bridge.webhook.certs import write_certs
+from tests.deviceplugins.toolkit_cdi import write_toolkit_spec
+from tests.e2e import manifests
 from tests.e2e.audit import granted_calls, observed_calls, service_account_user, violations
-from tests.e2e.bridge_node import device_classes
+from tests.e2e.bridge_node import (
+    DRIVER,
+    V1,
+    claim_of,
+    device_classes,
+    our_slices,
+    prepared_claims,
+    published_ids,
+    seed_inventory,
+    set_mode,
+)
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, create_namespace, wait_for, wait_for_object
-from tests.e2e.node_pods import log_of
+from tests.e2e.manifests import HARDENED
+from tests.e2e.node_pods import cleanup, log_of, seen_uuids, shows
 from tests.e2e.podcluster import ImageMissing, PodCluster, pod_cluster
 from tests.e2e.realnode import NodeBusy, PartsMissing, RealNode
 from tests.e2e.serviceproxy import ProxyMissing
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real_node]
 
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
-ADMISSION = "admissionregistration.k8s.io/v1"
 MODE_LABEL = "dra-bridge-e2e/image"
-HARDENED = {"runAsNonRoot": True, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+UUIDS = ["GPU-1d2e3f4a-0000-4000-8000-000000000001", "GPU-1d2e3f4a-0000-4000-8000-000000000002"]
 
 
 @pytest.fixture(scope="module")
@@ -89,104 +101,97 @@ def test_entry_points_run_as_the_images_non_root_user(cluster: PodCluster, ns: s
                            "convert-help", "read-only-root"], log
 
 
-def webhook_objects(cluster: PodCluster, ns: str, certs: Any) -> list[tuple[str, Obj]]:
-    """A minimal install of the webhook: (collection path, object) in creation order."""
-    sa = [{"kind": "ServiceAccount", "name": "dra-webhook", "namespace": ns}]
-    ref = {"apiGroup": "rbac.authorization.k8s.io", "name": f"dra-webhook-{ns}"}
-    tls = {k: base64.b64encode(Path(p).read_bytes()).decode() for k, p in
-           (("tls.crt", certs.cert), ("tls.key", certs.key), ("ca.crt", certs.ca_cert))}
-    labels = {"app": "dra-webhook"}
-    args = ["serve", "--tls-cert-file=/certs/tls.crt", "--tls-key-file=/certs/tls.key", "--ca-bundle=/certs/ca.crt",
-            f"--service-name=dra-webhook.{ns}.svc", "--api-version=resource.k8s.io/v1"]
-    probe = {"httpGet": {"path": "/readyz", "port": 8443, "scheme": "HTTPS"}, "periodSeconds": 1}
-    return [
-        (api_path("v1", "serviceaccounts", ns), {"metadata": {"name": "dra-webhook"}}),
-        (f"{RBAC}/clusterroles", {"metadata": {"name": ref["name"]}, "rules": rbac_rules(API_CALLS)}),
-        (f"{RBAC}/clusterrolebindings", {"metadata": {"name": ref["name"]}, "subjects": sa,
-                                         "roleRef": {**ref, "kind": "ClusterRole"}}),
-        (f"{RBAC}/namespaces/{ns}/roles", {"metadata": {"name": ref["name"]},
-                                           "rules": rbac_rules(API_CALLS, "namespace")}),
-        (f"{RBAC}/namespaces/{ns}/rolebindings", {"metadata": {"name": ref["name"]}, "subjects": sa,
-                                                  "roleRef": {**ref, "kind": "Role"}}),
-        (api_path("v1", "secrets", ns), {"metadata": {"name": "dra-webhook-tls"}, "type": "kubernetes.io/tls",
-                                         "data": tls}),
-        (api_path("apps/v1", "deployments", ns), {"metadata": {"name": "dra-webhook"}, "spec": {
-            "replicas": 1, "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {
-                "serviceAccountName": "dra-webhook", "terminationGracePeriodSeconds": 1,
-                # a Service named dra-webhook would set DRA_WEBHOOK_PORT=tcp://..., the --port twin
-                "enableServiceLinks": False,
-                "containers": [{"name": "webhook", "image": cluster.image, "imagePullPolicy": "Never",
-                                "command": ["dra-webhook"], "args": args, "readinessProbe": probe,
-                                "ports": [{"containerPort": 8443, "name": "https"}],
-                                "securityContext": HARDENED,
-                                "volumeMounts": [{"name": "certs", "mountPath": "/certs", "readOnly": True}]}],
-                "volumes": [{"name": "certs", "secret": {"secretName": "dra-webhook-tls"}}]}}}}),
-        (api_path("v1", "services", ns), {"metadata": {"name": "dra-webhook"}, "spec": {
-            "selector": labels, "ports": [{"port": 443, "targetPort": "https"}]}}),
-        (api_path(ADMISSION, "mutatingwebhookconfigurations"), {"metadata": {"name": ref["name"]}, "webhooks": [{
-            "name": "enforce.image-e2e.dra-bridge.io", "admissionReviewVersions": ["v1"],
-            "clientConfig": {"service": {"namespace": ns, "name": "dra-webhook", "path": "/mutate/enforce"},
-                             "caBundle": tls["ca.crt"]},
-            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
-                       "scope": "Namespaced"}],
-            "namespaceSelector": {"matchLabels": {MODE_LABEL: "enforce"}},
-            "sideEffects": "NoneOnDryRun", "failurePolicy": "Fail", "timeoutSeconds": 10}]}),
-    ]
-
-
 def legacy_pod(image: str) -> Obj:
+    """A one-GPU pod (for dry runs: the webhook converts it, nothing runs it)."""
     return {"metadata": {"name": "legacy"}, "spec": {"containers": [{
         "name": "cuda", "image": image, "command": ["sleep", "3600"],
         "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
 
 
-def test_webhook_pod_behind_its_service_with_least_privilege(cluster: PodCluster, ns: str, tmp_path: Path) -> None:
+def legacy_deployment(node: RealNode, name: str) -> Obj:
+    """A one-GPU Deployment as a user wrote it for the device plugin: the container shows its GPUs."""
+    labels = {"app": name}
+    return {"metadata": {"name": name}, "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+        "metadata": {"labels": labels}, "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
+            "name": "cuda", "image": node.env["BUSYBOX_IMAGE"], "imagePullPolicy": "Never",
+            "command": ["sh", "-c", shows()], "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+
+
+def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
+        cluster: PodCluster, ns: str, tmp_path: Path) -> None:
+    """The webhook (Deployment behind its Service) and the agent (a pod with the node's
+    directories) from the image, each under its own least-privilege ServiceAccount: a legacy
+    Deployment in an enforced namespace is converted, its claim allocated on the agent's slices,
+    prepared by the agent, and its container sees the GPU; the audit log shows each account made
+    only calls it declares."""
     began = time.monotonic()
-    kube = cluster.control_plane.client()
+    kube, node = cluster.control_plane.client(), cluster.node
+    state = tmp_path / "state"
+    seed_inventory(state, node.name, [("nvidia.com/gpu", u) for u in UUIDS])
+    toolkit = write_toolkit_spec(node.cdi_dir, UUIDS, tmp_path / "identity")
     certs = write_certs(tmp_path / "certs", ns, "dra-webhook")
-    objects = webhook_objects(cluster, ns, certs)
+    objects = [*manifests.webhook(cluster.image, ns, certs, {MODE_LABEL: "enforce"}),
+               *manifests.agent(cluster.image, ns, node, state)]
     workload = f"{ns}-work"
     created: list[str] = []
+    granted: dict[str, set[ApiCall]] = {}
     try:
         with device_classes(kube):
             for path, obj in objects:
                 created.append(f"{path}/{kube.create(path, obj)['metadata']['name']}")
-            granted = granted_calls(kube, ns, "dra-webhook")
-            wait_for(lambda: _ready(kube, ns), 60, "the webhook pod Ready", observe=lambda: _state(kube, ns))
+            granted = {sa: granted_calls(kube, ns, sa) for sa in ("dra-webhook", "dra-bridge")}
+            wait_for(lambda: _ready(kube, ns, "dra-webhook"), 60, "the webhook pod Ready",
+                     observe=lambda: _state(kube, ns))
+            set_mode(kube, node.name, "dra")
+            published = wait_for(lambda: published_ids(kube, node.name), 60, "the agent pod's slices",
+                                 observe=lambda: _state(kube, ns, "dra-bridge"))
+            assert sorted(published.values()) == UUIDS
             create_namespace(kube, workload)
             kube.patch(api_path("v1", "namespaces", name=workload), {"metadata": {"labels": {MODE_LABEL: "enforce"}}})
-            pod = wait_for(lambda: _converted(kube, workload, cluster.image), 30,
-                           "the API server to call the webhook through its Service",
-                           observe=lambda: [_state(kube, ns), kube.create(
-                               api_path("v1", "pods", workload), legacy_pod(cluster.image), dry_run=True)["metadata"]])
-            assert pod["spec"]["resourceClaims"], pod
-            # for real: the webhook creates the ResourceClaimTemplate (a dry run has no side effects)
-            created_pod = kube.create(api_path("v1", "pods", workload), legacy_pod(cluster.image))
-            template = created_pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
-            assert kube.exists(api_path("resource.k8s.io/v1", "resourceclaimtemplates", workload, template))
-            print(f"\nwebhook pod converting {time.monotonic() - began:.1f}s after the start")
+            wait_for(lambda: _converted(kube, workload, cluster.image), 30,
+                     "the API server to call the webhook through its Service")
+            kube.create(api_path("apps/v1", "deployments", workload), legacy_deployment(node, "trainer"))
+            pod = wait_for(lambda: next((p for p in kube.list(api_path("v1", "pods", workload),
+                                                              label_selector="app=trainer")
+                                         if p.get("status", {}).get("phase") == "Running"), None),
+                           90, "the converted Deployment's pod Running",
+                           observe=lambda: [kube.list(api_path("v1", "pods", workload)), _state(kube, ns, "dra-bridge")])
+            assert CONVERTED_LABEL in pod["metadata"]["labels"], pod["metadata"]
+            name = pod["metadata"]["name"]
+            claim = claim_of(kube, workload, pod, pod["spec"]["resourceClaims"][0]["name"])
+            (result,) = claim["status"]["allocation"]["devices"]["results"]
+            assert result["driver"] == DRIVER and result["pool"] == node.name, result
+            log = wait_for(lambda: (t := log_of(kube, workload, name)).endswith("done\n") and t, 30, "its output")
+            assert seen_uuids(log) == [published[result["device"]]], log
+            assert claim["metadata"]["uid"] in prepared_claims(state)
+            print(f"\nconverted Deployment's container saw its GPU {time.monotonic() - began:.1f}s after the start")
+            cleanup(kube, node, workload, None, toolkit)
+            wait_for(lambda: prepared_claims(state) == {}, 30, "the agent's NodeUnprepareResources")
     finally:
+        toolkit.unlink(missing_ok=True)
+        set_mode(kube, node.name, None)
+        kube.delete(api_path("v1", "namespaces", name=workload), ignore_missing=True)
         for path in reversed(created):
             kube.delete(path, ignore_missing=True)
-        kube.delete(api_path("v1", "namespaces", name=workload), ignore_missing=True)
-    user = service_account_user(ns, "dra-webhook")
-    observed = observed_calls(cluster.control_plane.audit_log, user)
-    assert any(o.resource == "resourceclaimtemplates" and o.verb == "create" for o in observed), observed
-    problems = violations(observed, granted, API_CALLS, ns)
-    assert not problems, "\n".join(problems)
+        for s in our_slices(kube, node.name):
+            kube.delete(api_path(V1, "resourceslices", name=s["metadata"]["name"]), ignore_missing=True)
+    for sa, declared in (("dra-webhook", WEBHOOK_CALLS), ("dra-bridge", BRIDGE_CALLS)):
+        observed = observed_calls(cluster.control_plane.audit_log, service_account_user(ns, sa))
+        assert observed, f"no call of {sa} in the audit log"
+        problems = violations(observed, granted[sa], declared, ns)
+        assert not problems, f"{sa}:\n" + "\n".join(problems)
 
 
-def _ready(kube: KubeClient, ns: str) -> bool:
-    pods = kube.list(api_path("v1", "pods", ns), label_selector="app=dra-webhook")
+def _ready(kube: KubeClient, ns: str, app: str) -> bool:
+    pods = kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}")
     return any(c["type"] == "Ready" and c["status"] == "True"
                for p in pods for c in p.get("status", {}).get("conditions", []))
 
 
-def _state(kube: KubeClient, ns: str) -> list[Any]:
-    """The webhook pods' container states and log tails (for a timeout's message)."""
+def _state(kube: KubeClient, ns: str, app: str = "dra-webhook") -> list[Any]:
+    """The pods' container states and log tails (for a timeout's message)."""
     out: list[Any] = []
-    for p in kube.list(api_path("v1", "pods", ns), label_selector="app=dra-webhook"):
+    for p in kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}"):
         out.append(p.get("status", {}).get("containerStatuses"))
         try:
             out.append(log_of(kube, ns, p["metadata"]["name"])[-3000:])
