@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,8 @@ class PodCluster:
     node: RealNode
     proxy: ServiceProxy
     image: str
+    #: seconds: control plane, node, kube-proxy's first sync, the image's import
+    timings: dict[str, float]
 
 
 @contextlib.contextmanager
@@ -62,9 +65,14 @@ def pod_cluster() -> Iterator[PodCluster]:
         node.start()
         proxy = ServiceProxy(node)
         try:
+            began = time.monotonic()
             proxy.start()
+            synced = time.monotonic()
             node.ctr("images", "import", str(archive))
-            yield PodCluster(cp, node, proxy, env["IMAGE"])
+            timings = {"control_plane": cp.startup_seconds, "node": node.timings["start"],
+                       "kube_proxy": synced - began, "image_import": time.monotonic() - synced}
+            print("\npod cluster: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
+            yield PodCluster(cp, node, proxy, env["IMAGE"], timings)
         finally:
             proxy.stop()
     finally:

@@ -14,7 +14,6 @@ installed pods do (``podcluster.py``: API server on the host's address, kube-pro
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -46,32 +45,13 @@ from tests.e2e.bridge_node import (
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, create_namespace, wait_for, wait_for_object
 from tests.e2e.manifests import HARDENED
 from tests.e2e.node_pods import cleanup, log_of, seen_uuids, shows
-from tests.e2e.podcluster import ImageMissing, PodCluster, pod_cluster
-from tests.e2e.realnode import NodeBusy, PartsMissing, RealNode
-from tests.e2e.serviceproxy import ProxyMissing
+from tests.e2e.podcluster import PodCluster
+from tests.e2e.realnode import RealNode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real_node]
 
 MODE_LABEL = "dra-bridge-e2e/image"
 UUIDS = ["GPU-1d2e3f4a-0000-4000-8000-000000000001", "GPU-1d2e3f4a-0000-4000-8000-000000000002"]
-
-
-@pytest.fixture(scope="module")
-def cluster(_real_node_parts: list[RealNode]) -> Iterator[PodCluster]:
-    """The module's own control plane and node (see podcluster.py); the session's node, if one
-    runs in this process, is stopped first (one kubelet per machine; the next real_node test
-    starts a fresh one)."""
-    for node in _real_node_parts:
-        if node.running:
-            assert not node.stop(), "stopping the session's real node"
-    _real_node_parts.clear()
-    try:
-        with pod_cluster() as c:
-            yield c
-    except (NodeBusy, ImageMissing, PartsMissing, ProxyMissing) as err:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            raise
-        pytest.skip(f"real_node: {err}")
 
 
 @pytest.fixture
