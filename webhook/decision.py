@@ -192,9 +192,14 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
     warnings = tuple(_warning(f) for f in findings if f.severity >= 2)[:MAX_WARNINGS]
     held = [f for f in findings if f.outcome == "kept-legacy" and f.path.startswith("(")]
     if held:  # cluster state keeps a convertible pod legacy: say so in the audit log and metrics too
-        audit = {"kept-legacy": clip("; ".join(f"{f.path} {f.reason}" for f in held), MAX_AUDIT_CHARS)}
+        reasons = "; ".join(f"{f.path} {f.reason}" for f in held)
+        audit = {"kept-legacy": clip(reasons, MAX_AUDIT_CHARS)}
+        # audit mode: the owner's Event too (a controller's pod warnings reach nobody)
+        event = None if mode != "audit" or not owner or dry_run else AuditEvent(
+            namespace, owner, clip(f"dra-bridge audit: pod {name} stays legacy: {reasons}", 1000))
         return Decision(Answer(uid, warnings=warnings, audit=audit),
-                        replace(log, kept_legacy=tuple(f.path.strip("()") for f in held)))
+                        replace(log, kept_legacy=tuple(f.path.strip("()") for f in held)),
+                        Effects(dry_run=dry_run, on_error=settings.on_error, event=event))
     if not plan.changed:
         return Decision(Answer(uid, warnings=warnings), log)
     translated = tuple(sorted(plan.converted))

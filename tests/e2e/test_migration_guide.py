@@ -37,7 +37,7 @@ from tests.e2e.guide import GUIDE, GuideShell, guide_commands
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, create_namespace, gfd_labels, wait_for
 from tests.e2e.node_pods import log_of, seen_uuids, shows
 from tests.e2e.podcluster import PodCluster
-from tests.e2e.test_helm_install_e2e import find_helm
+from tests.e2e.test_helm_install_e2e import find_helm, pods_state
 
 NS, RELEASE_NS, CHART_VERSION = "team-a", "gpu-system", "0.1.0"
 REGISTRY = "registry.example"
@@ -142,8 +142,26 @@ def trainer_pods(kube: KubeClient) -> list[Obj]:
     return kube.list(api_path("v1", "pods", NS), label_selector="app=trainer")
 
 
-def until(check: Callable[[], Any], seconds: float, what: str, sh: GuideShell) -> Any:
-    return wait_for(check, seconds, what, observe=lambda: sh.transcript[-3:])
+def until(check: Callable[[], Any], seconds: float, what: str, sh: GuideShell, kube: KubeClient) -> Any:
+    return wait_for(check, seconds, what, interval=0.5,
+                    observe=lambda: [sh.transcript[-3:], pods_state(kube, NS), pods_state(kube, RELEASE_NS)])
+
+
+def audited(sh: GuideShell, kube: KubeClient, every: float = 5.0) -> str:
+    """The guide's Event query once the namespace created a pod: its ReplicaSet replaces the
+    trainer's pod, again every ``every`` seconds without a plan (the API server applies the
+    namespace's new label to webhook selection once its namespace cache has it)."""
+    out = sh.run("kubectl -n team-a get events --field-selector reason=DRAMigrationPlan").stdout
+    if "DRAMigrationPlan" in out:
+        return out
+    if time.monotonic() - _replaced[0] >= every:
+        _replaced[0] = time.monotonic()
+        for pod in trainer_pods(kube):
+            kube.delete(api_path("v1", "pods", NS, pod["metadata"]["name"]), ignore_missing=True)
+    return ""
+
+
+_replaced = [0.0]
 
 
 @pytest.mark.e2e
@@ -209,30 +227,28 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         assert html.lstrip().lower().startswith("<!doctype html") and "trainer" in html, html[:300]
 
         sh.run("kubectl label namespace team-a dra-bridge.io/webhook=audit")
-        for pod in trainer_pods(kube):  # the namespace creates a pod (its ReplicaSet replaces this one)
-            kube.delete(api_path("v1", "pods", NS, pod["metadata"]["name"]))
-        plan = until(lambda: (o := sh.run("kubectl -n team-a get events --field-selector reason=DRAMigrationPlan")
-                              .stdout) and "DRAMigrationPlan" in o and o, 60, "the plan's Event", sh)
+        plan = until(lambda: audited(sh, kube), 60, "the plan's Event", sh, kube)
         assert "trainer" in plan, plan
         assert all(CONVERTED_LABEL not in p["metadata"].get("labels", {}) for p in trainer_pods(kube))
 
         # 2. DRA quotas: until the DRA key exists, an enforced namespace's pods stay legacy
         kube.patch(api_path("v1", "namespaces", name=NS), {"metadata": {"labels": {"dra-bridge.io/webhook": "enforce"}}})
-        admitted, warnings = dry_run(sh, tmp_path / "probe.yaml")
+        admitted, warnings = until(lambda: (r := dry_run(sh, tmp_path / "probe.yaml")) and "Warning" in r[1] and r,
+                                   30, "the webhook's answer in the enforced namespace", sh, kube)
         assert "resourceClaims" not in admitted["spec"], admitted["spec"]
         assert "ResourceQuota limits requests.nvidia.com/gpu" in warnings and DRA_KEY in warnings, warnings
         sh.run(RUN[9])
         out = sh.run("kubectl -n team-a describe resourcequota gpu").stdout
         assert any(line.split() == [DRA_KEY, "0", "8"] for line in out.splitlines()), out
         admitted, warnings = until(lambda: (r := dry_run(sh, tmp_path / "probe.yaml")) and
-                                   "resourceClaims" in r[0]["spec"] and r, 30, "a converted dry-run pod", sh)
+                                   "resourceClaims" in r[0]["spec"] and r, 30, "a converted dry-run pod", sh, kube)
         kube.patch(api_path("v1", "namespaces", name=NS), {"metadata": {"labels": {"dra-bridge.io/webhook": "audit"}}})
 
         # 3. hand over the node pool
         sh.run("kubectl cordon NODE")
         sh.run("kubectl label node -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB dra-bridge.io/mode=dra")
         out = until(lambda: (o := sh.run("kubectl get events -n default --field-selector reason=PublicationStarted")
-                             .stdout) and "PublicationStarted" in o and o, 60, "PublicationStarted", sh)
+                             .stdout) and "PublicationStarted" in o and o, 60, "PublicationStarted", sh, kube)
         assert f"node/{node.name}" in out, out
         out = sh.run("kubectl get resourceslices --field-selector spec.driver=dra-bridge.io,spec.nodeName=NODE").stdout
         assert node.name in out and "dra-bridge.io" in out, out
@@ -244,11 +260,11 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         sh.run("kubectl label namespace team-a dra-bridge.io/webhook=enforce --overwrite")
         sh.run("kubectl -n team-a rollout restart deploy")
         pod = until(lambda: next((p for p in trainer_pods(kube) if p["status"].get("phase") == "Running"), None),
-                    90, "the restarted Deployment's pod Running", sh)
+                    90, "the restarted Deployment's pod Running", sh, kube)
         assert pod["metadata"]["labels"].get(CONVERTED_LABEL) == "true" and pod["spec"]["resourceClaims"], pod
         assert pod["spec"]["nodeName"] == node.name
         name = pod["metadata"]["name"]
-        log = until(lambda: (t := log_of(kube, NS, name)).endswith("done\n") and t, 30, "its output", sh)
+        log = until(lambda: (t := log_of(kube, NS, name)).endswith("done\n") and t, 30, "its output", sh, kube)
         assert len(seen_uuids(log)) == 1 and seen_uuids(log)[0] in UUIDS, log
         out = sh.run("kubectl -n team-a get resourceclaimtemplates,resourceclaims").stdout
         assert "resourceclaimtemplate.resource.k8s.io/" in out and "allocated,reserved" in out, out
@@ -256,16 +272,16 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
 
         # roll back 4: new pods stay legacy, the running pod keeps its claim
         sh.run("kubectl label namespace team-a dra-bridge.io/webhook=audit --overwrite")
-        admitted, _ = dry_run(sh, tmp_path / "probe.yaml")
-        assert "resourceClaims" not in admitted["spec"], admitted["spec"]
+        until(lambda: "resourceClaims" not in dry_run(sh, tmp_path / "probe.yaml")[0]["spec"], 30,
+              "a new pod left legacy", sh, kube)
         assert kube.get(api_path("v1", "pods", NS, name))["status"]["phase"] == "Running"
 
         # roll back 3: slices withdrawn at once, the prepared claim served until its pod ends
         sh.run("kubectl label node NODE dra-bridge.io/mode-")
-        until(lambda: not our_slices(kube, node.name), 30, "the slices withdrawn", sh)
-        until(lambda: sh.run(PREPARED).stdout == "1 prepared claim(s) on this node", 15, "1 prepared claim", sh)
+        until(lambda: not our_slices(kube, node.name), 30, "the slices withdrawn", sh, kube)
+        until(lambda: sh.run(PREPARED).stdout == "1 prepared claim(s) on this node", 15, "1 prepared claim", sh, kube)
         kube.patch(api_path("apps/v1", "deployments", NS, "trainer"), {"spec": {"replicas": 0}})  # drain
-        until(lambda: sh.run(PREPARED).stdout == "0 prepared claim(s) on this node", 60, "0 prepared claims", sh)
+        until(lambda: sh.run(PREPARED).stdout == "0 prepared claim(s) on this node", 60, "0 prepared claims", sh, kube)
         (condition,) = [c for c in kube.get(api_path("v1", "nodes", name=node.name))["status"]["conditions"]
                         if c["type"] == "DRABridgePreparedClaims"]
         assert condition["status"] == "False", condition
@@ -275,8 +291,8 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         assert sh.run(REPORT_CI, ok=False).returncode == 3
 
         # 7. no node reports nvidia.com/gpu capacity
-        out = sh.run("kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.capacity.nvidia\\.com/gpu")
-        assert out.stdout.split() == ["NAME", "GPU", node.name, "<none>"], out.stdout
+        out = sh.run("kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.capacity.nvidia\\.com/gpu").stdout
+        assert out.split() == ["NAME", "GPU", node.name, "<none>"], out
 
         # roll back 1: the chart's objects go, no webhook registration is left
         sh.run("helm uninstall dra-bridge -n gpu-system")

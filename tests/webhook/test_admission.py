@@ -216,6 +216,30 @@ async def test_quota_on_the_legacy_resource_only_keeps_the_pod_legacy(client: Cl
     assert patch_of(answer) and any("Pending" in w for w in answer["response"]["warnings"])
 
 
+async def test_audit_of_a_pod_the_cluster_keeps_legacy_still_records_an_owner_event(
+        client: Client, runtime: Any, audit: FakeAudit) -> None:
+    """MIGRATION.md step 1: each audited GPU pod's plan is an Event on its owner, also when a
+    legacy-only ResourceQuota would keep it legacy (the warnings of a Deployment's pods go to
+    the controller-manager, which nobody reads)."""
+    runtime.quota_keys = lambda ns: frozenset({"requests.nvidia.com/gpu"})
+    runtime._context = None
+    pod = make_pod(name=None, generate_name="web-")
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8c7", "uid": "rs-uid", "controller": True}]
+    _, answer = await post(client, make_admission_review(pod), "audit")
+    assert "patch" not in answer["response"] and "ResourceQuota" in answer["response"]["warnings"][0]
+    assert set(answer["response"]["auditAnnotations"]) == {"kept-legacy"}
+    ((namespace, owner, message),) = audit.events
+    assert namespace == "team-a" and owner["name"] == "web-5d8c7", audit.events
+    assert message.startswith("dra-bridge audit: pod web-* stays legacy: (quota) a ResourceQuota limits "
+                              "requests.nvidia.com/gpu"), message
+    audit.events.clear()
+    _, answer = await post(client, make_admission_review(pod, dry_run=True), "audit")
+    assert not audit.events  # a dry run records nothing
+    _, answer = await post(client, make_admission_review(pod), "enforce")
+    assert not audit.events  # enforce answers with warnings only, as for converted pods
+
+
 async def test_probes_and_metrics_answer(client: Client) -> None:
     assert (await client.get("/healthz")).status == 200
     ready = await client.get("/readyz")
