@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
+from dra_bridge.translate.strict_yaml import StrictLoader
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "dra-bridge"
 CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
@@ -75,12 +77,14 @@ def helm(binary: Path, *args: str, env: dict[str, str] | None = None) -> str:
 
 
 def template(binary: Path, values: Path | None = None, *extra: str, kube_version: str | None = None) -> list[Obj]:
-    """``helm template`` of the chart (release dra-bridge in gpu-system): the rendered objects."""
+    """``helm template`` of the chart (release dra-bridge in gpu-system): the rendered objects,
+    read as kubectl reads them (a duplicate key fails)."""
     version = kube_version or (kube_version_of(values) if values else DEFAULT_KUBE_VERSION)
     args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE, "--kube-version", version, *extra]
     if values is not None:
         args += ["--values", str(values)]
-    return [d for d in yaml.safe_load_all(helm(binary, *args)) if d]
+    # duplicate keys refused, as kubectl and dra-migrate read `helm template` output
+    return [d for d in yaml.load_all(helm(binary, *args), Loader=StrictLoader) if d]
 
 
 def by_kind(objs: list[Obj], kind: str) -> list[Obj]:
