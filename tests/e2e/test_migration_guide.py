@@ -20,6 +20,7 @@ keeps the kubelet's directory, CDI specs and the agent's state, and short agent 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -132,8 +133,8 @@ def gpu_pod(busybox: str) -> Obj:
 
 def dry_run(sh: GuideShell, pod_file: Path) -> tuple[Obj, str]:
     """``kubectl create --dry-run=server`` of a GPU pod: (the pod as admitted, kubectl's stderr)."""
-    proc = subprocess.run(["kubectl", "create", "--dry-run=server", "-o", "yaml", "-f", str(pod_file)],
-                          env={"KUBECONFIG": str(sh.kubeconfig), "PATH": "/usr/bin:/bin"}, capture_output=True,
+    proc = subprocess.run(["/usr/bin/kubectl", "create", "--dry-run=server", "-o", "yaml", "-f", str(pod_file)],
+                          env={**os.environ, "KUBECONFIG": str(sh.kubeconfig)}, cwd=sh.cwd, capture_output=True,
                           text=True, check=True, timeout=30)
     return yaml.safe_load(proc.stdout), proc.stderr
 
