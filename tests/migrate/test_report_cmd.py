@@ -137,7 +137,8 @@ def test_node_pools_and_mixed_allocators() -> None:
     assert h100["draDevices"] == 4 and h100["mixedAllocators"] == {}
     assert pools["NVIDIA-A100-SXM4-40GB"]["mixedAllocators"] == {"a100-a": ["nvidia.com/gpu"]}
     assert h100["workloads"]["partial"] == 1  # plugin-test's pods run on h100-a
-    assert all(p["capacity"] is None for p in pools.values())
+    assert (h100["capacity"]["devices"], h100["capacity"]["usedBefore"]) == (12, 0)  # 8 from h100-a's allocatable
+    assert pools["NVIDIA-A100-SXM4-40GB"]["capacity"]["legacyAllocatable"] == {"nvidia.com/gpu": 4}
 
 
 def test_pool_label_option() -> None:
