@@ -37,6 +37,7 @@ from dra_bridge.migrate.report_text import render_text
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.policy import Policy, load_policy_file
 from dra_bridge.translate.report import DEFAULT_POOL_LABEL, FAIL_LEVELS, Settings, build_report
 from dra_bridge.translate.report.capacity import report_capacity
 
@@ -70,6 +71,9 @@ def add_parser(sub: Any) -> None:
     rep.add_argument("--alignment-scope", choices=SCOPES, default="container", help="as convert's")
     rep.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
                      help="a scheduler besides default-scheduler that supports DRA; repeatable")
+    rep.add_argument("--policy", metavar="FILE",
+                     help="the webhook's policy (its file, or the ConfigMap holding it): judge each workload with "
+                          "the settings the webhook would apply to its pods")
     rep.add_argument("--inventory", action="append", default=[], metavar="NODE=FILE",
                      help="a node's dra-bridge inventory --json dump (its devices for the capacity check); "
                           "repeatable. A dump given with -f is the node its file is named after (NODE.json)")
@@ -97,6 +101,18 @@ def _catalog(path: str | None, target: str | None) -> Catalog:
     if target in ("bridge", "vendor"):
         return catalog.with_target("bridge" if target == "bridge" else "vendor")
     return catalog
+
+
+def read_policy(path: str | None) -> Policy | None:
+    """The webhook policy in ``path`` (a policy file or a ConfigMap manifest holding one);
+    None without a path. InputError when unreadable; PolicyError names the key."""
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the policy: {exc}") from exc
+    return load_policy_file(text, path)
 
 
 def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, Any]]
@@ -170,7 +186,8 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
     except (KeyError, ValueError) as exc:
         raise UsageError(f"--api-version {args.api_version!r}: {exc}") from exc
     settings = Settings(options=options, pool_label=args.pool_label, kubernetes_version=shown,
-                        sources=tuple(args.filename) or ("live",), live=live, user_catalog=args.catalog)
+                        sources=tuple(args.filename) or ("live",), live=live, user_catalog=args.catalog,
+                        policy=read_policy(args.policy))
     report = build_report(objects, catalog, settings)
     report.inventories = {node: path for node, (path, _) in sorted(dumps.items())}
     if not args.no_capacity:

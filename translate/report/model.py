@@ -40,8 +40,10 @@ from dra_bridge.translate.plan.workloads import (
     convert_object,
     find_pod_templates,
 )
+from dra_bridge.translate.policy import Policy, Translation
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.paths import PathName, PathVerdict, choose_path, kep5004_blockers, kep5004_classes
+from dra_bridge.translate.report.policy_options import switched_off, workload_options
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
 
 REPORT_API_VERSION = "report.dra-bridge.io/v1"
@@ -65,6 +67,7 @@ class Settings:
     sources: tuple[str, ...] = ()
     live: bool = False
     user_catalog: str | None = None
+    policy: Policy | None = None
 
 
 @dataclass
@@ -82,6 +85,7 @@ class WorkloadReport:
     pools: tuple[str, ...]
     capacity: dict[str, Any] | None = None
     converted: Converted | None = None
+    policy: Translation | None = None
 
     @property
     def severity(self) -> int:
@@ -122,6 +126,7 @@ class WorkloadReport:
             "risks": [r.as_dict() for r in self.risks],
             "alignment": self.alignment,
             "capacity": self.capacity,
+            "policy": None if self.policy is None else {"rule": self.policy.rule, "convert": self.policy.convert},
         }
 
 
@@ -259,8 +264,13 @@ def _pools_of(pods: Sequence[Mapping[str, Any]], node_pool: Mapping[str, str], l
 
 def _workload(unit: Unit, inv: Inventory, catalog: Catalog, settings: Settings, classes: Mapping[str, str],
               node_pool: Mapping[str, str]) -> WorkloadReport:
-    converted = convert_object(unit.obj, catalog, settings.options)
     templates = pod_templates(unit.obj)
+    options, translation = settings.options, None
+    if settings.policy is not None and templates:
+        options, translation = workload_options(templates[0][1], unit.obj, unit.namespace, settings.policy,
+                                                settings.options, classes)
+    converted = (switched_off(unit.obj, translation) if translation is not None and not translation.convert
+                 else convert_object(unit.obj, catalog, options))
     demands: list[ContainerDemand] = []
     blockers: list[str] = []
     risks: list[Risk] = []
@@ -276,9 +286,9 @@ def _workload(unit: Unit, inv: Inventory, catalog: Catalog, settings: Settings, 
         risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
     return WorkloadReport(unit, verdict, converted.findings, converted.templates, tuple(risks), legacy,
-                          _alignment(demands, converted.findings, settings.options.alignment, verdict.path),
+                          _alignment(demands, converted.findings, options.alignment, verdict.path),
                           tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool,
-                                          settings.pool_label)), converted=converted)
+                                          settings.pool_label)), converted=converted, policy=translation)
 
 
 def _node_pools(inv: Inventory, catalog: Catalog, label: str) -> tuple[dict[str, str], dict[str, PoolReport]]:
