@@ -17,8 +17,9 @@ One tick (every ``poll_interval`` seconds):
    mode checked while prepared claims remain) logs ERROR, counts and posts a Warning Event;
 4. leaving ``dra`` withdraws the slices and reports the prepared-claim count on the Node as the
    ``DRABridgePreparedClaims`` condition (the DRA plugin's checkpointed claims, :attr:`Agent.plugin`),
-   written only when it changes. Each tick also dials the plugin's registration and DRA sockets
-   (liveness: ``/healthz`` fails while either does not answer).
+   written only when it changes. Each tick also dials the plugin's registration and DRA sockets,
+   whatever else is down (liveness: ``/healthz`` fails while either does not answer), and hands the
+   plugin this tick's alarm per device for the kubelet's device health stream (:mod:`bridge.device_health`).
 
 A kubelet or API server that is missing makes readiness false and is retried on the next tick;
 nothing is lost (the record is on disk) and nothing crashes.
@@ -38,7 +39,7 @@ from typing import Any
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
 from dra_bridge.bridge.health import NOT_CHECKED, Health, Metrics
-from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, alarm, evaluate
+from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, alarm, alarmed_devices, evaluate
 from dra_bridge.bridge.node_plugin import Plugin
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
@@ -99,6 +100,8 @@ class Agent:
         self._alarm: str | None = None
         self._withheld: list[str] = []
         self._pending_events: list[tuple[str, str, str]] = []
+        self._held: dict[str, list[str]] | None = None
+        """This tick's PodResources ``List`` (device ID -> legacy containers), where it was read."""
         self._state_broken = False
         self.recorder = EditsRecorder(settings.kubelet_dir, catalog)
         try:
@@ -193,7 +196,7 @@ class Agent:
         publication is kept as it is rather than withdrawn on a blip)."""
         status = node.get("status", {})
         try:
-            held = await self.kubelet.held_devices() if offered is not None else None
+            held = self._held = await self.kubelet.held_devices() if offered is not None else None
         except PodResourcesError as exc:
             self.health.kubelet, held = str(exc), None
         try:
@@ -227,7 +230,7 @@ class Agent:
         if not prepared or offered is None:
             return None
         try:
-            held = await self.kubelet.held_devices()
+            held = self._held = await self.kubelet.held_devices()
         except PodResourcesError as exc:
             self.health.kubelet, held = str(exc), {}
         return alarm(frozenset(d["deviceID"] for d in offered), held, frozenset(), prepared)
@@ -298,9 +301,11 @@ class Agent:
             except KubeError as exc:
                 logger.warning("cannot create Event %s: %s", reason, exc)
 
-    async def _plugin_status(self) -> None:
+    async def _plugin_status(self, offered: list[InventoryDevice] | None) -> None:
         if self.plugin is None:
             return
+        ids = frozenset(d["deviceID"] for d in offered or [])
+        self.plugin.report_health(alarmed_devices(ids, self._held or {}, self._published(), self._prepared()))
         self.prepared_claims = self.plugin.preparer.count
         self.metrics.prepared.set(self.prepared_claims)
         self.health.plugin = await self.plugin.alive()
@@ -331,6 +336,7 @@ class Agent:
         node = await self._node()
         nvml = self._nvml()
         report = TickReport(mode=self.report.mode, publishing=self.report.publishing)
+        self._held = None
         if node is not None:
             labels = node.get("metadata", {}).get("labels") or {}
             report.mode = "dra" if labels.get(NODE_MODE_LABEL) == "dra" else "legacy"
@@ -348,17 +354,19 @@ class Agent:
                 report.publishing = False
             else:
                 decision, unknown = await self._decide(node, offered)
-                self.clear_since = decision.clear_since
+                keep = unknown and report.publishing  # a blip (a restarting kubelet) neither withdraws nor
+                if not keep:                           # restarts the settle period
+                    self.clear_since = decision.clear_since
                 self._report(decision)
                 report.refusals, report.alarm = decision.refusals, decision.alarm
-                keep = unknown and report.publishing
                 if decision.publish:
                     self.publisher.update(self._devices(nvml, report.warnings))
                     report.publishing = True
                 elif not keep:
                     self.publisher.update(None)
                     report.publishing = False
-            await self._plugin_status()
+        await self._plugin_status(offered)  # liveness and device health, whatever else is down
+        if node is not None:
             await self._condition(node)
         await self._flush_events()
         report.recorded = len(self.recorded.devices)

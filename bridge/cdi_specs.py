@@ -1,14 +1,14 @@
 """The node's CDI spec directories: which CDI devices resolve, and our own per-claim specs.
 
 :class:`SpecIndex` answers "does ``vendor/class=name`` resolve?" over every ``.json``,
-``.yaml`` and ``.yml`` spec in the CDI directories (default ``/etc/cdi`` then ``/var/run/cdi``;
-node-apis.md 5.3). A file is parsed again only when its (mtime_ns, size) changed, not per
+``.yaml`` and ``.yml`` spec in the CDI directories (the agent's ``--cdi-dir``, default ``/etc/cdi``
+then ``/var/run/cdi``; node-apis.md 5.3). A file is parsed again only when its (mtime_ns, size) changed, not per
 call; an unparsable file defines nothing (logged once per version of it). A name defined by
 two files of one directory is a conflict the runtime drops (node-apis.md 2.7), so it does not
 resolve; a later directory overrides an earlier one.
 
 Our own specs (:func:`write_spec`, :func:`remove_spec`, :func:`own_spec_uids`) live in the
-dynamic directory (the last one, ``/var/run/cdi``), one file per claim named by
+dynamic directory (the last one, by default ``/var/run/cdi``), one file per claim named by
 :func:`translate.cdi.spec_file_name`, written atomically (:mod:`bridge.atomic`). Raises CdiError.
 """
 

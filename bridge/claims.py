@@ -143,6 +143,14 @@ class ClaimPreparer:
             except CheckpointError as exc:
                 logger.warning("%s", exc)
 
+    def reload(self) -> None:
+        """Read the checkpoint again: another instance of the agent may have written it (rolling
+        updates, :mod:`bridge.file_lock`)."""
+        try:
+            self.checkpoint, self.broken = self.store.load(), ""
+        except CheckpointError as exc:
+            self.broken = str(exc)
+
     def _ensure_spec(self, uid: str, claim: PreparedClaim) -> None:
         spec = own_spec(uid, claim.devices, self.edits)
         if spec is not None and not (self.cdi_dir / spec_file_name(uid)).exists():
@@ -153,8 +161,9 @@ class ClaimPreparer:
         wanted = [t for d in devices if (t := toolkit_cdi_id(d.resource_name, d.device_id)) in d.cdi_device_ids]
         missing = sorted(i for i, ok in self.index.resolves(wanted).items() if not ok)
         if missing:
+            dirs = ", ".join(map(str, self.index.dirs))
             raise ClaimError(f"{claim_label(ref.namespace, ref.name, ref.uid)}: the container toolkit's CDI "
-                             f"device(s) {', '.join(missing)} no longer resolve in /etc/cdi or /var/run/cdi")
+                             f"device(s) {', '.join(missing)} no longer resolve in {dirs}")
 
     async def _read(self, ref: ClaimRef) -> Outcome | tuple[ClaimRef, list[PreparedDevice], dict[str, object] | None]:
         label = claim_label(ref.namespace, ref.name, ref.uid)

@@ -74,7 +74,7 @@ async def run(settings: Settings) -> int:
     from dra_bridge.bridge.agent import Agent
     from dra_bridge.bridge.health import serve
     from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
-    from dra_bridge.bridge.nvml import probe
+    from dra_bridge.bridge.nvml import check_uuids, probe
     from dra_bridge.bridge.publisher import Publisher
     from dra_bridge.kube.api import ApiServer
     from dra_bridge.kube.client import connect
@@ -94,10 +94,11 @@ async def run(settings: Settings) -> int:
     async def claim_version() -> str:
         return await publisher.version()
 
-    agent.plugin = await start_plugin(PluginPaths.under(settings.kubelet_dir, settings.state_dir), api,
+    agent.plugin = await start_plugin(PluginPaths.from_settings(settings), api,
                                       settings.node_name, lambda: device_index(agent.recorded, catalog),
                                       claim_version, accepting=lambda: agent.report.mode == "dra",
-                                      metrics=agent.metrics, edits=lookup(lambda: agent.recorded.edits, catalog))
+                                      metrics=agent.metrics, edits=lookup(lambda: agent.recorded.edits, catalog),
+                                      nvml_check=check_uuids)
     runner = None
     if settings.health_port:
         runner = await serve(agent.health, agent.metrics, settings.health_port, 3 * settings.poll_interval + 30)

@@ -102,6 +102,23 @@ def _quantity_is_zero(value: str | None) -> bool:
     return value is None or value.strip() in ("", "0")
 
 
+def _clashes(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
+             prepared: frozenset[str]) -> tuple[list[str], list[str]]:
+    """(devices offered again, prepared devices held by legacy containers), each sorted."""
+    return sorted(offered & (published | prepared)), sorted(d for d in prepared if held.get(d))
+
+
+def alarmed_devices(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
+                    prepared: frozenset[str]) -> dict[str, str]:
+    """The devices :func:`alarm` names, each with its reason (device health, bridge.device_health)."""
+    again, both = _clashes(offered, held, published, prepared)
+    out = dict.fromkeys(again, "the kubelet offers it again (a device plugin serves it)")
+    for d in both:
+        reason = f"assigned to legacy container(s) {', '.join(sorted(held[d])[:5])} while a prepared claim holds it"
+        out[d] = f"{out[d]}; {reason}" if d in out else reason
+    return out
+
+
 def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
           prepared: frozenset[str]) -> str | None:
     """Why two allocators may hand out one device, or None: the kubelet offers a device the
@@ -109,11 +126,10 @@ def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: fro
     device. Offered devices that neither publishes nor holds are no alarm (labelling the node
     before turning the device plugin off is the usual order, and then only a refusal)."""
     problems = []
-    again = sorted(offered & (published | prepared))
+    again, both = _clashes(offered, held, published, prepared)
     if again:
         problems.append(f"the kubelet offers device(s) again that the bridge publishes or a prepared claim "
                         f"holds: {', '.join(again[:5])}")
-    both = sorted(d for d in prepared if held.get(d))
     if both:
         holders = sorted({h for d in both for h in held[d]})
         problems.append(f"device(s) of prepared claims assigned to legacy container(s): {', '.join(both[:5])} "

@@ -4,20 +4,21 @@
                                 claim_version, accepting=..., metrics=...)
     plugin.preparer.count                the prepared-claim count (the Node condition's number)
     await plugin.alive()                 "" when both sockets answer, else why not (liveness)
+    plugin.report_health(alarmed)        assess the devices for the kubelet's health stream
     await plugin.stop()
 
 Paths (node-apis.md section 0 and 3; the Go helper's defaults): the DRA service on
 ``<kubelet dir>/plugins/<driver>/dra.sock``, registration on
 ``<kubelet dir>/plugins_registry/<driver>-reg.sock``, our CDI specs in the last CDI directory
-(``/var/run/cdi``), the checkpoint in the state directory. :func:`device_index` maps the
-published device names to the recorded inventory (the same names :mod:`translate.inventory`
-publishes).
+(``--cdi-dir``; default ``/etc/cdi,/var/run/cdi``, so ``/var/run/cdi``), the checkpoint in the
+state directory. :func:`device_index` maps the published device names to the recorded inventory
+(the same names :mod:`translate.inventory` publishes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import grpc
@@ -25,10 +26,14 @@ import grpc
 from dra_bridge.bridge.cdi_specs import CDI_DIRS, SpecIndex
 from dra_bridge.bridge.checkpoint import CheckpointStore, read_boot_id
 from dra_bridge.bridge.claims import ClaimPreparer
+from dra_bridge.bridge.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
+from dra_bridge.bridge.file_lock import LOCK_FILE
 from dra_bridge.bridge.health import Metrics
+from dra_bridge.bridge.health_stream import HealthStream
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.plugin import serve_dra
 from dra_bridge.bridge.registration import Registration, serve_registration
+from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.catalog import Catalog
@@ -38,6 +43,8 @@ from dra_bridge.translate.names import BRIDGE_DRIVER
 
 PROBE_TIMEOUT = 2.0
 """Seconds a liveness dial of one socket may take."""
+NvmlCheck = Callable[[Iterable[str]], "Mapping[str, str] | None"]
+"""UUIDs -> {UUID: "" when NVML finds it, else why not}, None without NVML (:func:`bridge.nvml.check_uuids`)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,8 @@ class PluginPaths:
     cdi_dirs: tuple[Path, ...]
     state_dir: Path
     driver: str = BRIDGE_DRIVER
+    pod_uid: str = ""
+    """The agent pod's UID (``--pod-uid``): part of both socket names when set (rolling updates)."""
 
     @classmethod
     def under(cls, kubelet_dir: str | Path, state_dir: str | Path, cdi_dirs: Sequence[str | Path] = CDI_DIRS,
@@ -58,15 +67,27 @@ class PluginPaths:
         return cls(k / "plugins_registry", k / "plugins" / driver, tuple(Path(d) for d in cdi_dirs),
                    Path(state_dir), driver)
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PluginPaths:
+        """The layout ``dra-bridge run`` uses: ``--kubelet-dir``, ``--state-dir``, ``--cdi-dir``."""
+        return replace(cls.under(settings.kubelet_dir, settings.state_dir, settings.cdi_dirs), pod_uid=settings.pod_uid)
+
+    @property
+    def spec_dir(self) -> Path:
+        """Where our per-claim CDI specs go: the last (highest-priority) CDI directory."""
+        return self.cdi_dirs[-1]
+
     @property
     def dra_socket(self) -> Path:
-        """``<plugin dir>/dra.sock``."""
-        return self.plugin_dir / "dra.sock"
+        """``<plugin dir>/dra.sock``; ``dra-<pod UID>.sock`` with a pod UID (the Go helper's
+        ``RollingUpdate`` names, kubeletplugin/draplugin.go)."""
+        return self.plugin_dir / (f"dra-{self.pod_uid}.sock" if self.pod_uid else "dra.sock")
 
     @property
     def registration_socket(self) -> Path:
-        """``<registry dir>/<driver>-reg.sock``."""
-        return self.registry_dir / f"{self.driver}-reg.sock"
+        """``<registry dir>/<driver>-reg.sock``; ``<driver>-<pod UID>-reg.sock`` with a pod UID."""
+        instance = f"-{self.pod_uid}" if self.pod_uid else ""
+        return self.registry_dir / f"{self.driver}{instance}-reg.sock"
 
 
 def device_index(inventory: Inventory, catalog: Catalog) -> dict[str, tuple[str, str]]:
@@ -88,6 +109,21 @@ class Plugin:
     preparer: ClaimPreparer
     registration: Registration
     servers: list[grpc.aio.Server] = field(default_factory=list)
+    health: HealthStream = field(default_factory=HealthStream)
+    """The device health stream the kubelet watches (:mod:`bridge.health_stream`)."""
+    pool: str = ""
+    """Our pool: the node name."""
+    nvml_check: NvmlCheck | None = None
+    """:func:`bridge.nvml.check_uuids` where NVML may be present (None: no NVML facts)."""
+
+    def report_health(self, alarmed: Mapping[str, str]) -> None:
+        """Assess every recorded device (:mod:`bridge.device_health`) from NVML (:attr:`nvml_check`),
+        the hand-over alarm's ``alarmed`` (kubelet device ID -> reason) and whether each toolkit CDI
+        device resolves now, and hand the assessment to the kubelet's health stream."""
+        inventory = self.preparer.inventory()
+        nvml = self.nvml_check(nvml_uuids(inventory)) if self.nvml_check is not None else None
+        resolves = self.preparer.index.resolves(toolkit_ids(inventory))
+        self.health.update(assess(inventory, self.pool, HealthFacts(nvml, alarmed, resolves)))
 
     async def alive(self) -> str:
         """Empty when both sockets answer a call (registration ``GetInfo``; an empty
@@ -107,7 +143,8 @@ class Plugin:
         return ""
 
     async def stop(self) -> None:
-        """Stop serving and remove the sockets (the kubelet then deregisters the plugin)."""
+        """Stop serving and remove our own two sockets, never another instance's (the kubelet then
+        deregisters this one)."""
         for server in reversed(self.servers):
             await server.stop(None)
         self.paths.registration_socket.unlink(missing_ok=True)
@@ -118,13 +155,19 @@ async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
                        inventory: Callable[[], Mapping[str, tuple[str, str]]],
                        claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
                        metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id,
-                       edits: EditsLookup | None = None) -> Plugin:
-    """Recover from the checkpoint, serve the DRA service, then register (in that order).
-    ``edits``: a device's recorded Allocate edits or static recipe (:func:`translate.edit_sources.lookup`;
-    default: the shipped catalog's recipes)."""
-    preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.cdi_dirs[-1],
+                       edits: EditsLookup | None = None, nvml_check: NvmlCheck | None = None) -> Plugin:
+    """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
+    that order). ``edits``: a device's recorded Allocate edits or static recipe
+    (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
+    :func:`bridge.nvml.check_uuids` where NVML may be present."""
+    preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.spec_dir,
                              SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver, edits)
     preparer.recover()
-    dra = await serve_dra(paths.dra_socket, preparer, metrics)
-    registration_server, registration = await serve_registration(paths.registry_dir, paths.driver, paths.dra_socket)
-    return Plugin(paths, preparer, registration, [dra, registration_server])
+    health = HealthStream()
+    lock = paths.state_dir / LOCK_FILE if paths.pod_uid else None  # instances overlap only with a pod UID
+    dra = await serve_dra(paths.dra_socket, preparer, metrics, health, lock)
+    registration_server, registration = await serve_registration(paths.registration_socket, paths.driver,
+                                                                 paths.dra_socket)
+    plugin = Plugin(paths, preparer, registration, [dra, registration_server], health, node, nvml_check)
+    plugin.report_health({})
+    return plugin

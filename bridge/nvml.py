@@ -2,6 +2,7 @@
 
 :func:`probe` returns ``{uuid: NvmlFacts}`` for every GPU and MIG device NVML sees, or None when
 NVML is not installed or not loadable on this node (no driver): the agent then uses GFD labels.
+:func:`check_uuids` looks each recorded UUID up (the device health facts, :mod:`bridge.device_health`).
 The values follow the NVIDIA DRA driver's formats (vendors.md 2.4): product name as NVML says
 it, ``cudaComputeCapability`` ``"8.0"``, ``cudaDriverVersion`` ``"12.5"`` from the NVML integer
 (major = v // 1000, minor = (v % 1000) // 10), memory in bytes; a MIG device carries its
@@ -12,8 +13,9 @@ the same.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from dra_bridge.bridge.errors import NvmlError
@@ -31,26 +33,57 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def probe() -> dict[str, NvmlFacts] | None:
-    """Facts for every device NVML sees; None without NVML. Raises NvmlError on a failed query."""
+@contextlib.contextmanager
+def _session(why: str, level: int = logging.INFO) -> Iterator[Any]:
+    """The initialised pynvml module, shut down afterwards; None when NVML is not installed or not
+    loadable here (``why``: what the agent does then, logged at ``level``)."""
     try:
         import pynvml  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        return None
+        yield None
+        return
     try:
         pynvml.nvmlInit()
     except Exception as exc:
-        logger.info("NVML not usable on this node (%s): using GFD labels", exc)
-        return None
+        logger.log(level, "NVML not usable on this node (%s): %s", exc, why)
+        yield None
+        return
     try:
-        return _collect(pynvml)
-    except Exception as exc:
-        raise NvmlError(f"NVML query failed: {exc}") from exc
+        yield pynvml
     finally:
         try:
             pynvml.nvmlShutdown()
         except Exception as exc:
             logger.debug("nvmlShutdown: %s", exc)
+
+
+def probe() -> dict[str, NvmlFacts] | None:
+    """Facts for every device NVML sees; None without NVML. Raises NvmlError on a failed query."""
+    with _session("using GFD labels") as nv:
+        if nv is None:
+            return None
+        try:
+            return _collect(nv)
+        except Exception as exc:
+            raise NvmlError(f"NVML query failed: {exc}") from exc
+
+
+def check_uuids(uuids: Iterable[str]) -> dict[str, str] | None:
+    """Whether NVML finds each UUID (GPU or MIG, ``nvmlDeviceGetHandleByUUID``): UUID -> "" when it
+    does, else NVML's error (``NVML_ERROR_GPU_IS_LOST`` reads "GPU is lost"); None without NVML
+    (not installed or not loadable: no fact either way). Never raises."""
+    with _session("no device health facts", logging.DEBUG) as nv:
+        if nv is None:
+            return None
+        out = {}
+        for uuid in uuids:
+            try:
+                nv.nvmlDeviceGetHandleByUUID(uuid)
+                out[uuid] = ""
+            except Exception as exc:
+                lost = getattr(exc, "value", None) == getattr(nv, "NVML_ERROR_GPU_IS_LOST", 15)
+                out[uuid] = "GPU is lost" if lost else f"cannot find the device ({exc})"
+        return out
 
 
 def _collect(nv: Any,

@@ -1,9 +1,11 @@
 """The kubelet plugin-registration server (plugin watcher; node-apis.md section 3).
 
-Served on ``<kubelet dir>/plugins_registry/<driver>-reg.sock``: ``GetInfo`` answers
+Served on ``<kubelet dir>/plugins_registry/<driver>-reg.sock`` (``<driver>-<pod UID>-reg.sock``
+with ``--pod-uid``): ``GetInfo`` answers
 ``{type: "DRAPlugin", name: <driver>, endpoint: <absolute path of dra.sock>,
-supported_versions: ["v1.DRAPlugin", "v1beta1.DRAPlugin"]}`` (service names, v1 first: a 1.34+
-kubelet takes the first it supports); ``NotifyRegistrationStatus`` records the kubelet's
+supported_versions: ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth"]}`` (service
+names, v1 first: a 1.34+ kubelet takes the first DRAPlugin it supports; the health stream is
+optional, as the Go helper advertises it); ``NotifyRegistrationStatus`` records the kubelet's
 verdict (``registered``, ``error``) and logs a refusal. A stale socket file is removed before
 listening; the DRA service must be up first (:mod:`bridge.plugin`).
 """
@@ -21,7 +23,7 @@ from dra_bridge.bridge.kubeletapi import registration_pb2, registration_pb2_grpc
 logger = logging.getLogger(__name__)
 
 PLUGIN_TYPE = "DRAPlugin"
-SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
+SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth")
 
 
 class Registration(registration_pb2_grpc.RegistrationServicer):
@@ -59,9 +61,8 @@ async def listen(path: Path, add: list[tuple[Any, Any]]) -> grpc.aio.Server:
     return server
 
 
-async def serve_registration(registry_dir: Path, driver: str, endpoint: Path) -> tuple[grpc.aio.Server, Registration]:
-    """Serve :class:`Registration` on ``<registry_dir>/<driver>-reg.sock``."""
+async def serve_registration(socket: Path, driver: str, endpoint: Path) -> tuple[grpc.aio.Server, Registration]:
+    """Serve :class:`Registration` on ``socket`` (``<registry dir>/<driver>[-<pod UID>]-reg.sock``)."""
     servicer = Registration(driver, endpoint)
-    server = await listen(registry_dir / f"{driver}-reg.sock",
-                          [(registration_pb2_grpc.add_RegistrationServicer_to_server, servicer)])
+    server = await listen(socket, [(registration_pb2_grpc.add_RegistrationServicer_to_server, servicer)])
     return server, servicer

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -35,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 """The values ``--log-level`` accepts (in any case)."""
+POD_UID = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+"""What ``--pod-uid`` accepts: a pod UID (an RFC 4122 UUID) or any DNS label, safe in a file name."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,18 @@ class Settings:
     """Port of the probe and metrics endpoints; 0: none."""
     log_level: str = "INFO"
     """Log level."""
+    pod_uid: str = ""
+    """This agent pod's UID (downward API ``metadata.uid``); when set, the plugin's sockets carry it
+    (``<driver>-<uid>-reg.sock``, ``dra-<uid>.sock``) so two agents of one node can overlap during a
+    DaemonSet rolling update with ``maxSurge`` (kubelets 1.33+); empty: the fixed names."""
+    cdi_dir: str = "/etc/cdi,/var/run/cdi"
+    """The CDI spec directories the container runtime reads (containerd's ``cdi_spec_dirs``), comma
+    separated, in increasing priority; our per-claim specs go to the last (:attr:`cdi_dirs`)."""
+
+    @property
+    def cdi_dirs(self) -> tuple[str, ...]:
+        """``cdi_dir`` split at commas, blanks and a trailing ``/`` dropped (validated by :meth:`validate`)."""
+        return tuple(d if d == "/" else d.rstrip("/") for d in (part.strip() for part in self.cdi_dir.split(",")))
 
     def validate(self, need_node: bool = True) -> Settings:
         """The settings (resource_api_version in its full form), or SettingsError naming the
@@ -83,6 +98,13 @@ class Settings:
         if not 0 <= self.health_port <= 65535:
             raise SettingsError(f"{twin('health_port')} must be a port number (1-65535) or 0 for none, "
                                 f"got {self.health_port}")
+        dirs = self.cdi_dirs
+        if not all(d.startswith("/") for d in dirs) or len(set(dirs)) != len(dirs):
+            raise SettingsError(f"{twin('cdi_dir')} must list absolute directories, comma separated and each once "
+                                f"(the container runtime's CDI spec directories), got {self.cdi_dir!r}")
+        if self.pod_uid and not POD_UID.fullmatch(self.pod_uid):
+            raise SettingsError(f"{twin('pod_uid')} must be the pod's UID (lower-case letters, digits and '-', at "
+                                f"most 63; the downward API's metadata.uid), got {self.pod_uid!r}")
         if self.log_level.upper() not in LOG_LEVELS:
             raise SettingsError(f"{twin('log_level')} must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
         return replace(self, resource_api_version=version)
@@ -142,7 +164,14 @@ FLAGS = FlagTable(BRIDGE_PREFIX, (
     _flag("health_port", "Port of the readiness/liveness and Prometheus endpoints, 1-65535; 0 disables them.",
           "PORT"),
     _flag("log_level", "Log level: DEBUG, INFO, WARNING or ERROR, in any case. Logs go to stderr.", "LEVEL"),
-), legacy=frozenset(f.name for f in fields(Settings)))
+    _flag("pod_uid", "This agent pod's UID (downward API metadata.uid). When set, the DRA plugin's registration "
+                     "and service sockets are named with it, so that two agents of a node can overlap during a "
+                     "DaemonSet rolling update with maxSurge (kubelets 1.33+); empty keeps the fixed names.", "UID"),
+    _flag("cdi_dir", "The container runtime's CDI spec directories (containerd's cdi_spec_dirs), comma separated, "
+                     "in increasing priority: the container toolkit's spec is looked up in all of them, our "
+                     "per-claim specs are written to the last (a tmpfs such as /var/run/cdi is fine: they are "
+                     "rewritten from the checkpoint after a reboot).", "DIR[,DIR...]"),
+), legacy=frozenset(f.name for f in fields(Settings)) - {"cdi_dir", "pod_uid"})
 """The agent's flags, their ``DRA_BRIDGE_`` twins and the deprecated unprefixed names (kube.flags)."""
 
 

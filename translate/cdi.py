@@ -258,8 +258,8 @@ def answer(uid: str, results: Sequence[Result], inventory: Mapping[str, tuple[st
         if toolkit is not None:
             if not resolves.get(toolkit):
                 raise ClaimError(f"{label}: device {r.device} needs the container toolkit's CDI device {toolkit}, "
-                                 "which no spec in /etc/cdi or /var/run/cdi defines (run nvidia-ctk cdi generate, "
-                                 "or the GPU Operator's toolkit with CDI on)")
+                                 "which no spec in the node's CDI directories (dra-bridge --cdi-dir) defines "
+                                 "(run nvidia-ctk cdi generate, or the GPU Operator's toolkit with CDI on)")
             ids: tuple[str, ...] = (toolkit,)
         else:
             found = edits(resource, device_id)

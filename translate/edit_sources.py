@@ -60,8 +60,8 @@ def preparable(devices: Sequence[InventoryDevice], catalog: Catalog, recorded: M
         why = ""
         if toolkit is not None:
             if resolves is not None and not resolves.get(toolkit):
-                why = (f"its container toolkit CDI device ({toolkit}) is defined by no spec in /etc/cdi or "
-                       "/var/run/cdi, and its device plugin's only recipe is the list-valued "
+                why = (f"its container toolkit CDI device ({toolkit}) is defined by no spec in the node's "
+                       "CDI directories (dra-bridge --cdi-dir), and its device plugin's only recipe is the list-valued "
                        "NVIDIA_VISIBLE_DEVICES (run nvidia-ctk cdi generate, or the GPU Operator's toolkit "
                        "with CDI on)")
         elif device_edits(resource, device_id, recorded, catalog) is None:

@@ -3,7 +3,9 @@
 - ``registration.proto`` (package ``pluginregistration``, service ``Registration``: ``GetInfo``,
   ``NotifyRegistrationStatus``): the plugin-watcher handshake;
 - ``dra_v1.proto`` / ``dra_v1beta1.proto`` (packages ``k8s.io.kubelet.pkg.apis.dra.v1`` and
-  ``...v1beta1``, service ``DRAPlugin``: ``NodePrepareResources``, ``NodeUnprepareResources``).
+  ``...v1beta1``, service ``DRAPlugin``: ``NodePrepareResources``, ``NodeUnprepareResources``);
+- ``dra_health_v1alpha1.proto`` (package ``v1alpha1``, service ``DRAResourceHealth``: the server
+  stream ``NodeWatchResources``): device health for the kubelet (KEP-4680).
 
 Re-typed from the field tables of ../shared/reference/node-apis.md sections 3 and 4 (the
 kubelet's package names, field numbers and RPC names; ``tests/bridge/test_kubeletapi.py``

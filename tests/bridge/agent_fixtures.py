@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.node_plugin import PluginPaths
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings
@@ -87,3 +88,20 @@ async def publish(agent: Agent, clock: Clock) -> None:
     clock.now += 61
     await agent.tick()
     await agent.publisher.sync()
+
+
+async def start_dra_plugin(legacy: Agent, kubelet: KubeletServer, api: FakeApi) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
+    """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it;
+    returns its paths and the device index (published name -> (resource, device ID))."""
+    from dra_bridge.bridge.node_plugin import device_index, start_plugin
+    from tests.bridge.draplugin_fixtures import toolkit_spec
+
+    paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
+    for d in paths.cdi_dirs:
+        d.mkdir(parents=True)
+    index = device_index(legacy.recorded, CATALOG)
+    toolkit_spec(paths, sorted(i for _, i in index.values()))
+    legacy.plugin = await start_plugin(paths, api, NODE, lambda: device_index(legacy.recorded, CATALOG),
+                                       legacy.publisher.version, accepting=lambda: legacy.report.mode == "dra",
+                                       metrics=legacy.metrics, boot_id=lambda: "b")
+    return paths, index

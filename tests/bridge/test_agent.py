@@ -189,6 +189,24 @@ async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(kubelet: Kube
     assert device["capacity"]["gpu.nvidia.com/memory"] == {"value": "80Gi"}
 
 
+async def test_a_kubelet_restart_while_publishing_keeps_the_slices(legacy: Agent, kubelet: KubeletServer,
+                                                                   api: FakeApi, clock: Clock) -> None:
+    # publishing; the kubelet restarts: PodResources does not answer for a tick, then answers with
+    # every interlock holding as before. Not knowing for a tick is no reason to settle again.
+    hand_over(kubelet, api)
+    await publish(legacy, clock)
+    assert legacy.report.publishing and api.slices
+    await kubelet.stop()
+    clock.now += 1
+    report = await legacy.tick()
+    assert report.publishing
+    await kubelet.start()
+    clock.now += 1
+    report = await legacy.tick()
+    await legacy.publisher.sync()
+    assert report.publishing and not report.refusals and api.slices, report.refusals
+
+
 async def test_an_amd_plugin_socket_without_sock_suffix_refuses_publication(
         kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock) -> None:
     # ROCm's device plugin serves on device-plugins/amd.com_gpu (no .sock): the catalog names it

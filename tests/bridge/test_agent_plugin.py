@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from dra_bridge.bridge.agent import CONDITION_TYPE, Agent
-from dra_bridge.bridge.node_plugin import PluginPaths
 from dra_bridge.translate.cel.environment import evaluate_selectors
 from dra_bridge.translate.inventory import internal_form
 from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
@@ -24,6 +23,7 @@ from tests.bridge.agent_fixtures import (
     hand_over,
     make_agent,
     publish,
+    start_dra_plugin,
 )
 from tests.bridge.conftest import FakeApi, KubeletServer
 from tests.factories import gpu, make_container, make_pod
@@ -72,23 +72,6 @@ async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
     await kubelet.start()
     await agent.tick()
     assert caplog.text.count("reachable again") == 1
-
-
-async def start_dra_plugin(legacy: Agent, kubelet: KubeletServer, api: FakeApi) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
-    """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it;
-    returns its paths and the device index (published name -> (resource, device ID))."""
-    from dra_bridge.bridge.node_plugin import device_index, start_plugin
-    from tests.bridge.draplugin_fixtures import toolkit_spec
-
-    paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
-    for d in paths.cdi_dirs:
-        d.mkdir(parents=True)
-    index = device_index(legacy.recorded, CATALOG)
-    toolkit_spec(paths, sorted(i for _, i in index.values()))
-    legacy.plugin = await start_plugin(paths, api, NODE, lambda: device_index(legacy.recorded, CATALOG),
-                                       legacy.publisher.version, accepting=lambda: legacy.report.mode == "dra",
-                                       metrics=legacy.metrics, boot_id=lambda: "b")
-    return paths, index
 
 
 async def test_the_prepared_claim_count_on_the_node_is_the_plugins(legacy: Agent, kubelet: KubeletServer,

@@ -103,7 +103,7 @@ async def test_registration_get_info_and_status(node: Node) -> None:
         stub = registration_pb2_grpc.RegistrationStub(ch)
         info = await stub.GetInfo(registration_pb2.InfoRequest(), timeout=5)
         assert (info.type, info.name, info.endpoint) == ("DRAPlugin", DRIVER, str(node.paths.dra_socket))
-        assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+        assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth"]
         assert node.paths.registration_socket.name == "dra-bridge.io-reg.sock"
         assert str(node.paths.dra_socket).endswith("/kubelet/plugins/dra-bridge.io/dra.sock")
         await stub.NotifyRegistrationStatus(registration_pb2.RegistrationStatus(plugin_registered=False, error="x"))

@@ -1,6 +1,8 @@
-"""The registration and DRA protos match the kubelet's wire contract: package names, service and
-RPC names, field numbers, types and labels, transcribed from ../shared/reference/node-apis.md
-(section 3: pluginregistration; 4.1/4.2: DRA v1 and v1beta1)."""
+"""The registration, DRA and DRA health protos match the kubelet's wire contract: package names,
+service and RPC names, field numbers, types and labels, transcribed from
+../shared/reference/node-apis.md (section 3: pluginregistration; 4.1/4.2: DRA v1 and v1beta1;
+4.6: DRA health v1alpha1, whose table was also compared with the file descriptor compiled into
+the v1.36.3 kubelet binary: the same package, messages, numbers, types, enum and streaming RPC)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ from typing import Any
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 
-from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1beta1_pb2, registration_pb2
+from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2, dra_v1_pb2, dra_v1beta1_pb2, registration_pb2
 
-S, B, M = "string", "bool", "message"
+S, B, M, I64, E = "string", "bool", "message", "int64", "enum"
 REP = "repeated"
 
 # message -> {field: (number, type, repeated?)}; a map is a repeated message (its entry).
@@ -34,8 +36,16 @@ DRA_V1BETA1 = {
     "Claim": {"namespace": (1, S, False), "uid": (2, S, False), "name": (3, S, False)},
 }
 DRA_V1 = {**DRA_V1BETA1, "Device": {**DRA_V1BETA1["Device"], "share_id": (5, S, False)}}
+DRA_HEALTH_V1ALPHA1 = {
+    "NodeWatchResourcesRequest": {},
+    "NodeWatchResourcesResponse": {"devices": (1, M, True)},
+    "DeviceIdentifier": {"pool_name": (1, S, False), "device_name": (2, S, False)},
+    "DeviceHealth": {"device": (1, M, False), "health": (2, E, False), "last_updated_time": (3, I64, False),
+                     "health_check_timeout_seconds": (4, I64, False), "message": (5, S, False)},
+}
 
-TYPES = {FieldDescriptor.TYPE_STRING: S, FieldDescriptor.TYPE_BOOL: B, FieldDescriptor.TYPE_MESSAGE: M}
+TYPES = {FieldDescriptor.TYPE_STRING: S, FieldDescriptor.TYPE_BOOL: B, FieldDescriptor.TYPE_MESSAGE: M,
+         FieldDescriptor.TYPE_INT64: I64, FieldDescriptor.TYPE_ENUM: E}
 
 
 def _fields(message: Any) -> dict[str, tuple[int, str, bool]]:
@@ -50,7 +60,8 @@ def _fields(message: Any) -> dict[str, tuple[int, str, bool]]:
      ["NodePrepareResources", "NodeUnprepareResources"], DRA_V1),
     (dra_v1beta1_pb2, "k8s.io.kubelet.pkg.apis.dra.v1beta1", "DRAPlugin",
      ["NodePrepareResources", "NodeUnprepareResources"], DRA_V1BETA1),
-], ids=["registration", "dra-v1", "dra-v1beta1"])
+    (dra_health_v1alpha1_pb2, "v1alpha1", "DRAResourceHealth", ["NodeWatchResources"], DRA_HEALTH_V1ALPHA1),
+], ids=["registration", "dra-v1", "dra-v1beta1", "dra-health-v1alpha1"])
 def test_proto_matches_the_kubelet(module: Any, package: str, service: str, methods: list[str],
                                    messages: dict[str, dict[str, tuple[int, str, bool]]]) -> None:
     assert module.DESCRIPTOR.package == package
@@ -83,3 +94,16 @@ def test_rpc_types_and_share_id_presence() -> None:
             assert not m.client_streaming and not m.server_streaming
     # v1's share_id is proto3 `optional` (presence tracked), node-apis.md 4.2
     assert dra_v1_pb2.Device.DESCRIPTOR.fields_by_name["share_id"].has_presence
+
+
+def test_health_stream_rpc_enum_and_message_types() -> None:
+    (rpc,) = dra_health_v1alpha1_pb2.DESCRIPTOR.services_by_name["DRAResourceHealth"].methods
+    assert (rpc.input_type.name, rpc.output_type.name) == ("NodeWatchResourcesRequest", "NodeWatchResourcesResponse")
+    assert rpc.server_streaming and not rpc.client_streaming
+    health = dra_health_v1alpha1_pb2.DESCRIPTOR.enum_types_by_name["HealthStatus"]
+    assert [(v.name, v.number) for v in health.values] == [("UNKNOWN", 0), ("HEALTHY", 1), ("UNHEALTHY", 2)]
+    fields = dra_health_v1alpha1_pb2.DeviceHealth.DESCRIPTOR.fields_by_name
+    assert fields["device"].message_type.full_name == "v1alpha1.DeviceIdentifier"
+    assert fields["health"].enum_type.full_name == "v1alpha1.HealthStatus"
+    devices = dra_health_v1alpha1_pb2.NodeWatchResourcesResponse.DESCRIPTOR.fields_by_name["devices"]
+    assert devices.message_type.full_name == "v1alpha1.DeviceHealth"

@@ -20,7 +20,7 @@ from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_al
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOS = (("podresources", "api"), ("deviceplugin", "api"), ("kubeletapi", "registration"), ("kubeletapi", "dra_v1"),
-          ("kubeletapi", "dra_v1beta1"))
+          ("kubeletapi", "dra_v1beta1"), ("kubeletapi", "dra_health_v1alpha1"))
 """Every committed .proto, as (package folder under bridge/, file stem)."""
 
 

@@ -3,11 +3,9 @@
 :func:`start_bridge` runs ``dra-bridge run`` as a process: kubelet dir = the node's
 ``--root-dir`` (PodResources, ``plugins_registry/``, ``plugins/``), its own state dir, and
 the API server as the ServiceAccount ``dra-bridge`` bound to a ClusterRole derived from
-``bridge/access.py`` (:func:`bridge_kubeconfig`), never as an administrator. The agent reads
-and writes CDI specs in ``/etc/cdi`` and ``/var/run/cdi`` (hard-coded, as the DaemonSet mounts
-them); here it runs in a private mount namespace whose ``/run`` is a tmpfs with the node's
-CDI directory (containerd's ``cdi_spec_dirs``) bind-mounted on ``/run/cdi``, so the host's
-``/run`` is never touched.
+``bridge/access.py`` (:func:`bridge_kubeconfig`), never as an administrator. Its
+``--cdi-dir`` is the node's one CDI directory (containerd's ``cdi_spec_dirs``), so the host's
+``/etc/cdi`` and ``/var/run/cdi`` are never touched.
 """
 
 from __future__ import annotations
@@ -148,12 +146,10 @@ def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path) -
     exe = Path(sys.executable).parent / "dra-bridge"
     args = [str(exe), "run", f"--node-name={node.name}", f"--kubelet-dir={node.root_dir}",
             f"--state-dir={state_dir}", f"--kubeconfig={kubeconfig}", "--poll-interval=0.5",
-            "--settle-period=1", "--health-port=0", "--log-level=INFO"]
-    script = (f"mount -t tmpfs -o mode=755 dra-bridge-run /run && mkdir /run/cdi && "
-              f"mount --bind '{node.cdi_dir}' /run/cdi && exec \"$@\"")
+            "--settle-period=1", "--health-port=0", "--log-level=INFO", f"--cdi-dir={node.cdi_dir}"]
     fh = log.open("ab")
-    proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", *args],
-                            stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                            preexec_fn=_die_with_parent)
     fh.close()
     bridge = Bridge(proc, log, state_dir)
     sockets = (node.root_dir / "plugins_registry" / f"{DRIVER}-reg.sock",
@@ -174,3 +170,40 @@ def claim_of(kube: KubeClient, namespace: str, pod: Obj, entry: str) -> Obj:
                         30, f"pod {pod['metadata']['name']}'s claim {entry}")
     (name,) = [s["resourceClaimName"] for s in p["status"]["resourceClaimStatuses"] if s["name"] == entry]
     return kube.get(api_path(V1, "resourceclaims", namespace, name))
+
+
+def pod_device_health(kube: KubeClient, namespace: str, pod: str, resource_id: str) -> str:
+    """The health the kubelet reports for ``resource_id`` (a device's first CDI ID) in the pod's
+    ``status.containerStatuses[].allocatedResourcesStatus``; empty when it reports none."""
+    status = kube.get(api_path("v1", "pods", namespace, pod)).get("status", {})
+    for container in status.get("containerStatuses") or []:
+        for resource in container.get("allocatedResourcesStatus") or []:
+            for device in resource.get("resources") or []:
+                if device.get("resourceID") == resource_id:
+                    return str(device.get("health", ""))
+    return ""
+
+
+def check_health_stream(kube: KubeClient, node: RealNode, bridge: Bridge, namespace: str, pod: str, uuid: str,
+                        toolkit_spec: Path) -> None:
+    """The kubelet opened the agent's device health stream (the agent logs it; the kubelet's log has
+    no Unimplemented WatchResources) and copies its verdicts into the pod's status: Unknown (no NVML
+    here), Unhealthy while the toolkit's CDI spec is away, Unknown again once it is back."""
+    wait_for(lambda: bridge.check_alive() or "opened the device health stream" in bridge.log_text(), 30,
+             "the kubelet's NodeWatchResources stream")
+    refused = [line for line in (node.log_dir / "kubelet.log").read_text(errors="replace").splitlines()
+               if "WatchResources" in line and "Unimplemented" in line]
+    assert not refused, refused[:3]
+    rid = f"nvidia.com/gpu={uuid}"
+
+    def health() -> str:
+        return pod_device_health(kube, namespace, pod, rid)
+
+    wait_for(lambda: health() == "Unknown", 30, f"{pod}'s device health Unknown", observe=health)
+    away = toolkit_spec.with_suffix(".away")  # not a spec name: neither the agent nor containerd reads it
+    toolkit_spec.rename(away)
+    try:
+        wait_for(lambda: health() == "Unhealthy", 30, f"{pod}'s device health Unhealthy", observe=health)
+    finally:
+        away.rename(toolkit_spec)
+    wait_for(lambda: health() == "Unknown", 30, f"{pod}'s device health Unknown again", observe=health)

@@ -25,6 +25,7 @@ from tests.e2e.bridge_node import (
     DRIVER,
     V1,
     bridge_kubeconfig,
+    check_health_stream,
     claim_of,
     device_classes,
     our_slices,
@@ -110,6 +111,7 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
             (device,) = checkpoint[claim["metadata"]["uid"]]["devices"]
             assert device["cdiDeviceIDs"] == [f"nvidia.com/gpu={uuid}"], device
             assert not list(real_node.cdi_dir.glob(f"{DRIVER}-claim_*")), "NVIDIA devices need no spec of ours"
+            check_health_stream(kube, real_node, bridge, namespace, "first", uuid, toolkit)
             print(f"\nfirst pod prepared and running {time.monotonic() - began:.1f}s after the start")
 
             # the kubelet restarts: slices come back, the prepared claim is still served

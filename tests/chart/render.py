@@ -1,0 +1,88 @@
+"""Helm for the chart tests: find the pinned binaries (``hack/helm.sh``), render the chart.
+
+- :func:`helm_binaries` -> {"4": Path, "3": Path}: the pinned Helm 4 and Helm 3 binaries
+  (``DRA_BRIDGE_HELM4`` / ``DRA_BRIDGE_HELM3`` or ``~/.cache/dra-bridge/helm-<version>/helm``).
+  Missing: the test fails in CI (``CI=true``) and skips locally, saying how to build them.
+- :func:`template` -> [object]: ``helm template`` of the chart with one values file (and
+  ``--kube-version`` from its ``# kube-version:`` header line, if any); raises
+  :class:`HelmFailed` (command, exit status, stderr) when Helm refuses.
+- :data:`CI_VALUES`: the chart's ``ci/*-values.yaml`` files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "dra-bridge"
+CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
+RELEASE, NAMESPACE = "dra-bridge", "gpu-system"
+KUBE_VERSION_LINE = re.compile(r"^# kube-version: (\S+)$", re.MULTILINE)
+DEFAULT_KUBE_VERSION = "1.36.0"
+
+Obj = dict[str, Any]
+
+
+class HelmFailed(AssertionError):
+    """Helm exited non-zero: the command, its status and its stderr."""
+
+
+def _pins() -> dict[str, str]:
+    out = subprocess.run([str(ROOT / "hack" / "helm.sh"), "versions"], check=True, capture_output=True,
+                         text=True).stdout
+    return dict(part.split("=", 1) for part in out.split())
+
+
+def helm_binaries(majors: tuple[str, ...] = ("4", "3")) -> dict[str, Path]:
+    """The pinned Helm binaries by major version; fails (CI) or skips (locally) when missing."""
+    pins = _pins()
+    cache = Path(os.environ.get("DRA_BRIDGE_CACHE", Path.home() / ".cache" / "dra-bridge"))
+    found: dict[str, Path] = {}
+    for major in majors:
+        override = os.environ.get(f"DRA_BRIDGE_HELM{major}")
+        path = Path(override) if override else cache / f"helm-{pins[f'HELM{major}_VERSION']}" / "helm"
+        if not os.access(path, os.X_OK):
+            msg = f"helm {major} not found at {path}: run hack/helm.sh build"
+            if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+                pytest.fail(msg, pytrace=False)
+            pytest.skip(msg)
+        found[major] = path
+    return found
+
+
+def kube_version_of(values: Path) -> str:
+    """The ``# kube-version: X`` header of a values file, else the newest version CI builds."""
+    m = KUBE_VERSION_LINE.search(values.read_text())
+    return m.group(1) if m else DEFAULT_KUBE_VERSION
+
+
+def helm(binary: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run Helm with its own empty home (no user repositories or plugins); stdout, or HelmFailed."""
+    home = Path(os.environ.get("TMPDIR", "/tmp")) / "dra-bridge-helm-home"
+    full_env = {**os.environ, "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
+                "HELM_DATA_HOME": str(home / "data"), **(env or {})}
+    proc = subprocess.run([str(binary), *args], capture_output=True, text=True, env=full_env, timeout=60)
+    if proc.returncode != 0:
+        raise HelmFailed(f"helm {' '.join(args)}: exit {proc.returncode}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def template(binary: Path, values: Path | None = None, *extra: str, kube_version: str | None = None) -> list[Obj]:
+    """``helm template`` of the chart (release dra-bridge in gpu-system): the rendered objects."""
+    version = kube_version or (kube_version_of(values) if values else DEFAULT_KUBE_VERSION)
+    args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE, "--kube-version", version, *extra]
+    if values is not None:
+        args += ["--values", str(values)]
+    return [d for d in yaml.safe_load_all(helm(binary, *args)) if d]
+
+
+def by_kind(objs: list[Obj], kind: str) -> list[Obj]:
+    """The rendered objects of one kind, in order."""
+    return [o for o in objs if o.get("kind") == kind]
