@@ -25,7 +25,7 @@ from typing import Any
 from dra_bridge.translate.alloc import AllocatedState, Features, Node, NodeAllocator, SelectorCache, gather_pools
 from dra_bridge.translate.alloc.node_match import selector_matches
 from dra_bridge.translate.capacity.diagnose import MatchCache, diagnose
-from dra_bridge.translate.capacity.legacy import eligible
+from dra_bridge.translate.capacity.legacy import Eligibility
 from dra_bridge.translate.capacity.model import ClusterNode, Code, PodDemand
 from dra_bridge.translate.errors import AllocationError
 
@@ -42,6 +42,7 @@ class DraModel:
                  classes: Mapping[str, Mapping[str, Any]], features: Features,
                  held: Sequence[Mapping[str, Any]] = (), cache: SelectorCache | None = None) -> None:
         self.nodes, self.classes, self.features = list(nodes), classes, features
+        self.eligible = Eligibility(self.nodes)
         self.cache = cache or SelectorCache()
         self.state = AllocatedState()
         for allocation in held:
@@ -94,7 +95,7 @@ class DraModel:
 
     def place(self, namespace: str, pod: PodDemand) -> Placed:
         """Place one pod (see the module docstring)."""
-        candidates, why = eligible(self.nodes, pod.converted)
+        candidates, why = self.eligible(pod.converted)
         if not candidates:
             return None, "node-selection", why, ()
         todo = [c for c in pod.claims if not (c.shared and (namespace, c.name) in self.shared_claims)]
