@@ -124,7 +124,9 @@ def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, A
         if not docs:
             raise InputError(f"{source}: no Kubernetes objects ({why_empty(source)})")
         for doc in docs:
-            if is_inventory_dump(doc.obj) and doc.source != "-":
+            if is_inventory_dump(doc.obj):
+                if doc.source == "-":
+                    raise InputError("-: an inventory dump on stdin names no node: give it as --inventory NODE=FILE")
                 node = inventory_node(doc.source)
                 if node in dumps:
                     raise InputError(f"{doc.source}: a second inventory dump for node {node} "

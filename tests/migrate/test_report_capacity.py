@@ -139,3 +139,10 @@ def test_shipped_cluster_dump_gives_a_capacity_section() -> None:
     pools = {p["name"]: p["capacity"] for p in doc["nodePools"]}
     assert pools[H100]["devices"] == 12 and pools[H100]["usedAfter"] > 0
     assert doc["capacity"]["totals"]["fit"] > 0
+
+
+def test_inventory_dump_on_stdin_names_no_node() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    dump = (DATA / "bridge" / "h100-x8.podresources.json").read_text()
+    code = main(["report", "-f", "-"], stdin=io.StringIO(dump), stdout=out, stderr=err)
+    assert code == 1 and out.getvalue() == "" and "--inventory NODE=FILE" in err.getvalue()
