@@ -11,7 +11,11 @@ Pure (no I/O). Rules (k8s.io/dynamic-resource-allocation ``structured/internal/e
 - ``matchAttribute``: every device has the same value (same type and value; versions compare
   as strings, semver being minimal); with DRAListTypeAttributes, list values must share at
   least one element with every other device's value;
-- ``distinctAttribute``: no two devices share a value.
+- ``distinctAttribute``: a device's value must differ from the one value remembered per
+  request: upstream (``incubating``, the scheduler's default) remembers, for each request
+  name, the value of that request's latest device, and removing any device of a request
+  forgets the request's entry; so two devices of one request may share a value with a device
+  added in between (a counterexample row in tests/data/alloc/oracle.yaml).
 
 Constraints are monotonic, so the search can stop at the first device that breaks one;
 every successful :meth:`add` is undone by exactly one :meth:`remove` on backtracking.
@@ -58,30 +62,50 @@ class Constraint:
         self.requests = set(requests)
         self.lists = lists
         self._stack: list[frozenset[Any]] = []
+        self._distinct: dict[str, frozenset[Any]] = {}
+        self._count = 0
 
     def _applies(self, request: str, sub: str) -> bool:
         if not self.requests:
             return True
         return request in self.requests or (bool(sub) and f"{request}/{sub}" in self.requests)
 
-    def add(self, request: str, sub: str, device: Mapping[str, Any], driver: str) -> bool:
-        """Whether the device may join; if so it is counted until :meth:`remove`."""
+    def add(self, request: str, sub: str, device: Mapping[str, Any], driver: str,
+            memo: dict[tuple[str, bool], frozenset[Any] | None] | None = None) -> bool:
+        """Whether the device may join; if so it is counted until :meth:`remove`.
+
+        ``memo``: the device's attribute values by (name, lists), kept between calls.
+        """
         if not self._applies(request, sub):
             return True
-        values = attribute_values(device, driver, self.attribute, self.lists)
+        if memo is None:
+            values = attribute_values(device, driver, self.attribute, self.lists)
+        else:
+            key = (self.attribute, self.lists)
+            if key not in memo:
+                memo[key] = attribute_values(device, driver, self.attribute, self.lists)
+            values = memo[key]
         if values is None:
             return False
-        if self.kind == "matchAttribute":
-            if self._stack:
-                values = self._stack[-1] & values
-                if not values:
-                    return False
-        elif any(values & seen for seen in self._stack):
-            return False
+        if self.kind == "distinctAttribute":
+            if self._count and any(values & seen for seen in self._distinct.values()):
+                return False
+            self._distinct[request] = values
+            self._count += 1
+            return True
+        if self._stack:
+            values = self._stack[-1] & values
+            if not values:
+                return False
         self._stack.append(values)
         return True
 
     def remove(self, request: str, sub: str) -> None:
         """Undo the last successful :meth:`add` of a device of this request."""
-        if self._applies(request, sub):
+        if not self._applies(request, sub):
+            return
+        if self.kind == "distinctAttribute":
+            self._distinct.pop(request, None)
+            self._count -= 1
+        else:
             self._stack.pop()

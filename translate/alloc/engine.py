@@ -1,9 +1,11 @@
 """The allocator: one node, one set of claims allocated together, as the scheduler's DRA plugin does.
 
 Pure (no I/O). Re-typed from k8s.io/dynamic-resource-allocation
-``structured/internal/experimental/allocator_experimental.go`` (``Allocate``,
+``structured/internal/incubating/allocator_incubating.go`` (``Allocate``,
 ``validateDeviceRequest``, ``allocateOne``, ``isSelectable``, ``allocateDevice``; the
-"experimental" allocator the 1.36 scheduler runs when its default gates are on):
+"incubating" allocator the 1.36 scheduler runs with its default gates: its plugin never passes
+ListTypeAttributes, the one feature only "experimental" has; both variants are otherwise the
+same code). tests/translate/test_alloc_oracle.py compares this engine with that library:
 
 - claims in the given order, their requests in spec order, each device of a request in
   turn: depth-first, first fit, with backtracking; within one request devices are tried only
@@ -196,8 +198,16 @@ class NodeAllocator:
         cached = request.matches.get(device.id)
         if cached is not None:
             return cached
-        result = (self.cache.matches(request.device_class.get("selectors") or [], device, f"class {request.class_name}")
-                  and self.cache.matches(request.selectors, device, f"claim {claim}"))
+        if request.selector_key is None:
+            own = request.device_class.get("selectors") or []
+            request.selector_key = (tuple(str(s["cel"]["expression"]) for s in own),
+                                    tuple(str(s["cel"]["expression"]) for s in request.selectors))
+        result = device.selector_results.get(request.selector_key)
+        if result is None:  # the class's selectors, then the request's: one dict lookup when known
+            result = (self.cache.matches(request.device_class.get("selectors") or [], device,
+                                         f"class {request.class_name}")
+                      and self.cache.matches(request.selectors, device, f"claim {claim}"))
+            device.selector_results[request.selector_key] = result
         if result and device.slice.per_device:
             result = node_matches(self.node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"))
         request.matches[device.id] = result
@@ -356,7 +366,7 @@ class NodeAllocator:
             return None
         base, sub = (request.parent, request.name) if request.parent else (request.name, "")
         for i, constraint in enumerate(claim.constraints):
-            if not constraint.add(base, sub, device.spec, device.id[0]):
+            if not constraint.add(base, sub, device.spec, device.id[0], device.attribute_values):
                 for earlier in claim.constraints[:i]:
                     earlier.remove(base, sub)
                 if reserved:

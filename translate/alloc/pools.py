@@ -5,13 +5,17 @@ Pure (no I/O). Input: ``(name, spec)`` pairs of ResourceSlices already in the v1
 Rules (k8s.io/dynamic-resource-allocation ``structured/internal/experimental``
 ``GatherPools`` and ``Allocator.Allocate``, 1.36+):
 
-- a pool is identified by (driver, pool name); only slices of the pool's newest
-  ``pool.generation`` count; the pool is *incomplete* when it has fewer (or more) such slices
-  than ``pool.resourceSliceCount``;
-- a slice targets the node by ``nodeName``, ``allNodes``, ``nodeSelector`` (labels and
-  ``metadata.name``) or ``perDeviceNodeSelection`` (then each device's own node fields are
-  checked when it is selected); a pool with no slice targeting the node is absent;
-- a pool is *invalid* when a device name repeats within it (``duplicate device name``);
+- a pool is identified by (driver, pool name); a slice is *relevant* for the node when it
+  targets it by ``nodeName``, ``allNodes`` or ``nodeSelector`` (labels and ``metadata.name``),
+  when it has ``perDeviceNodeSelection`` and one of its devices targets it (each device's own
+  node fields are checked again when it is selected), or when it has ``sharedCounters``;
+  a slice with none of these is ignored; a pool with no relevant slice is absent;
+- of the relevant slices only those of their newest ``pool.generation`` count; when they are
+  fewer (or more) than ``pool.resourceSliceCount``, every slice of the pool is consulted: a
+  newer generation anywhere makes the pool obsolete (ignored), otherwise the pool is
+  *incomplete* unless that generation's slices number ``resourceSliceCount``;
+- a complete pool is *invalid* when a device name repeats among its relevant device slices
+  (``duplicate device name``); incomplete pools are not validated;
 - order: pools by (driver, pool) in byte order, pools whose devices have binding conditions
   last; slices by name; devices in listed order. ExactCount searches skip incomplete and
   invalid pools; "All" requests fail on them (see :mod:`translate.alloc.engine`).
@@ -72,6 +76,11 @@ class Candidate:
     spec: Mapping[str, Any]
     slice: SliceView
     content_key: str
+    selector_results: dict[Any, bool] = field(default_factory=dict)
+    """This device's selector results by expression, and by (class expressions, request
+    expressions) (:mod:`translate.alloc.selectors`, :mod:`translate.alloc.engine`)."""
+    attribute_values: dict[tuple[str, bool], Any] = field(default_factory=dict)
+    """This device's values of constraint attributes (:mod:`translate.alloc.constraints`)."""
 
     @property
     def label(self) -> str:
@@ -96,10 +105,17 @@ class Pool:
         return f"{self.driver}/{self.name}"
 
 
-def _targets(spec: Mapping[str, Any], node: Node) -> bool:
+def _relevant(spec: Mapping[str, Any], node: Node, partitionable: bool) -> bool:
+    """Whether a slice is relevant for ``node`` (``GatherPools``' first loop)."""
+    if spec.get("sharedCounters"):
+        return partitionable
+    if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector") is not None:
+        return node_matches(node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"))
     if spec.get("perDeviceNodeSelection"):
-        return True
-    return node_matches(node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"))
+        return partitionable and any(
+            node_matches(node, d.get("nodeName"), bool(d.get("allNodes")), d.get("nodeSelector"))
+            for d in spec.get("devices") or [])
+    return False
 
 
 def _content_key(driver: str, device: Mapping[str, Any]) -> str:
@@ -118,28 +134,51 @@ def _counters(slices: Iterable[SliceView], label: str) -> dict[str, dict[str, Fr
     return out
 
 
-def gather_pools(slices: Iterable[tuple[str, Mapping[str, Any]]], node: Node) -> list[Pool]:
+def _generation(spec: Mapping[str, Any]) -> int:
+    return int(spec["pool"]["generation"])
+
+
+def gather_pools(slices: Iterable[tuple[str, Mapping[str, Any]]], node: Node, partitionable: bool = True) -> list[Pool]:
     """The pools ``node`` sees, in the allocator's search order (see the module docstring)."""
-    grouped: dict[tuple[str, str], list[SliceView]] = {}
+    every: dict[tuple[str, str], list[SliceView]] = {}
+    relevant: dict[tuple[str, str], list[SliceView]] = {}
     for name, spec in slices:
-        grouped.setdefault((str(spec["driver"]), str(spec["pool"]["name"])), []).append(SliceView(name, spec))
-    pools: list[Pool] = []
-    for (driver, pool_name), views in grouped.items():
-        newest = max(int(v.spec["pool"]["generation"]) for v in views)
-        current = sorted((v for v in views if int(v.spec["pool"]["generation"]) == newest), key=lambda v: v.name)
-        targeting = [v for v in current if _targets(v.spec, node)]
-        if not targeting:
+        pid = (str(spec["driver"]), str(spec["pool"]["name"]))
+        view = SliceView(name, spec)
+        every.setdefault(pid, []).append(view)
+        if not _relevant(spec, node, partitionable):
             continue
-        pool = Pool(driver, pool_name, targeting)
-        pool.incomplete = len(current) != int(current[0].spec["pool"]["resourceSliceCount"])
+        held = relevant.get(pid)
+        if not held or _generation(spec) > _generation(held[0].spec):
+            relevant[pid] = [view]
+        elif _generation(spec) == _generation(held[0].spec):
+            held.append(view)
+    pools: list[Pool] = []
+    for (driver, pool_name), views in relevant.items():
+        generation, wanted = _generation(views[0].spec), int(views[0].spec["pool"]["resourceSliceCount"])
+        current = views
+        if len(views) != wanted:
+            if any(_generation(v.spec) > generation for v in every[(driver, pool_name)]):
+                continue  # obsolete: the driver is replacing this generation
+            current = [v for v in every[(driver, pool_name)] if _generation(v.spec) == generation]
+        views = sorted(views, key=lambda v: v.name)
+        pool = Pool(driver, pool_name, sorted(current, key=lambda v: v.name))
+        if len(current) != wanted:
+            pool.incomplete = True
+            pools.append(pool)
+            continue
+        device_views = [v for v in views if not v.spec.get("sharedCounters")] if partitionable else views
         seen: set[str] = set()
-        for view in current:
+        for view in device_views:
             for device in view.spec.get("devices") or []:
                 if device["name"] in seen and not pool.invalid:
                     pool.invalid = f"duplicate device name {device['name']}"
                 seen.add(device["name"])
-        pool.counters = _counters(current, pool.label)
-        for view in targeting:
+        if pool.invalid:
+            pools.append(pool)
+            continue
+        pool.counters = _counters([v for v in views if v.spec.get("sharedCounters")], pool.label)
+        for view in device_views:
             for device in view.spec.get("devices") or []:
                 pool.devices.append(Candidate((driver, pool_name, device["name"]), device, view,
                                               _content_key(driver, device)))

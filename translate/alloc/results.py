@@ -10,9 +10,10 @@ Shapes (resource.k8s.io/v1 ``AllocationResult``; k8s.io/dynamic-resource-allocat
   ``consumedCapacity`` (devices that allow multiple allocations); ``request`` is
   ``request/subrequest`` for a firstAvailable request;
 - ``devices.config[]``: each used class's config once (``source: FromClass``, ``requests``
-  the requests that used the class), then the claim's config entries that apply to an
-  allocated request or its chosen subrequest (``source: FromClaim``); a config whose
-  ``requests`` cover every request of the claim has them cleared ("empty means all");
+  the requests, or ``request/subrequest``, that used the class), then the claim's config
+  entries (``source: FromClaim``, ``requests`` as written): one without ``requests`` once, one
+  with ``requests`` once for each request of the claim it names (by the request's name or its
+  chosen ``request/subrequest``), as upstream appends them;
 - ``nodeSelector``: a device with ``nodeName`` (or ``bindsToNode``) pins the allocation to
   that node (``matchFields metadata.name In [node]``); otherwise the one-term node selectors
   of the devices' slices (or of the devices, with per-device node selection) are merged into
@@ -52,6 +53,7 @@ class Request:
     key: tuple[int, ...]
     all_devices: list[Candidate] = field(default_factory=list)
     matches: dict[DeviceID, bool] = field(default_factory=dict)
+    selector_key: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     @property
     def full_name(self) -> str:
@@ -102,14 +104,14 @@ def _config(spec: Mapping[str, Any], requests: Sequence[Sequence[Request]], subr
     for config in (spec.get("devices") or {}).get("config") or []:
         names = list(config.get("requests") or [])
         body = {k: v for k, v in config.items() if k != "requests"}
-        if not names or any(r.parent in names or r.full_name in names or (not r.parent and r.name in names)
-                            for r in chosen):
-            out.append({"source": "FromClaim", "requests": names, **body})
-    for entry in out:
-        names = entry["requests"]
-        if names and all((r.parent or r.name) in names or r.full_name in names for r in chosen):
-            entry["requests"] = []
-    return [{k: v for k, v in entry.items() if not (k == "requests" and not v)} for entry in out]
+        if not names:
+            out.append({"source": "FromClaim", **body})
+            continue
+        for request in chosen:  # once per request it names (upstream appends it per request)
+            base = request.parent or request.name
+            if base in names or (request.parent and request.full_name in names):
+                out.append({"source": "FromClaim", "requests": names, **body})
+    return out
 
 
 def _requirement_key(requirement: Mapping[str, Any]) -> tuple[Any, ...]:

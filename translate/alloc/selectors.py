@@ -1,49 +1,83 @@
-"""CEL device selectors for the allocator: compiled once per expression, results cached per device content.
+"""CEL device selectors for the allocator: compiled once per expression, results cached per relevant values.
 
-Pure (no I/O). Built on :mod:`translate.cel` (the DRA CEL environment). Caching:
+Pure (no I/O). Built on :mod:`translate.cel` (the DRA CEL environment). Caching (issue 12):
 
 - an expression is compiled once (``compile_selector``; a compile error is cached too and
   raised each time it is used, as upstream's ``cel.Cache.GetOrCompile`` keeps it);
-- a device is converted to its CEL value once per distinct content (driver, attributes,
-  capacity, allowMultipleAllocations: :attr:`translate.alloc.pools.Candidate.content_key`);
-- a selector's result is cached per (expression, device content): identical devices on
-  many nodes are evaluated once. A runtime error is not cached; it fails the allocation.
+- its reads are found once in its syntax tree (:func:`translate.cel.reads.selector_reads`:
+  the driver, the attributes and capacities it names, or the whole device when unsure);
+- a result is cached per (expression, the values of what it reads): every device has a unique
+  uuid, so a cache on whole devices would evaluate each device anew, while this one evaluates
+  ``device.attributes["gpu.nvidia.com"].productName == "H100"`` once per product name. The
+  number of CEL evaluations grows with distinct (selector, relevant values), not pods x devices
+  (:attr:`SelectorCache.evaluations` counts them);
+- each device also remembers its results by expression, so a claim re-checking a device costs a
+  dict lookup. A runtime error is not cached; it fails the allocation.
 
-Errors (k8s.io/dynamic-resource-allocation ``structured/internal/experimental``
-``selectorsMatch``), raised as :class:`translate.errors.AllocationError`:
+Errors (k8s.io/dynamic-resource-allocation ``structured/internal/incubating``
+``selectorsMatch``, word for word), raised as :class:`translate.errors.AllocationError`:
 
 - ``class <name>: selector #<i>: CEL compile error: <detail>`` /
   ``claim <ns>/<name>: selector #<i>: CEL compile error: <detail>``;
-- ``class <name>: selector #<i> on device <driver>/<pool>/<device>: CEL runtime error: <detail>``
-  (``claim <ns>/<name>: ...`` for a request's selector).
+- ``class <name>: selector #<i>: CEL runtime error: <detail>`` (``claim <ns>/<name>: ...`` for a
+  request's selector), ``detail`` being cel-go's text (``no such key: model``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dra_bridge.translate.alloc.pools import Candidate
 from dra_bridge.translate.cel import CompiledSelector, compile_selector, device_to_cel
+from dra_bridge.translate.cel.reads import WHOLE_DEVICE, Read, selector_reads
 from dra_bridge.translate.errors import AllocationError, SelectorError
 
-__all__ = ["SelectorCache"]
+__all__ = ["SelectorCache", "relevant_values"]
+
+_HINT = " (hint: "
+
+
+def _entries(entries: Mapping[str, Any], driver: str, domain: str, ident: str) -> list[tuple[str, str]]:
+    out = []
+    for name, value in entries.items():
+        have_domain, _, have_ident = str(name).rpartition("/")
+        if (have_domain or driver) == domain and (ident == "*" or have_ident == ident):
+            out.append((str(name), json.dumps(value, sort_keys=True, default=str)))
+    return sorted(out)
+
+
+def relevant_values(reads: frozenset[Read], device: Candidate) -> Any:
+    """The values of ``device`` that ``reads`` names, as a hashable key (the content key when unsure)."""
+    if reads == WHOLE_DEVICE:
+        return device.content_key
+    driver, spec = device.id[0], device.spec
+    key: list[Any] = []
+    for read in sorted(reads, key=repr):
+        if read[0] == "driver":
+            key.append(driver)
+        elif read[0] == "allowMultipleAllocations":
+            key.append(bool(spec.get("allowMultipleAllocations")))
+        else:
+            kind, domain, ident = read
+            key.append(tuple(_entries(spec.get(kind) or {}, driver, domain or driver, ident)))
+    return tuple(key)
 
 
 class SelectorCache:
     """Compiled selectors and their results; one instance may serve many nodes and runs."""
 
     def __init__(self) -> None:
-        self._compiled: dict[str, CompiledSelector | SelectorError] = {}
-        self._values: dict[str, Any] = {}
-        self._results: dict[tuple[str, str], bool] = {}
+        self._compiled: dict[str, tuple[CompiledSelector, frozenset[Read]] | SelectorError] = {}
+        self._results: dict[tuple[str, Any], bool] = {}
         self.evaluations = 0
 
-    def _compile(self, expression: str) -> CompiledSelector:
+    def _compile(self, expression: str) -> tuple[CompiledSelector, frozenset[Read]]:
         compiled = self._compiled.get(expression)
         if compiled is None:
             try:
-                compiled = compile_selector(expression)
+                compiled = (compile_selector(expression), selector_reads(expression))
             except SelectorError as exc:
                 compiled = exc
             self._compiled[expression] = compiled
@@ -56,27 +90,31 @@ class SelectorCache:
 
         A selector without ``cel`` was rejected earlier (engine validation).
         """
+        memo = device.selector_results
         for i, selector in enumerate(selectors):
             expression = str(selector["cel"]["expression"])
-            key = (expression, device.content_key)
-            result = self._results.get(key)
+            result = memo.get(expression)
             if result is None:
-                try:
-                    compiled = self._compile(expression)
-                except SelectorError as exc:
-                    raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {exc}") from exc
-                try:
-                    value = self._values.get(device.content_key)
-                    if value is None:
-                        value = device_to_cel(device.spec, device.id[0])
-                        self._values[device.content_key] = value
-                    self.evaluations += 1
-                    result = compiled.evaluate(value, device.label)
-                except SelectorError as exc:
-                    detail = str(exc).split("CEL runtime error: ", 1)[-1]
-                    raise AllocationError(f"{owner}: selector #{i} on device {device.label}: "
-                                          f"CEL runtime error: {detail}") from exc
-                self._results[key] = result
+                result = self._evaluate(expression, i, device, owner)
+                memo[expression] = result
             if not result:
                 return False
         return True
+
+    def _evaluate(self, expression: str, index: int, device: Candidate, owner: str) -> bool:
+        try:
+            compiled, reads = self._compile(expression)
+        except SelectorError as exc:
+            raise AllocationError(f"{owner}: selector #{index}: CEL compile error: {exc}") from exc
+        key = (expression, relevant_values(reads, device))
+        result = self._results.get(key)
+        if result is not None:
+            return result
+        try:
+            self.evaluations += 1
+            result = compiled.evaluate(device_to_cel(device.spec, device.id[0]), device.label)
+        except SelectorError as exc:
+            detail = str(exc).split("CEL runtime error: ", 1)[-1].split(_HINT, 1)[0]
+            raise AllocationError(f"{owner}: selector #{index}: CEL runtime error: {detail}") from exc
+        self._results[key] = result
+        return result

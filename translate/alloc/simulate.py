@@ -174,7 +174,8 @@ def _try_node(inputs: _Inputs, node: Node, features: Features, cache: SelectorCa
     for claim in inputs.claims.values():
         if claim.allocation:
             state.add_allocation(claim.allocation)
-    allocator = NodeAllocator(node, gather_pools(inputs.slices, node), inputs.classes, features, state, cache)
+    pools = gather_pools(inputs.slices, node, features.partitionable_devices)
+    allocator = NodeAllocator(node, pools, inputs.classes, features, state, cache)
     done: dict[tuple[str, str], Any] = {}
     groups: list[list[tuple[str, str]]] = []
     for item in inputs.order:
