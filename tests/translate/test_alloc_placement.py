@@ -61,3 +61,12 @@ def test_placement_equals_trying_every_node_in_order(models: list[list[str]], po
     claims = [(f"ns/pod-{i}", [(f"ns/claim-{i}", _claim(count, model))]) for i, (count, model) in enumerate(pods)]
     placed = place(claims, nodes, slices, CLASSES, parse_gates(None))
     assert [(p.outcome, p.node) for p in placed] == _naive(claims, nodes, slices)
+
+
+def test_a_network_attached_device_taken_through_one_node_is_taken_for_all() -> None:
+    # one allNodes slice with one device, two nodes: the second pod finds it held (one cluster state)
+    shared = ("fabric", {"driver": "gpu.example.com", "allNodes": True, "devices": [{"name": "gpu-0"}],
+                         "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1}})
+    pods = [(f"ns/pod-{i}", [(f"ns/claim-{i}", _claim(1, None))]) for i in range(2)]
+    placed = place(pods, [Node("node-0"), Node("node-1")], [shared], CLASSES, parse_gates(None))
+    assert [(p.outcome, p.node) for p in placed] == [("allocated", "node-0"), ("unsatisfiable", None)]
