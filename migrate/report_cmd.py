@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import re
@@ -148,6 +149,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         raise UsageError(f"--api-version {args.api_version!r}: {exc}") from exc
     settings = Settings(options=options, pool_label=args.pool_label, kubernetes_version=shown,
                         sources=tuple(args.filename) or ("live",), live=live, user_catalog=args.catalog)
+    gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
     report = build_report(objects, catalog, settings)
     if args.output == "json":
         out.write(json.dumps(report.as_json(), indent=2) + "\n")

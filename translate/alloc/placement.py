@@ -19,7 +19,10 @@ nodes):
 - allocation only ever takes devices (exclusive devices, capacity, counters), so a set of
   claims that did not fit on a node never fits there later: per distinct set of claim specs
   the nodes ruled out are remembered (a cursor below which all are, and a set above it), and
-  identical pods (a Deployment's replicas) skip them.
+  identical pods (a Deployment's replicas) skip them;
+- the same signature tells a node's allocator to reuse the requests it validated for those
+  specs (and what each remembers of the node's devices): a replica costs the search, not the
+  validation (:meth:`~translate.alloc.engine.NodeAllocator.allocate`).
 
 Outcomes of :func:`place`: ``allocated`` (with the node and one ``status.allocation`` per
 claim), ``unsatisfiable`` (no node fits; the reason names the last per-node error, e.g.
@@ -110,12 +113,13 @@ class FirstFit:
             self._allocators[index] = allocator
         return allocator
 
-    def first_fit(self, claims: Claims,
-                  candidates: Sequence[int] | None = None) -> tuple[int, list[dict[str, Any]]] | None:
+    def first_fit(self, claims: Claims, candidates: Sequence[int] | None = None,
+                  hold: bool = True) -> tuple[int, list[dict[str, Any]]] | None:
         """The first node index (of ``candidates``, ascending; every node when None) where
-        ``claims`` fit together and their allocations, which then hold their devices; None when
-        none fits (:attr:`last_node_error` says whether a per-node error was met). Raises
-        :class:`PlacementError` for an allocator error that is not about one node."""
+        ``claims`` fit together and their allocations, which then hold their devices unless
+        ``hold`` is false; None when none fits (:attr:`last_node_error` says whether a per-node
+        error was met). Raises :class:`PlacementError` for an allocator error that is not about
+        one node."""
         self.last_node_error = ""
         # Equal specs written in another key order get their own memory: slower, never wrong.
         signature = repr([spec for _, spec in claims])
@@ -127,13 +131,13 @@ class FirstFit:
                     continue
                 allocator = self.allocator(index)
                 try:
-                    results = allocator.allocate(claims)
+                    results = allocator.allocate(claims, signature)
                 except AllocationError as exc:
                     if str(exc) != PER_NODE_ERROR:
                         raise PlacementError(str(exc), self.nodes[index].name) from exc
                     results, self.last_node_error = None, str(exc)
                 if results is not None:
-                    for result in results:
+                    for result in results if hold else ():
                         self.state.add_allocation(result)
                     return index, results
                 if index == cursor:
@@ -150,9 +154,11 @@ class FirstFit:
 
 def place(pods: Sequence[tuple[str, Claims]], nodes: Sequence[Node], slices: Sequence[tuple[str, Mapping[str, Any]]],
           classes: Mapping[str, Mapping[str, Any]], features: Features,
-          cache: SelectorCache | None = None) -> list[PodPlacement]:
+          cache: SelectorCache | None = None, cumulative: bool = True) -> list[PodPlacement]:
     """Place every pod ``(label, claims)`` in order (see the module docstring); one
-    :class:`PodPlacement` per pod."""
+    :class:`PodPlacement` per pod. ``cumulative=False``: every pod against the starting state,
+    nothing held (the report's per-pod question "does it fit the cluster as it is", as the
+    scheduler answers it for one pending pod)."""
     cluster = FirstFit(nodes, slices, classes, features, cache)
     out: list[PodPlacement] = []
     for label, claims in pods:
@@ -160,7 +166,7 @@ def place(pods: Sequence[tuple[str, Claims]], nodes: Sequence[Node], slices: Seq
             out.append(PodPlacement(label, "allocated", None, "no claims", []))
             continue
         try:
-            found = cluster.first_fit(claims)
+            found = cluster.first_fit(claims, hold=cumulative)
         except PlacementError as exc:
             out.append(PodPlacement(label, "error", exc.node, str(exc)))
             continue
