@@ -7,6 +7,8 @@
 #
 # From the Go module proxy, cached by version like hack/control-plane.sh's control plane:
 #   $DRA_BRIDGE_CACHE/kubelet-$KUBELET_VERSION/kubelet
+#   $DRA_BRIDGE_CACHE/kube-proxy-$KUBELET_VERSION/kube-proxy (iptables mode: Services for the pods
+#     of the `helm install` e2e, tests/e2e/serviceproxy.py)
 #   $DRA_BRIDGE_CACHE/containerd-$CONTAINERD_VERSION/{containerd,ctr,containerd-shim-runc-v2}
 # Built locally from Debian packages, cached under the packages' versions:
 #   $DRA_BRIDGE_CACHE/images-$IMAGES_REV-<busybox version>/{busybox.tar,pause.tar}
@@ -34,6 +36,7 @@ LOG_PREFIX=real-node
 . "$(dirname "$0")/control-plane.sh" # helpers only: go_env, write_wrapper, k8s_ldflags, log, die
 
 KUBELET_DIR="$DRA_BRIDGE_CACHE/kubelet-$KUBELET_VERSION"
+KUBE_PROXY_DIR="$DRA_BRIDGE_CACHE/kube-proxy-$KUBELET_VERSION"
 CONTAINERD_DIR="$DRA_BRIDGE_CACHE/containerd-$CONTAINERD_VERSION"
 CONTAINERD_CMDS=(containerd ctr containerd-shim-runc-v2)
 
@@ -53,19 +56,20 @@ install_packages() {
         --no-install-recommends "${missing[@]}" >&2; } || die "apt-get install ${missing[*]} failed"
 }
 
-build_kubelet() {
-  local work
-  if have_all "$KUBELET_DIR" kubelet; then log "reusing $KUBELET_DIR"; return; fi
+# build_k8s_cmd CMD DIR: k8s.io/kubernetes/cmd/CMD at $KUBELET_VERSION into DIR/CMD.
+build_k8s_cmd() {
+  local cmd=$1 dir=$2 work
+  if have_all "$dir" "$cmd"; then log "reusing $dir"; return; fi
   go_env
-  work=$(mktemp -d "$DRA_BRIDGE_CACHE/.build-kubelet-XXXXXX")
+  work=$(mktemp -d "$DRA_BRIDGE_CACHE/.build-$cmd-XXXXXX")
   CLEANUP+=("$work")
-  write_wrapper "$work" dra-bridge.local/kubelet-build k8s.io/kubernetes "$KUBELET_VERSION" \
+  write_wrapper "$work" "dra-bridge.local/$cmd-build" k8s.io/kubernetes "$KUBELET_VERSION" \
     "v0.${KUBELET_VERSION#v1.}"
-  log "building kubelet $KUBELET_VERSION"
+  log "building $cmd $KUBELET_VERSION"
   mkdir -p "$work/out"
   (cd "$work" && nice -n 10 go build -ldflags "$(k8s_ldflags "$KUBELET_VERSION")" \
-    -o "$work/out/kubelet" k8s.io/kubernetes/cmd/kubelet)
-  rm -rf "$KUBELET_DIR.tmp" && mv "$work/out" "$KUBELET_DIR.tmp" && mv -T "$KUBELET_DIR.tmp" "$KUBELET_DIR"
+    -o "$work/out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
+  rm -rf "$dir.tmp" && mv "$work/out" "$dir.tmp" && mv -T "$dir.tmp" "$dir"
 }
 
 build_containerd() {
@@ -146,6 +150,7 @@ link_node_dir() {
   dir=$(node_dir)
   mkdir -p "$dir"
   ln -sfn "$KUBELET_DIR/kubelet" "$dir/kubelet"
+  ln -sfn "$KUBE_PROXY_DIR/kube-proxy" "$dir/kube-proxy"
   for c in "${CONTAINERD_CMDS[@]}"; do ln -sfn "$CONTAINERD_DIR/$c" "$dir/$c"; done
   ln -sfn "$RUNC" "$dir/runc"
   ln -sfn "$CNI_BIN_DIR" "$dir/cni"
@@ -161,7 +166,8 @@ cmd_build() {
   exec 9>"$DRA_BRIDGE_CACHE/.build.lock" # one build at a time per cache (shared with control-plane.sh)
   flock 9
   install_packages
-  build_kubelet
+  build_k8s_cmd kubelet "$KUBELET_DIR"
+  build_k8s_cmd kube-proxy "$KUBE_PROXY_DIR"
   build_containerd
   build_images
   link_node_dir

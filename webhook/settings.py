@@ -115,8 +115,14 @@ class Settings:
                               "(or DRA_WEBHOOK_TLS_CERT_FILE / DRA_WEBHOOK_TLS_KEY_FILE); for development, "
                               "generate a pair with `dra-webhook certs --namespace NS --service NAME --out DIR`")
         api_version = pick("api_version")
+        raw_port = pick("port") or "8443"
+        if not raw_port.isdigit():
+            link = (" (the kubelet sets <SERVICE>_PORT=tcp://IP:PORT for every Service in the pod's namespace: "
+                    "a Service named dra-webhook sets this twin; give the pod enableServiceLinks: false or "
+                    "rename the Service)") if raw_port.startswith("tcp://") else ""
+            raise ConfigError(f"{FLAGS.twin('port')} {raw_port!r}: not a port number{link}")
         try:
-            port = int(pick("port") or 8443)
+            port = int(raw_port)
             reload_interval = float(pick("reload_interval") or 2.0)
             deadline = float(pick("template_deadline") or 2.0)
             grace = float(pick("template_grace") or 600.0)

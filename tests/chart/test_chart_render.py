@@ -89,3 +89,15 @@ def test_an_unknown_value_is_refused_by_the_schema() -> None:
         template(helm_binaries()["4"], None, "--set", "webhok.replicas=3")
     with pytest.raises(HelmFailed, match="failurePolicy"):
         template(helm_binaries()["4"], None, "--set", "webhook.enforce.failurePolicy=Sometimes")
+
+
+@pytest.mark.parametrize("name", ["dra", "dra-bridge"], ids=["short-fullname", "default"])
+def test_no_pod_gets_service_link_variables(name: str) -> None:
+    # a Service named <x>-webhook makes the kubelet inject <X>_WEBHOOK_PORT=tcp://...: with
+    # fullnameOverride=dra that is the webhook's DRA_WEBHOOK_PORT setting, and it would not start
+    objs = template(helm_binaries(("4",))["4"], CHART / "ci" / "defaults-values.yaml",
+                    "--set", f"fullnameOverride={name}")
+    pods = {o["kind"]: o["spec"]["template"]["spec"] for o in objs if o["kind"] in ("Deployment", "DaemonSet")}
+    assert set(pods) == {"Deployment", "DaemonSet"}
+    assert {kind: spec.get("enableServiceLinks") for kind, spec in pods.items()} == {
+        "Deployment": False, "DaemonSet": False}

@@ -11,6 +11,9 @@
   stops it gets a fresh one in the next; one on which a device plugin registered is reset first
   (kubelet restarted with the device manager's checkpoint removed, Node object recreated).
   Only against a control plane at least as new as the kubelet (v1.36).
+- ``cluster`` (module; tests marked ``real_node``): the module's own control plane on the host's
+  address with an audit log, a real node, kube-proxy and the image of ``hack/image.sh``
+  (``podcluster.py``), for pods of the product's image.
 
 Missing binaries: the tests fail in CI (``CI=true``) and skip locally, saying how to build. A real
 node held by another test run on this machine (one kubelet per machine): the same.
@@ -33,7 +36,9 @@ from tests.e2e.controlplane import (
     find_binaries,
 )
 from tests.e2e.kubeapi import KubeClient, api_path, create_namespace
+from tests.e2e.podcluster import ImageMissing, PodCluster, pod_cluster
 from tests.e2e.realnode import NodeBusy, PartsMissing, RealNode, find_parts
+from tests.e2e.serviceproxy import ProxyMissing
 
 _running: list[ControlPlane] = []
 _nodes: list[RealNode] = []
@@ -123,6 +128,25 @@ def real_node(_real_node_parts: list[RealNode], control_plane: ControlPlane) -> 
         yield holder[0]
     finally:
         _nodes.clear()
+
+
+@pytest.fixture(scope="module")
+def cluster(_real_node_parts: list[RealNode]) -> Iterator[PodCluster]:
+    """A module's own control plane, real node, kube-proxy and the product's image
+    (``podcluster.py``), for tests whose pods run the image. The session's node, if one runs in
+    this process, is stopped first (one kubelet per machine; the next ``real_node`` test starts a
+    fresh one). A missing part or a busy node: skipped locally, failed in CI."""
+    for node in _real_node_parts:
+        if node.running:
+            assert not node.stop(), "stopping the session's real node"
+    _real_node_parts.clear()
+    try:
+        with pod_cluster() as c:
+            yield c
+    except (NodeBusy, ImageMissing, PartsMissing, ProxyMissing) as err:
+        if _in_ci():
+            raise
+        pytest.skip(f"real_node: {err}")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -134,6 +134,12 @@ class ControlPlane:
     bin_dir: Path
     runtime_config: str = DEFAULT_RUNTIME_CONFIG
     extra_apiserver_args: Sequence[str] = ()
+    #: The API server binds and advertises here (the ``kubernetes`` Service's endpoint). Pods on
+    #: a real node reach a host address through their CNI bridge, never the host's loopback.
+    address: str = "127.0.0.1"
+    #: An audit Policy (``audit.k8s.io/v1``): the API server logs its events as JSON lines to
+    #: :attr:`audit_log` (``--audit-policy-file``, ``--audit-log-path``); None: no audit log.
+    audit_policy: dict[str, object] | None = None
     workdir: Path = field(default_factory=lambda: _new_workdir())
     components: dict[str, Component] = field(default_factory=dict)
     server: str = ""
@@ -158,6 +164,10 @@ class ControlPlane:
     @property
     def ca_file(self) -> Path:
         return self.pki / "ca.crt"
+
+    @property
+    def audit_log(self) -> Path:
+        return self.log_dir / "audit.log"
 
     @property
     def client_cert(self) -> Path:
@@ -211,7 +221,7 @@ class ControlPlane:
                 "kubernetes.default.svc",
                 "kubernetes.default.svc.cluster.local",
             ),
-            ip_addresses=("127.0.0.1", "10.96.0.1"),
+            ip_addresses=tuple(dict.fromkeys(("127.0.0.1", self.address, "10.96.0.1"))),
         )
         admin = ca.issue("admin", "dra-bridge-tests", organization="system:masters", client=True)
         kcm = ca.issue("controller-manager", "system:kube-controller-manager", client=True)
@@ -220,7 +230,7 @@ class ControlPlane:
         kubelet_client = ca.issue("kubelet-client", "kube-apiserver-kubelet-client", client=True)
 
         etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
-        self.server = f"https://127.0.0.1:{api_port}"
+        self.server = f"https://{self.address}:{api_port}"
         self._write_kubeconfig(self.kubeconfig, "dra-bridge-tests", admin)
         kcm_config = self._write_kubeconfig(
             self.workdir / "controller-manager.kubeconfig", "kube-controller-manager", kcm
@@ -248,8 +258,8 @@ class ControlPlane:
             "kube-apiserver",
             [
                 f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={self.address}",
+                f"--advertise-address={self.address}",
                 f"--secure-port={api_port}",
                 f"--cert-dir={self.workdir / 'apiserver-certs'}",
                 f"--tls-cert-file={serving.cert}",
@@ -269,6 +279,7 @@ class ControlPlane:
                 "--allow-privileged=true",
                 "--profiling=false",
                 "--v=1",
+                *self._audit_args(),
                 *self.extra_apiserver_args,
             ],
         )
@@ -307,6 +318,15 @@ class ControlPlane:
         for name in ("kube-controller-manager", "kube-scheduler"):
             port = self._flag(name, "--secure-port")
             self._wait_http(name, f"https://127.0.0.1:{port}/healthz", deadline, tls=True, verify=False)
+
+    def _audit_args(self) -> list[str]:
+        if self.audit_policy is None:
+            return []
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump(self.audit_policy, sort_keys=False))
+        # blocking mode (the default): an event is in the file before the call returns
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json", "--audit-log-maxage=0", "--audit-log-maxbackup=0"]
 
     def _flag(self, component: str, flag: str) -> str:
         for arg in self.components[component].args:

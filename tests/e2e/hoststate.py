@@ -209,7 +209,8 @@ def restore(before: HostState, workdir: Path, *, bridge: str) -> list[str]:
     ours = (f"{workdir}/", *REMOVABLE)
     # Mounts, newest first (a mount over a mount; the kubelet's rshared bind of its root dir).
     for point in reversed(mountpoints()):
-        if point not in before.mounts and f"{point}/".startswith(ours):
+        # still mounted? unmounting a shared parent can take its submounts with it
+        if point not in before.mounts and f"{point}/".startswith(ours) and point in mountpoints():
             attempt(f"umount {point}", ["umount", point])
     for point in reversed(mountpoints()):  # the lazy way for whatever a busy mount kept
         if point not in before.mounts and f"{point}/".startswith(ours):

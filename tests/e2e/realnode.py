@@ -26,7 +26,7 @@ from typing import IO, Any
 import yaml
 
 from tests.e2e import hoststate
-from tests.e2e.controlplane import REPO_ROOT, Component, ControlPlane, _die_with_parent, free_port, tail
+from tests.e2e.controlplane import REPO_ROOT, SERVICE_CIDR, Component, ControlPlane, _die_with_parent, free_port, tail
 from tests.e2e.kubeapi import KubeClient, api_path, wait_for, wait_for_object
 
 BUILD_SCRIPT = REPO_ROOT / "hack" / "real-node.sh"
@@ -167,7 +167,9 @@ class RealNode:
         w = self.workdir
         cni = {"cniVersion": "1.0.0", "name": "dra-real-node", "plugins": [{
             "type": "bridge", "bridge": BRIDGE, "isGateway": True, "ipMasq": False,
-            "ipam": {"type": "host-local", "dataDir": str(w / "cni" / "ipam"), "ranges": [[{"subnet": SUBNET}]]},
+            "ipam": {"type": "host-local", "dataDir": str(w / "cni" / "ipam"), "ranges": [[{"subnet": SUBNET}]],
+                     # Service ClusterIPs via the bridge (kube-proxy's DNAT, serviceproxy.py); no default route
+                     "routes": [{"dst": SERVICE_CIDR}]},
         }]}
         (w / "cni" / "net.d" / "10-dra-real-node.conflist").write_text(json.dumps(cni, indent=1))
         cri = "plugins.'io.containerd.cri.v1.runtime'"

@@ -34,6 +34,17 @@ def test_bad_values_are_config_errors(argv: list[str]) -> None:
         Settings.from_args(["--tls-cert-file", "c", "--tls-key-file", "k", *argv], {})
 
 
+def test_a_service_link_in_the_port_twin_names_its_cause() -> None:
+    """A Service named dra-webhook in the pod's namespace makes the kubelet set the Docker-link
+    variable DRA_WEBHOOK_PORT=tcp://IP:PORT, the port's env twin (found by the image e2e)."""
+    env = {"DRA_WEBHOOK_TLS_CERT_FILE": "c", "DRA_WEBHOOK_TLS_KEY_FILE": "k", "DRA_WEBHOOK_PORT": "tcp://10.96.0.7:443"}
+    with pytest.raises(ConfigError) as err:
+        Settings.from_env(env)
+    message = str(err.value)
+    assert "--port/DRA_WEBHOOK_PORT" in message and "'tcp://10.96.0.7:443'" in message, message
+    assert "enableServiceLinks: false" in message, message
+
+
 def test_certs_command_writes_a_ca_and_a_serving_certificate(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["certs", "--namespace", "gpu-system", "--service", "dra-webhook", "--out", str(tmp_path),
