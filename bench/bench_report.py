@@ -103,7 +103,7 @@ def main() -> int:
         legacy_s = min(legacy_s, time.process_time() - start)
     print(f"capacity check: {args.pods} pods ({len(demand)} workloads) on {args.nodes} nodes x 8 GPUs: "
           f"{check_s:.2f} s CPU, {args.pods / check_s:.0f} pods/s; {fits} fit under DRA, {legacy_fits} under legacy")
-    print(f"legacy model alone: {legacy_s:.2f} s CPU; ratio check/legacy {check_s / legacy_s:.1f}")
+    print(f"legacy model alone: {legacy_s:.2f} s CPU; ratio check/legacy {check_s / max(legacy_s, 1e-9):.1f}")
     return 0
 
 
