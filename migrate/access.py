@@ -1,7 +1,8 @@
 """Every API call ``dra-migrate report`` makes in live mode, in one list: its read-only RBAC.
 
-Only ``list`` (paged) on the kinds a report reads, cluster-wide; discovery (``/apis/...``) and
-``/version`` need no grant (``system:discovery``, ``system:public-info-viewer``). README
+Only ``list`` (paged) on the kinds a report reads, cluster-wide, the custom resources of
+:data:`translate.report.custom_kinds.KNOWN_CUSTOM_KINDS` included (listed only where served);
+discovery (``/apis/...``) and ``/version`` need no grant (``system:discovery``, ``system:public-info-viewer``). README
 ("dra-migrate report", live mode) shows the ClusterRole; a test compares it with this list,
 and the e2e test runs the report as a ServiceAccount granted exactly this.
 """
@@ -9,6 +10,7 @@ and the e2e test runs the report as a ServiceAccount granted exactly this.
 from __future__ import annotations
 
 from dra_bridge.kube.resources import ApiCall, grant
+from dra_bridge.translate.report.custom_kinds import KNOWN_CUSTOM_KINDS
 
 API_CALLS: tuple[ApiCall, ...] = (
     *grant("", "pods", "list"),
@@ -22,5 +24,6 @@ API_CALLS: tuple[ApiCall, ...] = (
     *grant("batch", "cronjobs", "list"),
     *grant("resource.k8s.io", "deviceclasses", "list"),
     *grant("resource.k8s.io", "resourceslices", "list"),
+    *(call for kind in KNOWN_CUSTOM_KINDS for call in grant(kind.group, kind.plural, "list")),
 )
 """The report's API calls (verb, group, resource, scope)."""

@@ -29,7 +29,7 @@ from dra_bridge.migrate.manifests import Document, dump, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import findings_table
 from dra_bridge.migrate.report_cmd import add_parser as add_report_parser
-from dra_bridge.migrate.report_cmd import run_report
+from dra_bridge.migrate.report_cmd import read_policy, run_report
 from dra_bridge.migrate.simulate_cmd import run_simulate
 from dra_bridge.migrate.slices_cmd import run_slices
 from dra_bridge.translate.catalog import PROFILE_RE, Catalog, load_catalog
@@ -38,7 +38,10 @@ from dra_bridge.translate.findings import SEVERITY, Finding
 from dra_bridge.translate.names import normalize_api_version
 from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 from dra_bridge.translate.plan.pod_plan import Options
-from dra_bridge.translate.plan.workloads import convert_object
+from dra_bridge.translate.plan.workloads import Converted, convert_object
+from dra_bridge.translate.policy import Policy
+from dra_bridge.translate.report.model import pod_templates
+from dra_bridge.translate.report.policy_options import switched_off, workload_options
 
 FAIL_ON = ("left-for-webhook", "partial", "unsupported")
 
@@ -54,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("--api-version", default="v1", metavar="v1|v1beta2|v1beta1",
                       help="resource.k8s.io version to render (default v1)")
     conv.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
+    conv.add_argument("--policy", metavar="FILE",
+                      help="the webhook's policy (its file, or the ConfigMap holding it): convert each object with the "
+                           "settings the webhook would apply to its pods (they replace --hami-slicing, --alignment...)")
     conv.add_argument("--target", choices=("bridge", "vendor"),
                       help="DeviceClasses to use: ours (bridge, default) or the vendor driver's own")
     conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
@@ -128,6 +134,18 @@ def _api_version(value: str) -> str:
         raise UsageError(f"--api-version: {exc}") from exc
 
 
+def _convert(obj: dict[str, Any], catalog: Catalog, options: Options, policy: Policy | None,
+             custom: bool) -> Converted:
+    """One object, with the options the policy gives it (none: ``options``)."""
+    templates = pod_templates(obj) if policy is not None else []
+    if policy is None or not templates:
+        return convert_object(obj, catalog, options, custom)
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    namespace = str((meta or {}).get("namespace") or "")
+    judged, settings = workload_options(templates[0][1], obj, namespace, policy, options, {})
+    return switched_off(obj, settings) if not settings.convert else convert_object(obj, catalog, judged, custom)
+
+
 def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``convert``: objects (with templates inserted before first use) to ``out``."""
     catalog = _catalog(args.catalog)
@@ -137,6 +155,7 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
                       dra_schedulers=tuple(args.dra_scheduler),
                       fail_requests_greater_than_one=args.fail_requests_greater_than_one,
                       alignment=Alignment(args.alignment, args.alignment_scope))
+    policy = read_policy(args.policy)
     sources = args.filename or ["-"]
     objects: list[Any] = []
     rows: list[tuple[str, str, Finding]] = []
@@ -145,7 +164,7 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
         if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
             raise InputError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
                                 "(a mapping with a kind)")
-        result = convert_object(doc.obj, catalog, options, args.include_custom_resources)
+        result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources)
         for template in result.templates:
             key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
             if key not in seen:

@@ -4,8 +4,11 @@
 
 Lists every kind of :data:`migrate.access.API_CALLS` cluster-wide in pages of
 :data:`PAGE` (``limit``/``continue``), ``resource.k8s.io`` kinds in the newest version the
-server serves (discovery; none served: no DeviceClasses or ResourceSlices, not an error), and
-the server's version from ``/version``. ``progress(kind, count)`` is called after each page
+server serves (discovery; none served: no DeviceClasses or ResourceSlices, not an error), the
+custom resources of :data:`translate.report.custom_kinds.KNOWN_CUSTOM_KINDS` whose group the
+server serves (discovery; in the group's preferred version, the first listed; a kind of a
+served group whose list answers 404 is not installed and is skipped), and the server's
+version from ``/version``. ``progress(kind, count)`` is called after each page
 (the command draws a bar on stderr only when stderr is a terminal). Raises
 :class:`kube.errors.KubeError` (Forbidden names the missing permission).
 """
@@ -17,6 +20,7 @@ from typing import Any
 
 from dra_bridge.kube.api import KubeApi, list_pages
 from dra_bridge.kube.discovery import GROUP
+from dra_bridge.kube.errors import NotFound
 from dra_bridge.kube.resources import (
     CRON_JOBS,
     DAEMON_SETS,
@@ -32,6 +36,7 @@ from dra_bridge.kube.resources import (
     Resource,
 )
 from dra_bridge.translate.names import API_VERSIONS
+from dra_bridge.translate.report.custom_kinds import KNOWN_CUSTOM_KINDS
 
 PAGE = 500
 SOURCE = "live"
@@ -46,6 +51,7 @@ async def read_cluster(api: KubeApi, progress: Callable[[str, int], None] = lamb
     served = await api.served_versions(GROUP)
     resource_version = next((v for v in API_VERSIONS if v in served), None)
     objects: list[tuple[str, Any]] = []
+    groups: dict[str, list[str]] = {}
     for resource in CORE:
         chosen: Resource = resource
         if resource.group == GROUP:
@@ -57,4 +63,18 @@ async def read_cluster(api: KubeApi, progress: Callable[[str, int], None] = lamb
             objects += [(SOURCE, obj) for obj in page]
             count += len(page)
             progress(chosen.plural, count)
+    for kind in KNOWN_CUSTOM_KINDS:
+        group = await api.served_versions(kind.group) if kind.group not in groups else groups[kind.group]
+        groups[kind.group] = group
+        if not group:
+            continue
+        custom = Resource(kind.group, group[0].split("/", 1)[1], kind.plural, kind.kind, kind.namespaced)
+        count = 0
+        try:
+            async for page in list_pages(api, custom, limit=PAGE):
+                objects += [(SOURCE, obj) for obj in page]
+                count += len(page)
+                progress(custom.plural, count)
+        except NotFound:  # the group is served, this kind is not (its CRD not installed)
+            continue
     return objects, version

@@ -3,9 +3,12 @@
     add_parser(subparsers)                       the command's flags
     run_report(args, stdin, stdout, stderr) -> exit code
 
-Inputs: ``-f FILE|DIR|-`` (as ``convert`` reads them: Lists flattened, Helm output), or, without
-``-f``, the cluster (live mode, :mod:`migrate.live`; ``--kubeconfig``/``--context``, else
-``$KUBECONFIG``, else the in-cluster service account). The report goes to stdout
+Inputs: ``-f FILE|DIR|-`` (as ``convert`` reads them: Lists flattened, Helm output; a
+``dra-bridge inventory --json`` dump is the devices of the node its file is named after), or,
+without ``-f``, the cluster (live mode, :mod:`migrate.live`; ``--kubeconfig``/``--context``,
+else ``$KUBECONFIG``, else the in-cluster service account); ``--inventory NODE=FILE`` adds a
+node's dump. The capacity check (:mod:`translate.report.capacity`) runs unless
+``--no-capacity``. The report goes to stdout
 (``-o table|wide|markdown|json|html``), logs and the live progress bar to stderr. Exit codes
 as ``convert``'s: 0, 1 an error (nothing on stdout), 3 with ``--fail-on LEVEL`` when a
 workload reaches LEVEL (``legacy-request``: any legacy device request left, ranks below every
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import re
@@ -26,6 +30,7 @@ from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import connect
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
+from dra_bridge.migrate.inventory_dumps import grouped, inventory_flag, inventory_node, is_inventory_dump, read_dump
 from dra_bridge.migrate.live import read_cluster
 from dra_bridge.migrate.manifests import read_sources, why_empty
 from dra_bridge.migrate.report_html import render_html
@@ -33,7 +38,9 @@ from dra_bridge.migrate.report_text import render_text
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.policy import Policy, load_policy_file
 from dra_bridge.translate.report import DEFAULT_POOL_LABEL, FAIL_LEVELS, Settings, build_report
+from dra_bridge.translate.report.capacity import report_capacity
 
 FORMATS = ("table", "wide", "markdown", "json", "html")
 _VERSION = re.compile(r"v?(1)\.(\d+)(?:\.\d+)?(?:[-+].*)?")
@@ -65,6 +72,14 @@ def add_parser(sub: Any) -> None:
     rep.add_argument("--alignment-scope", choices=SCOPES, default="container", help="as convert's")
     rep.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
                      help="a scheduler besides default-scheduler that supports DRA; repeatable")
+    rep.add_argument("--policy", metavar="FILE",
+                     help="the webhook's policy (its file, or the ConfigMap holding it): judge each workload with "
+                          "the settings the webhook would apply to its pods")
+    rep.add_argument("--inventory", action="append", default=[], metavar="NODE=FILE",
+                     help="a node's dra-bridge inventory --json dump (its devices for the capacity check); "
+                          "repeatable. A dump given with -f is the node its file is named after (NODE.json)")
+    rep.add_argument("--no-capacity", action="store_true",
+                     help="skip the capacity check (which converted pods fit the cluster's devices)")
     rep.add_argument("--fail-on", choices=FAIL_LEVELS,
                      help="exit 3 when a workload reaches this level (legacy-request: any legacy request left)")
 
@@ -89,16 +104,39 @@ def _catalog(path: str | None, target: str | None) -> Catalog:
     return catalog
 
 
-def _read_files(sources: list[str], stdin: TextIO) -> list[tuple[str, Any]]:
+def read_policy(path: str | None) -> Policy | None:
+    """The webhook policy in ``path`` (a policy file or a ConfigMap manifest holding one);
+    None without a path. InputError when unreadable; PolicyError names the key."""
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the policy: {exc}") from exc
+    return load_policy_file(text, path)
+
+
+def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, Any]]
+                ) -> list[tuple[str, Any]]:
+    """Objects of ``sources``; inventory dumps go to ``dumps`` (node -> (file, dump))."""
     objects: list[tuple[str, Any]] = []
     for source in sources:
         docs = list(read_sources([source], stdin))
         if not docs:
             raise InputError(f"{source}: no Kubernetes objects ({why_empty(source)})")
         for doc in docs:
+            if is_inventory_dump(doc.obj):
+                if doc.source == "-":
+                    raise InputError("-: an inventory dump on stdin names no node: give it as --inventory NODE=FILE")
+                node = inventory_node(doc.source)
+                if node in dumps:
+                    raise InputError(f"{doc.source}: a second inventory dump for node {node} "
+                                     f"(the first: {dumps[node][0]})")
+                dumps[node] = (doc.source, doc.obj)
+                continue
             if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
                 raise InputError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
-                                 "(a mapping with a kind)")
+                                 "(a mapping with a kind) nor a dra-bridge inventory --json dump")
             objects.append((doc.source, doc.obj))
     return objects
 
@@ -136,7 +174,11 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
     if live and (args.kubernetes_version is None) and not (args.kubeconfig or os.environ.get("KUBECONFIG")
                                                            or os.environ.get("KUBERNETES_SERVICE_HOST")):
         raise UsageError("report: give -f FILE|DIR|- or a cluster (--kubeconfig, $KUBECONFIG)")
-    objects, server = _read_live(args, err) if live else (_read_files(args.filename, stdin), "")
+    dumps: dict[str, tuple[str, Any]] = {}
+    objects, server = _read_live(args, err) if live else (_read_files(args.filename, stdin, dumps), "")
+    for given in args.inventory:
+        node, path = inventory_flag(given)
+        dumps[node] = (path, read_dump(path))
     version_text = args.kubernetes_version or server
     minor = _minor(version_text) if version_text else None
     try:
@@ -147,8 +189,15 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
     except (KeyError, ValueError) as exc:
         raise UsageError(f"--api-version {args.api_version!r}: {exc}") from exc
     settings = Settings(options=options, pool_label=args.pool_label, kubernetes_version=shown,
-                        sources=tuple(args.filename) or ("live",), live=live, user_catalog=args.catalog)
+                        sources=tuple(args.filename) or ("live",), live=live, user_catalog=args.catalog,
+                        policy=read_policy(args.policy))
+    gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
     report = build_report(objects, catalog, settings)
+    report.inventories = {node: path for node, (path, _) in sorted(dumps.items())}
+    if not args.no_capacity:
+        report_capacity(report, catalog, grouped(dumps), objects=objects)
+    elif dumps:
+        err.write("dra-migrate: --no-capacity: the inventory dumps are not used\n")
     if args.output == "json":
         out.write(json.dumps(report.as_json(), indent=2) + "\n")
     elif args.output == "html":

@@ -7,8 +7,10 @@ The page: the totals (``<dl id="totals">``, one ``<dd data-total=KEY>`` per tota
 per namespace and one per node pool (``<svg class="picture" data-group="namespace|pool"
 data-name=NAME>``: a bar of what migrates, what is partial, what is blocked and what has
 nothing to do, each segment ``data-category`` with its count), the capacity before and after
-per pool when a capacity engine filled it (``<svg class="capacity">``), and a table of every
-workload with its findings and risks.
+per pool when the capacity check ran (``<svg class="capacity">``: four bars ``data-bar`` =
+``dra-before``, ``dra-after``, ``legacy-before``, ``legacy-after``, each with ``data-used`` and
+``data-total``), a table of every workload with its findings, risks and fit, and the pods
+that do not fit or place differently, with both verdicts.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections import Counter
 from html import escape
 
 from dra_bridge.migrate.remedies import phrased
-from dra_bridge.migrate.report_text import workload_name
+from dra_bridge.migrate.report_text import cell, fit, workload_name
 from dra_bridge.translate.report import CATEGORIES, PoolReport, Report
 
 COLOURS = {"migrates": "#2e7d32", "partial": "#f9a825", "blocked": "#c62828", "nothing-to-do": "#9e9e9e"}
@@ -51,20 +53,27 @@ def _bar(group: str, name: str, counts: Counter[str]) -> str:
 
 
 def _capacity(pool: PoolReport) -> str:
+    """Four bars: DRA devices used before and after the check, the legacy allocatable held
+    before and after (each ``data-bar``, ``data-used``, ``data-total``)."""
     cap = pool.capacity
     if not cap:
         return ""
-    devices = max(int(cap.get("devices", 0)), 1)
+    legacy_total = sum(cap["legacyAllocatable"].values())
+    bars = (("dra-before", "DRA before", cap["usedBefore"], cap["devices"], "#1565c0"),
+            ("dra-after", "DRA after", cap["usedAfter"], cap["devices"], "#1565c0"),
+            ("legacy-before", "plugin before", sum(cap["legacyUsedBefore"].values()), legacy_total, "#6d4c41"),
+            ("legacy-after", "plugin after", sum(cap["legacyUsedAfter"].values()), legacy_total, "#6d4c41"))
     rows = []
-    for i, (label, key) in enumerate((("before (device plugin)", "usedBefore"), ("after (DRA)", "usedAfter"))):
-        used = int(cap.get(key, 0))
-        y = i * 24
-        rows.append(f'<rect x="150" y="{y}" width="{300 * used / devices:.1f}" height="18" fill="#1565c0" '
-                    f'data-used="{used}"/><rect x="150" y="{y}" width="300" height="18" fill="none" stroke="#999"/>'
-                    f'<text x="0" y="{y + 14}" font-size="12">{label}</text>'
-                    f'<text x="455" y="{y + 14}" font-size="12">{used}/{cap.get("devices", 0)}</text>')
+    for i, (key, label, used, total, colour) in enumerate(bars):
+        y = i * 22
+        rows.append(f'<g data-bar="{key}" data-used="{used}" data-total="{total}"><title>{label}: {used} of '
+                    f'{total} devices used</title><rect x="110" y="{y}" width="{300 * used / max(total, 1):.1f}" '
+                    f'height="16" fill="{colour}"/><rect x="110" y="{y}" width="300" height="16" fill="none" '
+                    f'stroke="#999"/><text x="0" y="{y + 13}" font-size="12">{label}</text>'
+                    f'<text x="416" y="{y + 13}" font-size="12">{used}/{total}</text></g>')
     return (f'<svg class="capacity" data-name="{escape(pool.name)}" xmlns="http://www.w3.org/2000/svg" '
-            f'width="{WIDTH + 40}" height="48">{"".join(rows)}</svg>')
+            f'width="{WIDTH + 40}" height="{len(bars) * 22}" role="img" aria-label="capacity of '
+            f'{escape(pool.name)} before and after">{"".join(rows)}</svg>')
 
 
 def _figures(group: str, groups: dict[str, Counter[str]], pools: dict[str, PoolReport] | None = None) -> str:
@@ -76,12 +85,27 @@ def _figures(group: str, groups: dict[str, Counter[str]], pools: dict[str, PoolR
     return "".join(out)
 
 
+def _pod_rows(report: Report) -> str:
+    rows = [f"<tr><td>{escape(w.unit.namespace)}/{escape(pod['name'])}</td><td>{escape(cell(pod))}</td>"
+            f"<td>{escape(cell(pod, legacy=True))}</td></tr>"
+            for w in report.workloads for pod in (w.capacity or {}).get("pods", []) if pod["fits"] is False
+            or pod["differs"]]
+    if not rows:
+        return ""
+    return ("<h2>Pods that do not fit or place differently</h2><table id=\"capacity-pods\"><tr><th>pod</th>"
+            "<th>DRA</th><th>device plugin</th></tr>" + "".join(rows) + "</table>")
+
+
 def render_html(report: Report) -> str:
     """The report as one HTML page (see the module docstring)."""
     totals = report.totals()
     flat = {"workloads": totals["workloads"], "pods": totals["pods"], **totals["categories"],
             **{f"path {k}": v for k, v in totals["paths"].items()}, "risks": totals["risks"],
             "alignment lost": totals["alignmentLost"], "legacy devices": totals["legacyDevices"]}
+    if report.capacity is not None:
+        cap = report.capacity["totals"]
+        flat |= {"converted pods": cap["pods"] - cap["notConverted"], "pods that fit": cap["fit"],
+                 "pods that fit (plugin)": cap["legacyFit"], "pods placed differently": cap["differ"]}
     namespaces: dict[str, Counter[str]] = {}
     for w in report.workloads:
         namespaces.setdefault(w.unit.namespace or "(none)", Counter())[w.category] += 1
@@ -93,7 +117,8 @@ def render_html(report: Report) -> str:
         notes += [f"risk {r.code}: {r.path}: {r.detail}" for r in w.risks]
         rows.append(f"<tr data-category=\"{w.category}\"><td>{escape(workload_name(w))}</td><td>{len(w.unit.pods)}</td>"
                     f"<td>{escape(w.outcome)}</td><td>{escape(w.path.path)}</td><td>{escape(w.path.reason)}</td>"
-                    f"<td>{escape(w.alignment['status'])}</td><td>{'<br>'.join(escape(n) for n in notes)}</td></tr>")
+                    f"<td>{escape(w.alignment['status'])}</td><td>{fit(w)}</td><td>{fit(w, legacy=True)}</td>"
+                    f"<td>{'<br>'.join(escape(n) for n in notes)}</td></tr>")
     return "".join([
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>DRA migration report</title>",
         f"<style>{STYLE}</style></head><body><h1>DRA migration report</h1>",
@@ -104,4 +129,5 @@ def render_html(report: Report) -> str:
         "<h2>Per namespace</h2>", _figures("namespace", namespaces),
         "<h2>Per node pool</h2>", _figures("pool", {p.name: p.categories for p in report.pools}, pools),
         "<h2>Workloads</h2><table><tr><th>workload</th><th>pods</th><th>outcome</th><th>path</th><th>why</th>"
-        "<th>alignment</th><th>findings and risks</th></tr>", *rows, "</table></body></html>\n"])
+        "<th>alignment</th><th>fit (DRA)</th><th>fit (plugin)</th><th>findings and risks</th></tr>", *rows,
+        "</table>", _pod_rows(report), "</body></html>\n"])

@@ -3,21 +3,27 @@
     render_text(report, fmt) -> str       fmt: table | wide | markdown
 
 Every renderer shows every workload (kind/namespace/name; ``(not yet named)`` for
-generateName pods), its outcome and path; ``wide`` adds how, the legacy requests, the
-template names, alignment, risks and the reason; ``markdown`` adds totals, node pools, and
-per workload every finding and risk. Findings are phrased with ``dra-migrate`` flag names
+generateName pods), its outcome, path and FIT (``placed/pods`` of the capacity check,
+docs/capacity.md), then the capacity summary (per node pool before and after; every workload
+with a pod that does not fit or places differently, with the verdicts' codes or nodes);
+``wide`` adds LEGACY-FIT, how, the legacy requests, the template names, alignment, risks and
+the reason, and each such pod's verdicts with their reasons; ``markdown`` adds totals, node
+pools, capacity, and per workload every finding and risk. Findings are phrased with ``dra-migrate`` flag names
 (:mod:`migrate.remedies`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.translate.report import Report, WorkloadReport
 
-TABLE = ("WORKLOAD", "PODS", "OUTCOME", "PATH", "RISKS")
-WIDE = ("WORKLOAD", "PODS", "OUTCOME", "PATH", "VIA", "LEGACY", "TEMPLATES", "ALIGNMENT", "POOLS", "RISKS", "REASON")
+TABLE = ("WORKLOAD", "PODS", "OUTCOME", "PATH", "FIT", "RISKS")
+WIDE = ("WORKLOAD", "PODS", "OUTCOME", "PATH", "VIA", "LEGACY", "TEMPLATES", "ALIGNMENT", "POOLS", "FIT", "LEGACY-FIT",
+        "RISKS", "REASON")
 
 
 def workload_name(w: WorkloadReport) -> str:
@@ -35,13 +41,74 @@ def _risks(w: WorkloadReport) -> str:
     return ",".join(dict.fromkeys(r.code for r in w.risks)) or "-"
 
 
+def fit(w: WorkloadReport, legacy: bool = False) -> str:
+    """``placed/pods`` of the capacity check (DRA, or the legacy model); ``-`` when not placed
+    (no capacity check, a DaemonSet, nothing converted)."""
+    cap = w.capacity
+    if cap is None or (not legacy and cap["fits"] is None):
+        return "-"
+    placed = cap["legacyPodsFit"] if legacy else cap["podsFit"]
+    pods = len(cap["pods"]) if legacy else sum(p["fits"] is not None for p in cap["pods"])
+    return f"{placed}/{pods}"
+
+
 def _row(w: WorkloadReport, wide: bool) -> tuple[str, ...]:
     base = (workload_name(w), str(len(w.unit.pods)), w.outcome, w.path.path)
     if not wide:
-        return (*base, _risks(w))
+        return (*base, fit(w), _risks(w))
     templates = ",".join(str(t["metadata"]["name"]) for t in w.templates) or "-"
-    return (*base, w.path.via or "-", _legacy(w), templates, w.alignment["status"], ",".join(w.pools), _risks(w),
-            w.path.reason)
+    return (*base, w.path.via or "-", _legacy(w), templates, w.alignment["status"], ",".join(w.pools), fit(w),
+            fit(w, legacy=True), _risks(w), w.path.reason)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{r} {n}" for r, n in sorted(counts.items()))
+
+
+def pool_line(name: str, cap: dict[str, Any]) -> str:
+    """One node pool's capacity before and after, DRA and legacy."""
+    legacy = "; ".join(f"legacy {r} {cap['legacyUsedBefore'].get(r, 0)} -> {cap['legacyUsedAfter'].get(r, 0)} of {n}"
+                       for r, n in sorted(cap["legacyAllocatable"].items()))
+    return (f"{name}: DRA devices {cap['usedBefore']} -> {cap['usedAfter']} of {cap['devices']} used"
+            + (f"; {legacy}" if legacy else ""))
+
+
+def capacity_lines(report: Report, per_pod: bool = False) -> list[str]:
+    """The capacity summary: totals, per node pool, then the workloads with a pod that does not
+    fit or places differently (``per_pod``: every such pod with both verdicts and reasons)."""
+    cap = report.capacity
+    if cap is None:
+        return []
+    t = cap["totals"]
+    converted = t["pods"] - t["notConverted"]
+    sources = _counts(dict(Counter(cap["deviceSources"].values()))) or "no nodes in the input"
+    lines = [f"capacity: {t['fit']} of {converted} converted pods fit (legacy {t['legacyFit']} of {t['pods']}); "
+             f"{t['differ']} place differently; devices from {sources}"]
+    lines += [f"  {pool_line(p.name, p.capacity)}" for p in report.pools if p.capacity is not None]
+    for w in report.workloads:
+        pods = [p for p in (w.capacity or {}).get("pods", []) if p["fits"] is False or p["differs"]]
+        if per_pod:
+            lines += [f"  {w.unit.namespace}/{pod['name']}: {_verdict(pod)}" for pod in pods]
+        elif pods:
+            codes = ",".join(dict.fromkeys(f"on {p['node']}" if p["fits"] else p["code"] for p in pods))
+            legacy = ",".join(dict.fromkeys(f"on {p['legacyNode']}" if p["legacyFits"] else p["legacyCode"]
+                                            for p in pods))
+            lines.append(f"  {workload_name(w)}: {fit(w)} fit ({codes}), legacy {fit(w, legacy=True)} ({legacy})")
+    lines += [f"  not placed: {n}" for n in cap["notPlaced"]] + [f"  warning: {n}" for n in cap["warnings"]]
+    return lines
+
+
+def cell(pod: dict[str, Any], legacy: bool = False) -> str:
+    """A pod's verdict under DRA or the legacy model: ``fits on NODE`` or ``CODE: REASON``."""
+    fits, node, code, reason = (("legacyFits", "legacyNode", "legacyCode", "legacyReason") if legacy
+                                else ("fits", "node", "code", "reason"))
+    if pod[fits]:
+        return f"fits on {pod[node]}"
+    return f"{pod[code]}: {pod[reason]}"
+
+
+def _verdict(pod: dict[str, Any]) -> str:
+    return f"DRA {cell(pod)}; legacy {cell(pod, legacy=True)}"
 
 
 def _aligned(rows: Sequence[tuple[str, ...]]) -> str:
@@ -68,6 +135,19 @@ def _markdown(report: Report) -> str:
         lines += [f"| {_md(p.name)} | {len(p.nodes)} | {sum(p.legacy_devices.values())} | {p.dra_devices} "
                   f"| {p.categories['migrates']} | {p.categories['partial']} | {p.categories['blocked']} "
                   f"| {', '.join(p.mixed_allocators) or '-'} |" for p in report.pools]
+    if report.capacity is not None:
+        lines += ["", "### Capacity", "", capacity_lines(report)[0], ""]
+        pools = [(p.name, p.capacity) for p in report.pools if p.capacity]
+        if pools:
+            lines += ["| pool | DRA devices used before -> after | legacy before -> after |", "|---|---|---|"]
+            lines += [f"| {_md(name)} | {cap['usedBefore']} -> {cap['usedAfter']} of {cap['devices']} "
+                      f"| {_md(_legacy_use(cap))} |" for name, cap in pools]
+        rows = [(w, pod) for w in report.workloads for pod in (w.capacity or {}).get("pods", [])
+                if pod["fits"] is False or pod["differs"]]
+        if rows:
+            lines += ["", "| pod | DRA | legacy |", "|---|---|---|"]
+            lines += [f"| `{_md(w.unit.namespace + '/' + pod['name'])}` | {_md(cell(pod))} "
+                      f"| {_md(cell(pod, legacy=True))} |" for w, pod in rows]
     details = [w for w in report.workloads if w.findings or w.risks]
     if details:
         lines += ["", "### Findings and risks", ""]
@@ -80,6 +160,11 @@ def _markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _legacy_use(cap: dict[str, Any]) -> str:
+    return ", ".join(f"{r} {cap['legacyUsedBefore'].get(r, 0)} -> {cap['legacyUsedAfter'].get(r, 0)} of {n}"
+                     for r, n in sorted(cap["legacyAllocatable"].items())) or "-"
+
+
 def render_text(report: Report, fmt: str) -> str:
     """The report as ``table``, ``wide`` or ``markdown`` text (see the module docstring)."""
     if fmt == "markdown":
@@ -89,4 +174,5 @@ def render_text(report: Report, fmt: str) -> str:
     t = report.totals()
     summary = (f"\n{t['workloads']} workloads, {t['pods']} pods: "
                + ", ".join(f"{v} {k}" for k, v in t["paths"].items()) + f"; {t['risks']} risks\n")
-    return _aligned(rows) + summary
+    capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
+    return _aligned(rows) + summary + capacity

@@ -15,52 +15,18 @@ an unknown API version (``UsageError``), with a message naming the file and the 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
 
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputError, MigrateError, UsageError
+from dra_bridge.migrate.inventory_dumps import allocatable_response, load_document, one_line, read_text
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.inventory.allocatable import group_allocatable
 from dra_bridge.translate.inventory.pool import render_slice
 from dra_bridge.translate.inventory.slices import build_slices
 from dra_bridge.translate.names import API_VERSIONS, BRIDGE_DRIVER
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text("utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
-
-
-def _load(path: str) -> Any:
-    text = _read(path)
-    try:
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            pass
-        try:
-            return yaml.safe_load(text)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-            what = "; ".join(p for p in (exc.context, exc.problem) if p)
-            raise InputError(f"{path}: neither JSON nor YAML: {where}{_one_line(what)}") from exc
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: neither JSON nor YAML: {_one_line(str(exc))}") from exc
-    except RecursionError as exc:
-        raise InputError(f"{path}: nested too deeply") from exc
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _labels(doc: Any, path: str) -> dict[str, str]:
@@ -102,25 +68,6 @@ def _api_version(value: str) -> str:
     return full
 
 
-#: The fields of a PodResources ``AllocatableResourcesResponse`` (JSON and proto names).
-_RESPONSE_FIELDS = ("devices", "cpuIds", "cpu_ids", "memory")
-
-
-def _allocatable_response(doc: Any, path: str) -> Any:
-    """``doc`` when it can be an ``AllocatableResourcesResponse``; InputError when it is a
-    Kubernetes object or has a field that message lacks (a wrong file must not print an empty
-    slice). The bridge's own reading stays lenient: a newer kubelet may add fields."""
-    if isinstance(doc, dict):
-        if "kind" in doc:
-            raise InputError(f"{path}: a {doc['kind']}, not a PodResources AllocatableResourcesResponse "
-                             "(dra-bridge inventory or grpcurl ... GetAllocatableResources prints one)")
-        unknown = sorted(str(k) for k in doc if k not in _RESPONSE_FIELDS)
-        if unknown:
-            raise InputError(f"{path}: unknown field {unknown[0]} (an AllocatableResourcesResponse has "
-                             f"{', '.join(_RESPONSE_FIELDS)})")
-    return doc
-
-
 def run_slices(node: str, podresources_path: str, node_labels_path: str | None, api_version: str,
                catalog_path: str | None, out: TextIO, err: TextIO) -> int:
     """Print the slices for ``node``; see the module docstring. Returns the exit code."""
@@ -128,22 +75,22 @@ def run_slices(node: str, podresources_path: str, node_labels_path: str | None, 
         version = _api_version(api_version)
         catalog_text = None
         if catalog_path:
-            catalog_text = _read(catalog_path)
+            catalog_text = read_text(catalog_path)
         try:
             catalog = load_catalog(catalog_text, catalog_path or "user catalog")
         except RecursionError as exc:
             raise InputError(f"{catalog_path}: nested too deeply") from exc
-        dump = _allocatable_response(_load(podresources_path), podresources_path)
+        dump = allocatable_response(load_document(podresources_path), podresources_path)
         try:
             inventory = group_allocatable(dump)
         except TranslateError as exc:
             raise InputError(f"{podresources_path}: {exc}") from exc
         if not inventory:
             err.write(f"warning: {podresources_path}: no devices: the pool's slice will list none\n")
-        labels = _labels(_load(node_labels_path), node_labels_path) if node_labels_path else {}
+        labels = _labels(load_document(node_labels_path), node_labels_path) if node_labels_path else {}
         build = build_slices(node, inventory, catalog, labels, driver=catalog.bridge_driver or BRIDGE_DRIVER)
     except (MigrateError, TranslateError) as exc:
-        err.write(f"dra-migrate slices: {_one_line(str(exc))}\n")
+        err.write(f"dra-migrate slices: {one_line(str(exc))}\n")
         return EXIT_ERROR
     for warning in build.warnings:
         err.write(f"warning: {warning}\n")

@@ -5,6 +5,7 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     TranslateError                 base of every error raised by ``translate``
     ├── CatalogError               a catalog file is malformed (names the file, key and rule)
     ├── InputError                 an object cannot be read as the kind it claims to be
+    │   ├── PolicyError            a webhook policy file violates its schema (translate/policy.py)
     │   └── RecordError            a pod's conversion record is malformed (names the pod, the
     │                              annotation and the rule)
     ├── SelectorError              a CEL selector does not compile or fails at evaluation
@@ -54,6 +55,11 @@ class ClaimError(TranslateError):
 
 class AllocationError(TranslateError):
     """The allocator stops with an error for a set of claims (translate/alloc; upstream's message)."""
+
+
+class PolicyError(InputError):
+    """A webhook policy file violates its schema (names the file, the key and the rule:
+    ``translate.policy``)."""
 
 
 class RecordError(InputError):

@@ -62,3 +62,41 @@ def test_live_report_reads_the_cluster_read_only(control_plane: ControlPlane, ku
     pools = {p["name"]: p for p in doc["nodePools"]}
     assert node in pools["NVIDIA-L4"]["nodes"]
     assert "read" in err and "\x1b" not in err  # no progress bar off a terminal
+
+
+CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def _install_raycluster_crd(kube: KubeClient) -> None:
+    """A RayCluster CRD (ray.io/v1, schema left open) as KubeRay installs one; kept across tests."""
+    if not kube.exists(f"{CRD}/rayclusters.ray.io"):
+        kube.create(CRD, {
+            "metadata": {"name": "rayclusters.ray.io"},
+            "spec": {"group": "ray.io", "scope": "Namespaced",
+                     "names": {"plural": "rayclusters", "singular": "raycluster", "kind": "RayCluster",
+                               "listKind": "RayClusterList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    wait_for(lambda: any(c.get("type") == "Established" and c.get("status") == "True"
+                         for c in kube.get(f"{CRD}/rayclusters.ray.io").get("status", {}).get("conditions", [])),
+             30, "the RayCluster CRD established")
+
+
+def test_live_report_lists_a_served_custom_resource(control_plane: ControlPlane, kube: KubeClient, namespace: str,
+                                                    tmp_path: Path) -> None:
+    _install_raycluster_crd(kube)
+    worker = {"name": "worker", "image": "rayproject/ray", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    wait_for(lambda: kube.create(api_path("ray.io/v1", "rayclusters", namespace), {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "ray"},
+        "spec": {"workerGroupSpecs": [{"groupName": "gpu", "replicas": 1,
+                                       "template": {"spec": {"containers": [worker]}}}]}}), 30,
+             "the RayCluster created (the new API served)")
+    kubeconfig = _read_only_kubeconfig(control_plane, kube, namespace, tmp_path / "report.kubeconfig")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "json"], stdout=out, stderr=err) == 0, \
+        err.getvalue()
+    mine = {f"{w['kind']}/{w['name']}": w for w in json.loads(out.getvalue())["workloads"]
+            if w["namespace"] == namespace}
+    ray = mine["RayCluster/ray"]
+    assert (ray["path"], ray["via"]) == ("needs-conversion", "webhook")
+    assert ray["legacy"] == [{"container": "worker", "resource": "nvidia.com/gpu", "count": 1, "kind": "gpu"}]

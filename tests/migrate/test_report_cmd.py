@@ -137,7 +137,8 @@ def test_node_pools_and_mixed_allocators() -> None:
     assert h100["draDevices"] == 4 and h100["mixedAllocators"] == {}
     assert pools["NVIDIA-A100-SXM4-40GB"]["mixedAllocators"] == {"a100-a": ["nvidia.com/gpu"]}
     assert h100["workloads"]["partial"] == 1  # plugin-test's pods run on h100-a
-    assert all(p["capacity"] is None for p in pools.values())
+    assert (h100["capacity"]["devices"], h100["capacity"]["usedBefore"]) == (12, 0)  # 8 from h100-a's allocatable
+    assert pools["NVIDIA-A100-SXM4-40GB"]["capacity"]["legacyAllocatable"] == {"nvidia.com/gpu": 4}
 
 
 def test_pool_label_option() -> None:
@@ -229,3 +230,21 @@ def test_readme_documents_the_live_rbac() -> None:
             for line in section.splitlines() if line.startswith("| `")}
     declared = {(c.group or "core", c.resource) for c in API_CALLS}
     assert {(g, r) for g, r in rows} == declared
+
+
+def test_live_mode_reads_the_custom_resources_the_cluster_serves() -> None:
+    from dra_bridge.kube.resources import Resource
+    from dra_bridge.translate.report.custom_kinds import KNOWN_CUSTOM_KINDS
+
+    ray = Resource("ray.io", "v1", "rayclusters", "RayCluster", True)
+    fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1", "ray.io/v1"])
+    fake.put(ray, {"metadata": {"name": "ray", "namespace": "ml"}, "spec": {"headGroupSpec": {"template": {
+        "spec": {"containers": [{"name": "head", "image": "ray", "resources": {
+            "limits": {"nvidia.com/gpu": 1}}}]}}}}})
+    objects, _ = asyncio.run(read_cluster(fake))
+    custom = [o for _, o in objects if o["kind"] == "RayCluster"]
+    assert len(custom) == 1 and custom[0]["apiVersion"] == "ray.io/v1"
+    listed = {c.resource for c in fake.calls if c.verb == "list"}
+    assert "rayclusters" in listed and "inferenceservices" not in listed  # not served: not listed
+    assert {(k.group, k.plural) for k in KNOWN_CUSTOM_KINDS} <= {(c.group, c.resource) for c in API_CALLS}
+    assert {str(c) for c in fake.calls} <= {str(c) for c in API_CALLS}

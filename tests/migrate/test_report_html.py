@@ -54,6 +54,12 @@ def test_html_page_renders_with_pictures_and_totals(tmp_path: Path) -> None:
     team_b = dom.split('data-name="team-b"', 1)[1].split("</svg>", 1)[0]
     assert re.findall(r'data-category="(\S+)" data-count="(\d+)"', team_b) == [
         ("migrates", "4"), ("blocked", "1"), ("nothing-to-do", "1")]
+    capacity = {name: dict(re.findall(r'data-bar="([\w-]+)" data-used="(\d+)" data-total="\d+"', body))
+                for name, body in re.findall(r'<svg class="capacity" data-name="([^"]+)"[^>]*>(.*?)</svg>', dom)}
+    h100 = capacity["NVIDIA-H100-80GB-HBM3"]
+    assert set(h100) == {"dra-before", "dra-after", "legacy-before", "legacy-after"}
+    assert h100["dra-before"] == "0" and int(h100["dra-after"]) > 0 and h100["legacy-before"] == "0"
+    assert totals["pods that fit"] == "5" and "converted pods" in totals
     shot = tmp_path / "report.png"
     _headless(chromium, f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri(), home=tmp_path)
     assert shot.stat().st_size > 10_000

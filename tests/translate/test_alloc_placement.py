@@ -30,7 +30,8 @@ def _claim(count: int, model: str | None) -> dict[str, Any]:
     return {"devices": {"requests": [{"name": "gpu", "exactly": exact}], "constraints": [], "config": []}}
 
 
-def _naive(pods: list[tuple[str, Any]], nodes: list[Node], slices: list[Any]) -> list[tuple[str, str | None]]:
+def _naive(pods: list[tuple[str, Any]], nodes: list[Node], slices: list[Any],
+           cumulative: bool = True) -> list[tuple[str, str | None]]:
     features = parse_gates(None)
     allocators = [NodeAllocator(n, gather_pools(slices, n), CLASSES, features, AllocatedState(), SelectorCache())
                   for n in nodes]
@@ -42,7 +43,7 @@ def _naive(pods: list[tuple[str, Any]], nodes: list[Node], slices: list[Any]) ->
             except AllocationError:
                 results = None
             if results is not None:
-                for result in results:
+                for result in results if cumulative else ():
                     allocator.state.add_allocation(result)
                 out.append(("allocated", allocator.node.name))
                 break
@@ -54,10 +55,36 @@ def _naive(pods: list[tuple[str, Any]], nodes: list[Node], slices: list[Any]) ->
 @pytest.mark.property
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(models=st.lists(st.lists(st.sampled_from("ab"), min_size=1, max_size=4), min_size=1, max_size=5),
-       pods=st.lists(st.tuples(st.integers(1, 3), st.sampled_from([None, "a", "b", "c"])), max_size=25))
-def test_placement_equals_trying_every_node_in_order(models: list[list[str]], pods: list[tuple[int, Any]]) -> None:
+       pods=st.lists(st.tuples(st.integers(1, 3), st.sampled_from([None, "a", "b", "c"])), max_size=25),
+       cumulative=st.booleans())
+def test_placement_equals_trying_every_node_in_order(models: list[list[str]], pods: list[tuple[int, Any]],
+                                                     cumulative: bool) -> None:
     nodes = [Node(f"node-{i}") for i in range(len(models))]
     slices = [_slice(i, m) for i, m in enumerate(models)]
     claims = [(f"ns/pod-{i}", [(f"ns/claim-{i}", _claim(count, model))]) for i, (count, model) in enumerate(pods)]
-    placed = place(claims, nodes, slices, CLASSES, parse_gates(None))
-    assert [(p.outcome, p.node) for p in placed] == _naive(claims, nodes, slices)
+    placed = place(claims, nodes, slices, CLASSES, parse_gates(None), cumulative=cumulative)
+    assert [(p.outcome, p.node) for p in placed] == _naive(claims, nodes, slices, cumulative)
+
+
+def test_a_network_attached_device_taken_through_one_node_is_taken_for_all() -> None:
+    # one allNodes slice with one device, two nodes: the second pod finds it held (one cluster state)
+    shared = ("fabric", {"driver": "gpu.example.com", "allNodes": True, "devices": [{"name": "gpu-0"}],
+                         "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1}})
+    pods = [(f"ns/pod-{i}", [(f"ns/claim-{i}", _claim(1, None))]) for i in range(2)]
+    placed = place(pods, [Node("node-0"), Node("node-1")], [shared], CLASSES, parse_gates(None))
+    assert [(p.outcome, p.node) for p in placed] == [("allocated", "node-0"), ("unsatisfiable", None)]
+
+
+def test_requests_reused_by_signature_see_what_is_held_since() -> None:
+    # the allocator reuses the requests it validated for a signature (and what they remember of
+    # the node's devices), never what was free then
+    node = Node("node-0")
+    allocator = NodeAllocator(node, gather_pools([_slice(0, ["a", "b", "a"])], node), CLASSES, parse_gates(None),
+                              AllocatedState(), SelectorCache())
+    picked = []
+    for i in range(3):
+        found = allocator.allocate([(f"ns/c-{i}", _claim(1, "a"))], "one a")
+        if found is not None:
+            allocator.state.add_allocation(found[0])
+            picked.append(found[0]["devices"]["results"][0]["device"])
+    assert picked == ["gpu-0", "gpu-2"]

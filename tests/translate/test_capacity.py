@@ -302,3 +302,18 @@ def test_bad_input_names_the_object_and_field() -> None:
 def test_node_constraints_default_to_nothing() -> None:
     node = ClusterNode("n")
     assert NodeConstraints().node_name is None and node.allocatable == {}
+
+
+def test_an_invalid_pool_rules_out_its_node_only() -> None:
+    # node a's pool repeats a device name (invalid: upstream's ErrFailedAllocationOnNode), node b's is fine
+    def pool(node: str, names: list[str]) -> tuple[str, dict[str, Any]]:
+        return (node, {"driver": "gpu.example.com", "nodeName": node, "devices": [{"name": n} for n in names],
+                       "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}})
+    spec = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount",
+                                                              "count": 2}}], "constraints": [], "config": []}}
+    demand = WorkloadDemand("team-a", "p", "Pod", (PodDemand("p", (ClaimDemand("p-r", spec),), {}),))
+    classes = {"gpu": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}], "config": []}}
+    result = check_capacity([demand], [ClusterNode("a"), ClusterNode("b")],
+                            [pool("a", ["g0", "g0", "g1"]), pool("b", ["g0", "g1"])], classes, FEATURES)
+    pod = result.workloads[0].pods[0]
+    assert (pod.fits, pod.node, pod.devices) == (True, "b", ("gpu.example.com/b/g0", "gpu.example.com/b/g1"))

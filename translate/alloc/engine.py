@@ -112,6 +112,7 @@ class NodeAllocator:
         self.cache = cache or SelectorCache()
         self._search = [d for p in pools if not (p.incomplete or p.invalid) for d in p.devices]
         self._pool_of = {d.id: p for p in pools for d in p.devices}
+        self._validated: dict[str, list[tuple[list[list[Request]], list[bool]]]] = {}
 
     # ------------------------------------------------------------------ validation
 
@@ -150,8 +151,11 @@ class NodeAllocator:
             raise AllocationError(f"claim {claim}, request {name}: unsupported count mode {request.mode}")
         return request
 
-    def _claim(self, index: int, label: str, spec: Mapping[str, Any]) -> _Claim:
+    def _claim(self, index: int, label: str, spec: Mapping[str, Any],
+               known: tuple[list[list[Request]], list[bool]] | None) -> _Claim:
         devices = spec.get("devices") or {}
+        if known is not None:
+            return _Claim(label, spec, known[0], known[1], self._constraints(label, devices), [0] * len(known[0]))
         requests: list[list[Request]] = []
         subrequests: list[bool] = []
         minimum = 0
@@ -172,6 +176,9 @@ class NodeAllocator:
         if minimum > MAX_RESULTS:
             raise AllocationError(f"claim {label}: number of requested devices {minimum} exceeds the claim limit "
                                   f"of {MAX_RESULTS}")
+        return _Claim(label, spec, requests, subrequests, self._constraints(label, devices), [0] * len(requests))
+
+    def _constraints(self, label: str, devices: Mapping[str, Any]) -> list[Constraint]:
         constraints = []
         for i, constraint in enumerate(devices.get("constraints") or []):
             kind = next((k for k in ("matchAttribute", "distinctAttribute") if constraint.get(k)), None)
@@ -180,7 +187,7 @@ class NodeAllocator:
                                       "(unsupported constraint type?)")
             constraints.append(Constraint(kind, str(constraint[kind]), list(constraint.get("requests") or []),
                                           self.features.list_type_attributes))
-        return _Claim(label, spec, requests, subrequests, constraints, [0] * len(requests))
+        return constraints
 
     def _checked(self, claim: str, spec: Mapping[str, Any], name: str, parent: str, key: tuple[int, ...]) -> Request:
         if spec.get("capacity") and not self.features.consumable_capacity:
@@ -259,15 +266,24 @@ class NodeAllocator:
 
     # ------------------------------------------------------------------ search
 
-    def allocate(self, claims: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]] | None:
+    def allocate(self, claims: Sequence[tuple[str, Mapping[str, Any]]],
+                 signature: str | None = None) -> list[dict[str, Any]] | None:
         """Allocate ``(label, v1 spec)`` claims together; one allocation per claim, or None.
 
         ``label`` is ``namespace/name`` as upstream's messages print it. Raises AllocationError.
+        ``signature``: a string equal only for equal lists of specs (:mod:`translate.alloc.
+        placement`'s); the requests validated for it (with what each remembers of the node's
+        devices) are reused, unless one asks for ``All`` (those depend on what is in use).
         """
         self._allocating: dict[DeviceID, list[int]] = {}
         self._capacity_in_flight: dict[DeviceID, dict[str, Fraction]] = {}
         self._counters: dict[str, dict[str, dict[str, Fraction]]] = {}
-        self._claims = [self._claim(i, label, spec) for i, (label, spec) in enumerate(claims)]
+        known = self._validated.get(signature) if signature is not None else None
+        self._claims = [self._claim(i, label, spec, known[i] if known else None)
+                        for i, (label, spec) in enumerate(claims)]
+        if signature is not None and known is None and all(r.mode != "All" for c in self._claims
+                                                           for entry in c.requests for r in entry):
+            self._validated[signature] = [(c.requests, c.subrequests) for c in self._claims]
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 20000))
         try:

@@ -39,45 +39,85 @@ __all__ = ["SelectorCache", "relevant_values"]
 _HINT = " (hint: "
 
 
-def _entries(entries: Mapping[str, Any], driver: str, domain: str, ident: str) -> list[tuple[str, str]]:
+_SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
+def _value_key(value: Any) -> Any:
+    """A hashable key equal only for equal values: ``{"string": "H100"}`` as its sorted items with
+    their types (``1``, ``1.0`` and ``True`` stay apart; the common case, no serialising),
+    anything nested as canonical JSON."""
+    if type(value) is dict and len(value) == 1:  # {"int": 3}: the shape of every attribute
+        ((name, one),) = value.items()
+        if type(one) in _SCALAR_TYPES:
+            return name, one, type(one)
+    if isinstance(value, Mapping):
+        items = tuple((k, v, type(v)) for k, v in sorted(value.items()))
+        if all(isinstance(v, _SCALARS) for _, v, _ in items):
+            return items
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _entries(entries: Mapping[str, Any], driver: str, domain: str, ident: str) -> tuple[tuple[str, Any], ...]:
+    """The ``(name, value key)`` of the entries a read names, sorted by name: a bare name counts
+    for the device's driver, a qualified one for its domain; ``ident`` ``*``: every one of the
+    domain. A named ident is looked up directly (a device's attributes are not scanned)."""
+    if ident != "*":
+        qualified = domain + "/" + ident
+        found = entries.get(qualified)
+        bare = entries.get(ident) if domain == driver else None
+        if bare is None:
+            return () if found is None else ((qualified, _value_key(found)),)
+        if found is None:
+            return ((ident, _value_key(bare)),)
+        return tuple(sorted(((ident, _value_key(bare)), (qualified, _value_key(found)))))
     out = []
     for name, value in entries.items():
-        have_domain, _, have_ident = str(name).rpartition("/")
-        if (have_domain or driver) == domain and (ident == "*" or have_ident == ident):
-            out.append((str(name), json.dumps(value, sort_keys=True, default=str)))
-    return sorted(out)
+        have_domain, _, _ = str(name).rpartition("/")
+        if (have_domain or driver) == domain:
+            out.append((str(name), _value_key(value)))
+    return tuple(sorted(out))
 
 
-def relevant_values(reads: frozenset[Read], device: Candidate) -> Any:
-    """The values of ``device`` that ``reads`` names, as a hashable key (the content key when unsure)."""
+def _ordered(reads: frozenset[Read]) -> tuple[Read, ...]:
+    return tuple(sorted(reads, key=repr))
+
+
+def _relevant(reads: frozenset[Read], ordered: tuple[Read, ...], device: Candidate) -> Any:
     if reads == WHOLE_DEVICE:
         return device.content_key
     driver, spec = device.id[0], device.spec
     key: list[Any] = []
-    for read in sorted(reads, key=repr):
+    for read in ordered:
         if read[0] == "driver":
             key.append(driver)
         elif read[0] == "allowMultipleAllocations":
             key.append(bool(spec.get("allowMultipleAllocations")))
         else:
             kind, domain, ident = read
-            key.append(tuple(_entries(spec.get(kind) or {}, driver, domain or driver, ident)))
+            key.append(_entries(spec.get(kind) or {}, driver, domain or driver, ident))
     return tuple(key)
+
+
+def relevant_values(reads: frozenset[Read], device: Candidate) -> Any:
+    """The values of ``device`` that ``reads`` names, as a hashable key (the content key when unsure)."""
+    return _relevant(reads, _ordered(reads), device)
 
 
 class SelectorCache:
     """Compiled selectors and their results; one instance may serve many nodes and runs."""
 
     def __init__(self) -> None:
-        self._compiled: dict[str, tuple[CompiledSelector, frozenset[Read]] | SelectorError] = {}
+        self._compiled: dict[str, tuple[CompiledSelector, frozenset[Read], tuple[Read, ...]] | SelectorError] = {}
         self._results: dict[tuple[str, Any], bool] = {}
         self.evaluations = 0
 
-    def _compile(self, expression: str) -> tuple[CompiledSelector, frozenset[Read]]:
+    def _compile(self, expression: str) -> tuple[CompiledSelector, frozenset[Read], tuple[Read, ...]]:
         compiled = self._compiled.get(expression)
         if compiled is None:
             try:
-                compiled = (compile_selector(expression), selector_reads(expression))
+                reads = selector_reads(expression)
+                compiled = (compile_selector(expression), reads, _ordered(reads))
             except SelectorError as exc:
                 compiled = exc
             self._compiled[expression] = compiled
@@ -103,10 +143,10 @@ class SelectorCache:
 
     def _evaluate(self, expression: str, index: int, device: Candidate, owner: str) -> bool:
         try:
-            compiled, reads = self._compile(expression)
+            compiled, reads, ordered = self._compile(expression)
         except SelectorError as exc:
             raise AllocationError(f"{owner}: selector #{index}: CEL compile error: {exc}") from exc
-        key = (expression, relevant_values(reads, device))
+        key = (expression, _relevant(reads, ordered, device))
         result = self._results.get(key)
         if result is not None:
             return result

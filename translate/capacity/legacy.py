@@ -27,7 +27,7 @@ from typing import Any, Final
 from dra_bridge.translate.alloc.node_match import Node, selector_matches
 from dra_bridge.translate.capacity.model import ClusterNode, Code, NodeConstraints
 
-__all__ = ["LegacyModel", "eligible", "refusal", "tolerates"]
+__all__ = ["Eligibility", "LegacyModel", "eligible", "refusal", "tolerates"]
 
 _UNSCHEDULABLE: Final = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
@@ -82,19 +82,40 @@ def eligible(nodes: Sequence[ClusterNode], pod: NodeConstraints) -> tuple[list[C
     return out, f"no node passes the pod's node constraints ({len(nodes)} nodes: {detail})"
 
 
+class Eligibility:
+    """:func:`eligible` over fixed ``nodes``, remembered per distinct node constraints (a
+    workload's replicas share theirs): ``(indices of the eligible nodes, reason)``."""
+
+    def __init__(self, nodes: Sequence[ClusterNode]) -> None:
+        self.nodes = list(nodes)
+        self._known: dict[str, tuple[list[int], str]] = {}
+
+    def __call__(self, pod: NodeConstraints) -> tuple[list[int], str]:
+        key = repr(pod)
+        found = self._known.get(key)
+        if found is None:
+            position = {id(node): i for i, node in enumerate(self.nodes)}
+            nodes, why = eligible(self.nodes, pod)
+            found = ([position[id(node)] for node in nodes], why)
+            self._known[key] = found
+        return found
+
+
 class LegacyModel:
     """Extended resources per node, placed cumulatively; ``held``: ``{node: {resource: devices}}``."""
 
     def __init__(self, nodes: Sequence[ClusterNode], held: Mapping[str, Mapping[str, int]] | None = None) -> None:
         self.nodes = list(nodes)
+        self.eligible = Eligibility(self.nodes)
         self.before = {n.name: Counter(dict((held or {}).get(n.name, {}))) for n in nodes}
         self.used = {name: Counter(c) for name, c in self.before.items()}
 
     def place(self, requests: Mapping[str, int], pod: NodeConstraints) -> tuple[str | None, Code, str]:
         """Place a pod: ``(node, "fits", "")`` or ``(None, code, reason)``."""
-        candidates, why = eligible(self.nodes, pod)
-        if not candidates:
+        indices, why = self.eligible(pod)
+        if not indices:
             return None, "node-selection", why
+        candidates = [self.nodes[i] for i in indices]
         best: tuple[int, str, int, int] | None = None  # (shortfall, resource, left, allocatable)
         for node in candidates:
             used = self.used[node.name]

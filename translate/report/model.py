@@ -14,8 +14,9 @@ Topology Manager's NUMA/PCIe alignment survives (``kept``, ``partial``, or ``los
 ``nodeSelector``); workloads with neither are in the pool ``(any)``.
 
 Capacity (which converted claims fit on the cluster's devices, and the legacy model on the
-same inventory) is an optional section: ``WorkloadReport.capacity`` and
-``PoolReport.capacity`` are None until a capacity engine fills them (:func:`attach_capacity`).
+same inventory) is an optional section: ``Report.capacity``, ``WorkloadReport.capacity`` and
+``PoolReport.capacity`` are None until :func:`translate.report.capacity.report_capacity`
+fills them (through :func:`attach_capacity`; ``--no-capacity`` leaves them None).
 """
 
 from __future__ import annotations
@@ -32,9 +33,17 @@ from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.pod_plan import Options
-from dra_bridge.translate.plan.workloads import BUILTIN_TEMPLATE_PATHS, CORE_GROUPS, convert_object, find_pod_templates
+from dra_bridge.translate.plan.workloads import (
+    BUILTIN_TEMPLATE_PATHS,
+    CORE_GROUPS,
+    Converted,
+    convert_object,
+    find_pod_templates,
+)
+from dra_bridge.translate.policy import Policy, Translation
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.paths import PathName, PathVerdict, choose_path, kep5004_blockers, kep5004_classes
+from dra_bridge.translate.report.policy_options import switched_off, workload_options
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
 
 REPORT_API_VERSION = "report.dra-bridge.io/v1"
@@ -58,6 +67,7 @@ class Settings:
     sources: tuple[str, ...] = ()
     live: bool = False
     user_catalog: str | None = None
+    policy: Policy | None = None
 
 
 @dataclass
@@ -74,6 +84,8 @@ class WorkloadReport:
     alignment: dict[str, Any]
     pools: tuple[str, ...]
     capacity: dict[str, Any] | None = None
+    converted: Converted | None = None
+    policy: Translation | None = None
 
     @property
     def severity(self) -> int:
@@ -114,6 +126,7 @@ class WorkloadReport:
             "risks": [r.as_dict() for r in self.risks],
             "alignment": self.alignment,
             "capacity": self.capacity,
+            "policy": None if self.policy is None else {"rule": self.policy.rule, "convert": self.policy.convert},
         }
 
 
@@ -150,6 +163,9 @@ class Report:
     pools: list[PoolReport]
     object_counts: Counter[str]
     catalog_resources: int
+    inventory: Inventory = field(default_factory=Inventory)
+    capacity: dict[str, Any] | None = None
+    inventories: dict[str, str] = field(default_factory=dict)
 
     def fails(self, level: str) -> bool:
         """True when some workload reaches ``--fail-on level``."""
@@ -176,7 +192,7 @@ class Report:
         return {
             "apiVersion": REPORT_API_VERSION, "kind": "MigrationReport",
             "inputs": {"sources": list(s.sources), "live": s.live, "kubernetesVersion": s.kubernetes_version,
-                       "objects": dict(sorted(self.object_counts.items()))},
+                       "objects": dict(sorted(self.object_counts.items())), "inventories": self.inventories},
             "catalog": {"apiVersion": CATALOG_API_VERSION, "userCatalog": s.user_catalog,
                         "resources": self.catalog_resources},
             "options": {"apiVersion": s.options.api_version, "poolLabel": s.pool_label,
@@ -184,6 +200,7 @@ class Report:
             "workloads": [w.as_json() for w in self.workloads],
             "nodePools": [p.as_json() for p in self.pools],
             "totals": self.totals(),
+            "capacity": self.capacity,
         }
 
 
@@ -247,8 +264,13 @@ def _pools_of(pods: Sequence[Mapping[str, Any]], node_pool: Mapping[str, str], l
 
 def _workload(unit: Unit, inv: Inventory, catalog: Catalog, settings: Settings, classes: Mapping[str, str],
               node_pool: Mapping[str, str]) -> WorkloadReport:
-    converted = convert_object(unit.obj, catalog, settings.options)
     templates = pod_templates(unit.obj)
+    options, translation = settings.options, None
+    if settings.policy is not None and templates:
+        options, translation = workload_options(templates[0][1], unit.obj, unit.namespace, settings.policy,
+                                                settings.options, classes)
+    converted = (switched_off(unit.obj, translation) if translation is not None and not translation.convert
+                 else convert_object(unit.obj, catalog, options))
     demands: list[ContainerDemand] = []
     blockers: list[str] = []
     risks: list[Risk] = []
@@ -264,9 +286,9 @@ def _workload(unit: Unit, inv: Inventory, catalog: Catalog, settings: Settings, 
         risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
     return WorkloadReport(unit, verdict, converted.findings, converted.templates, tuple(risks), legacy,
-                          _alignment(demands, converted.findings, settings.options.alignment, verdict.path),
+                          _alignment(demands, converted.findings, options.alignment, verdict.path),
                           tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool,
-                                          settings.pool_label)))
+                                          settings.pool_label)), converted=converted, policy=translation)
 
 
 def _node_pools(inv: Inventory, catalog: Catalog, label: str) -> tuple[dict[str, str], dict[str, PoolReport]]:
@@ -310,15 +332,17 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
             p.paths[w.path.path] += 1
     counts = Counter(str(o.get("kind")) for _, o in listed if isinstance(o, Mapping) and o.get("kind"))
     return Report(settings, workloads, sorted(pools.values(), key=lambda p: (p.name == ANY_POOL, p.name)), counts,
-                  len(catalog.device_classes()))
+                  len(catalog.device_classes()), inv)
 
 
-def attach_capacity(report: Report, workloads: Mapping[tuple[str, str, str], dict[str, Any]],
-                    pools: Mapping[str, dict[str, Any]]) -> None:
-    """Fill the optional capacity section from a capacity engine's answers: per workload key
-    (kind, namespace, name) ``{fits, node, reason, legacyFits, legacyNode, placesDifferently}``,
-    per pool ``{devices, usedBefore, usedAfter}`` (shapes in the JSON schema)."""
-    for w in report.workloads:
-        w.capacity = workloads.get(w.unit.key)
+def attach_capacity(report: Report, workloads: Mapping[int, dict[str, Any]], pools: Mapping[str, dict[str, Any]],
+                    summary: dict[str, Any]) -> None:
+    """Fill the optional capacity sections from a capacity engine's answers: per workload (by its
+    index in ``report.workloads``) ``{fits, node, reason, legacyFits, legacyNode,
+    placesDifferently, ...}``, per pool name ``{devices, usedBefore, usedAfter, ...}``, and the
+    report's ``summary`` (shapes in the JSON schema; :mod:`translate.report.capacity` fills them)."""
+    for i, w in enumerate(report.workloads):
+        w.capacity = workloads.get(i)
     for p in report.pools:
         p.capacity = pools.get(p.name)
+    report.capacity = summary

@@ -1,0 +1,186 @@
+"""The report's capacity section: the capacity check (docs/capacity.md) run over a report's workloads.
+
+    report_capacity(report, catalog, inventories, features) -> None     fills the report in place
+
+Pure. From a :class:`~translate.report.model.Report` (its workloads, their converted objects,
+and the cluster facts it read):
+
+- **Demand** per workload (:mod:`translate.capacity.demand`): a workload object counts its
+  replicas (``workload_demand``); a unit planned from its pods (owner not in the input) is
+  one pod per pod read; a custom resource is one pod per pod template or pod spec it holds.
+  DaemonSets are not placed (one pod per node; convert leaves them to the webhook): their
+  running pods hold their legacy devices. Converted claims' ResourceClaimTemplates are the
+  plan's, then the input's; ResourceClaims are the input's. Priority: ``spec.priority``, else
+  the input's PriorityClasses (``globalDefault`` included). A workload whose demand cannot be
+  built (a claim template not in the input, ...) is not placed; its section says why.
+- **Devices** (:func:`translate.capacity.cluster_devices`): per node, an inventory dump
+  (``inventories``: grouped ``dra-bridge inventory --json`` dumps by node name), else its
+  ResourceSlices, else what the bridge would publish from its allocatable and GFD labels;
+  ``deviceSources`` says which. DeviceClasses: ours (the catalog's), replaced by the
+  cluster's of the same name. Held before: ResourceClaims with ``status.allocation``, and the
+  legacy requests of running pods (a ``nodeName``, not ``Succeeded`` or ``Failed``) of
+  workloads not placed.
+- **Output**: per workload ``{fits, node, code, reason, legacyFits, legacyNode, legacyReason,
+  placesDifferently, order, priority, podsFit, legacyPodsFit, pods}`` (``order``: its place in
+  the placement order; ``node``/``reason``: the first placed pod's node, the first unplaced
+  pod's reason); per node pool :meth:`PoolUsage.as_json` (the pool without the label is
+  ``(any)``); ``report.capacity``: the pool label, ``deviceSources``, ``warnings``,
+  ``notPlaced`` and ``totals``. With ``--alignment``, a workload whose alignment is ``kept``
+  or ``partial`` gets ``alignment.placementFits``: whether its aligned claims fit.
+
+Raises :class:`translate.errors.InputError` for malformed nodes, slices, classes or dumps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from dra_bridge.translate.alloc import Features
+from dra_bridge.translate.capacity import (
+    WorkloadDemand,
+    WorkloadFit,
+    check_capacity,
+    cluster_devices,
+    cluster_node,
+    device_classes,
+    legacy_requests,
+    placement_order,
+    pod_demand,
+    pod_priority,
+    workload_demand,
+)
+from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.errors import InputError
+from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.report.grouping import Unit, meta
+from dra_bridge.translate.report.model import ANY_POOL, Report, WorkloadReport, attach_capacity, pod_templates
+
+__all__ = ["report_capacity"]
+
+_COUNTED = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
+_Named = dict[tuple[str, str], Mapping[str, Any]]
+
+
+def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = pod.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _by_kind(objects: Sequence[tuple[str, Any]], kind: str) -> _Named:
+    return {(str(meta(o).get("namespace") or "default"), str(meta(o).get("name") or "")): o for _, o in objects
+            if isinstance(o, Mapping) and o.get("kind") == kind}
+
+
+def _priorities(objects: Sequence[tuple[str, Any]]) -> tuple[dict[str, int], int]:
+    values: dict[str, int] = {}
+    default = 0
+    for _, obj in objects:
+        if isinstance(obj, Mapping) and obj.get("kind") == "PriorityClass" and isinstance(obj.get("value"), int):
+            values[str(meta(obj).get("name") or "")] = int(obj["value"])
+            if obj.get("globalDefault") is True:
+                default = int(obj["value"])
+    return values, default
+
+
+def _demand(w: WorkloadReport, templates: _Named, claims: _Named, priorities: tuple[dict[str, int], int]
+            ) -> WorkloadDemand | None:
+    """The workload's demand; None when it is not placed (DaemonSet, nothing converted)."""
+    u, converted = w.unit, w.converted
+    if converted is None or u.kind == "DaemonSet":
+        return None
+    namespace = u.namespace or "default"
+    own = {str(t["metadata"]["name"]): t for t in converted.templates}
+    local = {n: t for (ns, n), t in templates.items() if ns == namespace} | own
+    named = {n: c for (ns, n), c in claims.items() if ns == namespace}
+    kind = str(u.obj.get("kind"))
+    pairs = list(zip(pod_templates(u.obj), pod_templates(converted.obj) if isinstance(converted.obj, Mapping)
+                     else [], strict=False))
+    if not pairs:
+        return None
+    first = _spec(pairs[0][0][1])
+    priority = pod_priority(first, *priorities)
+    if kind == u.kind and kind in _COUNTED and not u.custom:
+        demand = workload_demand(u.obj, converted.obj, local, priority, named)
+        return replace(demand, namespace=namespace, name=u.name, kind=u.kind)
+    if kind == "Pod":  # planned from its pods: the owner is not in the input
+        legacy_spec, converted_spec = first, _spec(converted.obj)
+        pods = [pod_demand(namespace, name, legacy_spec, converted_spec, local, named) for name in u.pods]
+    else:
+        pods = [pod_demand(namespace, f"{u.name}-{i}", _spec(old), _spec(new), local, named)
+                for i, ((_, old), (_, new)) in enumerate(pairs)]
+    return WorkloadDemand(namespace, u.name, u.kind, tuple(pods), priority)
+
+
+def _held_legacy(units: Sequence[Unit]) -> dict[str, dict[str, int]]:
+    held: dict[str, dict[str, int]] = {}
+    for unit in units:
+        for pod in unit.pod_objects:
+            spec, status = _spec(pod), pod.get("status")
+            phase = status.get("phase") if isinstance(status, Mapping) else None
+            if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+                continue
+            on = held.setdefault(str(spec["nodeName"]), {})
+            for resource, count in legacy_requests(spec).items():
+                on[resource] = on.get(resource, 0) + count
+    return held
+
+
+def _workload_section(fit: WorkloadFit, order: int) -> dict[str, Any]:
+    placed = [p for p in fit.pods if p.fits]
+    unplaced = [p for p in fit.pods if p.fits is False]
+    legacy_placed = [p for p in fit.pods if p.legacy_fits]
+    legacy_unplaced = [p for p in fit.pods if not p.legacy_fits]
+    code = unplaced[0].code if unplaced else ("fits" if placed else "not-converted")
+    return {"fits": fit.fits, "node": placed[0].node if placed else None, "code": code,
+            "reason": unplaced[0].reason if unplaced else "",
+            "legacyFits": fit.legacy_fits, "legacyNode": legacy_placed[0].legacy_node if legacy_placed else None,
+            "legacyReason": legacy_unplaced[0].legacy_reason if legacy_unplaced else "",
+            "placesDifferently": fit.differs, "order": order, "priority": fit.priority,
+            "podsFit": len(placed), "legacyPodsFit": len(legacy_placed), "pods": [p.as_json() for p in fit.pods]}
+
+
+def report_capacity(report: Report, catalog: Catalog, inventories: Mapping[str, Sequence[InventoryDevice]],
+                    features: Features | None = None, objects: Sequence[tuple[str, Any]] = ()) -> None:
+    """Run the capacity check over ``report`` and fill its capacity sections (module docstring).
+    ``objects``: the input's other objects (ResourceClaimTemplates, ResourceClaims,
+    PriorityClasses), as ``(source, object)`` pairs."""
+    inv = report.inventory
+    templates, claims = _by_kind(objects, "ResourceClaimTemplate"), _by_kind(objects, "ResourceClaim")
+    priorities = _priorities(objects)
+    demands: list[WorkloadDemand] = []
+    index: dict[int, int] = {}
+    not_placed: list[str] = []
+    unplaced_units: list[Unit] = []
+    for i, w in enumerate(report.workloads):
+        try:
+            demand = _demand(w, templates, claims, priorities)
+        except InputError as exc:
+            not_placed.append(f"{w.unit.kind}/{w.unit.namespace}/{w.unit.name}: {exc}")
+            demand = None
+        if demand is None:
+            unplaced_units.append(w.unit)
+            continue
+        index[id(demand)] = i
+        demands.append(demand)
+    nodes = [cluster_node(n) for n in inv.nodes]
+    devices = cluster_devices(nodes, inv.slices, catalog, inventories)
+    ours = [{**c, "apiVersion": "resource.k8s.io/v1"} for c in catalog.device_classes()]
+    classes = device_classes(ours) | device_classes(inv.classes)
+    held = [c["status"]["allocation"] for c in claims.values()
+            if isinstance(c.get("status"), Mapping) and isinstance(c["status"].get("allocation"), Mapping)]
+    label = report.settings.pool_label
+    result = check_capacity(demands, nodes, devices.slices, classes, features or Features(), held_allocations=held,
+                            held_legacy=_held_legacy(unplaced_units), pool_label=label)
+    per_workload: dict[int, dict[str, Any]] = {}
+    for order, (demand, fit) in enumerate(zip(placement_order(demands), result.workloads, strict=True)):
+        per_workload[index[id(demand)]] = _workload_section(fit, order)
+    pools = {(p.pool or ANY_POOL): {**p.as_json(), "pool": p.pool or ANY_POOL} for p in result.pools}
+    summary = {"poolLabel": label, "deviceSources": dict(sorted(devices.sources.items())),
+               "warnings": list(devices.warnings), "notPlaced": not_placed, "totals": result.as_json()["totals"]}
+    attach_capacity(report, per_workload, pools, summary)
+    for w in report.workloads:
+        if w.capacity is not None and w.alignment.get("status") in ("kept", "partial"):
+            w.alignment["placementFits"] = w.capacity["fits"]
+
