@@ -47,21 +47,25 @@ UUIDS = ["GPU-5e1f0000-0000-4000-8000-000000000001", "GPU-5e1f0000-0000-4000-800
 DRA_KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"
 PREPARED = "kubectl get node NODE -o jsonpath='{.status.conditions[?(@.type==\"DRABridgePreparedClaims\")].message}'"
 REPORT_CI = "dra-migrate report -f manifests/ --fail-on legacy-request"
+INSTALL = ("helm install dra-bridge charts/dra-bridge --namespace gpu-system --create-namespace "
+           "--set image.repository=REGISTRY/dra-bridge --wait")
+QUOTA = ("kubectl -n team-a patch resourcequota gpu --type merge "
+         "-p '{\"spec\":{\"hard\":{\"nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices\":\"8\"}}}'")
 
 #: Run, in this order (the roll-backs where they can be seen doing what they say).
 RUN = [
-    "helm install dra-bridge charts/dra-bridge --namespace gpu-system --create-namespace "
-    "--set image.repository=REGISTRY/dra-bridge --wait",
+    INSTALL,
     "kubectl -n gpu-system get deploy,ds,pdb",
     "kubectl get mutatingwebhookconfiguration dra-bridge -o yaml",
     "kubectl get deviceclasses -l app.kubernetes.io/instance=dra-bridge",
     "dra-migrate report",
     "dra-migrate report -o markdown > migration-report.md",
     "dra-migrate report -f manifests/ -o html > report.html",
+    "kubectl -n gpu-system get configmap dra-bridge-webhook-policy -o yaml > policy.yaml",
+    "dra-migrate report --policy policy.yaml",
     "kubectl label namespace team-a dra-bridge.io/webhook=audit",
     "kubectl -n team-a get events --field-selector reason=DRAMigrationPlan",
-    "kubectl -n team-a patch resourcequota gpu --type merge "
-    "-p '{\"spec\":{\"hard\":{\"nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices\":\"8\"}}}'",
+    QUOTA,
     "kubectl -n team-a describe resourcequota gpu",
     "kubectl cordon NODE",
     "kubectl label node -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB dra-bridge.io/mode=dra",
@@ -201,7 +205,7 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
     installed = False
     try:
         # 1. install in audit mode, read the report
-        sh.run(RUN[0], extra=f" --values {values} --timeout 150s")
+        sh.run(INSTALL, extra=f" --values {values} --timeout 150s")
         installed = True
         print(f"\nhelm install --wait: {time.monotonic() - began:.1f}s after the start")
         out = sh.run("kubectl -n gpu-system get deploy,ds,pdb").stdout
@@ -221,11 +225,16 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         live = sh.run("dra-migrate report").stdout
         assert any("Deployment/team-a/trainer" in line and "quota-stops-counting" in line
                    for line in live.splitlines()), live
+        assert " of 1 converted pods fit" in live, live  # the chart's own pods ask for no device
         sh.run("dra-migrate report -o markdown > migration-report.md")
         assert "trainer" in (work / "migration-report.md").read_text()
         sh.run("dra-migrate report -f manifests/ -o html > report.html")
         html = (work / "report.html").read_text()
         assert html.lstrip().lower().startswith("<!doctype html") and "trainer" in html, html[:300]
+
+        sh.run("kubectl -n gpu-system get configmap dra-bridge-webhook-policy -o yaml > policy.yaml")
+        judged = sh.run("dra-migrate report --policy policy.yaml").stdout
+        assert any("Deployment/team-a/trainer" in line for line in judged.splitlines()), judged
 
         sh.run("kubectl label namespace team-a dra-bridge.io/webhook=audit")
         plan = until(lambda: audited(sh, kube), 60, "the plan's Event", sh, kube)
@@ -238,7 +247,7 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
                                    30, "the webhook's answer in the enforced namespace", sh, kube)
         assert "resourceClaims" not in admitted["spec"], admitted["spec"]
         assert "ResourceQuota limits requests.nvidia.com/gpu" in warnings and DRA_KEY in warnings, warnings
-        sh.run(RUN[9])
+        sh.run(QUOTA)
         out = sh.run("kubectl -n team-a describe resourcequota gpu").stdout
         assert any(line.split() == [DRA_KEY, "0", "8"] for line in out.splitlines()), out
         admitted, warnings = until(lambda: (r := dry_run(sh, tmp_path / "probe.yaml")) and

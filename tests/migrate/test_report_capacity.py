@@ -146,3 +146,16 @@ def test_inventory_dump_on_stdin_names_no_node() -> None:
     dump = (DATA / "bridge" / "h100-x8.podresources.json").read_text()
     code = main(["report", "-f", "-"], stdin=io.StringIO(dump), stdout=out, stderr=err)
     assert code == 1 and out.getvalue() == "" and "--inventory NODE=FILE" in err.getvalue()
+
+
+def test_a_workload_asking_for_no_device_is_not_counted(tmp_path: Path) -> None:
+    """A live report lists every workload (MIGRATION.md step 1); the webhook's own Deployment,
+    asking for no device, is no "converted pod" of the capacity totals."""
+    web = deployment("web", 2, 1)
+    web["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1"}}
+    f = write(tmp_path, "in.yaml", node("n1", 2), deployment("train", 1, 1), web)
+    doc = as_json("-f", f)
+    assert workloads(doc)["web"]["capacity"] is None
+    assert doc["capacity"]["totals"]["pods"] == 1 and doc["capacity"]["totals"]["fit"] == 1
+    code, out, _ = run("report", "-f", f, "--kubernetes-version", "1.36")
+    assert code == 0 and "capacity: 1 of 1 converted pods fit (legacy 1 of 1)" in out, out

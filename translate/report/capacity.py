@@ -86,7 +86,8 @@ def _priorities(objects: Sequence[tuple[str, Any]]) -> tuple[dict[str, int], int
 
 def _demand(w: WorkloadReport, templates: _Named, claims: _Named, priorities: tuple[dict[str, int], int]
             ) -> WorkloadDemand | None:
-    """The workload's demand; None when it is not placed (DaemonSet, nothing converted)."""
+    """The workload's demand; None when it is not placed (DaemonSet, nothing converted, no
+    device asked for: such pods are no part of the capacity totals)."""
     u, converted = w.unit, w.converted
     if converted is None or u.kind == "DaemonSet":
         return None
@@ -103,14 +104,19 @@ def _demand(w: WorkloadReport, templates: _Named, claims: _Named, priorities: tu
     priority = pod_priority(first, *priorities)
     if kind == u.kind and kind in _COUNTED and not u.custom:
         demand = workload_demand(u.obj, converted.obj, local, priority, named)
-        return replace(demand, namespace=namespace, name=u.name, kind=u.kind)
+        return _asking(replace(demand, namespace=namespace, name=u.name, kind=u.kind))
     if kind == "Pod":  # planned from its pods: the owner is not in the input
         legacy_spec, converted_spec = first, _spec(converted.obj)
         pods = [pod_demand(namespace, name, legacy_spec, converted_spec, local, named) for name in u.pods]
     else:
         pods = [pod_demand(namespace, f"{u.name}-{i}", _spec(old), _spec(new), local, named)
                 for i, ((_, old), (_, new)) in enumerate(pairs)]
-    return WorkloadDemand(namespace, u.name, u.kind, tuple(pods), priority)
+    return _asking(WorkloadDemand(namespace, u.name, u.kind, tuple(pods), priority))
+
+
+def _asking(demand: WorkloadDemand) -> WorkloadDemand | None:
+    """``demand``, or None when none of its pods asks for a device (claims or legacy requests)."""
+    return demand if any(p.claims or p.legacy_requests for p in demand.pods) else None
 
 
 def _held_legacy(units: Sequence[Unit]) -> dict[str, dict[str, int]]:
