@@ -35,6 +35,7 @@ from dra_bridge.translate.capacity.model import ClaimDemand, NodeConstraints, Po
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.plan.demand import containers, is_extended
 from dra_bridge.translate.plan.device_counts import parse_count
+from dra_bridge.translate.plan.request_layout import Demand, legacy_total
 
 __all__ = ["legacy_requests", "node_constraints", "pod_demand", "pod_priority", "workload_demand"]
 
@@ -56,22 +57,13 @@ def _requests(container: Mapping[str, Any], where: str) -> Counter[str]:
 
 
 def legacy_requests(spec: Mapping[str, Any], where: str = "spec") -> dict[str, int]:
-    """The pod's effective extended-resource requests (``{resource: devices}``, zeros left out)."""
-    app: Counter[str] = Counter()
-    sidecars: Counter[str] = Counter()
-    init_peak: Counter[str] = Counter()
+    """The pod's effective extended-resource requests (``{resource: devices}``, zeros left out):
+    per resource, :func:`translate.plan.request_layout.legacy_total` of the containers' counts."""
+    demands: dict[str, list[Demand]] = {}
     for fld, index, role, container in containers(spec):
-        wanted = _requests(container, f"{where}.{fld}[{index}]")
-        if role == "app":
-            app.update(wanted)
-        elif role == "sidecar":
-            sidecars.update(wanted)
-        else:
-            for name in set(wanted) | set(sidecars):
-                init_peak[name] = max(init_peak[name], wanted[name] + sidecars[name])
-    total = app + sidecars
-    return {name: count for name in sorted(set(total) | set(init_peak))
-            if (count := max(total[name], init_peak[name])) > 0}
+        for name, count in _requests(container, f"{where}.{fld}[{index}]").items():
+            demands.setdefault(name, []).append(Demand(str(container.get("name", "")), role, index, count))
+    return {name: total for name in sorted(demands) if (total := legacy_total(demands[name])) > 0}
 
 
 def node_constraints(spec: Mapping[str, Any], extended_tolerations: bool = False) -> NodeConstraints:
