@@ -37,7 +37,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Final
+from typing import Any
 
 from dra_bridge.translate.alloc.capacity import Amount, consumption
 from dra_bridge.translate.alloc.constraints import Constraint
@@ -47,11 +47,9 @@ from dra_bridge.translate.alloc.pools import Candidate, DeviceID, Pool, quantity
 from dra_bridge.translate.alloc.results import Picked, Request, allocation_result
 from dra_bridge.translate.alloc.selectors import SelectorCache
 from dra_bridge.translate.errors import AllocationError
+from dra_bridge.translate.inventory.api_rules import MAX_DEVICES_PER_CLAIM
 
-__all__ = ["MAX_RESULTS", "AllocatedState", "NodeAllocator"]
-
-MAX_RESULTS: Final = 32
-"""AllocationResultsMaxSize (resource.k8s.io/v1)."""
+__all__ = ["AllocatedState", "NodeAllocator"]
 
 
 @dataclass
@@ -173,9 +171,9 @@ class NodeAllocator:
                 minimum += entry[0].count
             requests.append(entry)
             subrequests.append(bool(subs))
-        if minimum > MAX_RESULTS:
+        if minimum > MAX_DEVICES_PER_CLAIM:
             raise AllocationError(f"claim {label}: number of requested devices {minimum} exceeds the claim limit "
-                                  f"of {MAX_RESULTS}")
+                                  f"of {MAX_DEVICES_PER_CLAIM}")
         return _Claim(label, spec, requests, subrequests, self._constraints(label, devices), [0] * len(requests))
 
     def _constraints(self, label: str, devices: Mapping[str, Any]) -> list[Constraint]:
@@ -327,7 +325,7 @@ class NodeAllocator:
             return False
         if di >= request.count:
             return self._one(ci, ri + 1, 0, 0, False, 0)
-        if len(claim.picked) + request.count - di > MAX_RESULTS:
+        if len(claim.picked) + request.count - di > MAX_DEVICES_PER_CLAIM:
             raise _MaxSize
         if request.mode == "All":
             undo = self._take(ci, request, request.all_devices[di], must=True)

@@ -1,4 +1,5 @@
-"""What the API server accepts in a ResourceSlice: value rules and per-device limits (pure).
+"""What the API server accepts in a ResourceSlice: value rules and per-device limits (pure);
+and the per-claim limits every ResourceClaim we write or allocate must keep.
 
 The rules a ResourceSlice must pass, so that :mod:`translate.inventory` can only ever produce
 objects the API server accepts. Sources (../shared/reference/dra-api.md):
@@ -6,7 +7,9 @@ objects the API server accepts. Sources (../shared/reference/dra-api.md):
 - section 2.2: an attribute value sets exactly one of ``int``, ``bool``, ``string`` (at most 64
   bytes) or ``version`` (semver 2.0.0, at most 64 bytes); ``len(attributes) + len(capacity)``
   is at most 32 per device; a device name is a DNS label; attribute names are qualified names;
-- section 2.3: versions are semver without leading zeros; capacities are canonical quantities.
+- section 2.3: versions are semver without leading zeros; capacities are canonical quantities;
+- ResourceClaim: at most 32 ``spec.devices.requests[]`` and at most 32
+  ``status.allocation.devices.results[]``, so at most 32 devices per claim (and per request).
 
 The device shapes (:class:`SliceDevice`, :class:`AttributeValue`, :class:`Capacity`) are the
 internal (v1) form that :mod:`translate.inventory.pool` splits into slices and renders.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TypedDict
+from typing import Final, TypedDict
 
 from dra_bridge.translate.dns_names import is_dns_label, is_dns_subdomain
 from dra_bridge.translate.errors import InventoryError
@@ -25,6 +28,12 @@ from dra_bridge.translate.errors import InventoryError
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
 #: dra-api.md 2.2: string and version attribute values.
 MAX_VALUE_BYTES = 64
+#: Devices one claim can be allocated (``allocation.devices.results[]``), hence also the most
+#: one request can ask for: resource.k8s.io/v1 AllocationResultsMaxSize (dra-api.md).
+MAX_DEVICES_PER_CLAIM: Final = 32
+#: Requests in one claim (``spec.devices.requests[]``): resource.k8s.io/v1 DeviceRequestsMaxSize
+#: (dra-api.md).
+MAX_REQUESTS_PER_CLAIM: Final = 32
 #: dra-api.md 2.3 (the apiserver's semverRe): no leading zeros, no ``v`` prefix.
 SEMVER_RE = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"

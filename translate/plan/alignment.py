@@ -30,15 +30,13 @@ from typing import Any, Literal
 
 from dra_bridge.translate.catalog import ResourceMapping, Target
 from dra_bridge.translate.findings import Finding
+from dra_bridge.translate.inventory.api_rules import MAX_DEVICES_PER_CLAIM, MAX_REQUESTS_PER_CLAIM
 from dra_bridge.translate.names import AMD_DRIVER, INTEL_DRIVER, NVIDIA_DRIVER, STANDARD_DOMAIN
 
 AlignmentPolicy = Literal["none", "numa", "pcie"]
 AlignmentScope = Literal["container", "pod"]
 POLICIES: tuple[AlignmentPolicy, ...] = ("none", "numa", "pcie")
 SCOPES: tuple[AlignmentScope, ...] = ("container", "pod")
-#: resource.k8s.io/v1 limits per claim (AllocationResultsMaxSize, DeviceRequestsMaxSize).
-MAX_DEVICES_PER_CLAIM = 32
-MAX_REQUESTS_PER_CLAIM = 32
 #: The standard attribute each policy matches (without its domain).
 ATTRIBUTES: dict[str, str] = {"numa": "numaNode", "pcie": "pcieRoot"}
 

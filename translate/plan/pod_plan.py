@@ -43,7 +43,7 @@ from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
 from dra_bridge.translate.plan.placement import Placement, place
 from dra_bridge.translate.plan.record import ConversionRecord, OriginalValues, RecordedOptions
-from dra_bridge.translate.plan.request_layout import MAX_DEVICES_PER_REQUEST, Demand, layout
+from dra_bridge.translate.plan.request_layout import Demand, layout
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
     for name, ds in by_resource.items():
         mapping = ds[0].mapping
         sels = list(mapping.selectors) + (list(placement.selectors) if placement and mapping.gfd else [])
-        parts = layout([Demand(d.container, d.role, d.index, d.count) for d in ds], MAX_DEVICES_PER_REQUEST)
+        parts = layout([Demand(d.container, d.role, d.index, d.count) for d in ds])
         for part in parts:
             owners.append(to_label(f"{part.owner}-{resource_label(name)}"))
             requests.append({"deviceClassName": mapping.device_class, "count": part.count, "selectors": sels})

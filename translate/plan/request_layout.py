@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from dra_bridge.translate.inventory.api_rules import MAX_DEVICES_PER_CLAIM
+
 Role = Literal["app", "init", "sidecar"]
-MAX_DEVICES_PER_REQUEST = 32
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class RequestPart:
     users: tuple[str, ...]
 
 
-def layout(demands: Sequence[Demand], max_count: int = MAX_DEVICES_PER_REQUEST) -> list[RequestPart]:
+def layout(demands: Sequence[Demand], max_count: int = MAX_DEVICES_PER_CLAIM) -> list[RequestPart]:
     """Requests for one resource, in a stable order: apps, sidecars, extra units.
 
     ``demands`` with a count of 0 are ignored. The sum of counts equals the legacy pod total
