@@ -21,7 +21,7 @@ names, the webhook with its policy keys) and appends that to the reason with
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Literal
 
@@ -64,7 +64,9 @@ class Remedy(StrEnum):
 class Finding:
     """One observation about one legacy value: ``path`` in the object, the ``legacy`` value
     as text, the ``outcome`` and the ``reason``; ``remedy`` (with ``remedy_subject``) names
-    the setting that changes the outcome, for a front end to phrase."""
+    the setting that changes the outcome, for a front end to phrase; ``code`` (not compared,
+    not in the JSON form) lets a consumer select findings of one kind without reading the
+    reason (e.g. :data:`translate.plan.alignment.NOT_WRITTEN`)."""
 
     path: str
     legacy: str
@@ -72,6 +74,7 @@ class Finding:
     reason: str
     remedy: Remedy | None = None
     remedy_subject: str = ""
+    code: str = field(default="", compare=False)
 
     @property
     def severity(self) -> int:

@@ -24,9 +24,9 @@ requests of one claim only: :func:`pack_claims` keeps the requests of a constrai
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from dra_bridge.translate.catalog import ResourceMapping, Target
 from dra_bridge.translate.findings import Finding
@@ -37,6 +37,8 @@ AlignmentPolicy = Literal["none", "numa", "pcie"]
 AlignmentScope = Literal["container", "pod"]
 POLICIES: tuple[AlignmentPolicy, ...] = ("none", "numa", "pcie")
 SCOPES: tuple[AlignmentScope, ...] = ("container", "pod")
+#: :attr:`Finding.code` of the ``partial`` findings for an alignment the plan could not write.
+NOT_WRITTEN = "alignment-not-written"
 #: The standard attribute each policy matches (without its domain).
 ATTRIBUTES: dict[str, str] = {"numa": "numaNode", "pcie": "pcieRoot"}
 
@@ -101,6 +103,25 @@ def missing(mapping: ResourceMapping, target: Target, alignment: Alignment) -> t
     return None, "; ".join(notes)
 
 
+K = TypeVar("K", bound=Hashable)
+
+
+def devices_per_constraint(counts: Iterable[tuple[K, int]], scope: AlignmentScope) -> dict[K | str, int]:
+    """Devices one constraint would cover: ``counts`` is (container key, devices) per demand;
+    the sum per container key (scope container) or ``{"": total}`` (scope pod). A constraint is
+    needed where the sum is over 1."""
+    totals: dict[K | str, int] = {}
+    for key, count in counts:
+        group: K | str = "" if scope == "pod" else key
+        totals[group] = totals.get(group, 0) + count
+    return totals
+
+
+def not_written(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings (in order) of alignments the plan could not write (:data:`NOT_WRITTEN`)."""
+    return [f for f in findings if f.code == NOT_WRITTEN]
+
+
 def unalignable(demands: Sequence[tuple[ResourceMapping, int, str, str, str]], target: Target,
                 alignment: Alignment, pod_path: str) -> list[Finding]:
     """``partial`` findings for the devices alignment cannot cover.
@@ -111,10 +132,7 @@ def unalignable(demands: Sequence[tuple[ResourceMapping, int, str, str, str]], t
     """
     if alignment.policy == "none":
         return []
-    totals: dict[str, int] = {}
-    for _, count, container, _, _ in demands:
-        key = "" if alignment.scope == "pod" else container
-        totals[key] = totals.get(key, 0) + count
+    totals = devices_per_constraint(((container, count) for _, count, container, _, _ in demands), alignment.scope)
     out = []
     for mapping, _, container, path, legacy in demands:
         if totals["" if alignment.scope == "pod" else container] <= 1:
@@ -124,7 +142,7 @@ def unalignable(demands: Sequence[tuple[ResourceMapping, int, str, str, str]], t
             hint = "; alignment pcie is published for them" if alignment.policy == "numa" and missing(
                 mapping, target, Alignment("pcie"))[0] is None else ""
             out.append(Finding(path or f"{pod_path}spec", legacy, "partial",
-                               f"{alignment.policy} alignment not written: {why}{hint}"))
+                               f"{alignment.policy} alignment not written: {why}{hint}", code=NOT_WRITTEN))
     return out
 
 
@@ -159,7 +177,8 @@ def outcome(together: Sequence[tuple[str, tuple[int, ...]]], lost: set[int], not
         devices = f"container {who}'s devices" if who else "the pod's devices"
         if g in lost:
             out.append(Finding(path, legacy, "partial", f"{alignment.policy} alignment not written: {devices} "
-                                                        f"need more than one claim (32 devices, 32 requests)"))
+                                                        f"need more than one claim (32 devices, 32 requests)",
+                               code=NOT_WRITTEN))
             continue
         caveats = "; ".join(dict.fromkeys(n for i in group if (n := notes[i])))
         out.append(Finding(path, legacy, "translated", f"aligned: {devices} share {alignment.attribute}"

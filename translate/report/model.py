@@ -29,7 +29,7 @@ from typing import Any
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import SEVERITY, Finding, worst
 from dra_bridge.translate.names import CATALOG_API_VERSION
-from dra_bridge.translate.plan.alignment import Alignment
+from dra_bridge.translate.plan.alignment import Alignment, devices_per_constraint, not_written
 from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.pod_plan import Options
@@ -228,24 +228,21 @@ def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]
 
 def _alignment(demands: Sequence[ContainerDemand], findings: Sequence[Finding], alignment: Alignment,
                path: PathName) -> dict[str, Any]:
-    per_container = Counter({(d.field, d.index): 0 for d in demands})
-    for d in demands:
-        if d.mapping.kind != "slicing":
-            per_container[(d.field, d.index)] += d.count
-    biggest = max(per_container.values(), default=0)
-    total = sum(per_container.values())
-    multi = total > 1 if alignment.scope == "pod" else biggest > 1
+    # The plan drops slicing requests (no DRA request, so nothing to align).
+    most = max(devices_per_constraint((((d.field, d.index), d.count if d.mapping.kind != "slicing" else 0)
+                                       for d in demands), alignment.scope).values(), default=0)
+    multi = most > 1
     base = {"multiDevice": multi, "policy": alignment.policy, "scope": alignment.scope}
     if not multi or path != "needs-conversion":
         why = "one device per container" if not multi else f"path {path}: the legacy pod keeps its alignment"
         return {**base, "status": "not-applicable", "reason": why}
     if alignment.policy == "none":
-        return {**base, "status": "lost", "reason": f"{biggest if alignment.scope == 'container' else total} devices "
+        return {**base, "status": "lost", "reason": f"{most} devices "
                 "the Topology Manager kept on one NUMA node may come from two once converted: --alignment numa|pcie "
                 "keeps them together"}
-    lost = [f.reason for f in findings if "alignment not written" in f.reason]
+    lost = not_written(findings)
     if lost:
-        return {**base, "status": "partial", "reason": lost[0]}
+        return {**base, "status": "partial", "reason": lost[0].reason}
     return {**base, "status": "kept", "reason": f"claim constraint matchAttribute {alignment.attribute}"}
 
 
