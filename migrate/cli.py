@@ -20,19 +20,18 @@ import re
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 from typing import Any, TextIO
 
 from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
-from dra_bridge.migrate.manifests import Document, dump, read_sources, why_empty
+from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import findings_table
 from dra_bridge.migrate.report_cmd import add_parser as add_report_parser
 from dra_bridge.migrate.report_cmd import read_policy, run_report
 from dra_bridge.migrate.simulate_cmd import run_simulate
 from dra_bridge.migrate.slices_cmd import run_slices
-from dra_bridge.translate.catalog import PROFILE_RE, Catalog, load_catalog
+from dra_bridge.translate.catalog import PROFILE_RE, Catalog
 from dra_bridge.translate.errors import ApiVersionError, TranslateError
 from dra_bridge.translate.findings import SEVERITY, Finding
 from dra_bridge.translate.names import normalize_api_version
@@ -117,16 +116,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _catalog(path: str | None) -> Catalog:
-    if path is None:
-        return load_catalog()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read catalog: {exc}") from exc
-    return load_catalog(text, path)
-
-
 def _api_version(value: str) -> str:
     try:
         return normalize_api_version(value)
@@ -148,9 +137,7 @@ def _convert(obj: dict[str, Any], catalog: Catalog, options: Options, policy: Po
 
 def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``convert``: objects (with templates inserted before first use) to ``out``."""
-    catalog = _catalog(args.catalog)
-    if args.target:
-        catalog = catalog.with_target(args.target)
+    catalog = read_catalog(args.catalog, args.target)
     options = Options(api_version=_api_version(args.api_version), hami_slicing=args.hami_slicing,
                       dra_schedulers=tuple(args.dra_scheduler),
                       fail_requests_greater_than_one=args.fail_requests_greater_than_one,
@@ -208,7 +195,7 @@ def _object_name(obj: Any) -> str:
 
 def classes(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``classes``: our DeviceClass objects in the chosen API version."""
-    catalog = _catalog(args.catalog)
+    catalog = read_catalog(args.catalog)
     version = _api_version(args.api_version)
     bad = [p for p in args.mig_profile if not re.fullmatch(PROFILE_RE, p)]
     if bad:

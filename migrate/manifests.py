@@ -1,4 +1,5 @@
-"""Reading and writing manifests: multi-document YAML/JSON files, directories, stdin.
+"""Reading and writing manifests: multi-document YAML/JSON files, directories, stdin; and the
+translation catalog a command uses (:func:`read_catalog`).
 
 Errors raise :class:`migrate.errors.InputError` naming the file (and line, for YAML syntax errors).
 """
@@ -15,7 +16,23 @@ from typing import Any, TextIO
 import yaml
 
 from dra_bridge.migrate.errors import InputError
+from dra_bridge.translate.catalog import Catalog, Target, load_catalog
 from dra_bridge.translate.strict_yaml import StrictLoader
+
+
+def read_catalog(path: str | None, target: Target | None = None) -> Catalog:
+    """The built-in catalog (``path`` None) or the catalog file at ``path`` (``--catalog``),
+    aimed at ``target`` (``--target`` bridge|vendor) when given. InputError when the file
+    cannot be read; the catalog's own errors (CatalogError) name the field."""
+    if path is None:
+        catalog = load_catalog()
+    else:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read catalog: {exc}") from exc
+        catalog = load_catalog(text, path)
+    return catalog.with_target(target) if target else catalog
 
 
 @dataclass(frozen=True)

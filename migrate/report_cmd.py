@@ -23,19 +23,24 @@ import gc
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any, TextIO
 
 from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import connect
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
-from dra_bridge.migrate.inventory_dumps import grouped, inventory_flag, inventory_node, is_inventory_dump, read_dump
+from dra_bridge.migrate.inventory_dumps import (
+    grouped,
+    inventory_flag,
+    inventory_node,
+    is_inventory_dump,
+    read_dump,
+    read_text,
+)
 from dra_bridge.migrate.live import read_cluster
-from dra_bridge.migrate.manifests import read_sources, why_empty
+from dra_bridge.migrate.manifests import read_catalog, read_sources, why_empty
 from dra_bridge.migrate.report_html import render_html
 from dra_bridge.migrate.report_text import render_text
-from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.policy import Policy, load_policy_file
@@ -91,29 +96,12 @@ def _minor(text: str) -> int:
     return int(m.group(2))
 
 
-def _catalog(path: str | None, target: str | None) -> Catalog:
-    if path is None:
-        catalog = load_catalog()
-    else:
-        try:
-            catalog = load_catalog(Path(path).read_text(encoding="utf-8"), path)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot read catalog: {exc}") from exc
-    if target in ("bridge", "vendor"):
-        return catalog.with_target("bridge" if target == "bridge" else "vendor")
-    return catalog
-
-
 def read_policy(path: str | None) -> Policy | None:
     """The webhook policy in ``path`` (a policy file or a ConfigMap manifest holding one);
     None without a path. InputError when unreadable; PolicyError names the key."""
     if path is None:
         return None
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the policy: {exc}") from exc
-    return load_policy_file(text, path)
+    return load_policy_file(read_text(path), path)
 
 
 def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, Any]]
@@ -169,7 +157,7 @@ def _read_live(args: argparse.Namespace, err: TextIO) -> tuple[list[tuple[str, A
 
 def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``report`` (see the module docstring)."""
-    catalog = _catalog(args.catalog, args.target)
+    catalog = read_catalog(args.catalog, args.target)
     live = not args.filename
     if live and (args.kubernetes_version is None) and not (args.kubeconfig or os.environ.get("KUBECONFIG")
                                                            or os.environ.get("KUBERNETES_SERVICE_HOST")):
