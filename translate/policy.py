@@ -256,23 +256,24 @@ def parse_policy(doc: object, source: str) -> Policy:
     return Policy(defaults, tuple(rules), source)
 
 
-def load_policy(text: str, source: str) -> Policy:
-    """Parse and validate policy YAML text; raise PolicyError (source, key, rule)."""
+def _load_yaml(text: str, source: str) -> Any:
+    """The YAML document in ``text``; PolicyError naming ``source`` when it is not valid YAML."""
     try:
-        doc = yaml.load(text, Loader=StrictLoader)  # duplicate keys refused, as kubectl does
+        return yaml.load(text, Loader=StrictLoader)  # duplicate keys refused, as kubectl does
     except yaml.YAMLError as exc:
         raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
-    return parse_policy(doc, source)
+
+
+def load_policy(text: str, source: str) -> Policy:
+    """Parse and validate policy YAML text; raise PolicyError (source, key, rule)."""
+    return parse_policy(_load_yaml(text, source), source)
 
 
 def load_policy_file(text: str, source: str) -> Policy:
     """Like :func:`load_policy`, and a ConfigMap manifest holding the policy under one
     ``data`` key (the key, e.g. ``policy.yaml``, is added to ``source``). PolicyError names
     the file, the key and the rule."""
-    try:
-        doc = yaml.load(text, Loader=StrictLoader)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
+    doc = _load_yaml(text, source)
     if isinstance(doc, Mapping) and doc.get("kind") == "ConfigMap":
         data = doc.get("data")
         if not isinstance(data, Mapping) or len(data) != 1:
