@@ -186,8 +186,8 @@ class Agent:
             return False
         self.health.state = ""
         self.recorded = new
-        return True
         self.metrics.recorded.set(len(new.devices))
+        return True
 
     # -- dra --------------------------------------------------------------------------------
 

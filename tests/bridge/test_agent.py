@@ -227,3 +227,15 @@ async def test_an_amd_plugin_socket_without_sock_suffix_refuses_publication(
     await agent.tick()
     clock.now += 61
     assert (await agent.tick()).publishing
+
+
+async def test_the_recorded_devices_gauge_follows_the_recorded_inventory(
+        kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock) -> None:
+    kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0])]
+    api.add_node(NODE, {}, {"nvidia.com/gpu": "1"})
+    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    await agent.tick()
+    assert "dra_bridge_recorded_devices 1.0" in agent.metrics.text().decode()
+    kubelet.fake.devices = list(INVENTORY)  # the plugin offers more: recorded again
+    await agent.tick()
+    assert "dra_bridge_recorded_devices 5.0" in agent.metrics.text().decode()

@@ -20,7 +20,7 @@ are accepted and ignored, so a scheduler's ``--feature-gates`` value can be past
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from dra_bridge.translate.errors import InputError
@@ -86,8 +86,3 @@ def parse_gates(text: str | None) -> Features:
         if name in gates:
             gates[name] = value == "true"
     return _features(gates)
-
-
-def with_gates(features: Features, **changes: bool) -> Features:
-    """A copy with some fields changed (tests and scenarios)."""
-    return replace(features, **changes)

@@ -1,6 +1,6 @@
 """The plan options the webhook's policy gives one workload (``dra-migrate report|convert --policy``).
 
-    workload_options(obj, kind, namespace, policy, base, kep5004) -> (Options, Translation)
+    workload_options(pod, obj, namespace, policy, base, kep5004) -> (Options, Translation)
     switched_off(obj, translation) -> Converted        what the webhook does where convert: false
 
 Pure. The policy (:mod:`translate.policy`) is matched, as the webhook matches a pod's

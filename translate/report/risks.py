@@ -56,23 +56,25 @@ class Risk:
         return {"code": self.code, "path": self.path, "detail": self.detail}
 
 
-def _quota_risks(namespace: str, demands: Sequence[ContainerDemand], quotas: Sequence[Mapping[str, Any]],
-                 catalog: Catalog) -> list[Risk]:
+def _quota_risks(namespace: str, demands: Sequence[ContainerDemand], quotas: Sequence[Mapping[str, Any]]
+                 ) -> list[Risk]:
     out: list[Risk] = []
     for q in quotas:
         meta = q.get("metadata") if isinstance(q.get("metadata"), Mapping) else {}
         if not isinstance(meta, Mapping) or str(meta.get("namespace") or "") != namespace:
             continue
         spec = q.get("spec") if isinstance(q.get("spec"), Mapping) else {}
-        hard = spec.get("hard") if isinstance(spec, Mapping) and isinstance(spec.get("hard"), Mapping) else {}
-        assert isinstance(hard, Mapping)
-        for resource in sorted({d.mapping.resource_name for d in demands}):
+        hard: Mapping[str, Any] = spec["hard"] if isinstance(spec, Mapping) and isinstance(spec.get("hard"),
+                                                                                              Mapping) else {}
+        for mapping in {d.mapping.resource_name: d.mapping for d in demands}.values():
+            resource, key = mapping.resource_name, dra_quota_key(mapping)
             legacy = [k for k in (f"requests.{resource}", resource) if k in hard]
-            mapping = catalog.lookup(resource)
-            if legacy and mapping is not None and dra_quota_key(mapping) not in hard:
+            if legacy and key not in hard:
                 out.append(Risk("quota-stops-counting", f"ResourceQuota/{meta.get('name')}.spec.hard[{legacy[0]}]",
-                                f"limits {resource} but not {dra_quota_key(mapping)}: converted pods no longer "
-                                "count against it"))
+                                f"limits {resource} but not {key}: converted pods would not count against it, "
+                                f"so the webhook keeps this namespace's pods legacy until {key} is added "
+                                "(policy ignoreLegacyQuota: true converts them anyway); convert writes the key "
+                                "beside the legacy one"))
     return out
 
 
@@ -124,7 +126,7 @@ def workload_risks(obj: Mapping[str, Any], pod: Mapping[str, Any], demands: Sequ
     assert isinstance(spec, Mapping) and isinstance(meta, Mapping)
     out = _env_risks(spec, demands, path)
     if demands:
-        out += _quota_risks(str(meta.get("namespace") or ""), demands, quotas, catalog)
+        out += _quota_risks(str(meta.get("namespace") or ""), demands, quotas)
         if spec.get("nodeName"):
             out.append(Risk("pinned-to-node", f"{path}spec.nodeName", f"pinned to {spec['nodeName']}: the "
                             "scheduler never sees it, so no claim is allocated"))
