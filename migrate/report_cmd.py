@@ -158,6 +158,8 @@ def _read_live(args: argparse.Namespace, err: TextIO) -> tuple[list[tuple[str, A
 def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``report`` (see the module docstring)."""
     catalog = read_catalog(args.catalog, args.target)
+    policy = read_policy(args.policy)  # before a live read: a wrong path fails at once
+    explicit_minor = _minor(args.kubernetes_version) if args.kubernetes_version else None
     live = not args.filename
     if live and (args.kubernetes_version is None) and not (args.kubeconfig or os.environ.get("KUBECONFIG")
                                                            or os.environ.get("KUBERNETES_SERVICE_HOST")):
@@ -167,8 +169,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
     for given in args.inventory:
         node, path = inventory_flag(given)
         dumps[node] = (path, read_dump(path))
-    version_text = args.kubernetes_version or server
-    minor = _minor(version_text) if version_text else None
+    minor = explicit_minor if args.kubernetes_version else (_minor(server) if server else None)
     try:
         options = Options(api_version=args.api_version, kubernetes_minor=minor,
                           dra_schedulers=tuple(args.dra_scheduler),
@@ -178,7 +179,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         raise UsageError(f"--api-version {args.api_version!r}: {exc}") from exc
     settings = Settings(options=options, pool_label=args.pool_label, kubernetes_version=shown,
                         sources=tuple(args.filename) or ("live",), live=live, user_catalog=args.catalog,
-                        policy=read_policy(args.policy))
+                        policy=policy)
     gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
     report = build_report(objects, catalog, settings)
     report.inventories = {node: path for node, (path, _) in sorted(dumps.items())}

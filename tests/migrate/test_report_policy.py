@@ -76,3 +76,15 @@ def test_convert_takes_the_policy_too(tmp_path: Path) -> None:
     limits = lambda d: d["spec"]["template"]["spec"]["containers"][0].get("resources", {})  # noqa: E731
     assert "nvidia.com/gpu" in json.dumps(limits(docs["a"])) and "resourceClaims" not in json.dumps(docs["a"])
     assert "resourceClaims" in json.dumps(docs["c"])
+
+
+def test_a_missing_policy_file_fails_before_the_cluster_is_read(tmp_path: Path) -> None:
+    # a kubeconfig whose server does not answer: reading the cluster first would fail on that
+    kubeconfig = write(tmp_path / "kubeconfig", {
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]})
+    code, out, err = run("report", "--kubeconfig", kubeconfig, "--policy", str(tmp_path / "missing.yaml"))
+    assert (code, out) == (1, "")
+    assert "missing.yaml: cannot read" in err and "127.0.0.1:1" not in err, err
