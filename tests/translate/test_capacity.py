@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dra_bridge.translate.alloc import DEFAULT_GATES, parse_gates
+from dra_bridge.translate.alloc import parse_gates
 from dra_bridge.translate.capacity import (
     ClaimDemand,
     ClusterNode,
@@ -41,7 +41,6 @@ from tests.factories import gpu, make_container
 from tests.topology_scenarios import TWO_NUMA_X4
 
 FEATURES = parse_gates(None)
-assert DEFAULT_GATES
 
 
 def _demand(legacy: dict[str, Any], options: Options = Options(), priority: int = 0) -> WorkloadDemand:
