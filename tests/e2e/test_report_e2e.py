@@ -78,7 +78,7 @@ def _install_raycluster_crd(kube: KubeClient) -> None:
                      "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
                          "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
     wait_for(lambda: any(c.get("type") == "Established" and c.get("status") == "True"
-                         for c in kube.get(f"{CRD}/rayclusters.ray.io").get("status", {}).get("conditions", [])),
+                         for c in (kube.get(f"{CRD}/rayclusters.ray.io").get("status") or {}).get("conditions") or []),
              30, "the RayCluster CRD established")
 
 
