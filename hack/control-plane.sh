@@ -31,6 +31,18 @@ CLEANUP=()
 cleanup() { [ ${#CLEANUP[@]} -eq 0 ] || rm -rf "${CLEANUP[@]}"; }
 trap cleanup EXIT
 
+install_packages() { # Debian package names: installs the missing ones with apt-get (root only)
+  local p missing=()
+  for p in "$@"; do dpkg-query -W -f '${Status}' "$p" 2>/dev/null |
+    grep -q 'install ok installed' || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return
+  [ "$(id -u)" -eq 0 ] || die "missing Debian packages (${missing[*]}): install them as root"
+  log "installing Debian packages: ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 ||
+    { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends "${missing[@]}" >&2; } || die "apt-get install ${missing[*]} failed"
+}
+
 have_all() { # dir names...
   local dir=$1; shift
   local name

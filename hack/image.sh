@@ -33,7 +33,7 @@ PY="${PYTHON:-python3}"
 
 LOG_PREFIX=image
 # shellcheck source=hack/control-plane.sh
-. "$(dirname "$0")/control-plane.sh" # helpers only: log, die, CLEANUP
+. "$(dirname "$0")/control-plane.sh" # helpers only: log, die, CLEANUP, install_packages
 
 mirror() { # the Debian mirror of the machine's apt sources (deb822 or one-line format)
   local m
@@ -47,18 +47,6 @@ debian_list() { # what the Debian layer is made of: suite, variant, packages, py
   local v
   v=$(apt-cache show --no-all-versions python3.11-minimal 2>/dev/null | sed -n 's/^Version: //p' | head -1)
   printf '%s\n' "suite=$SUITE" "variant=minbase" "include=${INCLUDE[*]}" "python3.11=${v:-unknown}"
-}
-
-install_packages() {
-  local p missing=()
-  for p in "${APT_PACKAGES[@]}"; do dpkg-query -W -f '${Status}' "$p" 2>/dev/null |
-    grep -q 'install ok installed' || missing+=("$p"); done
-  [ ${#missing[@]} -eq 0 ] && return
-  [ "$(id -u)" -eq 0 ] || die "missing Debian packages (${missing[*]}): install them as root"
-  log "installing Debian packages: ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 ||
-    { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-        --no-install-recommends "${missing[@]}" >&2; } || die "apt-get install ${missing[*]} failed"
 }
 
 # build_wheel OUT: the project's wheel from a copy of the git tree (no stale build/ can leak in).
@@ -117,7 +105,7 @@ cmd_build() {
   mkdir -p "$DRA_BRIDGE_CACHE"
   exec 9>"$DRA_BRIDGE_CACHE/.image.lock" # one image build at a time per cache
   flock 9
-  install_packages
+  install_packages "${APT_PACKAGES[@]}"
   work=$(mktemp -d "$DRA_BRIDGE_CACHE/.build-image-XXXXXX")
   CLEANUP+=("$work")
   build_wheel "$work/wheel"

@@ -33,7 +33,7 @@ CNI_BIN_DIR=/usr/lib/cni
 
 LOG_PREFIX=real-node
 # shellcheck source=hack/control-plane.sh
-. "$(dirname "$0")/control-plane.sh" # helpers only: go_env, write_wrapper, k8s_ldflags, log, die
+. "$(dirname "$0")/control-plane.sh" # helpers only: go_env, write_wrapper, k8s_ldflags, log, die, install_packages
 
 KUBELET_DIR="$DRA_BRIDGE_CACHE/kubelet-$KUBELET_VERSION"
 KUBE_PROXY_DIR="$DRA_BRIDGE_CACHE/kube-proxy-$KUBELET_VERSION"
@@ -43,18 +43,6 @@ CONTAINERD_CMDS=(containerd ctr containerd-shim-runc-v2)
 busybox_version() { dpkg-query -W -f '${Version}' busybox-static 2>/dev/null | tr ':~+' '---'; }
 images_dir() { echo "$DRA_BRIDGE_CACHE/images-$IMAGES_REV-$(busybox_version)"; }
 node_dir() { echo "$DRA_BRIDGE_CACHE/node-$KUBELET_VERSION-$CONTAINERD_VERSION-$(basename "$(images_dir)")"; }
-
-install_packages() {
-  local p missing=()
-  for p in "${APT_PACKAGES[@]}"; do dpkg-query -W -f '${Status}' "$p" 2>/dev/null |
-    grep -q 'install ok installed' || missing+=("$p"); done
-  [ ${#missing[@]} -eq 0 ] && return
-  [ "$(id -u)" -eq 0 ] || die "missing Debian packages (${missing[*]}): install them as root"
-  log "installing Debian packages: ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2 ||
-    { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-        --no-install-recommends "${missing[@]}" >&2; } || die "apt-get install ${missing[*]} failed"
-}
 
 # build_k8s_cmd CMD DIR: k8s.io/kubernetes/cmd/CMD at $KUBELET_VERSION into DIR/CMD.
 build_k8s_cmd() {
@@ -165,7 +153,7 @@ cmd_build() {
   mkdir -p "$DRA_BRIDGE_CACHE"
   exec 9>"$DRA_BRIDGE_CACHE/.build.lock" # one build at a time per cache (shared with control-plane.sh)
   flock 9
-  install_packages
+  install_packages "${APT_PACKAGES[@]}"
   build_k8s_cmd kubelet "$KUBELET_DIR"
   build_k8s_cmd kube-proxy "$KUBE_PROXY_DIR"
   build_containerd
