@@ -10,12 +10,13 @@ the search (:mod:`~translate.alloc.engine`), the ``status.allocation`` it writes
 Rules are re-typed from k8s.io/dynamic-resource-allocation ``structured/`` (see each module).
 """
 
-from dra_bridge.translate.alloc.engine import AllocatedState, NodeAllocator
+from dra_bridge.translate.alloc.engine import NodeAllocator
 from dra_bridge.translate.alloc.features import DEFAULT_GATES, Features, parse_gates
 from dra_bridge.translate.alloc.node_match import Node
 from dra_bridge.translate.alloc.pools import gather_pools
 from dra_bridge.translate.alloc.selectors import SelectorCache
 from dra_bridge.translate.alloc.simulate import ClaimOutcome, Simulation, simulate
+from dra_bridge.translate.alloc.state import AllocatedState
 
 __all__ = [
     "DEFAULT_GATES",

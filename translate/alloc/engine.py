@@ -25,7 +25,7 @@ same code). tests/translate/test_alloc_oracle.py compares this engine with that 
   and the claim's constraints hold;
 - at most 32 results per claim (``AllocationResultsMaxSize``).
 
-:class:`AllocatedState` holds the devices earlier claims hold. :meth:`NodeAllocator.allocate`
+:class:`translate.alloc.state.AllocatedState` holds the devices earlier claims hold. :meth:`NodeAllocator.allocate`
 returns one ``status.allocation`` dict per claim (:mod:`translate.alloc.results`), None when
 the claims do not fit together, or raises :class:`translate.errors.AllocationError` with
 upstream's message.
@@ -46,32 +46,11 @@ from dra_bridge.translate.alloc.node_match import Node, node_matches
 from dra_bridge.translate.alloc.pools import Candidate, DeviceID, Pool, quantity
 from dra_bridge.translate.alloc.results import Picked, Request, allocation_result
 from dra_bridge.translate.alloc.selectors import SelectorCache
+from dra_bridge.translate.alloc.state import AllocatedState
 from dra_bridge.translate.errors import AllocationError
 from dra_bridge.translate.inventory.api_rules import MAX_DEVICES_PER_CLAIM
 
-__all__ = ["AllocatedState", "NodeAllocator"]
-
-
-@dataclass
-class AllocatedState:
-    """What claims allocated earlier hold: exclusive devices, shared capacity, consumed counters."""
-
-    devices: set[DeviceID] = field(default_factory=set)
-    capacity: dict[DeviceID, dict[str, Fraction]] = field(default_factory=dict)
-
-    def add_allocation(self, allocation: Mapping[str, Any]) -> None:
-        """Record a claim's ``status.allocation`` (adminAccess results hold nothing)."""
-        for result in (allocation.get("devices") or {}).get("results") or []:
-            device = (str(result.get("driver")), str(result.get("pool")), str(result.get("device")))
-            if result.get("adminAccess"):
-                continue
-            consumed = result.get("consumedCapacity")
-            if result.get("shareID") or consumed:
-                used = self.capacity.setdefault(device, {})
-                for name, value in (consumed or {}).items():
-                    used[name] = used.get(name, Fraction(0)) + quantity(value, f"consumedCapacity[{name!r}]")
-            else:
-                self.devices.add(device)
+__all__ = ["NodeAllocator"]
 
 
 class _MaxSize(Exception):

@@ -6,7 +6,7 @@ DraModel`) both run on :class:`FirstFit`. Input: the Nodes in order, ResourceSli
 ``(name, spec)``), DeviceClasses (v1 specs), and optionally allocations already held. Each
 pod's claims are allocated together by :class:`translate.alloc.engine.NodeAllocator` on the
 first node (of those the caller allows) where they fit, cumulatively: one
-:class:`~translate.alloc.engine.AllocatedState` for the whole cluster (devices are global,
+:class:`~translate.alloc.state.AllocatedState` for the whole cluster (devices are global,
 ``(driver, pool, device)``, so a network-attached device taken through one node is taken for
 all). The answer for every pod is exactly what trying each node in order with the engine would
 give; three indexes make it fast at cluster scale (issue 12's benchmark: 50,000 pods, 2,000
@@ -37,11 +37,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dra_bridge.translate.alloc.engine import AllocatedState, NodeAllocator
+from dra_bridge.translate.alloc.engine import NodeAllocator
 from dra_bridge.translate.alloc.features import Features
 from dra_bridge.translate.alloc.node_match import Node
 from dra_bridge.translate.alloc.pools import gather_pools
 from dra_bridge.translate.alloc.selectors import SelectorCache
+from dra_bridge.translate.alloc.state import AllocatedState
 from dra_bridge.translate.errors import AllocationError
 
 __all__ = ["FirstFit", "PlacementError", "PodPlacement", "place"]

@@ -28,12 +28,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from dra_bridge.translate.alloc.engine import AllocatedState, NodeAllocator
+from dra_bridge.translate.alloc.engine import NodeAllocator
 from dra_bridge.translate.alloc.features import Features
 from dra_bridge.translate.alloc.node_match import Node, selector_matches
 from dra_bridge.translate.alloc.pools import gather_pools
 from dra_bridge.translate.alloc.selectors import SelectorCache
 from dra_bridge.translate.alloc.shapes import claim_spec, class_spec, object_label, slice_spec
+from dra_bridge.translate.alloc.state import AllocatedState
 from dra_bridge.translate.errors import AllocationError, InputError
 
 __all__ = ["ClaimOutcome", "Simulation", "simulate"]
