@@ -30,8 +30,9 @@ from dra_bridge.kube.resources import rbac_rules
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.names import NODE_MODE_LABEL
-from tests.e2e.controlplane import ControlPlane, _die_with_parent, tail
+from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, wait_for, wait_for_object
+from tests.e2e.processes import die_with_parent, tail
 from tests.e2e.realnode import RealNode
 
 V1 = "resource.k8s.io/v1"
@@ -149,7 +150,7 @@ def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path) -
             "--settle-period=1", "--health-port=0", "--log-level=INFO", f"--cdi-dir={node.cdi_dir}"]
     fh = log.open("ab")
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=die_with_parent)
     fh.close()
     bridge = Bridge(proc, log, state_dir)
     sockets = (node.root_dir / "plugins_registry" / f"{DRIVER}-reg.sock",

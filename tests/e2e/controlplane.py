@@ -7,12 +7,8 @@ The binaries come from ``DRA_BRIDGE_K8S_BIN`` or from ``hack/control-plane.sh bu
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -21,12 +17,12 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 import yaml
 
 from tests.e2e.certs import CertificateAuthority, KeyPair, service_account_keys
 from tests.e2e.kubeapi import KubeClient
+from tests.e2e.processes import Component, die_with_parent, free_port, tail
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "hack" / "control-plane.sh"
@@ -66,20 +62,6 @@ def find_binaries() -> Path:
     return directory
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: own process group, SIGKILL when pytest dies."""
-    os.setsid()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def _new_workdir() -> Path:
     """A fresh temp dir named after this process; removes those of dead processes first
     (a SIGKILLed pytest cannot clean up; its components die with it, see above)."""
@@ -89,42 +71,6 @@ def _new_workdir() -> Path:
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(stale, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"dra-cp-{os.getpid()}-"))
-
-
-@dataclass
-class Component:
-    name: str
-    proc: subprocess.Popen[bytes]
-    log: Path
-    args: list[str]
-    _log_fh: IO[bytes]
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self, grace: float = 10.0) -> None:
-        if self.alive():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(grace)
-        # The group may hold children even after the leader exited.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(5)
-        self._log_fh.close()
-
-
-def tail(path: Path, lines: int = 40) -> str:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 64 * 1024))
-            data = fh.read().decode(errors="replace")
-    except OSError as err:
-        return f"<cannot read {path}: {err}>"
-    return "\n".join(data.splitlines()[-lines:])
 
 
 @dataclass
@@ -357,7 +303,7 @@ class ControlPlane:
             stdout=fh,
             stderr=subprocess.STDOUT,
             cwd=self.workdir,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         self.components[name] = Component(name, proc, log, args, fh)
 

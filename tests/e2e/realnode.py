@@ -26,8 +26,9 @@ from typing import IO, Any
 import yaml
 
 from tests.e2e import hoststate
-from tests.e2e.controlplane import REPO_ROOT, SERVICE_CIDR, Component, ControlPlane, _die_with_parent, free_port, tail
+from tests.e2e.controlplane import REPO_ROOT, SERVICE_CIDR, ControlPlane
 from tests.e2e.kubeapi import KubeClient, api_path, wait_for, wait_for_object
+from tests.e2e.processes import Component, die_with_parent, free_port, tail
 
 BUILD_SCRIPT = REPO_ROOT / "hack" / "real-node.sh"
 DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")  # hard-coded in the kubelet
@@ -160,7 +161,7 @@ class RealNode:
         log = self.log_dir / f"{name}.log"
         fh = log.open("ab")
         proc = subprocess.Popen([str(self.parts / name), *args], stdin=subprocess.DEVNULL, stdout=fh,
-                                stderr=subprocess.STDOUT, cwd=self.workdir, env=env, preexec_fn=_die_with_parent)
+                                stderr=subprocess.STDOUT, cwd=self.workdir, env=env, preexec_fn=die_with_parent)
         self.components[name] = Component(name, proc, log, args, fh)
 
     def _start_containerd(self, deadline: float) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.e2e.controlplane import _die_with_parent, free_port, tail
+from tests.e2e.processes import die_with_parent, free_port, tail
 from tests.e2e.realnode import SUBNET, RealNode
 
 
@@ -64,7 +64,7 @@ class ServiceProxy:
         fh = self.log.open("ab")
         self.proc = subprocess.Popen([str(exe), f"--config={w / 'kube-proxy.yaml'}", "--v=1"],
                                      stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                     cwd=w, preexec_fn=_die_with_parent)
+                                     cwd=w, preexec_fn=die_with_parent)
         fh.close()
         deadline = time.monotonic() + timeout
         while not self._synced():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from dra_bridge.webhook.access import API_CALLS
 from dra_bridge.webhook.certs import write_certs
 from tests.e2e.controlplane import REPO_ROOT, ControlPlane
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, create_namespace, wait_for
+from tests.e2e.processes import free_port
 
 V1 = "resource.k8s.io/v1"
 DRIVER = "dra-bridge.io"
@@ -37,12 +37,6 @@ DS_LABEL = "dra-bridge-e2e/daemonset"
 A100_PRODUCT = "NVIDIA A100-SXM4-40GB"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 LEASE_NAMESPACE = "dra-bridge"  # the webhook's --namespace default: its reconciler's Lease
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
