@@ -46,12 +46,29 @@ def cluster(count: int) -> tuple[list[ClusterNode], list[tuple[str, dict[str, An
     nodes, slices = [], []
     for n in range(count):
         name, model = f"node-{n:05d}", MODELS[n % len(MODELS)]
-        devices = [{"name": f"gpu-{i}", "attributes": {
-            "productName": {"string": model}, "uuid": {"string": f"GPU-{n:05d}-{i}"}, "index": {"int": i}}}
-            for i in range(8)]
+        devices = [
+            {
+                "name": f"gpu-{i}",
+                "attributes": {
+                    "productName": {"string": model},
+                    "uuid": {"string": f"GPU-{n:05d}-{i}"},
+                    "index": {"int": i},
+                },
+            }
+            for i in range(8)
+        ]
         nodes.append(ClusterNode(name, {"nvidia.com/gpu.product": model}, allocatable={"nvidia.com/gpu": 8}))
-        slices.append((name, {"driver": DRIVER, "nodeName": name, "devices": devices,
-                              "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}}))
+        slices.append(
+            (
+                name,
+                {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "devices": devices,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                },
+            )
+        )
     return nodes, slices
 
 
@@ -64,13 +81,35 @@ def workloads(pods: int, seed: int = 12) -> list[WorkloadDemand]:
         size = rng.choice(SIZES)
         model = rng.choice(MODELS) if rng.random() < 0.9 else "MI300X"
         selector = f'device.attributes["{DRIVER}"].productName == "{model}"'
-        spec = {"devices": {"requests": [{"name": "gpu", "exactly": {
-            "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": size,
-            "selectors": [{"cel": {"expression": selector}}]}}], "constraints": [], "config": []}}
+        spec = {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": "gpu",
+                            "allocationMode": "ExactCount",
+                            "count": size,
+                            "selectors": [{"cel": {"expression": selector}}],
+                        },
+                    }
+                ],
+                "constraints": [],
+                "config": [],
+            }
+        }
         name = f"train-{len(out):05d}"
         constraints = NodeConstraints(node_selector={"nvidia.com/gpu.product": model})
-        members = tuple(PodDemand(f"{name}-{r}", (ClaimDemand(f"{name}-{r}-gpu", spec),), {"nvidia.com/gpu": size},
-                                  NodeConstraints(), constraints) for r in range(replicas))
+        members = tuple(
+            PodDemand(
+                f"{name}-{r}",
+                (ClaimDemand(f"{name}-{r}-gpu", spec),),
+                {"nvidia.com/gpu": size},
+                NodeConstraints(),
+                constraints,
+            )
+            for r in range(replicas)
+        )
         out.append(WorkloadDemand("ml", name, "Deployment", members))
         made += replicas
     return out
@@ -101,8 +140,10 @@ def main() -> int:
             for pod in workload.pods:
                 legacy.place(pod.legacy_requests, pod.legacy)
         legacy_s = min(legacy_s, time.process_time() - start)
-    print(f"capacity check: {args.pods} pods ({len(demand)} workloads) on {args.nodes} nodes x 8 GPUs: "
-          f"{check_s:.2f} s CPU, {args.pods / check_s:.0f} pods/s; {fits} fit under DRA, {legacy_fits} under legacy")
+    print(
+        f"capacity check: {args.pods} pods ({len(demand)} workloads) on {args.nodes} nodes x 8 GPUs: "
+        f"{check_s:.2f} s CPU, {args.pods / check_s:.0f} pods/s; {fits} fit under DRA, {legacy_fits} under legacy"
+    )
     print(f"legacy model alone: {legacy_s:.2f} s CPU; ratio check/legacy {check_s / max(legacy_s, 1e-9):.1f}")
     return 0
 

@@ -36,9 +36,14 @@ def corpus(n: int) -> str:
             if doc and doc["kind"] == "Pod":
                 templates.append(doc)
             elif doc and doc["kind"] in ("Deployment", "Job", "StatefulSet"):
-                templates.append({"apiVersion": "v1", "kind": "Pod",
-                                  "metadata": {"name": doc["metadata"]["name"], "namespace": "team-a"},
-                                  "spec": doc["spec"]["template"]["spec"]})
+                templates.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": {"name": doc["metadata"]["name"], "namespace": "team-a"},
+                        "spec": doc["spec"]["template"]["spec"],
+                    }
+                )
     pods = []
     for i in range(n):
         pod = dict(templates[i % len(templates)])
@@ -53,8 +58,12 @@ SMOKE_PODS = 500
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("n", type=int, nargs="?", help="pods to convert (default 10,000; 500 with --smoke)")
-    parser.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1",
-                        help=f"a short run ({SMOKE_PODS} pods) that CI uses to keep the script working")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        default=os.environ.get("DRA_BENCH_SMOKE") == "1",
+        help=f"a short run ({SMOKE_PODS} pods) that CI uses to keep the script working",
+    )
     args = parser.parse_args()
     n = args.n or (SMOKE_PODS if args.smoke else 10_000)
     text = corpus(n)

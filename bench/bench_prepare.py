@@ -64,14 +64,32 @@ def claims_for(case: int, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
     """Allocated ResourceClaims (name, uid, results) for one case: disjoint GPUs per claim."""
     out, first = [], 0
     for k, size in enumerate(sizes):
-        results = [{"request": "gpu", "driver": DRIVER, "pool": NODE, "device": f"gpu-{first + i}"}
-                   for i in range(size)]
+        results = [
+            {"request": "gpu", "driver": DRIVER, "pool": NODE, "device": f"gpu-{first + i}"} for i in range(size)
+        ]
         first += size
-        out.append({"apiVersion": VERSION, "kind": "ResourceClaim",
-                    "metadata": {"name": f"case{case}-claim{k}", "namespace": NAMESPACE, "uid": str(uuid.uuid4())},
-                    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                        "deviceClassName": "gpu.dra-bridge.io", "allocationMode": "ExactCount", "count": size}}]}},
-                    "status": {"allocation": {"devices": {"results": results}}}})
+        out.append(
+            {
+                "apiVersion": VERSION,
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"case{case}-claim{k}", "namespace": NAMESPACE, "uid": str(uuid.uuid4())},
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "gpu",
+                                "exactly": {
+                                    "deviceClassName": "gpu.dra-bridge.io",
+                                    "allocationMode": "ExactCount",
+                                    "count": size,
+                                },
+                            }
+                        ]
+                    }
+                },
+                "status": {"allocation": {"devices": {"results": results}}},
+            }
+        )
     return out
 
 
@@ -79,8 +97,12 @@ def toolkit_spec(cdi_dir: Path) -> None:
     """The NVIDIA container toolkit's spec naming every GPU (Prepare checks that they resolve)."""
     lines = ["cdiVersion: 0.5.0", "kind: nvidia.com/gpu", "devices:"]
     for i, (_, device_id) in enumerate(INVENTORY.values()):
-        lines += [f"  - name: {device_id}", "    containerEdits:", "      deviceNodes:",
-                  f"        - path: /dev/nvidia{i}"]
+        lines += [
+            f"  - name: {device_id}",
+            "    containerEdits:",
+            "      deviceNodes:",
+            f"        - path: /dev/nvidia{i}",
+        ]
     (cdi_dir / "nvidia.yaml").write_text("\n".join(lines) + "\n")
 
 
@@ -90,8 +112,9 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return cuts[49] * 1e3, cuts[98] * 1e3
 
 
-async def timed(call: Callable[[], Awaitable[Any]], iterations: int,
-                after: Callable[[], Awaitable[Any]] | None = None) -> list[float]:
+async def timed(
+    call: Callable[[], Awaitable[Any]], iterations: int, after: Callable[[], Awaitable[Any]] | None = None
+) -> list[float]:
     """Seconds per ``call()`` over ``iterations`` (after 3 untimed warm-up rounds); ``after`` untimed."""
     samples = []
     for i in range(iterations + 3):
@@ -109,8 +132,9 @@ async def v1() -> str:
     return VERSION
 
 
-async def measure(api: KubeApi, claims: dict[str, list[dict[str, Any]]], root: Path,
-                  iterations: int) -> tuple[tuple[float, float], dict[str, tuple[float, float]]]:
+async def measure(
+    api: KubeApi, claims: dict[str, list[dict[str, Any]]], root: Path, iterations: int
+) -> tuple[tuple[float, float], dict[str, tuple[float, float]]]:
     """The baseline's and every case's (p50, p99) against one plugin reading claims from ``api``."""
     paths = PluginPaths.under(root / "kubelet", root / "state", (root / "etc-cdi", root / "run-cdi"), DRIVER)
     for d in paths.cdi_dirs:
@@ -124,8 +148,10 @@ async def measure(api: KubeApi, claims: dict[str, list[dict[str, Any]]], root: P
         baseline = percentiles(await timed(lambda: stub.NodePrepareResources(empty, timeout=10), iterations))
         results = {}
         for name, objs in claims.items():
-            refs = [dra_v1_pb2.Claim(namespace=NAMESPACE, name=c["metadata"]["name"], uid=c["metadata"]["uid"])
-                    for c in objs]
+            refs = [
+                dra_v1_pb2.Claim(namespace=NAMESPACE, name=c["metadata"]["name"], uid=c["metadata"]["uid"])
+                for c in objs
+            ]
             prepare = dra_v1_pb2.NodePrepareResourcesRequest(claims=refs)
             unprepare = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=refs)
 
@@ -198,8 +224,7 @@ async def with_api(cp: Any, iterations: int, root: Path) -> tuple[tuple[float, f
             body["metadata"] = {"name": c["metadata"]["name"], "namespace": NAMESPACE}
             created = kube.create(api_path(VERSION, "resourceclaims", NAMESPACE), body)
             created["status"] = c["status"]
-            stored = kube.replace_status(api_path(VERSION, "resourceclaims", NAMESPACE, c["metadata"]["name"]),
-                                         created)
+            stored = kube.replace_status(api_path(VERSION, "resourceclaims", NAMESPACE, c["metadata"]["name"]), created)
             c["metadata"]["uid"] = stored["metadata"]["uid"]
     client = await connect(cp.kubeconfig)
     try:
@@ -211,21 +236,26 @@ async def with_api(cp: Any, iterations: int, root: Path) -> tuple[tuple[float, f
 def report(title: str, baseline: tuple[float, float], results: dict[str, tuple[float, float]]) -> None:
     print(f"{title}: baseline (empty NodePrepareResources) p50 {baseline[0]:.2f} ms, p99 {baseline[1]:.2f} ms")
     for name, (p50, p99) in results.items():
-        print(f"  {name:<22} p50 {p50:7.2f} ms ({p50 / baseline[0]:5.1f}x)  p99 {p99:7.2f} ms "
-              f"({p99 / baseline[1]:5.1f}x)")
+        print(
+            f"  {name:<22} p50 {p50:7.2f} ms ({p50 / baseline[0]:5.1f}x)  p99 {p99:7.2f} ms ({p99 / baseline[1]:5.1f}x)"
+        )
 
 
 async def main_async(args: argparse.Namespace) -> int:
     root = Path(tempfile.mkdtemp(prefix="bprep-", dir="/tmp"))  # short: unix socket paths
     cp: Any = None
     try:
-        print(f"iterations per case: {args.iterations}{' (smoke mode)' if args.smoke else ''}; "
-              "each a Prepare (timed) and an Unprepare (untimed) over the plugin's unix socket")
+        print(
+            f"iterations per case: {args.iterations}{' (smoke mode)' if args.smoke else ''}; "
+            "each a Prepare (timed) and an Unprepare (untimed) over the plugin's unix socket"
+        )
         baseline, results = await without_api(args.iterations, root / "fake")
         report("API read excluded (FakeKube)", baseline, results)
         if args.smoke:
-            print("API read included: skipped in smoke mode (starting the control plane takes longer "
-                  "than the whole smoke run; a full run measures it)")
+            print(
+                "API read included: skipped in smoke mode (starting the control plane takes longer "
+                "than the whole smoke run; a full run measures it)"
+            )
         elif args.no_api:
             print("API read included: skipped (--no-api)")
         else:
@@ -238,9 +268,11 @@ async def main_async(args: argparse.Namespace) -> int:
                 report(f"API read included (kube-apiserver {cp.version} on loopback)", baseline, api_results)
         p99 = results[TARGET_CASE][1]
         met = p99 <= TARGET_P99_MS
-        print(f"target: p99 <= {TARGET_P99_MS:.0f} ms for {TARGET_CASE} without the API read: "
-              f"{p99:.2f} ms, {'met' if met else 'MISSED'}"
-              f"{' (smoke mode: reported, not enforced)' if args.smoke else ''}")
+        print(
+            f"target: p99 <= {TARGET_P99_MS:.0f} ms for {TARGET_CASE} without the API read: "
+            f"{p99:.2f} ms, {'met' if met else 'MISSED'}"
+            f"{' (smoke mode: reported, not enforced)' if args.smoke else ''}"
+        )
         return 0 if met or args.smoke else 1
     finally:
         if cp is not None:
@@ -252,8 +284,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--iterations", type=int, help="timed prepares per case (default 300; 20 with --smoke)")
     parser.add_argument("--no-api", action="store_true", help="skip the cases against a real kube-apiserver")
-    parser.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1",
-                        help="a short run that CI uses to keep the script working")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        default=os.environ.get("DRA_BENCH_SMOKE") == "1",
+        help="a short run that CI uses to keep the script working",
+    )
     args = parser.parse_args()
     args.iterations = args.iterations or (SMOKE_ITERATIONS if args.smoke else 300)
     sys.exit(asyncio.run(main_async(args)))

@@ -32,18 +32,40 @@ def objects(workloads: int, nodes: int) -> list[tuple[str, Any]]:
     """Deterministic nodes and Deployments."""
     out: list[tuple[str, Any]] = []
     for n in range(nodes):
-        out.append(("bench", {"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": f"node-{n:05d}", "labels": {"nvidia.com/gpu.product": PRODUCTS[n % 2]}},
-            "status": {"allocatable": {"nvidia.com/gpu": "8"}}}))
+        out.append(
+            (
+                "bench",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": f"node-{n:05d}", "labels": {"nvidia.com/gpu.product": PRODUCTS[n % 2]}},
+                    "status": {"allocatable": {"nvidia.com/gpu": "8"}},
+                },
+            )
+        )
     for w in range(workloads):
-        spec: dict[str, Any] = {"containers": [{"name": "c", "image": "cuda", "resources": {
-            "limits": {"nvidia.com/gpu": str((1, 2, 4, 8)[w % 4])}}}]}
+        spec: dict[str, Any] = {
+            "containers": [
+                {"name": "c", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": str((1, 2, 4, 8)[w % 4])}}}
+            ]
+        }
         if w % 4 == 1:
             spec["nodeSelector"] = {"nvidia.com/gpu.product": PRODUCTS[w % 2]}
-        out.append(("bench", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
-            "name": f"w-{w:05d}", "namespace": f"ns-{w % 20}"}, "spec": {
-            "replicas": 1 + w % 4, "selector": {"matchLabels": {"app": f"w-{w}"}},
-            "template": {"metadata": {"labels": {"app": f"w-{w}"}}, "spec": spec}}}))
+        out.append(
+            (
+                "bench",
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": f"w-{w:05d}", "namespace": f"ns-{w % 20}"},
+                    "spec": {
+                        "replicas": 1 + w % 4,
+                        "selector": {"matchLabels": {"app": f"w-{w}"}},
+                        "template": {"metadata": {"labels": {"app": f"w-{w}"}}, "spec": spec},
+                    },
+                },
+            )
+        )
     return out
 
 
@@ -51,8 +73,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--workloads", type=int, help="Deployments (default 2000; 100 with --smoke)")
     parser.add_argument("--nodes", type=int, help="nodes of 8 GPUs (default 2500; 120 with --smoke)")
-    parser.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1",
-                        help="a short run that CI uses to keep the script working")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        default=os.environ.get("DRA_BENCH_SMOKE") == "1",
+        help="a short run that CI uses to keep the script working",
+    )
     args = parser.parse_args()
     workloads = args.workloads or (100 if args.smoke else 2000)
     nodes = args.nodes or (120 if args.smoke else 2500)
@@ -73,13 +99,18 @@ def main() -> None:
     report_capacity(again, catalog, {})
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    print(f"workloads={workloads} pods={t['pods']} nodes={nodes} devices={nodes * 8}"
-          f"{' (smoke mode)' if args.smoke else ''}; {t['fit']} fit, {t['unschedulable']} do not")
+    print(
+        f"workloads={workloads} pods={t['pods']} nodes={nodes} devices={nodes * 8}"
+        f"{' (smoke mode)' if args.smoke else ''}; {t['fit']} fit, {t['unschedulable']} do not"
+    )
     print(f"baseline build_report (--no-capacity): {min(baseline, built):.2f} s")
-    print(f"build_report + report_capacity: {total:.2f} s; capacity check {total - built:.2f} s, "
-          f"{t['pods'] / max(total - built, 1e-9):.0f} pods/s")
-    print(f"ratio with/without capacity: {total / min(baseline, built):.1f}x; "
-          f"peak traced memory {peak / 2**20:.0f} MiB")
+    print(
+        f"build_report + report_capacity: {total:.2f} s; capacity check {total - built:.2f} s, "
+        f"{t['pods'] / max(total - built, 1e-9):.0f} pods/s"
+    )
+    print(
+        f"ratio with/without capacity: {total / min(baseline, built):.1f}x; peak traced memory {peak / 2**20:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -72,13 +72,32 @@ def cluster(nodes: int) -> tuple[list[Node], list[tuple[str, dict[str, Any]]]]:
     for n in range(nodes):
         name = f"node-{n:05d}"
         model = MODELS[n % len(MODELS)]
-        devices = [{"name": f"gpu-{i}", "attributes": {
-            "productName": {"string": model}, "uuid": {"string": f"GPU-{n:05d}-{i}"}, "index": {"int": i},
-            "numa": {"int": i // 4}, "driverVersion": {"version": "580.65.6"}},
-            "capacity": {"memory": {"value": "80Gi"}}} for i in range(8)]
+        devices = [
+            {
+                "name": f"gpu-{i}",
+                "attributes": {
+                    "productName": {"string": model},
+                    "uuid": {"string": f"GPU-{n:05d}-{i}"},
+                    "index": {"int": i},
+                    "numa": {"int": i // 4},
+                    "driverVersion": {"version": "580.65.6"},
+                },
+                "capacity": {"memory": {"value": "80Gi"}},
+            }
+            for i in range(8)
+        ]
         out_nodes.append(Node(name, {"kubernetes.io/hostname": name}))
-        slices.append((name, {"driver": DRIVER, "nodeName": name, "devices": devices,
-                              "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}}))
+        slices.append(
+            (
+                name,
+                {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "devices": devices,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                },
+            )
+        )
     return out_nodes, slices
 
 
@@ -91,8 +110,12 @@ def pods(count: int, selector: str | None, constraint: bool, missing: float, see
         size = rng.choice(SIZES)
         model = "MI300X" if rng.random() < missing else rng.choice(MODELS)
         expression = model_cel(model) if selector == "model" else INDEX_CEL
-        exact: dict[str, Any] = {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": size,
-                                 "selectors": [{"cel": {"expression": expression}}] if selector else []}
+        exact: dict[str, Any] = {
+            "deviceClassName": "gpu",
+            "allocationMode": "ExactCount",
+            "count": size,
+            "selectors": [{"cel": {"expression": expression}}] if selector else [],
+        }
         devices: dict[str, Any] = {"requests": [{"name": "gpu", "exactly": exact}], "constraints": [], "config": []}
         if constraint:
             devices["constraints"] = [{"matchAttribute": f"{DRIVER}/productName"}]
@@ -137,11 +160,14 @@ def naive(nodes: list[Node], slices: Sequence[Any], workload: list[Any], cumulat
         exact = claims[0][1]["devices"]["requests"][0]["exactly"]
         expressions = [CLASS_CEL] + [s["cel"]["expression"] for s in exact["selectors"]]
         for node, (_, spec) in zip(nodes, slices, strict=True):
-            free = [d["name"] for d in spec["devices"] if (node.name, d["name"]) not in used
-                    and evaluate_selectors(expressions, d, DRIVER)]
+            free = [
+                d["name"]
+                for d in spec["devices"]
+                if (node.name, d["name"]) not in used and evaluate_selectors(expressions, d, DRIVER)
+            ]
             if len(free) >= exact["count"]:
                 if cumulative:
-                    used.update((node.name, name) for name in free[:exact["count"]])
+                    used.update((node.name, name) for name in free[: exact["count"]])
                 fitted += 1
                 break
     return time.process_time() - start, fitted
@@ -149,28 +175,34 @@ def naive(nodes: list[Node], slices: Sequence[Any], workload: list[Any], cumulat
 
 def variants(count: int, missing: float) -> list[list[tuple[str, Any]]]:
     """The same pods with no selector, the ``index`` selector, and that plus matchAttribute."""
-    return [pods(count, selector, constraint, missing) for selector, constraint in
-            ((None, False), ("index", False), ("index", True))]
+    return [
+        pods(count, selector, constraint, missing)
+        for selector, constraint in ((None, False), ("index", False), ("index", True))
+    ]
 
 
-def overheads(nodes: list[Node], slices: Sequence[Any], workloads: list[list[tuple[str, Any]]], cumulative: bool,
-              repeat: int) -> tuple[float, float, float]:
+def overheads(
+    nodes: list[Node], slices: Sequence[Any], workloads: list[list[tuple[str, Any]]], cumulative: bool, repeat: int
+) -> tuple[float, float, float]:
     """(no selector, selector, selector + matchAttribute) CPU seconds for the same placements."""
     runs = [engine(nodes, slices, workload, cumulative, repeat) for workload in workloads]
     assert runs[0].nodes == runs[1].nodes == runs[2].nodes
     return runs[0].seconds, runs[1].seconds, runs[2].seconds
 
 
-def report(name: str, count: int, run: Run, times: tuple[float, float, float],
-           gpus: int) -> tuple[float, float, float]:
+def report(name: str, count: int, run: Run, times: tuple[float, float, float], gpus: int) -> tuple[float, float, float]:
     plain_s, selector_s, matched_s = times
     cel, constraint = 1 - plain_s / selector_s, 1 - selector_s / matched_s
-    print(f"{name}: {count} pods: {run.seconds:.2f} s CPU, {count / run.seconds:.0f} claims/s; {run.fitted} fit "
-          f"({run.fitted / count:.0%}; {run.taken} GPUs asked by those, cluster {gpus}); "
-          f"{run.evaluations} CEL evaluations")
-    print(f"  no selector / CEL selector on every claim / + matchAttribute: {plain_s:.2f} / {selector_s:.2f} / "
-          f"{matched_s:.2f} s: CEL selector overhead {cel:.1%} (target <= 10%), matchAttribute {constraint:.1%} "
-          "(target <= 50%)")
+    print(
+        f"{name}: {count} pods: {run.seconds:.2f} s CPU, {count / run.seconds:.0f} claims/s; {run.fitted} fit "
+        f"({run.fitted / count:.0%}; {run.taken} GPUs asked by those, cluster {gpus}); "
+        f"{run.evaluations} CEL evaluations"
+    )
+    print(
+        f"  no selector / CEL selector on every claim / + matchAttribute: {plain_s:.2f} / {selector_s:.2f} / "
+        f"{matched_s:.2f} s: CEL selector overhead {cel:.1%} (target <= 10%), matchAttribute {constraint:.1%} "
+        "(target <= 50%)"
+    )
     return count / run.seconds, cel, constraint
 
 
@@ -201,25 +233,45 @@ def main() -> int:
     gc.freeze()
     # (a) every pod against the cluster as it is
     run = engine(nodes, slices, per_pod, False, args.repeat)
-    a = report("(a) per pod, the cluster as it is", args.pods, run,
-               overheads(nodes, slices, per_pod_variants, False, args.repeat), gpus)
+    a = report(
+        "(a) per pod, the cluster as it is",
+        args.pods,
+        run,
+        overheads(nodes, slices, per_pod_variants, False, args.repeat),
+        gpus,
+    )
     # (b) cumulative, existing models only
     run_b = engine(nodes, slices, filling_pods, True, args.repeat)
-    b = report("(b) cumulative, the cluster filling up", filling, run_b,
-               overheads(nodes, slices, filling_variants, True, args.repeat), gpus)
+    b = report(
+        "(b) cumulative, the cluster filling up",
+        filling,
+        run_b,
+        overheads(nodes, slices, filling_variants, True, args.repeat),
+        gpus,
+    )
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    naive_s, naive_fitted = naive(nodes, slices, per_pod[:args.naive_pods], False)
-    assert naive_fitted == sum(1 for n in run.nodes[:args.naive_pods] if n is not None)
+    naive_s, naive_fitted = naive(nodes, slices, per_pod[: args.naive_pods], False)
+    assert naive_fitted == sum(1 for n in run.nodes[: args.naive_pods] if n is not None)
     naive_total = naive_s / args.naive_pods * args.pods
-    print(f"naive evaluate-every-device: {naive_s:.2f} s for the first {args.naive_pods} pods of (a), extrapolated "
-          f"{naive_total:.0f} s for {args.pods}; ratio naive/engine {naive_total / run.seconds:.1f}")
+    print(
+        f"naive evaluate-every-device: {naive_s:.2f} s for the first {args.naive_pods} pods of (a), extrapolated "
+        f"{naive_total:.0f} s for {args.pods}; ratio naive/engine {naive_total / run.seconds:.1f}"
+    )
     print(f"peak memory {peak_mib:.0f} MiB; whole run: {time.perf_counter() - wall:.1f} s wall")
-    missed = [what for what, bad in [
-        ("(a) 60 s / 850 claims/s", run.seconds > 60 or a[0] < 850), ("(b) 850 claims/s", b[0] < 850),
-        ("2 GiB", peak_mib > 2048), ("(a) CEL overhead 10%", a[1] > 0.10), ("(b) CEL overhead 10%", b[1] > 0.10),
-        ("(a) matchAttribute overhead 50%", a[2] > 0.50), ("(b) matchAttribute overhead 50%", b[2] > 0.50),
-    ] if bad]
+    missed = [
+        what
+        for what, bad in [
+            ("(a) 60 s / 850 claims/s", run.seconds > 60 or a[0] < 850),
+            ("(b) 850 claims/s", b[0] < 850),
+            ("2 GiB", peak_mib > 2048),
+            ("(a) CEL overhead 10%", a[1] > 0.10),
+            ("(b) CEL overhead 10%", b[1] > 0.10),
+            ("(a) matchAttribute overhead 50%", a[2] > 0.50),
+            ("(b) matchAttribute overhead 50%", b[2] > 0.50),
+        ]
+        if bad
+    ]
     if missed and not args.smoke:
         print(f"targets missed: {', '.join(missed)}", file=sys.stderr)
         return 1

@@ -25,18 +25,32 @@ from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.slices import build_slices
 
 LABELS = {
-    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.family": "hopper",
-    "nvidia.com/gpu.compute.major": "9", "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.memory": "81559",
-    "nvidia.com/cuda.driver-version.full": "580.126.20", "nvidia.com/cuda.runtime-version.full": "13.0",
+    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+    "nvidia.com/gpu.family": "hopper",
+    "nvidia.com/gpu.compute.major": "9",
+    "nvidia.com/gpu.compute.minor": "0",
+    "nvidia.com/gpu.memory": "81559",
+    "nvidia.com/cuda.driver-version.full": "580.126.20",
+    "nvidia.com/cuda.runtime-version.full": "13.0",
 }
 
 
 def inventories(nodes: int, gpus: int) -> list[tuple[str, list[InventoryDevice]]]:
     """Deterministic simulated inventories: node-00000 ... with GPUs on two NUMA nodes."""
-    return [(f"node-{n:05d}", [InventoryDevice(resourceName="nvidia.com/gpu",
-                                               deviceID=f"GPU-{n:08x}-0000-4000-8000-{g:012x}",
-                                               numaNodes=[g * 2 // gpus]) for g in range(gpus)])
-            for n in range(nodes)]
+    return [
+        (
+            f"node-{n:05d}",
+            [
+                InventoryDevice(
+                    resourceName="nvidia.com/gpu",
+                    deviceID=f"GPU-{n:08x}-0000-4000-8000-{g:012x}",
+                    numaNodes=[g * 2 // gpus],
+                )
+                for g in range(gpus)
+            ],
+        )
+        for n in range(nodes)
+    ]
 
 
 def run(nodes: int, gpus: int) -> tuple[float, list[Any]]:
@@ -65,8 +79,12 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, help="simulated nodes (default 1000; 200 with --smoke)")
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--repeat", type=int, help="runs, the best one counts (default 3; 1 with --smoke)")
-    parser.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1",
-                        help="a short run that CI uses to keep the script working")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        default=os.environ.get("DRA_BENCH_SMOKE") == "1",
+        help="a short run that CI uses to keep the script working",
+    )
     args = parser.parse_args()
     args.nodes = args.nodes or (200 if args.smoke else 1000)
     args.repeat = args.repeat or (1 if args.smoke else 3)
@@ -79,10 +97,14 @@ def main() -> None:
         best_dump = min(best_dump, time.perf_counter() - start)
     peak_mem = peak_memory(args.nodes, args.gpus)
     devices = args.nodes * args.gpus
-    print(f"nodes={args.nodes} gpus/node={args.gpus} devices={devices} (best of {args.repeat})"
-          f"{' (smoke mode)' if args.smoke else ''}")
-    print(f"build_slices: {best_build:.3f} s total, {best_build / args.nodes * 1e3:.3f} ms/node, "
-          f"{best_build / devices * 1e6:.1f} us/device")
+    print(
+        f"nodes={args.nodes} gpus/node={args.gpus} devices={devices} (best of {args.repeat})"
+        f"{' (smoke mode)' if args.smoke else ''}"
+    )
+    print(
+        f"build_slices: {best_build:.3f} s total, {best_build / args.nodes * 1e3:.3f} ms/node, "
+        f"{best_build / devices * 1e6:.1f} us/device"
+    )
     print(f"peak traced memory during build (separate run, output kept): {peak_mem / 2**20:.1f} MiB")
     print(f"baseline json.dumps of the same output ({size / 2**20:.1f} MiB of JSON): {best_dump:.3f} s")
     print(f"ratio build/json.dumps: {best_build / best_dump:.1f}x")

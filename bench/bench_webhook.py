@@ -59,32 +59,83 @@ def pod_review(workload: int = 0) -> bytes:
     what the migration changes (request names, conversion annotation)."""
     pod = yaml.safe_load(EXAMPLE.read_text())
     pod["spec"]["containers"][0]["name"] = f"cuda-{workload}"
-    pod["metadata"].update({"uid": str(uuid.uuid4()), "labels": {"app": "cuda", "pod-template-hash": "5d8c7"},
-                            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "cuda-5d8c7",
-                                                 "uid": str(uuid.uuid4()), "controller": True}]})
+    pod["metadata"].update(
+        {
+            "uid": str(uuid.uuid4()),
+            "labels": {"app": "cuda", "pod-template-hash": "5d8c7"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "cuda-5d8c7",
+                    "uid": str(uuid.uuid4()),
+                    "controller": True,
+                }
+            ],
+        }
+    )
     c = pod["spec"]["containers"][0]
-    c.update({"env": [{"name": f"VAR_{i}", "value": "x" * 20} for i in range(12)],
-              "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                                "readOnly": True}],
-              "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-              "imagePullPolicy": "IfNotPresent", "securityContext": {"allowPrivilegeEscalation": False}})
+    c.update(
+        {
+            "env": [{"name": f"VAR_{i}", "value": "x" * 20} for i in range(12)],
+            "volumeMounts": [
+                {
+                    "name": "kube-api-access",
+                    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    "readOnly": True,
+                }
+            ],
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+            "imagePullPolicy": "IfNotPresent",
+            "securityContext": {"allowPrivilegeEscalation": False},
+        }
+    )
     c["resources"]["requests"] = {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": 1}
     c["resources"]["limits"].update({"cpu": "2", "memory": "4Gi"})
-    pod["spec"].update({"dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler", "priority": 0,
-                        "serviceAccountName": "default", "enableServiceLinks": True, "preemptionPolicy": None,
-                        "securityContext": {}, "terminationGracePeriodSeconds": 30,
-                        "volumes": [{"name": "kube-api-access", "projected": {"sources": [
+    pod["spec"].update(
+        {
+            "dnsPolicy": "ClusterFirst",
+            "schedulerName": "default-scheduler",
+            "priority": 0,
+            "serviceAccountName": "default",
+            "enableServiceLinks": True,
+            "preemptionPolicy": None,
+            "securityContext": {},
+            "terminationGracePeriodSeconds": 30,
+            "volumes": [
+                {
+                    "name": "kube-api-access",
+                    "projected": {
+                        "sources": [
                             {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
                             {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                        ]}}]})
+                        ]
+                    },
+                }
+            ],
+        }
+    )
     pod["spec"].pop("preemptionPolicy")
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": str(uuid.uuid4()), "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": "team-a",
-        "operation": "CREATE", "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
-                                            "groups": ["system:serviceaccounts", "system:authenticated"]},
-        "object": pod, "oldObject": None, "dryRun": False,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}}
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "team-a",
+            "operation": "CREATE",
+            "userInfo": {
+                "username": "system:serviceaccount:kube-system:replicaset-controller",
+                "groups": ["system:serviceaccounts", "system:authenticated"],
+            },
+            "object": pod,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }
     return json.dumps(review).encode()
 
 
@@ -100,8 +151,11 @@ def build_app() -> web.Application:
 
     async def noop(request: web.Request) -> web.Response:
         doc = json.loads(await request.read())
-        answer = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                  "response": {"uid": doc["request"]["uid"], "allowed": True}}
+        answer = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {"uid": doc["request"]["uid"], "allowed": True},
+        }
         return web.Response(text=json.dumps(answer), content_type="application/json")
 
     app.router.add_post("/noop", noop)
@@ -137,7 +191,7 @@ def in_process(calls: int, distinct: bool = False) -> list[float]:
             assert status == 200 and "patch" in answer["response"]
         return out
 
-    return asyncio.run(run())[calls // 10:]
+    return asyncio.run(run())[calls // 10 :]
 
 
 def baseline(calls: int) -> list[float]:
@@ -148,10 +202,15 @@ def baseline(calls: int) -> list[float]:
     for _ in range(calls):
         t0 = time.perf_counter()
         request = decode_review(body)
-        json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                    "response": {"uid": request["uid"], "allowed": True}})
+        json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {"uid": request["uid"], "allowed": True},
+            }
+        )
         samples.append(time.perf_counter() - t0)
-    return samples[calls // 10:]
+    return samples[calls // 10 :]
 
 
 def report_in_process(calls: int, rounds: int) -> bool:
@@ -166,23 +225,31 @@ def report_in_process(calls: int, rounds: int) -> bool:
         runs["one"].append(percentiles(in_process(per, False)))
         runs["distinct"].append(percentiles(in_process(per, True)))
     base = [p50 for p50, _ in runs["base"]]
-    print(f"(a) in process, {rounds} interleaved rounds of {per} calls per kind; a round's p50/p99 are over its "
-          "calls, 'best'/'median' are over the rounds")
-    print(f"    baseline (decode the review, encode an answer allowing it unchanged; no plan, no patch): "
-          f"p50 median {statistics.median(base):.3f} ms")
+    print(
+        f"(a) in process, {rounds} interleaved rounds of {per} calls per kind; a round's p50/p99 are over its "
+        "calls, 'best'/'median' are over the rounds"
+    )
+    print(
+        f"    baseline (decode the review, encode an answer allowing it unchanged; no plan, no patch): "
+        f"p50 median {statistics.median(base):.3f} ms"
+    )
     met = True
-    for mode, what in (("one", "pods of one workload (replicas: the patch memo answers after the first)"),
-                       ("distinct", "each pod another workload (plan and diff from scratch)")):
+    for mode, what in (
+        ("one", "pods of one workload (replicas: the patch memo answers after the first)"),
+        ("distinct", "each pod another workload (plan and diff from scratch)"),
+    ):
         p50s = [p50 for p50, _ in runs[mode]]
         p99 = statistics.median(p99 for _, p99 in runs[mode])
         ratio = statistics.median(p / b for p, b in zip(p50s, base, strict=True))
         ok = statistics.median(p50s) <= 0.5 and p99 <= 5
         met = met and ok
         verdict = "met" if ok else "NOT MET"
-        print(f"    enforce, {what}: p50 best {min(p50s):.3f} ms, median {statistics.median(p50s):.3f} ms; "
-              f"p99 median {p99:.3f} ms; {ratio:.1f}x baseline (median of the rounds' ratios); "
-              f"targets p50 0.5 / p99 5 ms on the medians: {verdict} "
-              f"(rounds' p50: {' '.join(f'{p:.3f}' for p in p50s)})")
+        print(
+            f"    enforce, {what}: p50 best {min(p50s):.3f} ms, median {statistics.median(p50s):.3f} ms; "
+            f"p99 median {p99:.3f} ms; {ratio:.1f}x baseline (median of the rounds' ratios); "
+            f"targets p50 0.5 / p99 5 ms on the medians: {verdict} "
+            f"(rounds' p50: {' '.join(f'{p:.3f}' for p in p50s)})"
+        )
     return met
 
 
@@ -210,6 +277,7 @@ async def steady(url: str, ctx: ssl.SSLContext, body: bytes, rate: float, second
     samples: list[float] = []
     errors = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=16)) as s:
+
         async def one() -> None:
             nonlocal errors
             t0 = time.perf_counter()
@@ -233,8 +301,9 @@ async def steady(url: str, ctx: ssl.SSLContext, body: bytes, rate: float, second
     return p50, p99, errors
 
 
-async def saturate(url: str, ctx: ssl.SSLContext, body: bytes, seconds: float, concurrency: int,
-                   distinct: bool = False) -> float:
+async def saturate(
+    url: str, ctx: ssl.SSLContext, body: bytes, seconds: float, concurrency: int, distinct: bool = False
+) -> float:
     """Answers per second at ``concurrency`` requests in flight; ``distinct``: each request
     is the review of another workload (the container renamed per request)."""
     done = 0
@@ -268,14 +337,21 @@ def main() -> int:
     """Run (a), (b) and (c); the exit status is 1 when a target is not met (never in smoke mode)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--calls", type=int, help="in-process calls per mode, over all rounds (default 10000)")
-    p.add_argument("--rounds", type=int,
-                   help="(a) is measured in this many interleaved rounds of baseline, one-workload and "
-                        "distinct-workload calls, so that a noisy neighbour slows all three alike (default 5)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        help="(a) is measured in this many interleaved rounds of baseline, one-workload and "
+        "distinct-workload calls, so that a noisy neighbour slows all three alike (default 5)",
+    )
     p.add_argument("--rate", type=float, help="(b) reviews per second (default 200)")
     p.add_argument("--seconds", type=float, help="(b) and each (c) measurement last this many seconds (default 10)")
     p.add_argument("--concurrency", type=int, help="(c) requests in flight (default 32)")
-    p.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1",
-                   help="a short run (about 5 s) whose missed targets do not change the exit status")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        default=os.environ.get("DRA_BENCH_SMOKE") == "1",
+        help="a short run (about 5 s) whose missed targets do not change the exit status",
+    )
     args = p.parse_args()
     for key, value in (SMOKE if args.smoke else FULL).items():
         if getattr(args, key) is None:
@@ -293,8 +369,9 @@ def main() -> int:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         ready = multiprocessing.Event()
-        server = multiprocessing.Process(target=_serve, args=(str(certs.cert), str(certs.key), port, ready),
-                                         daemon=True)
+        server = multiprocessing.Process(
+            target=_serve, args=(str(certs.cert), str(certs.key), port, ready), daemon=True
+        )
         server.start()
         try:
             assert ready.wait(30), "server did not start"
@@ -303,18 +380,23 @@ def main() -> int:
             body = pod_review()
             noop_body = copy.copy(body)
             p50, p99, errors = asyncio.run(steady(f"{base}/mutate/enforce", ctx, body, args.rate, args.seconds))
-            print(f"(b) TLS keep-alive, steady {args.rate:g}/s for {args.seconds:g}s: p50 {p50:.2f} ms  "
-                  f"p99 {p99:.2f} ms  errors {errors}; target p99 10 ms: "
-                  f"{'met' if p99 <= 10 and not errors else 'NOT MET'}")
+            print(
+                f"(b) TLS keep-alive, steady {args.rate:g}/s for {args.seconds:g}s: p50 {p50:.2f} ms  "
+                f"p99 {p99:.2f} ms  errors {errors}; target p99 10 ms: "
+                f"{'met' if p99 <= 10 and not errors else 'NOT MET'}"
+            )
             met = met and p99 <= 10 and not errors
             enforce = asyncio.run(saturate(f"{base}/mutate/enforce", ctx, body, args.seconds, args.concurrency))
             noop = asyncio.run(saturate(f"{base}/noop", ctx, noop_body, args.seconds, args.concurrency))
-            distinct = asyncio.run(saturate(f"{base}/mutate/enforce", ctx, body, args.seconds, args.concurrency,
-                                            distinct=True))
-            print(f"(c) saturation, 1 server process, concurrency {args.concurrency}: enforce {enforce:.0f}/s "
-                  f"(pods of one workload), {distinct:.0f}/s (each pod another workload); no-op {noop:.0f}/s; "
-                  f"ratio enforce/no-op {enforce / noop:.2f} and {distinct / noop:.2f}; target >= 1000 "
-                  f"enforce/s/core: {'met' if min(enforce, distinct) >= 1000 else 'NOT MET'}")
+            distinct = asyncio.run(
+                saturate(f"{base}/mutate/enforce", ctx, body, args.seconds, args.concurrency, distinct=True)
+            )
+            print(
+                f"(c) saturation, 1 server process, concurrency {args.concurrency}: enforce {enforce:.0f}/s "
+                f"(pods of one workload), {distinct:.0f}/s (each pod another workload); no-op {noop:.0f}/s; "
+                f"ratio enforce/no-op {enforce / noop:.2f} and {distinct / noop:.2f}; target >= 1000 "
+                f"enforce/s/core: {'met' if min(enforce, distinct) >= 1000 else 'NOT MET'}"
+            )
             met = met and min(enforce, distinct) >= 1000
         finally:
             server.terminate()

@@ -82,9 +82,18 @@ class TickReport:
 class Agent:
     """One node's agent. Dependencies are injected so tests drive it tick by tick."""
 
-    def __init__(self, settings: Settings, catalog: Catalog, kubelet: PodResourcesClient, store: InventoryStore,
-                 api: KubeApi, publisher: Publisher, nvml_probe: NvmlProbe | None = None,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        catalog: Catalog,
+        kubelet: PodResourcesClient,
+        store: InventoryStore,
+        api: KubeApi,
+        publisher: Publisher,
+        nvml_probe: NvmlProbe | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
         self.settings, self.catalog, self.kubelet, self.store = settings, catalog, kubelet, store
         self.api, self.publisher, self.nvml_probe = api, publisher, nvml_probe
         self.clock, self.wall = clock, wall
@@ -161,8 +170,9 @@ class Agent:
 
     # -- legacy ---------------------------------------------------------------------------
 
-    def _record(self, offered: list[InventoryDevice] | None, labels: dict[str, str],
-                nvml: dict[str, NvmlFacts] | None) -> None:
+    def _record(
+        self, offered: list[InventoryDevice] | None, labels: dict[str, str], nvml: dict[str, NvmlFacts] | None
+    ) -> None:
         if offered is None or self._state_broken:
             return
         managed = [d for d in offered if (m := self.catalog.lookup(d["resourceName"])) and m.kind != "slicing"]
@@ -171,10 +181,19 @@ class Agent:
         gfd = {k: v for k, v in labels.items() if k.startswith(GFD_PREFIXES)}
         uuids = {d["deviceID"].split("::")[0] for d in managed}
         facts = {u: f for u, f in (nvml or {}).items() if u in uuids}
-        new = Inventory(self.settings.node_name, tuple(managed), gfd or dict(self.recorded.labels), facts, self.wall(),
-                        self.recorded.edits)
-        if (new.devices, new.labels, new.nvml) != (self.recorded.devices, self.recorded.labels, self.recorded.nvml) \
-                and self._save(new):
+        new = Inventory(
+            self.settings.node_name,
+            tuple(managed),
+            gfd or dict(self.recorded.labels),
+            facts,
+            self.wall(),
+            self.recorded.edits,
+        )
+        if (new.devices, new.labels, new.nvml) != (
+            self.recorded.devices,
+            self.recorded.labels,
+            self.recorded.nvml,
+        ) and self._save(new):
             logger.info("recorded inventory: %d device(s) of %s", len(managed), ", ".join(sorted(new.resources())))
 
     def _save(self, new: Inventory) -> bool:
@@ -205,20 +224,34 @@ class Agent:
             self.health.api = str(exc)
             return Decision(False, (Refusal("other-driver", f"cannot list this node's slices: {exc}"),), None), True
         if offered is None or held is None:
-            return Decision(False, (Refusal("devices-held", "the kubelet's PodResources API does not answer"),),
-                            None), True
-        obs = Observation(now=self.clock(), plugin_sockets=self.recorder.present_sockets(),
-                          node_capacity=status.get("capacity") or {}, node_allocatable=status.get("allocatable") or {},
-                          offered=frozenset(d["deviceID"] for d in offered), held=held, other_driver_uuids=others,
-                          published=self._published(), prepared=self._prepared())
-        return evaluate(self.recorded, obs, self.clear_since, self.settings.settle_period,
-                        self.recorder.catalogued_sockets(self.recorded.resources())), False
+            return Decision(
+                False, (Refusal("devices-held", "the kubelet's PodResources API does not answer"),), None
+            ), True
+        obs = Observation(
+            now=self.clock(),
+            plugin_sockets=self.recorder.present_sockets(),
+            node_capacity=status.get("capacity") or {},
+            node_allocatable=status.get("allocatable") or {},
+            offered=frozenset(d["deviceID"] for d in offered),
+            held=held,
+            other_driver_uuids=others,
+            published=self._published(),
+            prepared=self._prepared(),
+        )
+        return evaluate(
+            self.recorded,
+            obs,
+            self.clear_since,
+            self.settings.settle_period,
+            self.recorder.catalogued_sockets(self.recorded.resources()),
+        ), False
 
     def _published(self) -> frozenset[str]:
         """Kubelet device IDs in the publisher's desired slices (empty when it publishes none)."""
         key = self.catalog.bridge_driver + "/deviceID"
-        return frozenset(str(d["attributes"][key]["string"]) for d in self.publisher.desired or []
-                         if key in d.get("attributes", {}))
+        return frozenset(
+            str(d["attributes"][key]["string"]) for d in self.publisher.desired or [] if key in d.get("attributes", {})
+        )
 
     def _prepared(self) -> frozenset[str]:
         """Kubelet device IDs that the DRA plugin's prepared claims hold."""
@@ -293,8 +326,16 @@ class Agent:
         now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC)
         node = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node_name, "uid": self.publisher.owner_uid}
         for kind, reason, message in events:
-            body = event(node, reason=reason, message=message, component=COMPONENT, namespace=EVENT_NAMESPACE,
-                         type=kind, now=now, generate_name=f"{self.settings.node_name}.dra-bridge.")
+            body = event(
+                node,
+                reason=reason,
+                message=message,
+                component=COMPONENT,
+                namespace=EVENT_NAMESPACE,
+                type=kind,
+                now=now,
+                generate_name=f"{self.settings.node_name}.dra-bridge.",
+            )
             try:
                 await post_event(self.api, body)
                 self.node_writes += 1
@@ -318,9 +359,14 @@ class Agent:
             if c.get("type") == CONDITION_TYPE and c.get("message") == message:
                 return
         now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        condition = {"type": CONDITION_TYPE, "status": "True" if self.prepared_claims else "False",
-                     "reason": "ClaimsPrepared" if self.prepared_claims else "NoPreparedClaims",
-                     "message": message, "lastHeartbeatTime": now, "lastTransitionTime": now}
+        condition = {
+            "type": CONDITION_TYPE,
+            "status": "True" if self.prepared_claims else "False",
+            "reason": "ClaimsPrepared" if self.prepared_claims else "NoPreparedClaims",
+            "message": message,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
         try:
             await self.api.patch_status(NODES, self.settings.node_name, {"status": {"conditions": [condition]}})
             self.node_writes += 1
@@ -355,7 +401,7 @@ class Agent:
             else:
                 decision, unknown = await self._decide(node, offered)
                 keep = unknown and report.publishing  # a blip (a restarting kubelet) neither withdraws nor
-                if not keep:                           # restarts the settle period
+                if not keep:  # restarts the settle period
                     self.clear_since = decision.clear_since
                 self._report(decision)
                 report.refusals, report.alarm = decision.refusals, decision.alarm

@@ -39,8 +39,9 @@ def spec_names(doc: Any) -> set[str]:
     not a spec."""
     if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or not isinstance(doc.get("devices"), list):
         return set()
-    return {f"{doc['kind']}={d['name']}" for d in doc["devices"]
-            if isinstance(d, dict) and isinstance(d.get("name"), str)}
+    return {
+        f"{doc['kind']}={d['name']}" for d in doc["devices"] if isinstance(d, dict) and isinstance(d.get("name"), str)
+    }
 
 
 class SpecIndex:

@@ -62,15 +62,26 @@ class Checkpoint:
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON document."""
-        return {"apiVersion": CHECKPOINT_API_VERSION, "kind": "PreparedClaims", "bootID": self.boot_id,
-                "claims": {uid: {"namespace": c.namespace, "name": c.name,
-                                 "devices": [_device_json(d) for d in c.devices]}
-                           for uid, c in sorted(self.claims.items())}}
+        return {
+            "apiVersion": CHECKPOINT_API_VERSION,
+            "kind": "PreparedClaims",
+            "bootID": self.boot_id,
+            "claims": {
+                uid: {"namespace": c.namespace, "name": c.name, "devices": [_device_json(d) for d in c.devices]}
+                for uid, c in sorted(self.claims.items())
+            },
+        }
 
 
 def _device_json(d: PreparedDevice) -> dict[str, Any]:
-    out = {"requestNames": list(d.request_names), "poolName": d.pool_name, "deviceName": d.device_name,
-           "cdiDeviceIDs": list(d.cdi_device_ids), "resourceName": d.resource_name, "deviceID": d.device_id}
+    out = {
+        "requestNames": list(d.request_names),
+        "poolName": d.pool_name,
+        "deviceName": d.device_name,
+        "cdiDeviceIDs": list(d.cdi_device_ids),
+        "resourceName": d.resource_name,
+        "deviceID": d.device_id,
+    }
     return out | ({"edits": d.edits} if d.edits else {})
 
 
@@ -90,10 +101,18 @@ def parse(doc: Any, source: str) -> Checkpoint:
         raise CheckpointError(f"{source}: claims must be an object keyed by claim UID")
     for uid, raw in raw_claims.items():
         try:
-            devices = tuple(PreparedDevice(_strings(d["requestNames"]), str(d["poolName"]), str(d["deviceName"]),
-                                           _strings(d["cdiDeviceIDs"]), str(d.get("resourceName", "")),
-                                           str(d.get("deviceID", "")), str(d.get("edits", "")))
-                            for d in raw["devices"])
+            devices = tuple(
+                PreparedDevice(
+                    _strings(d["requestNames"]),
+                    str(d["poolName"]),
+                    str(d["deviceName"]),
+                    _strings(d["cdiDeviceIDs"]),
+                    str(d.get("resourceName", "")),
+                    str(d.get("deviceID", "")),
+                    str(d.get("edits", "")),
+                )
+                for d in raw["devices"]
+            )
             claims[uid] = PreparedClaim(str(raw["namespace"]), str(raw["name"]), devices)
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"{source}: claims[{uid}] is malformed ({exc!r})") from exc

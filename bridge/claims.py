@@ -96,10 +96,19 @@ class ClaimPreparer:
     version to read claims at; ``accepting()`` says whether new claims may be prepared;
     ``edits`` finds a non-NVIDIA device's edits (default: the shipped catalog's static recipes)."""
 
-    def __init__(self, api: KubeApi, node: str, store: CheckpointStore, cdi_dir: Path, index: SpecIndex,
-                 inventory: Callable[[], Mapping[str, tuple[str, str]]],
-                 claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
-                 driver: str = BRIDGE_DRIVER, edits: EditsLookup | None = None) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        node: str,
+        store: CheckpointStore,
+        cdi_dir: Path,
+        index: SpecIndex,
+        inventory: Callable[[], Mapping[str, tuple[str, str]]],
+        claim_version: Callable[[], Awaitable[str]],
+        accepting: Callable[[], bool] = lambda: True,
+        driver: str = BRIDGE_DRIVER,
+        edits: EditsLookup | None = None,
+    ) -> None:
         self.api, self.node, self.store, self.cdi_dir, self.index = api, node, store, cdi_dir, index
         self.inventory, self.claim_version, self.accepting, self.driver = inventory, claim_version, accepting, driver
         self.edits = edits if edits is not None else lookup(dict, load_catalog())
@@ -162,14 +171,17 @@ class ClaimPreparer:
         missing = sorted(i for i, ok in self.index.resolves(wanted).items() if not ok)
         if missing:
             dirs = ", ".join(map(str, self.index.dirs))
-            raise ClaimError(f"{claim_label(ref.namespace, ref.name, ref.uid)}: the container toolkit's CDI "
-                             f"device(s) {', '.join(missing)} no longer resolve in {dirs}")
+            raise ClaimError(
+                f"{claim_label(ref.namespace, ref.name, ref.uid)}: the container toolkit's CDI "
+                f"device(s) {', '.join(missing)} no longer resolve in {dirs}"
+            )
 
     async def _read(self, ref: ClaimRef) -> Outcome | tuple[ClaimRef, list[PreparedDevice], dict[str, object] | None]:
         label = claim_label(ref.namespace, ref.name, ref.uid)
         if not self.accepting():
-            return Outcome(error=f"{label}: this node is not in DRA mode (dra-bridge.io/mode=dra): "
-                                 "preparing nothing new")
+            return Outcome(
+                error=f"{label}: this node is not in DRA mode (dra-bridge.io/mode=dra): preparing nothing new"
+            )
         try:
             version = await self.claim_version()
             claim = await self.api.get(RESOURCE_CLAIMS.at(version), ref.name, ref.namespace)
@@ -195,9 +207,9 @@ class ClaimPreparer:
                 out[ref.uid] = self._prepare_locked(ref, read.get(ref.uid))
         return out
 
-    def _prepare_locked(self, ref: ClaimRef,
-                        read: Outcome | tuple[ClaimRef, list[PreparedDevice], dict[str, object] | None] | None
-                        ) -> Outcome:
+    def _prepare_locked(
+        self, ref: ClaimRef, read: Outcome | tuple[ClaimRef, list[PreparedDevice], dict[str, object] | None] | None
+    ) -> Outcome:
         label = claim_label(ref.namespace, ref.name, ref.uid)
         try:
             known = self.checkpoint.claims.get(ref.uid)

@@ -35,12 +35,12 @@ logger = logging.getLogger(__name__)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = build_parser(add_version(Parser(prog="dra-bridge", description=__doc__.split("\n\n")[0]),
-                                      "dra-bridge"))
+    parser = build_parser(add_version(Parser(prog="dra-bridge", description=__doc__.split("\n\n")[0]), "dra-bridge"))
     sub = parser.add_subparsers(dest="command")
     build_parser(sub.add_parser("run", help="run the agent (default)"), argparse.SUPPRESS)
-    inv = build_parser(sub.add_parser("inventory", help="print what is recorded and what the kubelet offers now"),
-                       argparse.SUPPRESS)
+    inv = build_parser(
+        sub.add_parser("inventory", help="print what is recorded and what the kubelet offers now"), argparse.SUPPRESS
+    )
     inv.add_argument("--json", action="store_true", help="print the kubelet's AllocatableResourcesResponse as JSON")
     return parser
 
@@ -85,25 +85,43 @@ async def run(settings: Settings) -> int:
     client = await connect(settings.kubeconfig)
     api = ApiServer(client)
     publisher = Publisher(api, settings.node_name, catalog.bridge_driver, settings.resource_api_version)
-    agent = Agent(settings, catalog, PodResourcesClient(socket_path(settings.kubelet_dir)),
-                  InventoryStore(settings.state_dir), api, publisher, nvml_probe=probe)
+    agent = Agent(
+        settings,
+        catalog,
+        PodResourcesClient(socket_path(settings.kubelet_dir)),
+        InventoryStore(settings.state_dir),
+        api,
+        publisher,
+        nvml_probe=probe,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+
     async def claim_version() -> str:
         return await publisher.version()
 
-    agent.plugin = await start_plugin(PluginPaths.from_settings(settings), api,
-                                      settings.node_name, lambda: device_index(agent.recorded, catalog),
-                                      claim_version, accepting=lambda: agent.report.mode == "dra",
-                                      metrics=agent.metrics, edits=lookup(lambda: agent.recorded.edits, catalog),
-                                      nvml_check=check_uuids)
+    agent.plugin = await start_plugin(
+        PluginPaths.from_settings(settings),
+        api,
+        settings.node_name,
+        lambda: device_index(agent.recorded, catalog),
+        claim_version,
+        accepting=lambda: agent.report.mode == "dra",
+        metrics=agent.metrics,
+        edits=lookup(lambda: agent.recorded.edits, catalog),
+        nvml_check=check_uuids,
+    )
     runner = None
     if settings.health_port:
         runner = await serve(agent.health, agent.metrics, settings.health_port, 3 * settings.poll_interval + 30)
-    logger.info("dra-bridge agent for node %s, driver %s, kubelet %s", settings.node_name, catalog.bridge_driver,
-                settings.kubelet_dir)
+    logger.info(
+        "dra-bridge agent for node %s, driver %s, kubelet %s",
+        settings.node_name,
+        catalog.bridge_driver,
+        settings.kubelet_dir,
+    )
     try:
         await agent.run(stop)
     finally:

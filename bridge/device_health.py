@@ -95,5 +95,7 @@ def nvml_uuids(inventory: Mapping[str, tuple[str, str]]) -> list[str]:
 
 def assess(inventory: Mapping[str, tuple[str, str]], pool: str, facts: HealthFacts) -> tuple[DeviceReport, ...]:
     """One report per device of ``inventory``, sorted by device name."""
-    return tuple(DeviceReport(pool, name, *health_of(resource, device_id, facts))
-                 for name, (resource, device_id) in sorted(inventory.items()))
+    return tuple(
+        DeviceReport(pool, name, *health_of(resource, device_id, facts))
+        for name, (resource, device_id) in sorted(inventory.items())
+    )

@@ -72,9 +72,14 @@ class EditsRecorder:
         self.failures.pop(resource, None)
         edits = compose(answers)
         kept = sum(1 for e in edits["devices"].values() if e)
-        logger.info("recorded the Allocate answers of %s from %s: %d of %d device(s) with edits that compose%s",
-                    resource, socket.name, kept, len(ids),
-                    f"; dropped: {'; '.join(edits['dropped'])}" if edits["dropped"] else "")
+        logger.info(
+            "recorded the Allocate answers of %s from %s: %d of %d device(s) with edits that compose%s",
+            resource,
+            socket.name,
+            kept,
+            len(ids),
+            f"; dropped: {'; '.join(edits['dropped'])}" if edits["dropped"] else "",
+        )
         return edits
 
     async def record(self, inventory: Inventory) -> dict[str, ResourceEdits]:
@@ -101,4 +106,3 @@ class EditsRecorder:
         """``inventory`` with its edits recorded again, or None when nothing changed."""
         edits = await self.record(inventory)
         return replace(inventory, edits=edits) if edits != inventory.edits else None
-

@@ -27,27 +27,49 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.publishing = Gauge("dra_bridge_publishing", "1 while the node's inventory is published as ResourceSlices",
-                                registry=self.registry)
-        self.refused = Gauge("dra_bridge_interlock_refused", "1 while this interlock stops publication",
-                             ["interlock"], registry=self.registry)
-        self.recorded = Gauge("dra_bridge_recorded_devices", "devices in the recorded inventory",
-                              registry=self.registry)
-        self.dra_mode = Gauge("dra_bridge_dra_mode", "1 when the Node is labelled dra-bridge.io/mode=dra",
-                              registry=self.registry)
-        self.alarms = Counter("dra_bridge_alarms", "published devices that the kubelet offered again",
-                              registry=self.registry)
-        self.slice_writes = Gauge("dra_bridge_slice_writes", "ResourceSlice API writes so far", ["op"],
-                                  registry=self.registry)
-        self.claim_ops = Counter("dra_bridge_claim_operations", "claims the kubelet asked to prepare or unprepare",
-                                 ["op"], registry=self.registry)
-        self.claim_errors = Counter("dra_bridge_claim_operation_errors", "claims answered with an error",
-                                    ["op"], registry=self.registry)
-        self.claim_seconds = Histogram("dra_bridge_claim_operation_seconds",
-                                       "seconds per NodePrepareResources / NodeUnprepareResources call", ["op"],
-                                       registry=self.registry)
-        self.prepared = Gauge("dra_bridge_prepared_claims", "claims prepared on this node (the checkpoint's count)",
-                              registry=self.registry)
+        self.publishing = Gauge(
+            "dra_bridge_publishing",
+            "1 while the node's inventory is published as ResourceSlices",
+            registry=self.registry,
+        )
+        self.refused = Gauge(
+            "dra_bridge_interlock_refused",
+            "1 while this interlock stops publication",
+            ["interlock"],
+            registry=self.registry,
+        )
+        self.recorded = Gauge(
+            "dra_bridge_recorded_devices", "devices in the recorded inventory", registry=self.registry
+        )
+        self.dra_mode = Gauge(
+            "dra_bridge_dra_mode", "1 when the Node is labelled dra-bridge.io/mode=dra", registry=self.registry
+        )
+        self.alarms = Counter(
+            "dra_bridge_alarms", "published devices that the kubelet offered again", registry=self.registry
+        )
+        self.slice_writes = Gauge(
+            "dra_bridge_slice_writes", "ResourceSlice API writes so far", ["op"], registry=self.registry
+        )
+        self.claim_ops = Counter(
+            "dra_bridge_claim_operations",
+            "claims the kubelet asked to prepare or unprepare",
+            ["op"],
+            registry=self.registry,
+        )
+        self.claim_errors = Counter(
+            "dra_bridge_claim_operation_errors", "claims answered with an error", ["op"], registry=self.registry
+        )
+        self.claim_seconds = Histogram(
+            "dra_bridge_claim_operation_seconds",
+            "seconds per NodePrepareResources / NodeUnprepareResources call",
+            ["op"],
+            registry=self.registry,
+        )
+        self.prepared = Gauge(
+            "dra_bridge_prepared_claims",
+            "claims prepared on this node (the checkpoint's count)",
+            registry=self.registry,
+        )
 
     def text(self) -> bytes:
         """The Prometheus exposition of this registry."""
@@ -83,9 +105,14 @@ class Health:
 
     def detail(self) -> dict[str, Any]:
         """JSON-able detail for the probes and ``dra-bridge inventory``."""
-        return {"ready": self.ready, "kubelet": self.kubelet or "ok", "apiServer": self.api or "ok",
-                "state": self.state or "ok",
-                "draPlugin": self.plugin or "ok", "interlocks": dict(self.interlocks)}
+        return {
+            "ready": self.ready,
+            "kubelet": self.kubelet or "ok",
+            "apiServer": self.api or "ok",
+            "state": self.state or "ok",
+            "draPlugin": self.plugin or "ok",
+            "interlocks": dict(self.interlocks),
+        }
 
 
 async def serve(health: Health, metrics: Metrics, port: int, max_age: float) -> Any:

@@ -59,11 +59,16 @@ class HealthStream(pb2_grpc.DRAResourceHealthServicer):
         stale = now - self.observed_at > self.timeout
         response = pb2.NodeWatchResourcesResponse()
         for r in self.reports:
-            health, text = (UNKNOWN, f"not observed for {now - self.observed_at:.0f}s") if stale else (
-                r.health, r.message)
-            response.devices.add(device=pb2.DeviceIdentifier(pool_name=r.pool, device_name=r.device),
-                                 health=pb2.HealthStatus.Value(health), last_updated_time=int(self.observed_at),
-                                 health_check_timeout_seconds=self.timeout, message=text)
+            health, text = (
+                (UNKNOWN, f"not observed for {now - self.observed_at:.0f}s") if stale else (r.health, r.message)
+            )
+            response.devices.add(
+                device=pb2.DeviceIdentifier(pool_name=r.pool, device_name=r.device),
+                health=pb2.HealthStatus.Value(health),
+                last_updated_time=int(self.observed_at),
+                health_check_timeout_seconds=self.timeout,
+                message=text,
+            )
         return response
 
     async def NodeWatchResources(self, request: Any, context: Any) -> AsyncIterator[pb2.NodeWatchResourcesResponse]:

@@ -42,7 +42,13 @@ from dra_bridge.bridge.state import Inventory
 from dra_bridge.translate.inventory.allocatable import split_replica
 
 INTERLOCKS: tuple[str, ...] = (
-    "inventory", "plugin-socket", "node-capacity", "kubelet-offers", "devices-held", "other-driver", "settle",
+    "inventory",
+    "plugin-socket",
+    "node-capacity",
+    "kubelet-offers",
+    "devices-held",
+    "other-driver",
+    "settle",
 )
 
 
@@ -102,14 +108,16 @@ def _quantity_is_zero(value: str | None) -> bool:
     return value is None or value.strip() in ("", "0")
 
 
-def _clashes(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
-             prepared: frozenset[str]) -> tuple[list[str], list[str]]:
+def _clashes(
+    offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str], prepared: frozenset[str]
+) -> tuple[list[str], list[str]]:
     """(devices offered again, prepared devices held by legacy containers), each sorted."""
     return sorted(offered & (published | prepared)), sorted(d for d in prepared if held.get(d))
 
 
-def alarmed_devices(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
-                    prepared: frozenset[str]) -> dict[str, str]:
+def alarmed_devices(
+    offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str], prepared: frozenset[str]
+) -> dict[str, str]:
     """The devices :func:`alarm` names, each with its reason (device health, bridge.device_health)."""
     again, both = _clashes(offered, held, published, prepared)
     out = dict.fromkeys(again, "the kubelet offers it again (a device plugin serves it)")
@@ -119,8 +127,9 @@ def alarmed_devices(offered: frozenset[str], held: Mapping[str, list[str]], publ
     return out
 
 
-def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str],
-          prepared: frozenset[str]) -> str | None:
+def alarm(
+    offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str], prepared: frozenset[str]
+) -> str | None:
     """Why two allocators may hand out one device, or None: the kubelet offers a device the
     bridge publishes or a prepared claim holds, or a legacy container holds a prepared claim's
     device. Offered devices that neither publishes nor holds are no alarm (labelling the node
@@ -128,17 +137,26 @@ def alarm(offered: frozenset[str], held: Mapping[str, list[str]], published: fro
     problems = []
     again, both = _clashes(offered, held, published, prepared)
     if again:
-        problems.append(f"the kubelet offers device(s) again that the bridge publishes or a prepared claim "
-                        f"holds: {', '.join(again[:5])}")
+        problems.append(
+            f"the kubelet offers device(s) again that the bridge publishes or a prepared claim "
+            f"holds: {', '.join(again[:5])}"
+        )
     if both:
         holders = sorted({h for d in both for h in held[d]})
-        problems.append(f"device(s) of prepared claims assigned to legacy container(s): {', '.join(both[:5])} "
-                        f"({', '.join(holders[:5])})")
+        problems.append(
+            f"device(s) of prepared claims assigned to legacy container(s): {', '.join(both[:5])} "
+            f"({', '.join(holders[:5])})"
+        )
     return "; ".join(problems) or None
 
 
-def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, settle_seconds: float,
-             catalogued_sockets: Mapping[str, str] | None = None) -> Decision:
+def evaluate(
+    recorded: Inventory,
+    obs: Observation,
+    clear_since: float | None,
+    settle_seconds: float,
+    catalogued_sockets: Mapping[str, str] | None = None,
+) -> Decision:
     """Decide whether to publish ``recorded`` given ``obs`` (pure; see the module table).
     ``catalogued_sockets``: resource name -> its plugin's socket file name from the catalog."""
     known = catalogued_sockets or {}
@@ -149,8 +167,11 @@ def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, s
     sockets = sorted(s for s in obs.plugin_sockets if any(socket_serves(r, s, known.get(r, "")) for r in resources))
     if sockets:
         refusals.append(Refusal("plugin-socket", f"device plugin socket(s) still present: {', '.join(sockets)}"))
-    nonzero = [f"{r}={obs.node_capacity.get(r) or obs.node_allocatable.get(r)}" for r in resources
-               if not (_quantity_is_zero(obs.node_capacity.get(r)) and _quantity_is_zero(obs.node_allocatable.get(r)))]
+    nonzero = [
+        f"{r}={obs.node_capacity.get(r) or obs.node_allocatable.get(r)}"
+        for r in resources
+        if not (_quantity_is_zero(obs.node_capacity.get(r)) and _quantity_is_zero(obs.node_allocatable.get(r)))
+    ]
     if nonzero:
         refusals.append(Refusal("node-capacity", f"node still reports device-plugin capacity: {', '.join(nonzero)}"))
     offered = sorted(recorded.device_ids() & obs.offered)
@@ -172,6 +193,7 @@ def evaluate(recorded: Inventory, obs: Observation, clear_since: float | None, s
     since = obs.now if clear_since is None else clear_since
     waited = obs.now - since
     if waited < settle_seconds:
-        return Decision(False, (Refusal("settle", f"interlocks hold for {waited:.0f}s of {settle_seconds:.0f}s"),),
-                        since, raised)
+        return Decision(
+            False, (Refusal("settle", f"interlocks hold for {waited:.0f}s of {settle_seconds:.0f}s"),), since, raised
+        )
     return Decision(True, (), since, raised)

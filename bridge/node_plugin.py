@@ -60,12 +60,18 @@ class PluginPaths:
     """The agent pod's UID (``--pod-uid``): part of both socket names when set (rolling updates)."""
 
     @classmethod
-    def under(cls, kubelet_dir: str | Path, state_dir: str | Path, cdi_dirs: Sequence[str | Path] = CDI_DIRS,
-              driver: str = BRIDGE_DRIVER) -> PluginPaths:
+    def under(
+        cls,
+        kubelet_dir: str | Path,
+        state_dir: str | Path,
+        cdi_dirs: Sequence[str | Path] = CDI_DIRS,
+        driver: str = BRIDGE_DRIVER,
+    ) -> PluginPaths:
         """The kubelet's layout under ``kubelet_dir``."""
         k = Path(kubelet_dir)
-        return cls(k / "plugins_registry", k / "plugins" / driver, tuple(Path(d) for d in cdi_dirs),
-                   Path(state_dir), driver)
+        return cls(
+            k / "plugins_registry", k / "plugins" / driver, tuple(Path(d) for d in cdi_dirs), Path(state_dir), driver
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PluginPaths:
@@ -151,23 +157,41 @@ class Plugin:
         self.paths.dra_socket.unlink(missing_ok=True)
 
 
-async def start_plugin(paths: PluginPaths, api: KubeApi, node: str,
-                       inventory: Callable[[], Mapping[str, tuple[str, str]]],
-                       claim_version: Callable[[], Awaitable[str]], accepting: Callable[[], bool] = lambda: True,
-                       metrics: Metrics | None = None, boot_id: Callable[[], str] = read_boot_id,
-                       edits: EditsLookup | None = None, nvml_check: NvmlCheck | None = None) -> Plugin:
+async def start_plugin(
+    paths: PluginPaths,
+    api: KubeApi,
+    node: str,
+    inventory: Callable[[], Mapping[str, tuple[str, str]]],
+    claim_version: Callable[[], Awaitable[str]],
+    accepting: Callable[[], bool] = lambda: True,
+    metrics: Metrics | None = None,
+    boot_id: Callable[[], str] = read_boot_id,
+    edits: EditsLookup | None = None,
+    nvml_check: NvmlCheck | None = None,
+) -> Plugin:
     """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
     that order). ``edits``: a device's recorded Allocate edits or static recipe
     (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
     :func:`bridge.nvml.check_uuids` where NVML may be present."""
-    preparer = ClaimPreparer(api, node, CheckpointStore(paths.state_dir, boot_id), paths.spec_dir,
-                             SpecIndex(paths.cdi_dirs), inventory, claim_version, accepting, paths.driver, edits)
+    preparer = ClaimPreparer(
+        api,
+        node,
+        CheckpointStore(paths.state_dir, boot_id),
+        paths.spec_dir,
+        SpecIndex(paths.cdi_dirs),
+        inventory,
+        claim_version,
+        accepting,
+        paths.driver,
+        edits,
+    )
     preparer.recover()
     health = HealthStream()
     lock = paths.state_dir / LOCK_FILE if paths.pod_uid else None  # instances overlap only with a pod UID
     dra = await serve_dra(paths.dra_socket, preparer, metrics, health, lock)
-    registration_server, registration = await serve_registration(paths.registration_socket, paths.driver,
-                                                                 paths.dra_socket)
+    registration_server, registration = await serve_registration(
+        paths.registration_socket, paths.driver, paths.dra_socket
+    )
     plugin = Plugin(paths, preparer, registration, [dra, registration_server], health, node, nvml_check)
     plugin.report_health({})
     return plugin

@@ -25,8 +25,17 @@ from dra_bridge.translate.inventory.device_facts import ARCHITECTURES, NvmlFacts
 logger = logging.getLogger(__name__)
 
 #: NVML ``nvmlDeviceGetArchitecture`` codes (nvml.h NVML_DEVICE_ARCH_*).
-_ARCH_CODES = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere",
-               8: "ada-lovelace", 9: "hopper", 10: "blackwell"}
+_ARCH_CODES = {
+    2: "kepler",
+    3: "maxwell",
+    4: "pascal",
+    5: "volta",
+    6: "turing",
+    7: "ampere",
+    8: "ada-lovelace",
+    9: "hopper",
+    10: "blackwell",
+}
 
 
 def _text(value: Any) -> str:
@@ -86,8 +95,7 @@ def check_uuids(uuids: Iterable[str]) -> dict[str, str] | None:
         return out
 
 
-def _collect(nv: Any,
-             topology: Callable[[str], tuple[str | None, int | None]] = pci_topology) -> dict[str, NvmlFacts]:
+def _collect(nv: Any, topology: Callable[[str], tuple[str | None, int | None]] = pci_topology) -> dict[str, NvmlFacts]:
     out: dict[str, NvmlFacts] = {}
     driver = _text(nv.nvmlSystemGetDriverVersion())
     cuda = int(nv.nvmlSystemGetCudaDriverVersion())
@@ -96,11 +104,15 @@ def _collect(nv: Any,
         handle = nv.nvmlDeviceGetHandleByIndex(i)
         uuid = _text(nv.nvmlDeviceGetUUID(handle))
         major, minor = nv.nvmlDeviceGetCudaComputeCapability(handle)
-        facts = NvmlFacts(uuid=uuid, productName=_text(nv.nvmlDeviceGetName(handle)),
-                          cudaComputeCapability=f"{major}.{minor}", driverVersion=driver,
-                          cudaDriverVersion=cuda_text,
-                          memoryBytes=int(nv.nvmlDeviceGetMemoryInfo(handle).total),
-                          pciBusID=_text(nv.nvmlDeviceGetPciInfo(handle).busId).lower()[-12:])
+        facts = NvmlFacts(
+            uuid=uuid,
+            productName=_text(nv.nvmlDeviceGetName(handle)),
+            cudaComputeCapability=f"{major}.{minor}",
+            driverVersion=driver,
+            cudaDriverVersion=cuda_text,
+            memoryBytes=int(nv.nvmlDeviceGetMemoryInfo(handle).total),
+            pciBusID=_text(nv.nvmlDeviceGetPciInfo(handle).busId).lower()[-12:],
+        )
         arch = ARCHITECTURES.get(_ARCH_CODES.get(int(nv.nvmlDeviceGetArchitecture(handle)), ""))
         if arch:
             facts["architecture"] = arch

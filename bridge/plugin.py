@@ -37,8 +37,9 @@ from dra_bridge.bridge.registration import listen
 class DraService:
     """One ``DRAPlugin`` servicer over ``pb2`` (the v1 or v1beta1 messages)."""
 
-    def __init__(self, preparer: ClaimPreparer, pb2: Any, metrics: Metrics | None = None,
-                 lock: Path | None = None) -> None:
+    def __init__(
+        self, preparer: ClaimPreparer, pb2: Any, metrics: Metrics | None = None, lock: Path | None = None
+    ) -> None:
         self.preparer, self.pb2, self.metrics, self.lock = preparer, pb2, metrics, lock
 
     @contextlib.asynccontextmanager
@@ -73,8 +74,12 @@ class DraService:
                 entry.error = outcome.error
                 continue
             for d in outcome.devices:
-                entry.devices.add(request_names=list(d.request_names), pool_name=d.pool_name,
-                                  device_name=d.device_name, cdi_device_ids=list(d.cdi_device_ids))
+                entry.devices.add(
+                    request_names=list(d.request_names),
+                    pool_name=d.pool_name,
+                    device_name=d.device_name,
+                    cdi_device_ids=list(d.cdi_device_ids),
+                )
         self._observe("prepare", start, len(refs), sum(1 for o in outcomes.values() if o.error))
         return response
 
@@ -107,14 +112,20 @@ class DraV1beta1(DraService, dra_v1beta1_pb2_grpc.DRAPluginServicer):
         super().__init__(preparer, dra_v1beta1_pb2, metrics, lock)
 
 
-async def serve_dra(socket: Path, preparer: ClaimPreparer, metrics: Metrics | None = None,
-                    health: HealthStream | None = None, lock: Path | None = None) -> grpc.aio.Server:
+async def serve_dra(
+    socket: Path,
+    preparer: ClaimPreparer,
+    metrics: Metrics | None = None,
+    health: HealthStream | None = None,
+    lock: Path | None = None,
+) -> grpc.aio.Server:
     """Serve both DRA versions on ``socket`` (``<kubelet dir>/plugins/<driver>/dra.sock``), and the
     device health stream (:mod:`bridge.health_stream`) when ``health`` is given. ``lock``: the file
     lock every call holds when several instances share the checkpoint (rolling updates)."""
     services: list[tuple[Any, Any]] = [
         (dra_v1_pb2_grpc.add_DRAPluginServicer_to_server, DraV1(preparer, metrics, lock)),
-        (dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server, DraV1beta1(preparer, metrics, lock))]
+        (dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server, DraV1beta1(preparer, metrics, lock)),
+    ]
     if health is not None:
         services.append((dra_health_v1alpha1_pb2_grpc.add_DRAResourceHealthServicer_to_server, health))
     return await listen(socket, services)

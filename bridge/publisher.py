@@ -74,8 +74,16 @@ def is_subset(want: Any, have: Any) -> bool:
 class Publisher:
     """Publishes the pool ``<node>`` of ``driver``; see the module docstring."""
 
-    def __init__(self, api: KubeApi, node: str, driver: str, api_version: str = "",
-                 sleep: Sleep = asyncio.sleep, backoff_initial: float = 1.0, backoff_max: float = 60.0) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        node: str,
+        driver: str,
+        api_version: str = "",
+        sleep: Sleep = asyncio.sleep,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 60.0,
+    ) -> None:
         self.api = api
         self.node = node
         self.driver = driver
@@ -116,9 +124,15 @@ class Publisher:
 
     def _with_owner(self, internal: dict[str, Any]) -> dict[str, Any]:
         if self.owner_uid:
-            internal["metadata"]["ownerReferences"] = [{
-                "apiVersion": "v1", "kind": "Node", "name": self.node, "uid": self.owner_uid, "controller": True,
-            }]
+            internal["metadata"]["ownerReferences"] = [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "name": self.node,
+                    "uid": self.owner_uid,
+                    "controller": True,
+                }
+            ]
         return internal
 
     async def stored(self) -> list[dict[str, Any]]:
@@ -163,8 +177,14 @@ class Publisher:
                 del body["metadata"]["resourceVersion"]
                 await self.api.create(slices, body)
                 self.stats.creates += 1
-        logger.info("published pool %s of %s: generation %d, %d slice(s), %d device(s)",
-                    self.node, self.driver, generation, len(want), len(self._desired))
+        logger.info(
+            "published pool %s of %s: generation %d, %d slice(s), %d device(s)",
+            self.node,
+            self.driver,
+            generation,
+            len(want),
+            len(self._desired),
+        )
         return True
 
     async def _delete(self, slices: Resource, name: str) -> None:
@@ -179,8 +199,9 @@ class Publisher:
         while not stop.is_set():
             try:
                 delivered = False
-                async for _kind, _obj in self.api.watch(await self._slices(), field_selector=self._selector(),
-                                                        timeout=timeout):
+                async for _kind, _obj in self.api.watch(
+                    await self._slices(), field_selector=self._selector(), timeout=timeout
+                ):
                     self._changed.set()
                     delivered = True
                     backoff.reset()
@@ -189,8 +210,12 @@ class Publisher:
                 if not delivered:  # ended at once: never a tight loop
                     await backoff.wait()
             except Exception as exc:  # KubeError, or anything odd a watch delivers: never end the loop
-                logger.warning("ResourceSlice watch failed, watching again in %.1fs: %s", backoff.delay,
-                               str(exc) or type(exc).__name__, exc_info=not isinstance(exc, KubeError))
+                logger.warning(
+                    "ResourceSlice watch failed, watching again in %.1fs: %s",
+                    backoff.delay,
+                    str(exc) or type(exc).__name__,
+                    exc_info=not isinstance(exc, KubeError),
+                )
                 await backoff.wait()
 
     async def run(self, stop: asyncio.Event, resync: float) -> None:
@@ -205,8 +230,12 @@ class Publisher:
             except Exception as exc:  # KubeError, or an odd slice stored under our selector: retry
                 self.stats.errors += 1
                 self.healthy, self.last_error = False, str(exc) or type(exc).__name__
-                logger.warning("ResourceSlice sync failed, retrying in %.1fs: %s", backoff.delay, self.last_error,
-                               exc_info=not isinstance(exc, KubeError))
+                logger.warning(
+                    "ResourceSlice sync failed, retrying in %.1fs: %s",
+                    backoff.delay,
+                    self.last_error,
+                    exc_info=not isinstance(exc, KubeError),
+                )
                 await backoff.wait()
                 continue
             waiters = [asyncio.ensure_future(self._changed.wait()), asyncio.ensure_future(stop.wait())]

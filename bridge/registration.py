@@ -36,8 +36,9 @@ class Registration(registration_pb2_grpc.RegistrationServicer):
         self.error = ""
 
     async def GetInfo(self, request: Any, context: Any) -> registration_pb2.PluginInfo:
-        return registration_pb2.PluginInfo(type=PLUGIN_TYPE, name=self.driver, endpoint=str(self.endpoint),
-                                           supported_versions=list(SUPPORTED_VERSIONS))
+        return registration_pb2.PluginInfo(
+            type=PLUGIN_TYPE, name=self.driver, endpoint=str(self.endpoint), supported_versions=list(SUPPORTED_VERSIONS)
+        )
 
     async def NotifyRegistrationStatus(self, request: Any, context: Any) -> registration_pb2.RegistrationStatusResponse:
         self.registered, self.error = bool(request.plugin_registered), str(request.error)

@@ -86,25 +86,34 @@ class Settings:
         if self.poll_interval <= 0 or self.settle_period < 0:
             raise SettingsError(f"{twin('poll_interval')} must be > 0 and {twin('settle_period')} >= 0")
         if ":" in self.kubeconfig and not Path(self.kubeconfig).exists():
-            raise SettingsError(f"{twin('kubeconfig')}: one file, not a colon-separated list ({self.kubeconfig!r}); "
-                                "kubectl's KUBECONFIG lists are not read")
+            raise SettingsError(
+                f"{twin('kubeconfig')}: one file, not a colon-separated list ({self.kubeconfig!r}); "
+                "kubectl's KUBECONFIG lists are not read"
+            )
         version = self.resource_api_version
         if version:
             try:
                 version = normalize_api_version(version)
             except ApiVersionError:
-                raise SettingsError(f"{twin('resource_api_version')} must be v1, v1beta2 or v1beta1 "
-                                    f"(resource.k8s.io/ prefix optional), got {self.resource_api_version!r}") from None
+                raise SettingsError(
+                    f"{twin('resource_api_version')} must be v1, v1beta2 or v1beta1 "
+                    f"(resource.k8s.io/ prefix optional), got {self.resource_api_version!r}"
+                ) from None
         if not 0 <= self.health_port <= 65535:
-            raise SettingsError(f"{twin('health_port')} must be a port number (1-65535) or 0 for none, "
-                                f"got {self.health_port}")
+            raise SettingsError(
+                f"{twin('health_port')} must be a port number (1-65535) or 0 for none, got {self.health_port}"
+            )
         dirs = self.cdi_dirs
         if not all(d.startswith("/") for d in dirs) or len(set(dirs)) != len(dirs):
-            raise SettingsError(f"{twin('cdi_dir')} must list absolute directories, comma separated and each once "
-                                f"(the container runtime's CDI spec directories), got {self.cdi_dir!r}")
+            raise SettingsError(
+                f"{twin('cdi_dir')} must list absolute directories, comma separated and each once "
+                f"(the container runtime's CDI spec directories), got {self.cdi_dir!r}"
+            )
         if self.pod_uid and not POD_UID.fullmatch(self.pod_uid):
-            raise SettingsError(f"{twin('pod_uid')} must be the pod's UID (lower-case letters, digits and '-', at "
-                                f"most 63; the downward API's metadata.uid), got {self.pod_uid!r}")
+            raise SettingsError(
+                f"{twin('pod_uid')} must be the pod's UID (lower-case letters, digits and '-', at "
+                f"most 63; the downward API's metadata.uid), got {self.pod_uid!r}"
+            )
         if self.log_level.upper() not in LOG_LEVELS:
             raise SettingsError(f"{twin('log_level')} must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
         return replace(self, resource_api_version=version)
@@ -133,8 +142,9 @@ class Settings:
             for source, value in given:
                 if value != harmless:
                     raise SettingsError(f"{source} was removed: {why}")
-                logger.warning("%s was removed and is ignored (its value %s is the only one there is); unset it",
-                               source, value)
+                logger.warning(
+                    "%s was removed and is ignored (its value %s is the only one there is); unset it", source, value
+                )
         values: dict[str, Any] = {}
         for name, raw in FLAGS.values(args, env).items():
             try:
@@ -149,29 +159,49 @@ def _flag(name: str, help_text: str, metavar: str | None = None) -> Flag:
     return Flag(name, help_text, repr(default), metavar, type(default))
 
 
-FLAGS = FlagTable(BRIDGE_PREFIX, (
-    _flag("node_name", "Name of the Node this agent serves (in a DaemonSet, from the downward API). "
-                       "Required for run."),
-    _flag("kubelet_dir", "The kubelet root directory: holds pod-resources/ and device-plugins/.", "DIR"),
-    _flag("state_dir", "Directory of the node-local inventory state; must survive restarts and reboots.", "DIR"),
-    _flag("catalog", "Optional user catalog file extending the shipped one; empty for none.", "FILE"),
-    _flag("poll_interval", "Seconds between inventory polls and slice resyncs.", "SECONDS"),
-    _flag("settle_period", "Seconds every interlock must hold before publishing starts.", "SECONDS"),
-    _flag("kubeconfig", "Kubeconfig file (one file, not a colon-separated list); empty means the in-cluster "
-                        "service account.", "FILE"),
-    _flag("resource_api_version", "Force a resource.k8s.io version: v1, v1beta2 or v1beta1, with or without the "
-                                  "resource.k8s.io/ prefix; empty means discovery picks the newest served."),
-    _flag("health_port", "Port of the readiness/liveness and Prometheus endpoints, 1-65535; 0 disables them.",
-          "PORT"),
-    _flag("log_level", "Log level: DEBUG, INFO, WARNING or ERROR, in any case. Logs go to stderr.", "LEVEL"),
-    _flag("pod_uid", "This agent pod's UID (downward API metadata.uid). When set, the DRA plugin's registration "
-                     "and service sockets are named with it, so that two agents of a node can overlap during a "
-                     "DaemonSet rolling update with maxSurge (kubelets 1.33+); empty keeps the fixed names.", "UID"),
-    _flag("cdi_dir", "The container runtime's CDI spec directories (containerd's cdi_spec_dirs), comma separated, "
-                     "in increasing priority: the container toolkit's spec is looked up in all of them, our "
-                     "per-claim specs are written to the last (a tmpfs such as /var/run/cdi is fine: they are "
-                     "rewritten from the checkpoint after a reboot).", "DIR[,DIR...]"),
-), legacy=frozenset(f.name for f in fields(Settings)) - {"cdi_dir", "pod_uid"})
+FLAGS = FlagTable(
+    BRIDGE_PREFIX,
+    (
+        _flag(
+            "node_name", "Name of the Node this agent serves (in a DaemonSet, from the downward API). Required for run."
+        ),
+        _flag("kubelet_dir", "The kubelet root directory: holds pod-resources/ and device-plugins/.", "DIR"),
+        _flag("state_dir", "Directory of the node-local inventory state; must survive restarts and reboots.", "DIR"),
+        _flag("catalog", "Optional user catalog file extending the shipped one; empty for none.", "FILE"),
+        _flag("poll_interval", "Seconds between inventory polls and slice resyncs.", "SECONDS"),
+        _flag("settle_period", "Seconds every interlock must hold before publishing starts.", "SECONDS"),
+        _flag(
+            "kubeconfig",
+            "Kubeconfig file (one file, not a colon-separated list); empty means the in-cluster service account.",
+            "FILE",
+        ),
+        _flag(
+            "resource_api_version",
+            "Force a resource.k8s.io version: v1, v1beta2 or v1beta1, with or without the "
+            "resource.k8s.io/ prefix; empty means discovery picks the newest served.",
+        ),
+        _flag(
+            "health_port", "Port of the readiness/liveness and Prometheus endpoints, 1-65535; 0 disables them.", "PORT"
+        ),
+        _flag("log_level", "Log level: DEBUG, INFO, WARNING or ERROR, in any case. Logs go to stderr.", "LEVEL"),
+        _flag(
+            "pod_uid",
+            "This agent pod's UID (downward API metadata.uid). When set, the DRA plugin's registration "
+            "and service sockets are named with it, so that two agents of a node can overlap during a "
+            "DaemonSet rolling update with maxSurge (kubelets 1.33+); empty keeps the fixed names.",
+            "UID",
+        ),
+        _flag(
+            "cdi_dir",
+            "The container runtime's CDI spec directories (containerd's cdi_spec_dirs), comma separated, "
+            "in increasing priority: the container toolkit's spec is looked up in all of them, our "
+            "per-claim specs are written to the last (a tmpfs such as /var/run/cdi is fine: they are "
+            "rewritten from the checkpoint after a reboot).",
+            "DIR[,DIR...]",
+        ),
+    ),
+    legacy=frozenset(f.name for f in fields(Settings)) - {"cdi_dir", "pod_uid"},
+)
 """The agent's flags, their ``DRA_BRIDGE_`` twins and the deprecated unprefixed names (kube.flags)."""
 
 
@@ -179,9 +209,12 @@ FLAGS = FlagTable(BRIDGE_PREFIX, (
 #: one is still given (as a flag, its ``DRA_BRIDGE_`` twin or its former unprefixed name) with
 #: another value; the harmless value only logs a warning.
 REMOVED: dict[str, tuple[str, str]] = {
-    "driver_name": ("the bridge always publishes under the driver name the DeviceClasses select "
-                    f"({BRIDGE_DRIVER}, the shipped catalog's bridgeDriver), so that converted claims match its "
-                    "devices; unset it (docs/bridge.md)", BRIDGE_DRIVER),
+    "driver_name": (
+        "the bridge always publishes under the driver name the DeviceClasses select "
+        f"({BRIDGE_DRIVER}, the shipped catalog's bridgeDriver), so that converted claims match its "
+        "devices; unset it (docs/bridge.md)",
+        BRIDGE_DRIVER,
+    ),
 }
 
 

@@ -73,8 +73,9 @@ class Inventory:
             "devices": [dict(d) for d in self.devices],
             "labels": dict(sorted(self.labels.items())),
             "nvml": {k: dict(v) for k, v in sorted(self.nvml.items())},
-            "allocateEdits": {k: {"devices": dict(v["devices"]), "dropped": list(v["dropped"])}
-                              for k, v in sorted(self.edits.items())},
+            "allocateEdits": {
+                k: {"devices": dict(v["devices"]), "dropped": list(v["dropped"])} for k, v in sorted(self.edits.items())
+            },
         }
 
 
@@ -85,12 +86,16 @@ def _edits(raw: object, path: Path) -> dict[str, ResourceEdits]:
     for resource, entry in raw.items():
         devices = entry.get("devices") if isinstance(entry, dict) else None
         dropped = entry.get("dropped", []) if isinstance(entry, dict) else None
-        if (not isinstance(devices, dict) or not all(isinstance(e, dict) for e in devices.values())
-                or not isinstance(dropped, list) or not all(isinstance(x, str) for x in dropped)):
-            raise StateError(f"{path}: allocateEdits[{resource}] is not "
-                             "{devices: {deviceID: edits}, dropped: [str]}")
-        out[str(resource)] = ResourceEdits(devices={str(k): dict(v) for k, v in devices.items()},
-                                           dropped=list(dropped))
+        if (
+            not isinstance(devices, dict)
+            or not all(isinstance(e, dict) for e in devices.values())
+            or not isinstance(dropped, list)
+            or not all(isinstance(x, str) for x in dropped)
+        ):
+            raise StateError(
+                f"{path}: allocateEdits[{resource}] is not {{devices: {{deviceID: edits}}, dropped: [str]}}"
+            )
+        out[str(resource)] = ResourceEdits(devices={str(k): dict(v) for k, v in devices.items()}, dropped=list(dropped))
     return out
 
 
@@ -101,20 +106,30 @@ def _parse(doc: object, path: Path) -> Inventory:
         raise StateError(f"{path}: apiVersion {doc.get('apiVersion')!r} is not {STATE_API_VERSION}")
     devices = []
     for i, raw in enumerate(doc.get("devices") or []):
-        if (not isinstance(raw, dict) or not isinstance(raw.get("resourceName"), str)
-                or not isinstance(raw.get("deviceID"), str)
-                or not all(isinstance(n, int) for n in raw.get("numaNodes", []))):
+        if (
+            not isinstance(raw, dict)
+            or not isinstance(raw.get("resourceName"), str)
+            or not isinstance(raw.get("deviceID"), str)
+            or not all(isinstance(n, int) for n in raw.get("numaNodes", []))
+        ):
             raise StateError(f"{path}: devices[{i}] is not {{resourceName, deviceID, numaNodes}}")
-        devices.append(InventoryDevice(resourceName=raw["resourceName"], deviceID=raw["deviceID"],
-                                       numaNodes=list(raw.get("numaNodes", []))))
+        devices.append(
+            InventoryDevice(
+                resourceName=raw["resourceName"], deviceID=raw["deviceID"], numaNodes=list(raw.get("numaNodes", []))
+            )
+        )
     labels = doc.get("labels") or {}
     nvml = doc.get("nvml") or {}
     if not isinstance(labels, dict) or not isinstance(nvml, dict):
         raise StateError(f"{path}: labels and nvml must be objects")
-    return Inventory(node=str(doc.get("node", "")), devices=tuple(devices),
-                     labels={str(k): str(v) for k, v in labels.items()},
-                     nvml={str(k): cast(NvmlFacts, dict(v)) for k, v in nvml.items() if isinstance(v, dict)},
-                     recorded_at=float(doc.get("recordedAt", 0.0)), edits=_edits(doc.get("allocateEdits") or {}, path))
+    return Inventory(
+        node=str(doc.get("node", "")),
+        devices=tuple(devices),
+        labels={str(k): str(v) for k, v in labels.items()},
+        nvml={str(k): cast(NvmlFacts, dict(v)) for k, v in nvml.items() if isinstance(v, dict)},
+        recorded_at=float(doc.get("recordedAt", 0.0)),
+        edits=_edits(doc.get("allocateEdits") or {}, path),
+    )
 
 
 class InventoryStore:

@@ -25,8 +25,9 @@ class UnixSocketClient:
 
     async def _unary(self, path: str, request: Any, response_type: Any) -> Any:
         """One unary call to the method ``path`` (``/<package>.<Service>/<Method>``) with the generated messages."""
-        call = self._ensure().unary_unary(path, request_serializer=type(request).SerializeToString,
-                                          response_deserializer=response_type.FromString)
+        call = self._ensure().unary_unary(
+            path, request_serializer=type(request).SerializeToString, response_deserializer=response_type.FromString
+        )
         return await call(request, timeout=self.timeout)
 
     async def close(self) -> None:

@@ -59,8 +59,16 @@ class KubeApi(Protocol):
         """Read one object."""
         ...
 
-    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> Obj:
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> Obj:
         """The List object (``items``, ``metadata.resourceVersion``); with ``limit``, one page of at
         most that many items, ``metadata.continue`` naming the next (pass it as ``continue_token``;
         Gone when it has expired)."""
@@ -82,14 +90,22 @@ class KubeApi(Protocol):
         """Strategic-merge-patch the status subresource."""
         ...
 
-    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
-                     resource_version: str | None = None) -> None:
+    async def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, *, resource_version: str | None = None
+    ) -> None:
         """Delete an object (only at ``resource_version`` when given: Conflict otherwise)."""
         ...
 
-    def watch(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-              field_selector: str = "", resource_version: str = "", timeout: int = 300
-              ) -> AsyncIterator[tuple[str, Obj]]:
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        timeout: int = 300,
+    ) -> AsyncIterator[tuple[str, Obj]]:
         """Events ``(ADDED | MODIFIED | DELETED, object)`` until the server ends the watch."""
         ...
 
@@ -107,17 +123,27 @@ class ApiServer:
             return []
         versions = doc.get("versions", []) if isinstance(doc, dict) else None
         if not isinstance(versions, builtins.list) or not all(
-                isinstance(v, dict) and isinstance(v.get("groupVersion"), str) for v in versions):
-            raise KubeError(f"GET /apis/{group}: not an APIGroup (a versions list of groupVersion strings): "
-                            f"{str(doc)[:120]!r}")
+            isinstance(v, dict) and isinstance(v.get("groupVersion"), str) for v in versions
+        ):
+            raise KubeError(
+                f"GET /apis/{group}: not an APIGroup (a versions list of groupVersion strings): {str(doc)[:120]!r}"
+            )
         return [v["groupVersion"] for v in versions]
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
         result: Obj = await self.client.request("GET", resource.path(namespace, name))
         return result
 
-    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> Obj:
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> Obj:
         query = _selectors(label_selector, field_selector)
         if limit:
             query.append(("limit", str(limit)))
@@ -141,18 +167,27 @@ class ApiServer:
         return result
 
     async def patch_status(self, resource: Resource, name: str, patch: Obj, namespace: str | None = None) -> Obj:
-        result: Obj = await self.client.request("PATCH", resource.path(namespace, name, "status"), patch,
-                                                content_type=STRATEGIC_MERGE)
+        result: Obj = await self.client.request(
+            "PATCH", resource.path(namespace, name, "status"), patch, content_type=STRATEGIC_MERGE
+        )
         return result
 
-    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
-                     resource_version: str | None = None) -> None:
+    async def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, *, resource_version: str | None = None
+    ) -> None:
         body = {"preconditions": {"resourceVersion": resource_version}} if resource_version else None
         await self.client.request("DELETE", resource.path(namespace, name), body)
 
-    async def watch(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                    field_selector: str = "", resource_version: str = "", timeout: int = 300
-                    ) -> AsyncIterator[tuple[str, Obj]]:
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        timeout: int = 300,
+    ) -> AsyncIterator[tuple[str, Obj]]:
         path = resource.path(namespace)
         query = [*_selectors(label_selector, field_selector), ("timeoutSeconds", str(timeout))]
         if resource_version:
@@ -167,16 +202,20 @@ class ApiServer:
             yield kind, obj
 
 
-async def list_pages(api: KubeApi, resource: Resource, namespace: str | None = None, *,
-                     limit: int = 500) -> AsyncIterator[builtins.list[Obj]]:
+async def list_pages(
+    api: KubeApi, resource: Resource, namespace: str | None = None, *, limit: int = 500
+) -> AsyncIterator[builtins.list[Obj]]:
     """Every object of ``resource``, ``limit`` per page (``limit``/``continue``, as kubectl pages),
     each item with its ``apiVersion`` and ``kind`` (a List's items carry neither). Raises
     KubeError; Gone when a continue token expires between pages."""
     token = ""
     while True:
         page = await api.list(resource, namespace, limit=limit, continue_token=token)
-        items = [{"apiVersion": resource.api_version, "kind": resource.kind, **item}
-                 for item in page.get("items") or [] if isinstance(item, dict)]
+        items = [
+            {"apiVersion": resource.api_version, "kind": resource.kind, **item}
+            for item in page.get("items") or []
+            if isinstance(item, dict)
+        ]
         yield items
         meta = page.get("metadata")
         token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""

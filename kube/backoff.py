@@ -21,8 +21,9 @@ Sleep = Callable[[float], Awaitable[object]]
 class Backoff:
     """See the module docstring."""
 
-    def __init__(self, initial: float = 1.0, cap: float = 30.0, factor: float = 2.0,
-                 sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self, initial: float = 1.0, cap: float = 30.0, factor: float = 2.0, sleep: Sleep = asyncio.sleep
+    ) -> None:
         if initial <= 0 or cap < initial or factor < 1:
             raise ValueError("backoff needs 0 < initial <= cap and factor >= 1")
         self.initial, self.cap, self.factor = initial, cap, factor

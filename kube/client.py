@@ -69,18 +69,32 @@ class Client:
         """Close the connection pool."""
         await self.api_client.close()
 
-    async def request(self, method: str, path: str, body: Any = None, query: Sequence[tuple[str, str]] = (),
-                      content_type: str = JSON, timeout: float | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: Sequence[tuple[str, str]] = (),
+        content_type: str = JSON,
+        timeout: float | None = None,
+    ) -> Any:
         """One call; the decoded JSON answer. Raises KubeError (see the module docstring)."""
-        return await self._call(f"{method} {path}", path, method, query_params=list(query), body=body,
-                                header_params={"Accept": JSON, "Content-Type": content_type},
-                                response_types_map={200: "object", 201: "object", 202: "object"},
-                                _request_timeout=timeout)
+        return await self._call(
+            f"{method} {path}",
+            path,
+            method,
+            query_params=list(query),
+            body=body,
+            header_params={"Accept": JSON, "Content-Type": content_type},
+            response_types_map={200: "object", 201: "object", 202: "object"},
+            _request_timeout=timeout,
+        )
 
     async def _call(self, what: str, path: str, method: str, **kwargs: Any) -> Any:
         try:
-            return await self.api_client.call_api(path, method, auth_settings=["BearerToken"],
-                                                  _return_http_data_only=True, **kwargs)
+            return await self.api_client.call_api(
+                path, method, auth_settings=["BearerToken"], _return_http_data_only=True, **kwargs
+            )
         except ApiException as exc:
             raise from_api_exception(what, exc) from exc
         except Exception as exc:
@@ -93,8 +107,14 @@ class Client:
         ends it. Raises KubeError: for an error status, a line that does not decode, or a
         connection failure."""
         what = f"watch {path}"
-        resp = await self._call(what, path, "GET", query_params=[*query, ("watch", "true")],
-                                header_params={"Accept": JSON}, _preload_content=False)
+        resp = await self._call(
+            what,
+            path,
+            "GET",
+            query_params=[*query, ("watch", "true")],
+            header_params={"Accept": JSON},
+            _preload_content=False,
+        )
         try:
             if not 200 <= resp.status <= 299:
                 raise from_status(what, resp.status, await resp.read(), str(resp.reason or ""))

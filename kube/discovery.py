@@ -24,8 +24,10 @@ def newest_served(served: Iterable[str]) -> str:
     for version in API_VERSIONS:
         if version in served:
             return version
-    raise ConfigError(f"the API server serves none of {', '.join(API_VERSIONS)} (serves "
-                      f"{', '.join(served) or 'no resource.k8s.io version'})")
+    raise ConfigError(
+        f"the API server serves none of {', '.join(API_VERSIONS)} (serves "
+        f"{', '.join(served) or 'no resource.k8s.io version'})"
+    )
 
 
 async def discover_resource_version(api: KubeApi) -> str:

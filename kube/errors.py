@@ -79,8 +79,14 @@ class Invalid(ApiError):
     """422: the object failed validation."""
 
 
-_BY_STATUS: dict[int, type[ApiError]] = {401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
-                                         410: Gone, 422: Invalid}
+_BY_STATUS: dict[int, type[ApiError]] = {
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    422: Invalid,
+}
 
 
 def from_status(what: str, status: int, body: Any = None, reason: str = "") -> KubeError:
@@ -103,8 +109,9 @@ def from_status(what: str, status: int, body: Any = None, reason: str = "") -> K
 
 def from_api_exception(what: str, exc: Any) -> KubeError:
     """The error for a kubernetes-asyncio ``ApiException`` (raise it ``from exc``)."""
-    return from_status(what, int(getattr(exc, "status", 0) or 0), getattr(exc, "body", None),
-                       str(getattr(exc, "reason", "") or ""))
+    return from_status(
+        what, int(getattr(exc, "status", 0) or 0), getattr(exc, "body", None), str(getattr(exc, "reason", "") or "")
+    )
 
 
 def is_connection_failure(exc: BaseException) -> bool:

@@ -20,16 +20,27 @@ from dra_bridge.kube.resources import EVENTS
 MESSAGE_LIMIT = 1024
 
 
-def event(involved: Mapping[str, Any], *, reason: str, message: str, component: str, namespace: str,
-          type: str = "Normal", now: datetime.datetime | None = None, generate_name: str = "") -> dict[str, Any]:
+def event(
+    involved: Mapping[str, Any],
+    *,
+    reason: str,
+    message: str,
+    component: str,
+    namespace: str,
+    type: str = "Normal",
+    now: datetime.datetime | None = None,
+    generate_name: str = "",
+) -> dict[str, Any]:
     """A core/v1 Event about ``involved`` (see the module docstring)."""
     stamp = (now or datetime.datetime.now(datetime.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     ref = {k: involved.get(k) for k in ("apiVersion", "kind", "name", "uid", "namespace") if involved.get(k)}
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": generate_name or f"{str(involved.get('name') or 'object')[:200]}.{component}-",
-                     "namespace": namespace},
+        "metadata": {
+            "generateName": generate_name or f"{str(involved.get('name') or 'object')[:200]}.{component}-",
+            "namespace": namespace,
+        },
         "involvedObject": ref,
         "reason": reason,
         "message": message[:MESSAGE_LIMIT],

@@ -80,8 +80,11 @@ def _merge(into: Obj, patch: Obj) -> None:
 class FakeKube:
     """See the module docstring."""
 
-    def __init__(self, allowed: Iterable[ApiCall] | None = None,
-                 served: Iterable[str] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1")) -> None:
+    def __init__(
+        self,
+        allowed: Iterable[ApiCall] | None = None,
+        served: Iterable[str] = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1"),
+    ) -> None:
         self.allowed = frozenset(allowed) if allowed is not None else None
         self.served = builtins.list(served)
         self.version = "v1.36.3"
@@ -124,8 +127,11 @@ class FakeKube:
         if self.delay:
             await asyncio.sleep(self.delay)
         self._failing()
-        if self.allowed is not None and call not in self.allowed and ApiCall(
-                call.verb, call.group, call.resource) not in self.allowed:
+        if (
+            self.allowed is not None
+            and call not in self.allowed
+            and ApiCall(call.verb, call.group, call.resource) not in self.allowed
+        ):
             raise Forbidden(f"{call}: not among the declared API calls", 403, "Forbidden")
 
     def _failing(self) -> None:
@@ -159,15 +165,27 @@ class FakeKube:
         await self._check("get", resource, namespace)
         return copy.deepcopy(self._stored(resource, name, namespace))
 
-    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> Obj:
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> Obj:
         await self._check("list", resource, namespace)
-        items = [copy.deepcopy(o) for o in self.items(resource) if matches(o, label_selector, field_selector)
-                 and (namespace is None or o["metadata"].get("namespace") == namespace)]
+        items = [
+            copy.deepcopy(o)
+            for o in self.items(resource)
+            if matches(o, label_selector, field_selector)
+            and (namespace is None or o["metadata"].get("namespace") == namespace)
+        ]
         meta = {"resourceVersion": str(self._rv)}
         start = int(continue_token or 0)
         if limit:
-            items, rest = items[start:start + limit], items[start + limit:]
+            items, rest = items[start : start + limit], items[start + limit :]
             if rest:
                 meta["continue"] = str(start + limit)
         return {"kind": f"{resource.kind}List", "metadata": meta, "items": items}
@@ -202,16 +220,24 @@ class FakeKube:
         _merge(obj.setdefault("status", {}), patch.get("status") or {})
         return self._write("patch", resource, obj)
 
-    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
-                     resource_version: str | None = None) -> None:
+    async def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, *, resource_version: str | None = None
+    ) -> None:
         await self._check("delete", resource, namespace)
         self._stored(resource, name, namespace)
         self.remove(resource, name, namespace)
         self.writes.append(("delete", resource.plural, _key(resource, name, namespace)))
 
-    async def watch(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                    field_selector: str = "", resource_version: str = "", timeout: int = 300
-                    ) -> AsyncIterator[tuple[str, Obj]]:
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        timeout: int = 300,
+    ) -> AsyncIterator[tuple[str, Obj]]:
         await self._check("watch", resource, namespace)
         queue: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue()
         entry = (resource, queue)
@@ -228,7 +254,8 @@ class FakeKube:
                 except TimeoutError:
                     return
                 if matches(obj, label_selector, field_selector) and (
-                        namespace is None or obj["metadata"].get("namespace") == namespace):
+                    namespace is None or obj["metadata"].get("namespace") == namespace
+                ):
                     yield kind, obj
         finally:
             self._watchers.remove(entry)

@@ -56,8 +56,9 @@ def add_version(parser: argparse.ArgumentParser, command: str) -> argparse.Argum
         version = importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    parser.add_argument("--version", action="version", version=f"{command} {version}",
-                        help="print the version and exit")
+    parser.add_argument(
+        "--version", action="version", version=f"{command} {version}", help="print the version and exit"
+    )
     return parser
 
 
@@ -106,8 +107,14 @@ class FlagTable:
         """Add every flag to ``parser``, defaulting to ``default`` (None, so twins can apply; a
         subcommand's parser passes ``argparse.SUPPRESS`` so it hides no flag given before it)."""
         for flag in self.flags:
-            parser.add_argument(flag.option, dest=flag.name, default=default, metavar=flag.metavar,
-                                type=flag.type, help=self.help_text(flag))
+            parser.add_argument(
+                flag.option,
+                dest=flag.name,
+                default=default,
+                metavar=flag.metavar,
+                type=flag.type,
+                help=self.help_text(flag),
+            )
         return parser
 
     def values(self, args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, Any]:

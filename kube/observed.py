@@ -67,8 +67,12 @@ class ApiHealth:
         self.reachable = True
         if isinstance(exc, Forbidden):
             if call not in self._missing:
-                logger.error("missing permission %s: the API server refused it (%s); grant it as "
-                             "docs/webhook.md (Permissions) lists", call, exc)
+                logger.error(
+                    "missing permission %s: the API server refused it (%s); grant it as "
+                    "docs/webhook.md (Permissions) lists",
+                    call,
+                    exc,
+                )
             self._missing[call] = str(exc)
         elif isinstance(exc, ApiError):
             self._missing.pop(call, None)
@@ -91,8 +95,11 @@ class ApiHealth:
             server = "answering"
         else:
             server = f"unreachable: {self.last_failure}"
-        return {"apiServer": server, "missingPermissions": [str(c) for c in self.missing()],
-                "pending": [f"{call} for {age:.0f}s" for call, age in self.pending()]}
+        return {
+            "apiServer": server,
+            "missingPermissions": [str(c) for c in self.missing()],
+            "pending": [f"{call} for {age:.0f}s" for call, age in self.pending()],
+        }
 
 
 class ObservedApi:
@@ -120,16 +127,33 @@ class ObservedApi:
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
         """As :meth:`KubeApi.get`."""
-        result: Obj = await self._call(api_call("get", resource, namespace),
-                                       lambda: self._api.get(resource, name, namespace))
+        result: Obj = await self._call(
+            api_call("get", resource, namespace), lambda: self._api.get(resource, name, namespace)
+        )
         return result
 
-    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> Obj:
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> Obj:
         """As :meth:`KubeApi.list`."""
-        result: Obj = await self._call(api_call("list", resource, namespace), lambda: self._api.list(
-            resource, namespace, label_selector=label_selector, field_selector=field_selector, limit=limit,
-            continue_token=continue_token))
+        result: Obj = await self._call(
+            api_call("list", resource, namespace),
+            lambda: self._api.list(
+                resource,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=limit,
+                continue_token=continue_token,
+            ),
+        )
         return result
 
     async def server_version(self) -> str:
@@ -138,37 +162,56 @@ class ObservedApi:
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
         """As :meth:`KubeApi.create`."""
-        result: Obj = await self._call(api_call("create", resource, namespace),
-                                       lambda: self._api.create(resource, body, namespace))
+        result: Obj = await self._call(
+            api_call("create", resource, namespace), lambda: self._api.create(resource, body, namespace)
+        )
         return result
 
     async def replace(self, resource: Resource, name: str, body: Obj, namespace: str | None = None) -> Obj:
         """As :meth:`KubeApi.replace`."""
-        result: Obj = await self._call(api_call("update", resource, namespace),
-                                       lambda: self._api.replace(resource, name, body, namespace))
+        result: Obj = await self._call(
+            api_call("update", resource, namespace), lambda: self._api.replace(resource, name, body, namespace)
+        )
         return result
 
     async def patch_status(self, resource: Resource, name: str, patch: Obj, namespace: str | None = None) -> Obj:
         """As :meth:`KubeApi.patch_status`."""
-        result: Obj = await self._call(api_call("patch", resource, namespace, "status"),
-                                       lambda: self._api.patch_status(resource, name, patch, namespace))
+        result: Obj = await self._call(
+            api_call("patch", resource, namespace, "status"),
+            lambda: self._api.patch_status(resource, name, patch, namespace),
+        )
         return result
 
-    async def delete(self, resource: Resource, name: str, namespace: str | None = None, *,
-                     resource_version: str | None = None) -> None:
+    async def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, *, resource_version: str | None = None
+    ) -> None:
         """As :meth:`KubeApi.delete`."""
-        await self._call(api_call("delete", resource, namespace), lambda: self._api.delete(
-            resource, name, namespace, resource_version=resource_version))
+        await self._call(
+            api_call("delete", resource, namespace),
+            lambda: self._api.delete(resource, name, namespace, resource_version=resource_version),
+        )
 
-    async def watch(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                    field_selector: str = "", resource_version: str = "", timeout: int = 300
-                    ) -> AsyncIterator[tuple[str, Obj]]:
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        resource_version: str = "",
+        timeout: int = 300,
+    ) -> AsyncIterator[tuple[str, Obj]]:
         """As :meth:`KubeApi.watch`; answered at the first event or a normal end."""
         call = api_call("watch", resource, namespace)
         try:
-            async for event in self._api.watch(resource, namespace, label_selector=label_selector,
-                                               field_selector=field_selector, resource_version=resource_version,
-                                               timeout=timeout):
+            async for event in self._api.watch(
+                resource,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                resource_version=resource_version,
+                timeout=timeout,
+            ):
                 self.health.answered(call)
                 yield event
         except KubeError as exc:

@@ -25,8 +25,9 @@ Verb = Literal["get", "list", "watch", "create", "update", "patch", "delete"]
 Scope = Literal["cluster", "namespace"]
 
 
-def api_path(api_version: str, plural: str, namespace: str | None = None, name: str | None = None,
-             subresource: str | None = None) -> str:
+def api_path(
+    api_version: str, plural: str, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+) -> str:
     """``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` otherwise."""
     parts = ["api", "v1"] if api_version == "v1" else ["apis", *api_version.split("/")]
     if namespace:
@@ -110,5 +111,7 @@ def rbac_rules(calls: Iterable[ApiCall], scope: Scope = "cluster") -> list[dict[
     for call in calls:
         if call.scope == scope:
             verbs.setdefault((call.group, call.resource), set()).add(call.verb)
-    return [{"apiGroups": [group], "resources": [resource], "verbs": sorted(v)}
-            for (group, resource), v in sorted(verbs.items())]
+    return [
+        {"apiGroups": [group], "resources": [resource], "verbs": sorted(v)}
+        for (group, resource), v in sorted(verbs.items())
+    ]

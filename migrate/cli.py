@@ -46,72 +46,153 @@ FAIL_ON = ("left-for-webhook", "partial", "unsupported")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = add_version(Parser(prog="dra-migrate", description="Migrate device-plugin GPU workloads to DRA."),
-                         "dra-migrate")
+    parser = add_version(
+        Parser(prog="dra-migrate", description="Migrate device-plugin GPU workloads to DRA."), "dra-migrate"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     conv = sub.add_parser("convert", help="convert manifests (stdout) and list findings (stderr)")
-    conv.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR|-",
-                      help="manifest file, directory (recursive .yaml/.yml/.json) or - for stdin; repeatable "
-                           "(default: stdin)")
-    conv.add_argument("--api-version", default="v1", metavar="v1|v1beta2|v1beta1",
-                      help="resource.k8s.io version to render (default v1)")
+    conv.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        metavar="FILE|DIR|-",
+        help="manifest file, directory (recursive .yaml/.yml/.json) or - for stdin; repeatable (default: stdin)",
+    )
+    conv.add_argument(
+        "--api-version",
+        default="v1",
+        metavar="v1|v1beta2|v1beta1",
+        help="resource.k8s.io version to render (default v1)",
+    )
     conv.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
-    conv.add_argument("--policy", metavar="FILE",
-                      help="the webhook's policy (its file, or the ConfigMap holding it): convert each object with the "
-                           "settings the webhook would apply to its pods (they replace --hami-slicing, --alignment...)")
-    conv.add_argument("--target", choices=("bridge", "vendor"),
-                      help="DeviceClasses to use: ours (bridge, default) or the vendor driver's own")
-    conv.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
-                      help="format of the converted objects on stdout (default yaml)")
-    conv.add_argument("--include-custom-resources", action="store_true",
-                      help="also convert pod templates and pod specs inside custom resources (RayCluster, "
-                           "PyTorchJob, KServe InferenceService, ...); Argo templates have none and stay "
-                           "left-for-webhook")
-    conv.add_argument("--hami-slicing", choices=("unsupported", "whole-devices"), default="unsupported",
-                      help="HAMi memory/core slicing: keep such pods legacy, or convert them to whole devices")
-    conv.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
-                      help="a scheduler besides default-scheduler that supports DRA (its pods are converted); "
-                           "repeatable")
-    conv.add_argument("--fail-requests-greater-than-one", action="store_true",
-                      help="the device plugin's sharing config sets failRequestsGreaterThanOne: pods asking for "
-                           "more than one shared replica stay legacy, as they fail there too")
-    conv.add_argument("--alignment", choices=POLICIES, default="none",
-                      help="keep the Topology Manager's alignment: a container's (or pod's) devices share their NUMA "
-                           "node (numa) or PCIe root (pcie) through a claim constraint (default none)")
-    conv.add_argument("--alignment-scope", choices=SCOPES, default="container",
-                      help="align each container's devices or the whole pod's, as topologyManagerScope (default "
-                           "container)")
-    conv.add_argument("--allow-empty", action="store_true",
-                      help="accept a source with no objects (an empty file or directory) instead of exiting 1")
-    conv.add_argument("--fail-on", choices=FAIL_ON, help="exit 3 when a finding of this level or worse exists "
-                                                         "(unsupported includes kept-legacy)")
+    conv.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="the webhook's policy (its file, or the ConfigMap holding it): convert each object with the "
+        "settings the webhook would apply to its pods (they replace --hami-slicing, --alignment...)",
+    )
+    conv.add_argument(
+        "--target",
+        choices=("bridge", "vendor"),
+        help="DeviceClasses to use: ours (bridge, default) or the vendor driver's own",
+    )
+    conv.add_argument(
+        "-o",
+        "--output",
+        choices=("yaml", "json"),
+        default="yaml",
+        help="format of the converted objects on stdout (default yaml)",
+    )
+    conv.add_argument(
+        "--include-custom-resources",
+        action="store_true",
+        help="also convert pod templates and pod specs inside custom resources (RayCluster, "
+        "PyTorchJob, KServe InferenceService, ...); Argo templates have none and stay "
+        "left-for-webhook",
+    )
+    conv.add_argument(
+        "--hami-slicing",
+        choices=("unsupported", "whole-devices"),
+        default="unsupported",
+        help="HAMi memory/core slicing: keep such pods legacy, or convert them to whole devices",
+    )
+    conv.add_argument(
+        "--dra-scheduler",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a scheduler besides default-scheduler that supports DRA (its pods are converted); repeatable",
+    )
+    conv.add_argument(
+        "--fail-requests-greater-than-one",
+        action="store_true",
+        help="the device plugin's sharing config sets failRequestsGreaterThanOne: pods asking for "
+        "more than one shared replica stay legacy, as they fail there too",
+    )
+    conv.add_argument(
+        "--alignment",
+        choices=POLICIES,
+        default="none",
+        help="keep the Topology Manager's alignment: a container's (or pod's) devices share their NUMA "
+        "node (numa) or PCIe root (pcie) through a claim constraint (default none)",
+    )
+    conv.add_argument(
+        "--alignment-scope",
+        choices=SCOPES,
+        default="container",
+        help="align each container's devices or the whole pod's, as topologyManagerScope (default container)",
+    )
+    conv.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept a source with no objects (an empty file or directory) instead of exiting 1",
+    )
+    conv.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        help="exit 3 when a finding of this level or worse exists (unsupported includes kept-legacy)",
+    )
     classes = sub.add_parser("classes", help="print our DeviceClasses (apply them before converted workloads)")
     classes.add_argument("--api-version", default="v1")
     classes.add_argument("--catalog", metavar="FILE")
-    classes.add_argument("--mig-profile", action="append", default=[], metavar="PROFILE",
-                         help="a MIG profile to render besides the catalog's list (e.g. 1g.18gb); repeatable")
+    classes.add_argument(
+        "--mig-profile",
+        action="append",
+        default=[],
+        metavar="PROFILE",
+        help="a MIG profile to render besides the catalog's list (e.g. 1g.18gb); repeatable",
+    )
     slices = sub.add_parser("slices", help="print the ResourceSlices the bridge would publish for a node")
     slices.add_argument("--node", required=True)
-    slices.add_argument("--podresources", required=True, metavar="FILE",
-                        help="AllocatableResourcesResponse in protobuf JSON (dra-bridge inventory --json)")
-    slices.add_argument("--node-labels", metavar="FILE",
-                        help="the node's labels: a YAML/JSON map, or a whole Node object (kubectl get node -o yaml)")
+    slices.add_argument(
+        "--podresources",
+        required=True,
+        metavar="FILE",
+        help="AllocatableResourcesResponse in protobuf JSON (dra-bridge inventory --json)",
+    )
+    slices.add_argument(
+        "--node-labels",
+        metavar="FILE",
+        help="the node's labels: a YAML/JSON map, or a whole Node object (kubectl get node -o yaml)",
+    )
     slices.add_argument("--api-version", default="v1")
     slices.add_argument("--catalog", metavar="FILE")
-    sim = sub.add_parser("simulate", help="allocate the claims of some manifests as the scheduler would "
-                                          "(exit 0: all allocated, 2: some not, 1: input error)")
-    sim.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR|-",
-                     help="Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates, Pods and workloads "
-                          "(convert's output included); repeatable (default: stdin)")
-    sim.add_argument("--node", metavar="NAME", help="allocate on this node (its Node object gives the labels); "
-                                                    "default: the first Node in the input where everything fits")
-    sim.add_argument("--feature-gates", metavar="NAME=true|false,...",
-                     help="kube-scheduler's DRA gates over 1.36's defaults (DRAAdminAccess, DRAPrioritizedList, "
-                          "DRADeviceTaints, DRAConsumableCapacity, DRAPartitionableDevices, "
-                          "DRADeviceBindingConditions, ...)")
-    sim.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml",
-                     help="yaml: the claims with status.allocation; json: {node, claims: [{name, namespace, "
-                          "outcome, reason, allocation}]}")
+    sim = sub.add_parser(
+        "simulate",
+        help="allocate the claims of some manifests as the scheduler would "
+        "(exit 0: all allocated, 2: some not, 1: input error)",
+    )
+    sim.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        metavar="FILE|DIR|-",
+        help="Nodes, DeviceClasses, ResourceSlices, ResourceClaims, templates, Pods and workloads "
+        "(convert's output included); repeatable (default: stdin)",
+    )
+    sim.add_argument(
+        "--node",
+        metavar="NAME",
+        help="allocate on this node (its Node object gives the labels); "
+        "default: the first Node in the input where everything fits",
+    )
+    sim.add_argument(
+        "--feature-gates",
+        metavar="NAME=true|false,...",
+        help="kube-scheduler's DRA gates over 1.36's defaults (DRAAdminAccess, DRAPrioritizedList, "
+        "DRADeviceTaints, DRAConsumableCapacity, DRAPartitionableDevices, "
+        "DRADeviceBindingConditions, ...)",
+    )
+    sim.add_argument(
+        "-o",
+        "--output",
+        choices=("yaml", "json"),
+        default="yaml",
+        help="yaml: the claims with status.allocation; json: {node, claims: [{name, namespace, "
+        "outcome, reason, allocation}]}",
+    )
     add_report_parser(sub)
     return parser
 
@@ -123,8 +204,7 @@ def _api_version(value: str) -> str:
         raise UsageError(f"--api-version: {exc}") from exc
 
 
-def _convert(obj: dict[str, Any], catalog: Catalog, options: Options, policy: Policy | None,
-             custom: bool) -> Converted:
+def _convert(obj: dict[str, Any], catalog: Catalog, options: Options, policy: Policy | None, custom: bool) -> Converted:
     """One object, with the options the policy gives it (none: ``options``)."""
     templates = pod_templates(obj) if policy is not None else []
     if policy is None or not templates:
@@ -138,10 +218,13 @@ def _convert(obj: dict[str, Any], catalog: Catalog, options: Options, policy: Po
 def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``convert``: objects (with templates inserted before first use) to ``out``."""
     catalog = read_catalog(args.catalog, args.target)
-    options = Options(api_version=_api_version(args.api_version), hami_slicing=args.hami_slicing,
-                      dra_schedulers=tuple(args.dra_scheduler),
-                      fail_requests_greater_than_one=args.fail_requests_greater_than_one,
-                      alignment=Alignment(args.alignment, args.alignment_scope))
+    options = Options(
+        api_version=_api_version(args.api_version),
+        hami_slicing=args.hami_slicing,
+        dra_schedulers=tuple(args.dra_scheduler),
+        fail_requests_greater_than_one=args.fail_requests_greater_than_one,
+        alignment=Alignment(args.alignment, args.alignment_scope),
+    )
     policy = read_policy(args.policy)
     sources = args.filename or ["-"]
     objects: list[Any] = []
@@ -149,8 +232,9 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
     seen: set[tuple[str, str]] = set()
     for doc in _read(sources, stdin, args.allow_empty):
         if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-            raise InputError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
-                                "(a mapping with a kind)")
+            raise InputError(
+                f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
+            )
         result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources)
         for template in result.templates:
             key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
@@ -176,8 +260,9 @@ def _read(sources: list[str], stdin: TextIO, allow_empty: bool) -> list[Document
     for source in sources:
         found = list(read_sources([source], stdin))
         if not found and not allow_empty:
-            raise InputError(f"{source}: no Kubernetes objects ({why_empty(source)}); pass --allow-empty "
-                             "if that is expected")
+            raise InputError(
+                f"{source}: no Kubernetes objects ({why_empty(source)}); pass --allow-empty if that is expected"
+            )
         docs += found
     return docs
 
@@ -211,8 +296,13 @@ def slices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_slices(args.node, args.podresources, args.node_labels, args.api_version, args.catalog, out, err)
 
 
-def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
     """Entry point of the ``dra-migrate`` console script; returns the exit code.
 
     ``argv`` defaults to ``sys.argv[1:]`` and the streams to the process's (looked up at the

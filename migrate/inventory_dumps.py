@@ -74,20 +74,24 @@ def allocatable_response(doc: Any, path: str) -> Any:
     slice). The bridge's own reading stays lenient: a newer kubelet may add fields."""
     if isinstance(doc, dict):
         if "kind" in doc:
-            raise InputError(f"{path}: a {doc['kind']}, not a PodResources AllocatableResourcesResponse "
-                             "(dra-bridge inventory or grpcurl ... GetAllocatableResources prints one)")
+            raise InputError(
+                f"{path}: a {doc['kind']}, not a PodResources AllocatableResourcesResponse "
+                "(dra-bridge inventory or grpcurl ... GetAllocatableResources prints one)"
+            )
         unknown = sorted(str(k) for k in doc if k not in RESPONSE_FIELDS)
         if unknown:
-            raise InputError(f"{path}: unknown field {unknown[0]} (an AllocatableResourcesResponse has "
-                             f"{', '.join(RESPONSE_FIELDS)})")
+            raise InputError(
+                f"{path}: unknown field {unknown[0]} (an AllocatableResourcesResponse has {', '.join(RESPONSE_FIELDS)})"
+            )
     return doc
 
 
 def is_inventory_dump(doc: Any) -> bool:
     """A mapping without ``kind`` whose fields are all an AllocatableResourcesResponse's, with
     ``devices``."""
-    return (isinstance(doc, dict) and "kind" not in doc and "devices" in doc
-            and all(str(k) in RESPONSE_FIELDS for k in doc))
+    return (
+        isinstance(doc, dict) and "kind" not in doc and "devices" in doc and all(str(k) in RESPONSE_FIELDS for k in doc)
+    )
 
 
 def inventory_node(path: str) -> str:

@@ -40,12 +40,24 @@ from dra_bridge.translate.report.custom_kinds import KNOWN_CUSTOM_KINDS
 
 PAGE = 500
 SOURCE = "live"
-CORE = (NODES, DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_QUOTAS, DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS,
-        DAEMON_SETS, JOBS, CRON_JOBS, PODS)
+CORE = (
+    NODES,
+    DEVICE_CLASSES,
+    RESOURCE_SLICES,
+    RESOURCE_QUOTAS,
+    DEPLOYMENTS,
+    REPLICA_SETS,
+    STATEFUL_SETS,
+    DAEMON_SETS,
+    JOBS,
+    CRON_JOBS,
+    PODS,
+)
 
 
-async def read_cluster(api: KubeApi, progress: Callable[[str, int], None] = lambda _k, _n: None
-                       ) -> tuple[list[tuple[str, Any]], str]:
+async def read_cluster(
+    api: KubeApi, progress: Callable[[str, int], None] = lambda _k, _n: None
+) -> tuple[list[tuple[str, Any]], str]:
     """Every object a report reads, and the server's version (see the module docstring)."""
     version = await api.server_version()
     served = await api.served_versions(GROUP)

@@ -105,8 +105,9 @@ def _check_size(obj: Any, name: str, index: int) -> None:
         value = stack.pop()
         budget -= 1
         if budget < 0:
-            raise InputError(f"{name}: document {index + 1} expands to more than {MAX_VALUES:,} values "
-                                "(nested YAML aliases?)")
+            raise InputError(
+                f"{name}: document {index + 1} expands to more than {MAX_VALUES:,} values (nested YAML aliases?)"
+            )
         if isinstance(value, dict):
             stack.extend(value.values())
         elif isinstance(value, list):
@@ -156,8 +157,10 @@ def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Do
 
 
 def _not_utf8(exc: UnicodeDecodeError) -> str:
-    return (f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); manifests are "
-            "UTF-8: re-encode it, e.g. iconv -t UTF-8")
+    return (
+        f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); manifests are "
+        "UTF-8: re-encode it, e.g. iconv -t UTF-8"
+    )
 
 
 def why_empty(source: str) -> str:

@@ -22,13 +22,19 @@ def remedy_text(finding: Finding) -> str | None:
         case Remedy.ADD_MIG_PROFILE_CLASS:
             return f"`dra-migrate classes --mig-profile {subject}` renders it"
         case Remedy.INCLUDE_CUSTOM_RESOURCES:
-            return ("--include-custom-resources converts it" if finding.outcome == "left-for-webhook"
-                    else "converted because of --include-custom-resources")
+            return (
+                "--include-custom-resources converts it"
+                if finding.outcome == "left-for-webhook"
+                else "converted because of --include-custom-resources"
+            )
         case Remedy.FAIL_REQUESTS_GREATER_THAN_ONE:
             return "because of --fail-requests-greater-than-one"
         case Remedy.IGNORE_LEGACY_QUOTA:  # quotas are the webhook's concern: only its policy has this setting
-            return ("the webhook's policy ignoreLegacyQuota: true converts it anyway" if stays
-                    else "the webhook's policy ignoreLegacyQuota")
+            return (
+                "the webhook's policy ignoreLegacyQuota: true converts it anyway"
+                if stays
+                else "the webhook's policy ignoreLegacyQuota"
+            )
         case _:
             assert_never(finding.remedy)
 

@@ -53,40 +53,84 @@ _VERSION = re.compile(r"v?(1)\.(\d+)(?:\.\d+)?(?:[-+].*)?")
 
 def add_parser(sub: Any) -> None:
     """Register ``report`` on the ``dra-migrate`` subparsers."""
-    rep = sub.add_parser("report", help="what every GPU workload would become under DRA, and its path "
-                                        "(files, or the cluster without -f)")
-    rep.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR|-",
-                     help="manifests, Helm output or kubectl List dumps of pods, workloads, custom resources, nodes, "
-                          "ResourceSlices, DeviceClasses, ResourceQuotas; repeatable (default: read the cluster)")
-    rep.add_argument("--kubeconfig", metavar="FILE", help="live mode: the kubeconfig (default $KUBECONFIG, else "
-                                                          "the in-cluster service account)")
+    rep = sub.add_parser(
+        "report", help="what every GPU workload would become under DRA, and its path (files, or the cluster without -f)"
+    )
+    rep.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        default=[],
+        metavar="FILE|DIR|-",
+        help="manifests, Helm output or kubectl List dumps of pods, workloads, custom resources, nodes, "
+        "ResourceSlices, DeviceClasses, ResourceQuotas; repeatable (default: read the cluster)",
+    )
+    rep.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="live mode: the kubeconfig (default $KUBECONFIG, else the in-cluster service account)",
+    )
     rep.add_argument("--context", metavar="NAME", help="live mode: a context of the kubeconfig")
-    rep.add_argument("--kubernetes-version", metavar="1.N",
-                     help="the release the paths are judged for (live: the server's; default: the --api-version's "
-                          "first release, 1.34 for v1)")
-    rep.add_argument("--api-version", default="v1", metavar="v1|v1beta2|v1beta1",
-                     help="resource.k8s.io version of the templates shown (default v1)")
+    rep.add_argument(
+        "--kubernetes-version",
+        metavar="1.N",
+        help="the release the paths are judged for (live: the server's; default: the --api-version's "
+        "first release, 1.34 for v1)",
+    )
+    rep.add_argument(
+        "--api-version",
+        default="v1",
+        metavar="v1|v1beta2|v1beta1",
+        help="resource.k8s.io version of the templates shown (default v1)",
+    )
     rep.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
     rep.add_argument("--target", choices=("bridge", "vendor"), help="DeviceClasses: ours (default) or the vendor's")
     rep.add_argument("-o", "--output", choices=FORMATS, default="table", help="default table")
-    rep.add_argument("--pool-label", default=DEFAULT_POOL_LABEL, metavar="KEY",
-                     help=f"the node label whose value names a node pool (default {DEFAULT_POOL_LABEL})")
-    rep.add_argument("--alignment", choices=POLICIES, default="none",
-                     help="the alignment convert would keep (--alignment of convert); none reports where the Topology "
-                          "Manager's alignment would be lost")
+    rep.add_argument(
+        "--pool-label",
+        default=DEFAULT_POOL_LABEL,
+        metavar="KEY",
+        help=f"the node label whose value names a node pool (default {DEFAULT_POOL_LABEL})",
+    )
+    rep.add_argument(
+        "--alignment",
+        choices=POLICIES,
+        default="none",
+        help="the alignment convert would keep (--alignment of convert); none reports where the Topology "
+        "Manager's alignment would be lost",
+    )
     rep.add_argument("--alignment-scope", choices=SCOPES, default="container", help="as convert's")
-    rep.add_argument("--dra-scheduler", action="append", default=[], metavar="NAME",
-                     help="a scheduler besides default-scheduler that supports DRA; repeatable")
-    rep.add_argument("--policy", metavar="FILE",
-                     help="the webhook's policy (its file, or the ConfigMap holding it): judge each workload with "
-                          "the settings the webhook would apply to its pods")
-    rep.add_argument("--inventory", action="append", default=[], metavar="NODE=FILE",
-                     help="a node's dra-bridge inventory --json dump (its devices for the capacity check); "
-                          "repeatable. A dump given with -f is the node its file is named after (NODE.json)")
-    rep.add_argument("--no-capacity", action="store_true",
-                     help="skip the capacity check (which converted pods fit the cluster's devices)")
-    rep.add_argument("--fail-on", choices=FAIL_LEVELS,
-                     help="exit 3 when a workload reaches this level (legacy-request: any legacy request left)")
+    rep.add_argument(
+        "--dra-scheduler",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a scheduler besides default-scheduler that supports DRA; repeatable",
+    )
+    rep.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="the webhook's policy (its file, or the ConfigMap holding it): judge each workload with "
+        "the settings the webhook would apply to its pods",
+    )
+    rep.add_argument(
+        "--inventory",
+        action="append",
+        default=[],
+        metavar="NODE=FILE",
+        help="a node's dra-bridge inventory --json dump (its devices for the capacity check); "
+        "repeatable. A dump given with -f is the node its file is named after (NODE.json)",
+    )
+    rep.add_argument(
+        "--no-capacity",
+        action="store_true",
+        help="skip the capacity check (which converted pods fit the cluster's devices)",
+    )
+    rep.add_argument(
+        "--fail-on",
+        choices=FAIL_LEVELS,
+        help="exit 3 when a workload reaches this level (legacy-request: any legacy request left)",
+    )
 
 
 def _minor(text: str) -> int:
@@ -104,8 +148,7 @@ def read_policy(path: str | None) -> Policy | None:
     return load_policy_file(read_text(path), path)
 
 
-def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, Any]]
-                ) -> list[tuple[str, Any]]:
+def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, Any]]) -> list[tuple[str, Any]]:
     """Objects of ``sources``; inventory dumps go to ``dumps`` (node -> (file, dump))."""
     objects: list[tuple[str, Any]] = []
     for source in sources:
@@ -118,13 +161,16 @@ def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, A
                     raise InputError("-: an inventory dump on stdin names no node: give it as --inventory NODE=FILE")
                 node = inventory_node(doc.source)
                 if node in dumps:
-                    raise InputError(f"{doc.source}: a second inventory dump for node {node} "
-                                     f"(the first: {dumps[node][0]})")
+                    raise InputError(
+                        f"{doc.source}: a second inventory dump for node {node} (the first: {dumps[node][0]})"
+                    )
                 dumps[node] = (doc.source, doc.obj)
                 continue
             if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-                raise InputError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
-                                 "(a mapping with a kind) nor a dra-bridge inventory --json dump")
+                raise InputError(
+                    f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
+                    "(a mapping with a kind) nor a dra-bridge inventory --json dump"
+                )
             objects.append((doc.source, doc.obj))
     return objects
 
@@ -161,8 +207,11 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
     policy = read_policy(args.policy)  # before a live read: a wrong path fails at once
     explicit_minor = _minor(args.kubernetes_version) if args.kubernetes_version else None
     live = not args.filename
-    if live and (args.kubernetes_version is None) and not (args.kubeconfig or os.environ.get("KUBECONFIG")
-                                                           or os.environ.get("KUBERNETES_SERVICE_HOST")):
+    if (
+        live
+        and (args.kubernetes_version is None)
+        and not (args.kubeconfig or os.environ.get("KUBECONFIG") or os.environ.get("KUBERNETES_SERVICE_HOST"))
+    ):
         raise UsageError("report: give -f FILE|DIR|- or a cluster (--kubeconfig, $KUBECONFIG)")
     dumps: dict[str, tuple[str, Any]] = {}
     objects, server = _read_live(args, err) if live else (_read_files(args.filename, stdin, dumps), "")
@@ -171,15 +220,24 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         dumps[node] = (path, read_dump(path))
     minor = explicit_minor if args.kubernetes_version else (_minor(server) if server else None)
     try:
-        options = Options(api_version=args.api_version, kubernetes_minor=minor,
-                          dra_schedulers=tuple(args.dra_scheduler),
-                          alignment=Alignment(args.alignment, args.alignment_scope))
+        options = Options(
+            api_version=args.api_version,
+            kubernetes_minor=minor,
+            dra_schedulers=tuple(args.dra_scheduler),
+            alignment=Alignment(args.alignment, args.alignment_scope),
+        )
         shown = f"1.{options.minor}"
     except (KeyError, ValueError) as exc:
         raise UsageError(f"--api-version {args.api_version!r}: {exc}") from exc
-    settings = Settings(options=options, pool_label=args.pool_label, kubernetes_version=shown,
-                        sources=tuple(args.filename) or ("live",), live=live, user_catalog=args.catalog,
-                        policy=policy)
+    settings = Settings(
+        options=options,
+        pool_label=args.pool_label,
+        kubernetes_version=shown,
+        sources=tuple(args.filename) or ("live",),
+        live=live,
+        user_catalog=args.catalog,
+        policy=policy,
+    )
     gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
     report = build_report(objects, catalog, settings)
     report.inventories = {node: path for node, (path, _) in sorted(dumps.items())}

@@ -36,16 +36,21 @@ margin-right:.3em;vertical-align:middle}"""
 
 def _bar(group: str, name: str, counts: Counter[str]) -> str:
     total = sum(counts[c] for c in CATEGORIES)
-    parts = [f'<svg class="picture" data-group="{group}" data-name="{escape(name)}" xmlns="http://www.w3.org/2000/svg" '
-             f'width="{WIDTH}" height="44" role="img" aria-label="{escape(name)}: '
-             + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES) + '">']
+    parts = [
+        f'<svg class="picture" data-group="{group}" data-name="{escape(name)}" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{WIDTH}" height="44" role="img" aria-label="{escape(name)}: '
+        + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES)
+        + '">'
+    ]
     x = 0.0
     for c in CATEGORIES:
         if not counts[c]:
             continue
         w = WIDTH * counts[c] / total
-        parts.append(f'<rect data-category="{c}" data-count="{counts[c]}" x="{x:.1f}" y="0" width="{w:.1f}" '
-                     f'height="28" fill="{COLOURS[c]}"><title>{counts[c]} {c}</title></rect>')
+        parts.append(
+            f'<rect data-category="{c}" data-count="{counts[c]}" x="{x:.1f}" y="0" width="{w:.1f}" '
+            f'height="28" fill="{COLOURS[c]}"><title>{counts[c]} {c}</title></rect>'
+        )
         parts.append(f'<text x="{x + 4:.1f}" y="19" font-size="13" fill="#fff">{counts[c]}</text>')
         x += w
     parts.append(f'<text x="0" y="42" font-size="11">{total} workloads</text></svg>')
@@ -59,21 +64,27 @@ def _capacity(pool: PoolReport) -> str:
     if not cap:
         return ""
     legacy_total = sum(cap["legacyAllocatable"].values())
-    bars = (("dra-before", "DRA before", cap["usedBefore"], cap["devices"], "#1565c0"),
-            ("dra-after", "DRA after", cap["usedAfter"], cap["devices"], "#1565c0"),
-            ("legacy-before", "plugin before", sum(cap["legacyUsedBefore"].values()), legacy_total, "#6d4c41"),
-            ("legacy-after", "plugin after", sum(cap["legacyUsedAfter"].values()), legacy_total, "#6d4c41"))
+    bars = (
+        ("dra-before", "DRA before", cap["usedBefore"], cap["devices"], "#1565c0"),
+        ("dra-after", "DRA after", cap["usedAfter"], cap["devices"], "#1565c0"),
+        ("legacy-before", "plugin before", sum(cap["legacyUsedBefore"].values()), legacy_total, "#6d4c41"),
+        ("legacy-after", "plugin after", sum(cap["legacyUsedAfter"].values()), legacy_total, "#6d4c41"),
+    )
     rows = []
     for i, (key, label, used, total, colour) in enumerate(bars):
         y = i * 22
-        rows.append(f'<g data-bar="{key}" data-used="{used}" data-total="{total}"><title>{label}: {used} of '
-                    f'{total} devices used</title><rect x="110" y="{y}" width="{300 * used / max(total, 1):.1f}" '
-                    f'height="16" fill="{colour}"/><rect x="110" y="{y}" width="300" height="16" fill="none" '
-                    f'stroke="#999"/><text x="0" y="{y + 13}" font-size="12">{label}</text>'
-                    f'<text x="416" y="{y + 13}" font-size="12">{used}/{total}</text></g>')
-    return (f'<svg class="capacity" data-name="{escape(pool.name)}" xmlns="http://www.w3.org/2000/svg" '
-            f'width="{WIDTH + 40}" height="{len(bars) * 22}" role="img" aria-label="capacity of '
-            f'{escape(pool.name)} before and after">{"".join(rows)}</svg>')
+        rows.append(
+            f'<g data-bar="{key}" data-used="{used}" data-total="{total}"><title>{label}: {used} of '
+            f'{total} devices used</title><rect x="110" y="{y}" width="{300 * used / max(total, 1):.1f}" '
+            f'height="16" fill="{colour}"/><rect x="110" y="{y}" width="300" height="16" fill="none" '
+            f'stroke="#999"/><text x="0" y="{y + 13}" font-size="12">{label}</text>'
+            f'<text x="416" y="{y + 13}" font-size="12">{used}/{total}</text></g>'
+        )
+    return (
+        f'<svg class="capacity" data-name="{escape(pool.name)}" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{WIDTH + 40}" height="{len(bars) * 22}" role="img" aria-label="capacity of '
+        f'{escape(pool.name)} before and after">{"".join(rows)}</svg>'
+    )
 
 
 def _figures(group: str, groups: dict[str, Counter[str]], pools: dict[str, PoolReport] | None = None) -> str:
@@ -86,26 +97,41 @@ def _figures(group: str, groups: dict[str, Counter[str]], pools: dict[str, PoolR
 
 
 def _pod_rows(report: Report) -> str:
-    rows = [f"<tr><td>{escape(w.unit.namespace)}/{escape(pod['name'])}</td><td>{escape(cell(pod))}</td>"
-            f"<td>{escape(cell(pod, legacy=True))}</td></tr>"
-            for w in report.workloads for pod in (w.capacity or {}).get("pods", []) if pod["fits"] is False
-            or pod["differs"]]
+    rows = [
+        f"<tr><td>{escape(w.unit.namespace)}/{escape(pod['name'])}</td><td>{escape(cell(pod))}</td>"
+        f"<td>{escape(cell(pod, legacy=True))}</td></tr>"
+        for w in report.workloads
+        for pod in (w.capacity or {}).get("pods", [])
+        if pod["fits"] is False or pod["differs"]
+    ]
     if not rows:
         return ""
-    return ("<h2>Pods that do not fit or place differently</h2><table id=\"capacity-pods\"><tr><th>pod</th>"
-            "<th>DRA</th><th>device plugin</th></tr>" + "".join(rows) + "</table>")
+    return (
+        '<h2>Pods that do not fit or place differently</h2><table id="capacity-pods"><tr><th>pod</th>'
+        "<th>DRA</th><th>device plugin</th></tr>" + "".join(rows) + "</table>"
+    )
 
 
 def render_html(report: Report) -> str:
     """The report as one HTML page (see the module docstring)."""
     totals = report.totals()
-    flat = {"workloads": totals["workloads"], "pods": totals["pods"], **totals["categories"],
-            **{f"path {k}": v for k, v in totals["paths"].items()}, "risks": totals["risks"],
-            "alignment lost": totals["alignmentLost"], "legacy devices": totals["legacyDevices"]}
+    flat = {
+        "workloads": totals["workloads"],
+        "pods": totals["pods"],
+        **totals["categories"],
+        **{f"path {k}": v for k, v in totals["paths"].items()},
+        "risks": totals["risks"],
+        "alignment lost": totals["alignmentLost"],
+        "legacy devices": totals["legacyDevices"],
+    }
     if report.capacity is not None:
         cap = report.capacity["totals"]
-        flat |= {"converted pods": cap["pods"] - cap["notConverted"], "pods that fit": cap["fit"],
-                 "pods that fit (plugin)": cap["legacyFit"], "pods placed differently": cap["differ"]}
+        flat |= {
+            "converted pods": cap["pods"] - cap["notConverted"],
+            "pods that fit": cap["fit"],
+            "pods that fit (plugin)": cap["legacyFit"],
+            "pods placed differently": cap["differ"],
+        }
     namespaces: dict[str, Counter[str]] = {}
     for w in report.workloads:
         namespaces.setdefault(w.unit.namespace or "(none)", Counter())[w.category] += 1
@@ -115,19 +141,31 @@ def render_html(report: Report) -> str:
     for w in report.workloads:
         notes = [f"{f.outcome}: {f.path}: {f.reason}" for f in phrased(w.findings)]
         notes += [f"risk {r.code}: {r.path}: {r.detail}" for r in w.risks]
-        rows.append(f"<tr data-category=\"{w.category}\"><td>{escape(workload_name(w))}</td><td>{len(w.unit.pods)}</td>"
-                    f"<td>{escape(w.outcome)}</td><td>{escape(w.path.path)}</td><td>{escape(w.path.reason)}</td>"
-                    f"<td>{escape(w.alignment['status'])}</td><td>{fit(w)}</td><td>{fit(w, legacy=True)}</td>"
-                    f"<td>{'<br>'.join(escape(n) for n in notes)}</td></tr>")
-    return "".join([
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>DRA migration report</title>",
-        f"<style>{STYLE}</style></head><body><h1>DRA migration report</h1>",
-        f"<p>Kubernetes {escape(report.settings.kubernetes_version or '?')}; node pools by "
-        f"<code>{escape(report.settings.pool_label)}</code>.</p>",
-        '<dl id="totals">', *(f'<dt>{escape(k)}</dt><dd data-total="{escape(k)}">{v}</dd>' for k, v in flat.items()),
-        "</dl>", f'<p class="legend">{legend}</p>',
-        "<h2>Per namespace</h2>", _figures("namespace", namespaces),
-        "<h2>Per node pool</h2>", _figures("pool", {p.name: p.categories for p in report.pools}, pools),
-        "<h2>Workloads</h2><table><tr><th>workload</th><th>pods</th><th>outcome</th><th>path</th><th>why</th>"
-        "<th>alignment</th><th>fit (DRA)</th><th>fit (plugin)</th><th>findings and risks</th></tr>", *rows,
-        "</table>", _pod_rows(report), "</body></html>\n"])
+        rows.append(
+            f'<tr data-category="{w.category}"><td>{escape(workload_name(w))}</td><td>{len(w.unit.pods)}</td>'
+            f"<td>{escape(w.outcome)}</td><td>{escape(w.path.path)}</td><td>{escape(w.path.reason)}</td>"
+            f"<td>{escape(w.alignment['status'])}</td><td>{fit(w)}</td><td>{fit(w, legacy=True)}</td>"
+            f"<td>{'<br>'.join(escape(n) for n in notes)}</td></tr>"
+        )
+    return "".join(
+        [
+            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>DRA migration report</title>',
+            f"<style>{STYLE}</style></head><body><h1>DRA migration report</h1>",
+            f"<p>Kubernetes {escape(report.settings.kubernetes_version or '?')}; node pools by "
+            f"<code>{escape(report.settings.pool_label)}</code>.</p>",
+            '<dl id="totals">',
+            *(f'<dt>{escape(k)}</dt><dd data-total="{escape(k)}">{v}</dd>' for k, v in flat.items()),
+            "</dl>",
+            f'<p class="legend">{legend}</p>',
+            "<h2>Per namespace</h2>",
+            _figures("namespace", namespaces),
+            "<h2>Per node pool</h2>",
+            _figures("pool", {p.name: p.categories for p in report.pools}, pools),
+            "<h2>Workloads</h2><table><tr><th>workload</th><th>pods</th><th>outcome</th><th>path</th><th>why</th>"
+            "<th>alignment</th><th>fit (DRA)</th><th>fit (plugin)</th><th>findings and risks</th></tr>",
+            *rows,
+            "</table>",
+            _pod_rows(report),
+            "</body></html>\n",
+        ]
+    )

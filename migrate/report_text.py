@@ -22,8 +22,21 @@ from dra_bridge.migrate.remedies import phrased
 from dra_bridge.translate.report import Report, WorkloadReport
 
 TABLE = ("WORKLOAD", "PODS", "OUTCOME", "PATH", "FIT", "RISKS")
-WIDE = ("WORKLOAD", "PODS", "OUTCOME", "PATH", "VIA", "LEGACY", "TEMPLATES", "ALIGNMENT", "POOLS", "FIT", "LEGACY-FIT",
-        "RISKS", "REASON")
+WIDE = (
+    "WORKLOAD",
+    "PODS",
+    "OUTCOME",
+    "PATH",
+    "VIA",
+    "LEGACY",
+    "TEMPLATES",
+    "ALIGNMENT",
+    "POOLS",
+    "FIT",
+    "LEGACY-FIT",
+    "RISKS",
+    "REASON",
+)
 
 
 def workload_name(w: WorkloadReport) -> str:
@@ -57,8 +70,18 @@ def _row(w: WorkloadReport, wide: bool) -> tuple[str, ...]:
     if not wide:
         return (*base, fit(w), _risks(w))
     templates = ",".join(str(t["metadata"]["name"]) for t in w.templates) or "-"
-    return (*base, w.path.via or "-", _legacy(w), templates, w.alignment["status"], ",".join(w.pools), fit(w),
-            fit(w, legacy=True), _risks(w), w.path.reason)
+    return (
+        *base,
+        w.path.via or "-",
+        _legacy(w),
+        templates,
+        w.alignment["status"],
+        ",".join(w.pools),
+        fit(w),
+        fit(w, legacy=True),
+        _risks(w),
+        w.path.reason,
+    )
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -67,10 +90,13 @@ def _counts(counts: dict[str, int]) -> str:
 
 def pool_line(name: str, cap: dict[str, Any]) -> str:
     """One node pool's capacity before and after, DRA and legacy."""
-    legacy = "; ".join(f"legacy {r} {cap['legacyUsedBefore'].get(r, 0)} -> {cap['legacyUsedAfter'].get(r, 0)} of {n}"
-                       for r, n in sorted(cap["legacyAllocatable"].items()))
-    return (f"{name}: DRA devices {cap['usedBefore']} -> {cap['usedAfter']} of {cap['devices']} used"
-            + (f"; {legacy}" if legacy else ""))
+    legacy = "; ".join(
+        f"legacy {r} {cap['legacyUsedBefore'].get(r, 0)} -> {cap['legacyUsedAfter'].get(r, 0)} of {n}"
+        for r, n in sorted(cap["legacyAllocatable"].items())
+    )
+    return f"{name}: DRA devices {cap['usedBefore']} -> {cap['usedAfter']} of {cap['devices']} used" + (
+        f"; {legacy}" if legacy else ""
+    )
 
 
 def capacity_lines(report: Report, per_pod: bool = False) -> list[str]:
@@ -82,8 +108,10 @@ def capacity_lines(report: Report, per_pod: bool = False) -> list[str]:
     t = cap["totals"]
     converted = t["pods"] - t["notConverted"]
     sources = _counts(dict(Counter(cap["deviceSources"].values()))) or "no nodes in the input"
-    lines = [f"capacity: {t['fit']} of {converted} converted pods fit (legacy {t['legacyFit']} of {t['pods']}); "
-             f"{t['differ']} place differently; devices from {sources}"]
+    lines = [
+        f"capacity: {t['fit']} of {converted} converted pods fit (legacy {t['legacyFit']} of {t['pods']}); "
+        f"{t['differ']} place differently; devices from {sources}"
+    ]
     lines += [f"  {pool_line(p.name, p.capacity)}" for p in report.pools if p.capacity is not None]
     for w in report.workloads:
         pods = [p for p in (w.capacity or {}).get("pods", []) if p["fits"] is False or p["differs"]]
@@ -91,8 +119,9 @@ def capacity_lines(report: Report, per_pod: bool = False) -> list[str]:
             lines += [f"  {w.unit.namespace}/{pod['name']}: {_verdict(pod)}" for pod in pods]
         elif pods:
             codes = ",".join(dict.fromkeys(f"on {p['node']}" if p["fits"] else p["code"] for p in pods))
-            legacy = ",".join(dict.fromkeys(f"on {p['legacyNode']}" if p["legacyFits"] else p["legacyCode"]
-                                            for p in pods))
+            legacy = ",".join(
+                dict.fromkeys(f"on {p['legacyNode']}" if p["legacyFits"] else p["legacyCode"] for p in pods)
+            )
             lines.append(f"  {workload_name(w)}: {fit(w)} fit ({codes}), legacy {fit(w, legacy=True)} ({legacy})")
     lines += [f"  not placed: {n}" for n in cap["notPlaced"]] + [f"  warning: {n}" for n in cap["warnings"]]
     return lines
@@ -100,8 +129,9 @@ def capacity_lines(report: Report, per_pod: bool = False) -> list[str]:
 
 def cell(pod: dict[str, Any], legacy: bool = False) -> str:
     """A pod's verdict under DRA or the legacy model: ``fits on NODE`` or ``CODE: REASON``."""
-    fits, node, code, reason = (("legacyFits", "legacyNode", "legacyCode", "legacyReason") if legacy
-                                else ("fits", "node", "code", "reason"))
+    fits, node, code, reason = (
+        ("legacyFits", "legacyNode", "legacyCode", "legacyReason") if legacy else ("fits", "node", "code", "reason")
+    )
     if pod[fits]:
         return f"fits on {pod[node]}"
     return f"{pod[code]}: {pod[reason]}"
@@ -113,8 +143,9 @@ def _verdict(pod: dict[str, Any]) -> str:
 
 def _aligned(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return "".join("  ".join([*(c.ljust(n) for c, n in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip() + "\n"
-                   for r in rows)
+    return "".join(
+        "  ".join([*(c.ljust(n) for c, n in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip() + "\n" for r in rows
+    )
 
 
 def _md(cell: str) -> str:
@@ -123,46 +154,78 @@ def _md(cell: str) -> str:
 
 def _markdown(report: Report) -> str:
     t = report.totals()
-    lines = ["## DRA migration report", "",
-             f"{t['workloads']} workloads ({t['pods']} pods): " + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
-             + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}.", "",
-             "| workload | pods | outcome | path | via | risks | reason |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| `{_md(workload_name(w))}` | {len(w.unit.pods)} | {w.outcome} | {w.path.path} | {w.path.via or '-'} "
-              f"| {_md(_risks(w))} | {_md(w.path.reason)} |" for w in report.workloads]
+    lines = [
+        "## DRA migration report",
+        "",
+        f"{t['workloads']} workloads ({t['pods']} pods): "
+        + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
+        + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}.",
+        "",
+        "| workload | pods | outcome | path | via | risks | reason |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| `{_md(workload_name(w))}` | {len(w.unit.pods)} | {w.outcome} | {w.path.path} | {w.path.via or '-'} "
+        f"| {_md(_risks(w))} | {_md(w.path.reason)} |"
+        for w in report.workloads
+    ]
     if report.pools:
-        lines += ["", "### Node pools", "", "| pool | nodes | legacy devices | DRA devices | migrates | partial "
-                  "| blocked | mixed allocators |", "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {_md(p.name)} | {len(p.nodes)} | {sum(p.legacy_devices.values())} | {p.dra_devices} "
-                  f"| {p.categories['migrates']} | {p.categories['partial']} | {p.categories['blocked']} "
-                  f"| {', '.join(p.mixed_allocators) or '-'} |" for p in report.pools]
+        lines += [
+            "",
+            "### Node pools",
+            "",
+            "| pool | nodes | legacy devices | DRA devices | migrates | partial | blocked | mixed allocators |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {_md(p.name)} | {len(p.nodes)} | {sum(p.legacy_devices.values())} | {p.dra_devices} "
+            f"| {p.categories['migrates']} | {p.categories['partial']} | {p.categories['blocked']} "
+            f"| {', '.join(p.mixed_allocators) or '-'} |"
+            for p in report.pools
+        ]
     if report.capacity is not None:
         lines += ["", "### Capacity", "", capacity_lines(report)[0], ""]
         pools = [(p.name, p.capacity) for p in report.pools if p.capacity]
         if pools:
             lines += ["| pool | DRA devices used before -> after | legacy before -> after |", "|---|---|---|"]
-            lines += [f"| {_md(name)} | {cap['usedBefore']} -> {cap['usedAfter']} of {cap['devices']} "
-                      f"| {_md(_legacy_use(cap))} |" for name, cap in pools]
-        rows = [(w, pod) for w in report.workloads for pod in (w.capacity or {}).get("pods", [])
-                if pod["fits"] is False or pod["differs"]]
+            lines += [
+                f"| {_md(name)} | {cap['usedBefore']} -> {cap['usedAfter']} of {cap['devices']} "
+                f"| {_md(_legacy_use(cap))} |"
+                for name, cap in pools
+            ]
+        rows = [
+            (w, pod)
+            for w in report.workloads
+            for pod in (w.capacity or {}).get("pods", [])
+            if pod["fits"] is False or pod["differs"]
+        ]
         if rows:
             lines += ["", "| pod | DRA | legacy |", "|---|---|---|"]
-            lines += [f"| `{_md(w.unit.namespace + '/' + pod['name'])}` | {_md(cell(pod))} "
-                      f"| {_md(cell(pod, legacy=True))} |" for w, pod in rows]
+            lines += [
+                f"| `{_md(w.unit.namespace + '/' + pod['name'])}` | {_md(cell(pod))} | {_md(cell(pod, legacy=True))} |"
+                for w, pod in rows
+            ]
     details = [w for w in report.workloads if w.findings or w.risks]
     if details:
         lines += ["", "### Findings and risks", ""]
     for w in details:
         lines.append(f"<details><summary><code>{workload_name(w)}</code>: {w.outcome}, {w.path.path}</summary>\n")
-        lines += [f"- **{f.outcome}** `{_md(f.path)}` (`{_md(f.legacy)}`): {_md(f.reason)}"
-                  for f in phrased(w.findings)]
+        lines += [
+            f"- **{f.outcome}** `{_md(f.path)}` (`{_md(f.legacy)}`): {_md(f.reason)}" for f in phrased(w.findings)
+        ]
         lines += [f"- **risk {r.code}** `{_md(r.path)}`: {_md(r.detail)}" for r in w.risks]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 
 def _legacy_use(cap: dict[str, Any]) -> str:
-    return ", ".join(f"{r} {cap['legacyUsedBefore'].get(r, 0)} -> {cap['legacyUsedAfter'].get(r, 0)} of {n}"
-                     for r, n in sorted(cap["legacyAllocatable"].items())) or "-"
+    return (
+        ", ".join(
+            f"{r} {cap['legacyUsedBefore'].get(r, 0)} -> {cap['legacyUsedAfter'].get(r, 0)} of {n}"
+            for r, n in sorted(cap["legacyAllocatable"].items())
+        )
+        or "-"
+    )
 
 
 def render_text(report: Report, fmt: str) -> str:
@@ -172,7 +235,10 @@ def render_text(report: Report, fmt: str) -> str:
     wide = fmt == "wide"
     rows = [WIDE if wide else TABLE, *(_row(w, wide) for w in report.workloads)]
     t = report.totals()
-    summary = (f"\n{t['workloads']} workloads, {t['pods']} pods: "
-               + ", ".join(f"{v} {k}" for k, v in t["paths"].items()) + f"; {t['risks']} risks\n")
+    summary = (
+        f"\n{t['workloads']} workloads, {t['pods']} pods: "
+        + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
+        + f"; {t['risks']} risks\n"
+    )
     capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
     return _aligned(rows) + summary + capacity

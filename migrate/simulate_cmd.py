@@ -37,14 +37,16 @@ def _objects(sources: list[str], stdin: TextIO) -> list[dict[str, Any]]:
             raise InputError(f"{source}: no Kubernetes objects ({why_empty(source)})")
         for doc in found:
             if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-                raise InputError(f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
-                                 "(a mapping with a kind)")
+                raise InputError(
+                    f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
+                )
             objects.append(doc.obj)
     return objects
 
 
-def run_simulate(sources: list[str], node: str | None, gates: str | None, output: str, stdin: TextIO,
-                 out: TextIO, err: TextIO) -> int:
+def run_simulate(
+    sources: list[str], node: str | None, gates: str | None, output: str, stdin: TextIO, out: TextIO, err: TextIO
+) -> int:
     """Run ``simulate``; returns the exit code (0, 2; 1 after writing the error to ``err``)."""
     try:
         features = parse_gates(gates)

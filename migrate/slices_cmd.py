@@ -51,8 +51,10 @@ def _labels(doc: Any, path: str) -> dict[str, str]:
         if not isinstance(key, str):
             raise InputError(f"{path}: {where}{key}: a label key must be a string, got {_kind(key)}")
         if not isinstance(value, str):
-            raise InputError(f"{path}: {where}{key}: a label value must be a string, got {_kind(value)} "
-                             "(quote it: YAML reads 12.10 as the number 12.1)")
+            raise InputError(
+                f"{path}: {where}{key}: a label value must be a string, got {_kind(value)} "
+                "(quote it: YAML reads 12.10 as the number 12.1)"
+            )
     return dict(doc)
 
 
@@ -68,8 +70,15 @@ def _api_version(value: str) -> str:
     return full
 
 
-def run_slices(node: str, podresources_path: str, node_labels_path: str | None, api_version: str,
-               catalog_path: str | None, out: TextIO, err: TextIO) -> int:
+def run_slices(
+    node: str,
+    podresources_path: str,
+    node_labels_path: str | None,
+    api_version: str,
+    catalog_path: str | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
     """Print the slices for ``node``; see the module docstring. Returns the exit code."""
     try:
         version = _api_version(api_version)

@@ -24,22 +24,52 @@ CLASSES = device_classes([{"apiVersion": V1, **c} for c in CATALOG.device_classe
 H100, A100, L4 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-40GB", "NVIDIA-L4"
 
 
-def gfd_node(name: str, product: str, gpus: int, *, taints: list[dict[str, Any]] | None = None,
-             labels: dict[str, str] | None = None, memory: str = "81559") -> dict[str, Any]:
+def gfd_node(
+    name: str,
+    product: str,
+    gpus: int,
+    *,
+    taints: list[dict[str, Any]] | None = None,
+    labels: dict[str, str] | None = None,
+    memory: str = "81559",
+) -> dict[str, Any]:
     """A Node object as a GPU node reports itself: GFD labels and ``nvidia.com/gpu`` allocatable."""
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
-                                                  "nvidia.com/gpu.product": product, "nvidia.com/gpu.count": str(gpus),
-                                                  "nvidia.com/gpu.memory": memory, **(labels or {})}},
-            "spec": {"taints": taints or []},
-            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": product,
+                "nvidia.com/gpu.count": str(gpus),
+                "nvidia.com/gpu.memory": memory,
+                **(labels or {}),
+            },
+        },
+        "spec": {"taints": taints or []},
+        "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}},
+    }
 
 
 def gpu_pod(name: str, gpus: int, namespace: str = "team-a", **spec: Any) -> dict[str, Any]:
     """A legacy pod asking for ``gpus`` ``nvidia.com/gpu`` (plus ``spec`` fields)."""
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"limits": {"nvidia.com/gpu": gpus}}}], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"limits": {"nvidia.com/gpu": gpus}},
+                }
+            ],
+            **spec,
+        },
+    }
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # minutes: once per run, last (a stable sort keeps the rest in order).
     items.sort(key=lambda item: item.get_closest_marker("handover") is not None)
     if unreadable:
-        raise pytest.UsageError("parametrized tests need readable ids (ids= or pytest.param(id=)):\n  "
-                                + "\n  ".join(unreadable))
+        raise pytest.UsageError(
+            "parametrized tests need readable ids (ids= or pytest.param(id=)):\n  " + "\n  ".join(unreadable)
+        )
 
 
 def _modules_missing_from_the_install() -> list[str]:
@@ -88,5 +89,7 @@ def _modules_missing_from_the_install() -> list[str]:
 def pytest_sessionstart(session: pytest.Session) -> None:
     missing = _modules_missing_from_the_install()
     if missing:
-        raise pytest.UsageError("modules added since the editable install was built: "
-                                f"{', '.join(missing[:5])}; run the README's pip install again")
+        raise pytest.UsageError(
+            "modules added since the editable install was built: "
+            f"{', '.join(missing[:5])}; run the README's pip install again"
+        )

@@ -10,8 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 
-def make_container(name: str, limits: dict[str, Any] | None = None, requests: dict[str, Any] | None = None,
-                   restart_policy: str | None = None) -> dict[str, Any]:
+def make_container(
+    name: str,
+    limits: dict[str, Any] | None = None,
+    requests: dict[str, Any] | None = None,
+    restart_policy: str | None = None,
+) -> dict[str, Any]:
     """A container with the given resources (omitted blocks stay absent)."""
     c: dict[str, Any] = {"name": name, "image": "registry.example/app:1"}
     res: dict[str, Any] = {}
@@ -31,9 +35,16 @@ def gpu(n: Any, resource: str = "nvidia.com/gpu") -> dict[str, Any]:
     return {resource: n}
 
 
-def make_pod(containers: list[dict[str, Any]] | None = None, *, init: list[dict[str, Any]] | None = None,
-             gpus: Any = 1, name: str | None = "gpu-pod", generate_name: str | None = None,
-             namespace: str = "team-a", **spec: Any) -> dict[str, Any]:
+def make_pod(
+    containers: list[dict[str, Any]] | None = None,
+    *,
+    init: list[dict[str, Any]] | None = None,
+    gpus: Any = 1,
+    name: str | None = "gpu-pod",
+    generate_name: str | None = None,
+    namespace: str = "team-a",
+    **spec: Any,
+) -> dict[str, Any]:
     """A v1 Pod in ``namespace`` with extra ``spec`` fields.
 
     ``containers`` default to one container ``main`` asking for ``gpus`` nvidia.com/gpu in

@@ -31,19 +31,24 @@ def test_every_command_prints_the_installed_version(command: str, capsys: pytest
     assert capsys.readouterr().out == f"{command} {importlib.metadata.version('dra-bridge')}\n"
 
 
-@pytest.mark.parametrize(("command", "argv"), [
-    ("dra-migrate", ["--bogus"]),
-    ("dra-migrate", ["convert", "--bogus"]),
-    ("dra-migrate", []),
-    ("dra-webhook", ["--bogus"]),
-    ("dra-webhook", ["serve", "--bogus"]),
-    ("dra-webhook", ["certs", "--service", "svc", "--out", "x"]),
-    ("dra-bridge", ["--bogus"]),
-    ("dra-bridge", ["inventory", "--bogus"]),
-    ("dra-bridge", ["run", "--poll-interval", "soon"]),
-], ids=lambda v: v if isinstance(v, str) else " ".join(v) or "no-arguments")
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ("dra-migrate", ["--bogus"]),
+        ("dra-migrate", ["convert", "--bogus"]),
+        ("dra-migrate", []),
+        ("dra-webhook", ["--bogus"]),
+        ("dra-webhook", ["serve", "--bogus"]),
+        ("dra-webhook", ["certs", "--service", "svc", "--out", "x"]),
+        ("dra-bridge", ["--bogus"]),
+        ("dra-bridge", ["inventory", "--bogus"]),
+        ("dra-bridge", ["run", "--poll-interval", "soon"]),
+    ],
+    ids=lambda v: v if isinstance(v, str) else " ".join(v) or "no-arguments",
+)
 def test_a_usage_error_exits_with_the_same_code_in_every_command(
-        command: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    command: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert EXIT_USAGE == 1
     assert run(command, argv) == EXIT_USAGE
     err = capsys.readouterr().err

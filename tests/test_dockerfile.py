@@ -116,8 +116,11 @@ def test_the_three_commands_are_on_path_in_the_final_stage() -> None:
 
 
 def test_dockerignore_keeps_what_the_build_copies() -> None:
-    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-               if line.strip() and not line.startswith("#")}
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     assert {".git", ".venv"} <= ignored
     _, stages = _dockerfile()
     needed = {c.split()[0] for c in stages[0].all("COPY")} | {"README.md"}

@@ -22,7 +22,9 @@ def test_pyproject_lists_every_package_folder_under_the_namespace() -> None:
     assert setuptools["package-dir"] == {f"dra_bridge.{folder}": folder for folder in FOLDERS}
     on_disk = sorted(
         "dra_bridge." + ".".join(init.parent.relative_to(ROOT).parts)
-        for folder in FOLDERS for init in (ROOT / folder).rglob("__init__.py"))
+        for folder in FOLDERS
+        for init in (ROOT / folder).rglob("__init__.py")
+    )
     assert sorted(setuptools["packages"]) == on_disk
 
 
@@ -44,8 +46,14 @@ print(json.dumps({"names": names, "top": sorted(set(sys.modules) & {%s}),
 
 def test_every_module_imports_through_the_namespace_once(tmp_path: Path) -> None:
     code = _IMPORT_ALL % ", ".join(repr(f) for f in FOLDERS)
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHONSAFEPATH": "1"})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONSAFEPATH": "1"},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
     assert {f"dra_bridge.{folder}" for folder in FOLDERS} <= set(report["names"])

@@ -52,10 +52,27 @@ class TopologyNode:
         """The claim ``held`` that takes the already allocated devices (all devices whose
         ``deviceID`` is listed), as another pod holds them."""
         ids = ", ".join(f'"{d}"' for d in self.allocated)
-        return {"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "held"},
-                "spec": {"devices": {"requests": [{"name": "held", "exactly": {
-                    "deviceClassName": GPU_CLASS, "allocationMode": "All",
-                    "selectors": [{"cel": {"expression": f'device.attributes["dra-bridge.io"].deviceID in [{ids}]'}}]}}]}}}
+        return {
+            "apiVersion": V1,
+            "kind": "ResourceClaim",
+            "metadata": {"name": "held"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "held",
+                            "exactly": {
+                                "deviceClassName": GPU_CLASS,
+                                "allocationMode": "All",
+                                "selectors": [
+                                    {"cel": {"expression": f'device.attributes["dra-bridge.io"].deviceID in [{ids}]'}}
+                                ],
+                            },
+                        }
+                    ]
+                }
+            },
+        }
 
     def numa_of(self, device_id: str) -> int:
         """The NUMA node of a device ID."""
@@ -69,8 +86,13 @@ def _two_numa_x4() -> TopologyNode:
         uuid = f"GPU-{i}"
         inventory.append(InventoryDevice(resourceName="nvidia.com/gpu", deviceID=uuid, numaNodes=[numa]))
         root = f"pci0000:{(numa * 2 + (i // 4)) * 0x40:02x}"  # two GPUs per root complex
-        nvml[uuid] = NvmlFacts(uuid=uuid, productName="NVIDIA H100 80GB HBM3", pciBusID=f"0000:{0x10 + i:02x}:00.0",
-                               pcieRoot=root, numaNode=numa)
+        nvml[uuid] = NvmlFacts(
+            uuid=uuid,
+            productName="NVIDIA H100 80GB HBM3",
+            pciBusID=f"0000:{0x10 + i:02x}:00.0",
+            pcieRoot=root,
+            numaNode=numa,
+        )
     return TopologyNode(tuple(inventory), nvml, allocated=("GPU-0",))
 
 
@@ -89,18 +111,29 @@ class TopologyCase:
 
     def plan(self, namespace: str, name: str) -> Plan:
         """The converted pod (one container ``main``) and its templates."""
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
-               "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                        "resources": {"limits": {"nvidia.com/gpu": self.gpus}}}]}}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"limits": {"nvidia.com/gpu": self.gpus}},
+                    }
+                ]
+            },
+        }
         return plan_pod(pod, CATALOG, Options(alignment=self.alignment), namespace)
 
 
 NUMA, PCIE, NONE = Alignment("numa"), Alignment("pcie"), Alignment()
 CASES = (
     TopologyCase("numa-2-gpus", 2, NUMA, "aligned"),
-    TopologyCase("numa-4-gpus", 4, NUMA, "aligned"),           # only NUMA node 1 has 4 free
+    TopologyCase("numa-4-gpus", 4, NUMA, "aligned"),  # only NUMA node 1 has 4 free
     TopologyCase("pcie-2-gpus", 2, PCIE, "aligned"),
-    TopologyCase("numa-5-gpus", 5, NUMA, "unschedulable"),     # no NUMA node has 5 free
+    TopologyCase("numa-5-gpus", 5, NUMA, "unschedulable"),  # no NUMA node has 5 free
     TopologyCase("none-2-gpus", 2, NONE, "unaligned"),
     TopologyCase("none-4-gpus", 4, NONE, "unaligned"),
     TopologyCase("none-5-gpus", 5, NONE, "unaligned"),
@@ -135,7 +168,9 @@ def engine_placement(case: TopologyCase, node: str = "numa") -> Placement:
         *({"apiVersion": V1, **c} for c in CATALOG.device_classes()),
         *(render_slice(s, V1) for s in case.node.slices(node)),
         {**case.node.held_claim(), "metadata": {"name": "held", "namespace": "default"}},
-        *plan.templates, plan.pod]
+        *plan.templates,
+        plan.pod,
+    ]
     result = simulate(documents, parse_gates(None), node)
     claims = [c for c in result.claims if c.name != "held"]
     if not all(c.outcome == "allocated" for c in claims):

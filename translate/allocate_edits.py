@@ -28,10 +28,18 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-LIST_VARIABLES = frozenset({
-    "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES",
-})
+LIST_VARIABLES = frozenset(
+    {
+        "NVIDIA_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "GPU_DEVICE_ORDINAL",
+        "ZE_AFFINITY_MASK",
+        "NVIDIA_MIG_CONFIG_DEVICES",
+        "NVIDIA_MIG_MONITOR_DEVICES",
+    }
+)
 """Variables whose value lists devices: one per device cannot compose (node-apis.md 2.7)."""
 MPS_PREFIX = "CUDA_MPS_"
 """NVIDIA's MPS variables (``CUDA_MPS_PIPE_DIRECTORY``, ...: node-apis.md 2.7)."""
@@ -119,15 +127,21 @@ def compose(answers: Mapping[str, Mapping[str, Any]]) -> ResourceEdits:
             elif len(mounts_at[target]) > 1:
                 dropped.add(f"mount {target}, a different host path per device")
             else:
-                mounts.append({"hostPath": host, "containerPath": target,
-                               "options": ["bind", "ro" if m.get("read_only") else "rw"]})
+                mounts.append(
+                    {
+                        "hostPath": host,
+                        "containerPath": target,
+                        "options": ["bind", "ro" if m.get("read_only") else "rw"],
+                    }
+                )
         edits: dict[str, Any] = {}
         if env:
             edits["env"] = env
         if nodes:
             edits["deviceNodes"] = sorted({n["path"]: n for n in nodes}.values(), key=lambda n: str(n["path"]))
         if mounts:
-            edits["mounts"] = sorted({m["containerPath"]: m for m in mounts}.values(),
-                                     key=lambda m: str(m["containerPath"]))
+            edits["mounts"] = sorted(
+                {m["containerPath"]: m for m in mounts}.values(), key=lambda m: str(m["containerPath"])
+            )
         out[device_id] = edits
     return ResourceEdits(devices=out, dropped=sorted(dropped))

@@ -106,8 +106,9 @@ class Catalog:
     entries: tuple[CatalogEntry, ...]
     profile_aliases: tuple[frozenset[str], ...]
     mig_profiles: tuple[str, ...]
-    _memo: dict[str, ResourceMapping | None] = field(default_factory=dict, init=False, repr=False, compare=False,
-                                                     hash=False)
+    _memo: dict[str, ResourceMapping | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def with_target(self, target: Target) -> Catalog:
         """The same catalog aimed at ``bridge`` classes or the vendor's own classes."""
@@ -204,11 +205,24 @@ class Catalog:
         if aliases:
             same_type.append(ex.string_attribute_in(entry.vendor.driver, "profile", aliases))
         branches = [bridge]
-        whole = sorted(e.name for e in self.entries if e.kind == "gpu" and e.name is not None and e.vendor is not None
-                       and e.vendor.driver == entry.vendor.driver)
+        whole = sorted(
+            e.name
+            for e in self.entries
+            if e.kind == "gpu"
+            and e.name is not None
+            and e.vendor is not None
+            and e.vendor.driver == entry.vendor.driver
+        )
         if entry.kind == "mig" and whole:
-            branches.append(ex.all_of([on_bridge, ex.string_attribute_in(self.bridge_driver, BRIDGE_RESOURCE_ATTRIBUTE,
-                                                                         whole), *same_type]))
+            branches.append(
+                ex.all_of(
+                    [
+                        on_bridge,
+                        ex.string_attribute_in(self.bridge_driver, BRIDGE_RESOURCE_ATTRIBUTE, whole),
+                        *same_type,
+                    ]
+                )
+            )
         branches.append(ex.all_of([f"device.driver == {ex.literal(entry.vendor.driver)}", *same_type]))
         return ex.any_of(branches)
 
@@ -247,8 +261,17 @@ def _fail(source: str, key: str, rule: str) -> CatalogError:
 def _entry(raw: object, source: str, key: str) -> CatalogEntry:
     if not isinstance(raw, Mapping):
         raise _fail(source, key, "must be a mapping")
-    allowed = {"name", "pattern", "kind", "deviceClass", "vendor", "gfd",
-               "failRequestsGreaterThanOne", "reason", "edits"}
+    allowed = {
+        "name",
+        "pattern",
+        "kind",
+        "deviceClass",
+        "vendor",
+        "gfd",
+        "failRequestsGreaterThanOne",
+        "reason",
+        "edits",
+    }
     unknown = sorted(str(k) for k in set(raw) - allowed)
     if unknown:
         raise _fail(source, f"{key}.{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
@@ -283,9 +306,19 @@ def _entry(raw: object, source: str, key: str) -> CatalogEntry:
     gfd = raw.get("gfd")
     if gfd not in (None, "nvidia"):
         raise _fail(source, f"{key}.gfd", "must be nvidia or absent")
-    return CatalogEntry(name, pattern, cast(Kind, kind), device_class, vendor, gfd, fail_gt_one,
-                        str(raw.get("reason", "")), source, regex,
-                        parse_edits(raw.get("edits"), source, f"{key}.edits"))
+    return CatalogEntry(
+        name,
+        pattern,
+        cast(Kind, kind),
+        device_class,
+        vendor,
+        gfd,
+        fail_gt_one,
+        str(raw.get("reason", "")),
+        source,
+        regex,
+        parse_edits(raw.get("edits"), source, f"{key}.edits"),
+    )
 
 
 def _vendor(raw: object, source: str, key: str) -> VendorTarget | None:
@@ -309,8 +342,7 @@ def _vendor(raw: object, source: str, key: str) -> VendorTarget | None:
 def _parse(doc: object, source: str) -> dict[str, Any]:
     if not isinstance(doc, Mapping):
         raise _fail(source, "(top level)", "must be a mapping")
-    allowed = {"apiVersion", "kind", "bridgeDriver", "target", "migProfileAliases",
-               "migProfiles", "resources"}
+    allowed = {"apiVersion", "kind", "bridgeDriver", "target", "migProfileAliases", "migProfiles", "resources"}
     unknown = sorted(str(k) for k in set(doc) - allowed)
     if unknown:
         raise _fail(source, unknown[0], f"unknown key (allowed: {', '.join(sorted(allowed))})")
@@ -364,8 +396,12 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
         except yaml.YAMLError as exc:
             raise CatalogError(f"{source}: not valid YAML: {exc}") from exc
         if source == user_source and "bridgeDriver" in doc:
-            raise _fail(source, "bridgeDriver", "only the shipped catalog sets it (the driver name the bridge "
-                                              "publishes under and the DeviceClasses select)")
+            raise _fail(
+                source,
+                "bridgeDriver",
+                "only the shipped catalog sets it (the driver name the bridge "
+                "publishes under and the DeviceClasses select)",
+            )
         bridge_driver = str(doc.get("bridgeDriver", bridge_driver))
         if "target" in doc:
             if doc["target"] not in ("bridge", "vendor"):
@@ -382,8 +418,11 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
             ident = entry.name or entry.pattern
             clash = _clash(entry, entries, profiles)
             if clash:
-                raise _fail(source, f"resources[{i}]",
-                            f"{ident} is already covered by {clash} (entries may be added, not redefined)")
+                raise _fail(
+                    source,
+                    f"resources[{i}]",
+                    f"{ident} is already covered by {clash} (entries may be added, not redefined)",
+                )
             entries.append(entry)
     merged: list[frozenset[str]] = []
     for group in aliases:
@@ -392,5 +431,4 @@ def load_catalog(user_text: str | None = None, user_source: str = "user catalog"
             merged.remove(g)
             group = group | g
         merged.append(group)
-    return Catalog(bridge_driver, cast(Target, target), tuple(entries), tuple(merged),
-                   tuple(dict.fromkeys(profiles)))
+    return Catalog(bridge_driver, cast(Target, target), tuple(entries), tuple(merged), tuple(dict.fromkeys(profiles)))

@@ -109,8 +109,11 @@ def parse_edits(raw: object, source: str, key: str) -> EditSource | None:
     if not isinstance(side_effect_free, bool):
         raise _fail(source, f"{key}.allocate.sideEffectFree", "must be a boolean")
     if not isinstance(socket, str) or not _SOCKET_RE.fullmatch(socket) or socket == "kubelet.sock":
-        raise _fail(source, f"{key}.allocate.socket", "must be a socket file name in <kubelet dir>/device-plugins/ "
-                                                     "(no /, not kubelet.sock)")
+        raise _fail(
+            source,
+            f"{key}.allocate.socket",
+            "must be a socket file name in <kubelet dir>/device-plugins/ (no /, not kubelet.sock)",
+        )
     return EditSource(socket, side_effect_free, recipe)
 
 

@@ -105,7 +105,7 @@ def spec_file_name(uid: str) -> str:
 def spec_file_uid(name: str) -> str | None:
     """The claim UID of one of our spec files, or None for any other file (the toolkit's, ...)."""
     if name.startswith(SPEC_PREFIX) and name.endswith(SPEC_SUFFIX):
-        uid = name[len(SPEC_PREFIX):-len(SPEC_SUFFIX)]
+        uid = name[len(SPEC_PREFIX) : -len(SPEC_SUFFIX)]
         return uid if _UID_RE.fullmatch(uid) else None
     return None
 
@@ -128,8 +128,7 @@ def claim_label(namespace: str, name: str, uid: str) -> str:
     return f"claim {namespace}/{name} ({uid})"
 
 
-def our_results(claim: Mapping[str, Any], namespace: str, name: str, uid: str, driver: str,
-                pool: str) -> list[Result]:
+def our_results(claim: Mapping[str, Any], namespace: str, name: str, uid: str, driver: str, pool: str) -> list[Result]:
     """The claim's allocation results for ``driver`` on ``pool``, in allocation order.
 
     Raises ClaimError (naming the claim and the rule) when the claim's UID is not ``uid`` (it
@@ -150,15 +149,18 @@ def our_results(claim: Mapping[str, Any], namespace: str, name: str, uid: str, d
         raise ClaimError(f"{label}: status.allocation.devices.results is not a list")
     out: list[Result] = []
     for i, r in enumerate(results):
-        if not isinstance(r, Mapping) or not all(isinstance(r.get(k), str) and r.get(k)
-                                                 for k in ("request", "driver", "pool", "device")):
-            raise ClaimError(f"{label}: status.allocation.devices.results[{i}] lacks a request, driver, pool or "
-                             "device string")
+        if not isinstance(r, Mapping) or not all(
+            isinstance(r.get(k), str) and r.get(k) for k in ("request", "driver", "pool", "device")
+        ):
+            raise ClaimError(
+                f"{label}: status.allocation.devices.results[{i}] lacks a request, driver, pool or device string"
+            )
         if r["driver"] != driver:
             continue
         if r["pool"] != pool:
-            raise ClaimError(f"{label}: results[{i}] is device {r['device']} of pool {r['pool']}, "
-                             f"not of this node's pool {pool}")
+            raise ClaimError(
+                f"{label}: results[{i}] is device {r['device']} of pool {r['pool']}, not of this node's pool {pool}"
+            )
         out.append(Result(request_name(r["request"]), r["pool"], r["device"]))
     if not out:
         raise ClaimError(f"{label}: no allocation result has driver {driver}: nothing of it is ours to prepare")
@@ -177,8 +179,9 @@ def composition_refusals(edits: Mapping[str, Any]) -> list[str]:
     return refusals
 
 
-def render_spec(uid: str, devices: Sequence[tuple[str, Mapping[str, Any]]],
-                spec_edits: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def render_spec(
+    uid: str, devices: Sequence[tuple[str, Mapping[str, Any]]], spec_edits: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
     """Our CDI spec for one claim: ``devices`` as (device name, per-device edits), named
     ``<uid>-<device name>``; ``spec_edits`` merged (device nodes by path, once each) into the
     spec-level ``containerEdits``. Raises ClaimError when a device's edits do not compose or a
@@ -191,8 +194,9 @@ def render_spec(uid: str, devices: Sequence[tuple[str, Mapping[str, Any]]],
     for name, edits in devices:
         cdi_name = f"{uid}-{name}"
         if not _CDI_NAME_RE.fullmatch(cdi_name):
-            raise ClaimError(f"CDI device name {cdi_name!r} breaks the CDI name rule (alphanumeric ends, "
-                             "inner [A-Za-z0-9_.:-])")
+            raise ClaimError(
+                f"CDI device name {cdi_name!r} breaks the CDI name rule (alphanumeric ends, inner [A-Za-z0-9_.:-])"
+            )
         refusals = composition_refusals(edits)
         if refusals:
             raise ClaimError(f"device {name}: " + "; ".join(refusals))
@@ -205,8 +209,9 @@ def render_spec(uid: str, devices: Sequence[tuple[str, Mapping[str, Any]]],
 
 def edits_json(edits: DeviceEdits) -> str:
     """The canonical JSON a prepared device keeps of its edits."""
-    return json.dumps({"source": edits.source, "spec": edits.spec, "device": edits.device},
-                      sort_keys=True, separators=(",", ":"))
+    return json.dumps(
+        {"source": edits.source, "spec": edits.spec, "device": edits.device}, sort_keys=True, separators=(",", ":")
+    )
 
 
 def _kept_edits(d: PreparedDevice, fallback: EditsLookup | None) -> DeviceEdits | None:
@@ -237,8 +242,14 @@ def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup 
     return render_spec(uid, own, spec_edits) if own else None
 
 
-def answer(uid: str, results: Sequence[Result], inventory: Mapping[str, tuple[str, str]],
-           resolves: Mapping[str, bool], label: str, edits: EditsLookup) -> ClaimAnswer:
+def answer(
+    uid: str,
+    results: Sequence[Result],
+    inventory: Mapping[str, tuple[str, str]],
+    resolves: Mapping[str, bool],
+    label: str,
+    edits: EditsLookup,
+) -> ClaimAnswer:
     """The answer for a claim's results.
 
     ``inventory`` maps our device names to (legacy resource name, kubelet device ID);
@@ -257,15 +268,19 @@ def answer(uid: str, results: Sequence[Result], inventory: Mapping[str, tuple[st
         kept = ""
         if toolkit is not None:
             if not resolves.get(toolkit):
-                raise ClaimError(f"{label}: device {r.device} needs the container toolkit's CDI device {toolkit}, "
-                                 "which no spec in the node's CDI directories (dra-bridge --cdi-dir) defines "
-                                 "(run nvidia-ctk cdi generate, or the GPU Operator's toolkit with CDI on)")
+                raise ClaimError(
+                    f"{label}: device {r.device} needs the container toolkit's CDI device {toolkit}, "
+                    "which no spec in the node's CDI directories (dra-bridge --cdi-dir) defines "
+                    "(run nvidia-ctk cdi generate, or the GPU Operator's toolkit with CDI on)"
+                )
             ids: tuple[str, ...] = (toolkit,)
         else:
             found = edits(resource, device_id)
             if found is None:
-                raise ClaimError(f"{label}: device {r.device} ({resource} {device_id}) has no CDI source: no toolkit "
-                                 "device, no recorded Allocate answer that composes, no static recipe in the catalog")
+                raise ClaimError(
+                    f"{label}: device {r.device} ({resource} {device_id}) has no CDI source: no toolkit "
+                    "device, no recorded Allocate answer that composes, no static recipe in the catalog"
+                )
             ids, kept = (device_cdi_id(uid, r.device),), edits_json(found)
         out.devices.append(PreparedDevice((r.request,), r.pool, r.device, ids, resource, device_id, kept))
     try:

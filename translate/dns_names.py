@@ -30,9 +30,7 @@ def is_dns_label(value: str) -> bool:
 
 def is_dns_subdomain(value: str) -> bool:
     """True for a valid DNS subdomain (RFC 1123, at most 253 characters)."""
-    return 0 < len(value) <= MAX_SUBDOMAIN and all(
-        _LABEL.fullmatch(part) for part in value.split(".")
-    )
+    return 0 < len(value) <= MAX_SUBDOMAIN and all(_LABEL.fullmatch(part) for part in value.split("."))
 
 
 #: One encoder for every call (``json.dumps`` with options builds a new one each time).

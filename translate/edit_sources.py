@@ -24,8 +24,9 @@ from dra_bridge.translate.cdi import EditsLookup, toolkit_cdi_id
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 
 
-def device_edits(resource: str, device_id: str, recorded: Mapping[str, ResourceEdits],
-                 catalog: Catalog) -> DeviceEdits | None:
+def device_edits(
+    resource: str, device_id: str, recorded: Mapping[str, ResourceEdits], catalog: Catalog
+) -> DeviceEdits | None:
     """The recorded Allocate edits of a device when they hold anything, else the catalog's
     static recipe for its resource, else None (NVIDIA devices: see :func:`preparable`)."""
     found = recorded.get(resource)
@@ -45,8 +46,12 @@ def lookup(recorded: Callable[[], Mapping[str, ResourceEdits]], catalog: Catalog
     return lambda resource, device_id: device_edits(resource, device_id, recorded(), catalog)
 
 
-def preparable(devices: Sequence[InventoryDevice], catalog: Catalog, recorded: Mapping[str, ResourceEdits],
-               resolve: Callable[[list[str]], Mapping[str, bool]] | None) -> tuple[list[InventoryDevice], list[str]]:
+def preparable(
+    devices: Sequence[InventoryDevice],
+    catalog: Catalog,
+    recorded: Mapping[str, ResourceEdits],
+    resolve: Callable[[list[str]], Mapping[str, bool]] | None,
+) -> tuple[list[InventoryDevice], list[str]]:
     """The devices that have an edit source, in order, and one warning per resource whose
     devices do not (naming the resource, how many, and why). ``resolve`` says which toolkit
     CDI IDs resolve (None: not checked, e.g. no CDI directory to look in)."""
@@ -60,15 +65,21 @@ def preparable(devices: Sequence[InventoryDevice], catalog: Catalog, recorded: M
         why = ""
         if toolkit is not None:
             if resolves is not None and not resolves.get(toolkit):
-                why = (f"its container toolkit CDI device ({toolkit}) is defined by no spec in the node's "
-                       "CDI directories (dra-bridge --cdi-dir), and its device plugin's only recipe is the list-valued "
-                       "NVIDIA_VISIBLE_DEVICES (run nvidia-ctk cdi generate, or the GPU Operator's toolkit "
-                       "with CDI on)")
+                why = (
+                    f"its container toolkit CDI device ({toolkit}) is defined by no spec in the node's "
+                    "CDI directories (dra-bridge --cdi-dir), and its device plugin's only recipe is the list-valued "
+                    "NVIDIA_VISIBLE_DEVICES (run nvidia-ctk cdi generate, or the GPU Operator's toolkit "
+                    "with CDI on)"
+                )
         elif device_edits(resource, device_id, recorded, catalog) is None:
             found = recorded.get(resource)
             dropped = found["dropped"] if found is not None else []
-            answer = (f"its device plugin's recorded Allocate answer held nothing that composes (dropped: "
-                      f"{'; '.join(dropped)})" if resource in recorded else "no Allocate answer was recorded")
+            answer = (
+                f"its device plugin's recorded Allocate answer held nothing that composes (dropped: "
+                f"{'; '.join(dropped)})"
+                if resource in recorded
+                else "no Allocate answer was recorded"
+            )
             why = f"no edit source: {answer}, and the catalog has no static recipe for it"
         if why:
             count, _ = withheld.get(resource, (0, why))

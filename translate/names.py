@@ -34,7 +34,9 @@ DEFAULT_API_VERSION: Final = "resource.k8s.io/v1"
 #: The Kubernetes minor release that introduced each version: what a target serving only
 #: that version can be assumed to run (used for CEL library availability).
 MINOR_FOR_VERSION: Final[dict[str, int]] = {
-    "resource.k8s.io/v1": 34, "resource.k8s.io/v1beta2": 33, "resource.k8s.io/v1beta1": 32,
+    "resource.k8s.io/v1": 34,
+    "resource.k8s.io/v1beta2": 33,
+    "resource.k8s.io/v1beta1": 32,
 }
 CATALOG_API_VERSION: Final = "catalog.dra-bridge.io/v1"
 

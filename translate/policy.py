@@ -57,11 +57,18 @@ from dra_bridge.translate.strict_yaml import StrictLoader
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
 OnError = Literal["admit-unchanged", "deny"]
 HamiSlicing = Literal["unsupported", "whole-devices"]
-_SETTING_KEYS = {"convert": "convert",
-                 "keepLegacy": "keep_legacy", "hamiSlicing": "hami_slicing", "onError": "on_error",
-                 "deferToKEP5004": "defer_to_kep5004", "ignoreLegacyQuota": "ignore_legacy_quota",
-                 "draSchedulers": "dra_schedulers", "failRequestsGreaterThanOne": "fail_requests_greater_than_one",
-                 "alignment": "alignment", "alignmentScope": "alignment_scope"}
+_SETTING_KEYS = {
+    "convert": "convert",
+    "keepLegacy": "keep_legacy",
+    "hamiSlicing": "hami_slicing",
+    "onError": "on_error",
+    "deferToKEP5004": "defer_to_kep5004",
+    "ignoreLegacyQuota": "ignore_legacy_quota",
+    "draSchedulers": "dra_schedulers",
+    "failRequestsGreaterThanOne": "fail_requests_greater_than_one",
+    "alignment": "alignment",
+    "alignmentScope": "alignment_scope",
+}
 _MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
 _BOOLEAN_KEYS = ("convert", "keepLegacy", "deferToKEP5004", "ignoreLegacyQuota", "failRequestsGreaterThanOne")
 #: Namespaces the webhook never converts, whatever the policy says (the webhook's own is added by
@@ -104,11 +111,16 @@ class Translation:
         ``translate.plan.Options`` (``kep5004``: the cluster's KEP-5004 classes, used only
         where ``defer_to_kep5004``). ``on_error`` and ``ignore_legacy_quota`` are not plan
         options: the first governs the answer, the second the cluster checks."""
-        return Options(api_version=api_version, managed_by=MANAGED_BY_WEBHOOK, keep_legacy_partial=self.keep_legacy,
-                       hami_slicing=self.hami_slicing, kep5004=kep5004 if self.defer_to_kep5004 else {},
-                       dra_schedulers=self.dra_schedulers,
-                       fail_requests_greater_than_one=self.fail_requests_greater_than_one,
-                       alignment=Alignment(self.alignment, self.alignment_scope))
+        return Options(
+            api_version=api_version,
+            managed_by=MANAGED_BY_WEBHOOK,
+            keep_legacy_partial=self.keep_legacy,
+            hami_slicing=self.hami_slicing,
+            kep5004=kep5004 if self.defer_to_kep5004 else {},
+            dra_schedulers=self.dra_schedulers,
+            fail_requests_greater_than_one=self.fail_requests_greater_than_one,
+            alignment=Alignment(self.alignment, self.alignment_scope),
+        )
 
 
 @dataclass(frozen=True)
@@ -192,8 +204,7 @@ def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
         if name == "draSchedulers":
             value = _strings(value, source, path)
             if not all(is_dns_subdomain(v) for v in value):  # core/v1 validates spec.schedulerName so
-                raise _fail(source, path, "must be a list of scheduler names (DNS subdomains, as "
-                                          "spec.schedulerName)")
+                raise _fail(source, path, "must be a list of scheduler names (DNS subdomains, as spec.schedulerName)")
         out[_SETTING_KEYS[name]] = value
     return out
 
@@ -211,8 +222,7 @@ def _match(raw: object, source: str, key: str) -> Match:
         if name not in _MATCH_KEYS:
             raise _fail(source, f"{key}.{name}", f"unknown key (known: {', '.join(_MATCH_KEYS)})")
     labels = raw.get("podLabels", {})
-    if not isinstance(labels, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
-                                                  for k, v in labels.items()):
+    if not isinstance(labels, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         raise _fail(source, f"{key}.podLabels", "must map label names to string values")
     return Match(
         namespaces=_strings(raw.get("namespaces", []), source, f"{key}.namespaces"),
@@ -328,4 +338,3 @@ __all__ = [
     "policy_remedy",
     "setting_names",
 ]
-

@@ -27,8 +27,9 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
             except TypeError:  # an unhashable key: let the base class report it
                 break
             if duplicate:
-                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                        f"found duplicate key {key!r}", key_node.start_mark)
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 

@@ -46,8 +46,9 @@ class CertPaths:
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
-    data = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    data = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     tmp = path.with_suffix(path.suffix + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
@@ -70,8 +71,10 @@ def check_inputs(namespace: str, service: str, ip_addresses: tuple[str, ...] = (
     """ConfigError naming the flag (``--namespace``, ``--service``, ``--ip``, ``--days``) of a bad value."""
     for flag, value in (("--namespace", namespace), ("--service", service)):
         if not _DNS_LABEL.fullmatch(value):
-            raise ConfigError(f"{flag} {value!r} is not a DNS label (RFC 1123: at most 63 characters of a-z, 0-9 "
-                              "and '-', starting and ending with a letter or digit)")
+            raise ConfigError(
+                f"{flag} {value!r} is not a DNS label (RFC 1123: at most 63 characters of a-z, 0-9 "
+                "and '-', starting and ending with a letter or digit)"
+            )
     for ip in ip_addresses:
         try:
             ipaddress.ip_address(ip)
@@ -81,8 +84,9 @@ def check_inputs(namespace: str, service: str, ip_addresses: tuple[str, ...] = (
         raise ConfigError(f"--days {days!r} must be a positive integer (days the certificates stay valid)")
 
 
-def write_certs(out_dir: Path, namespace: str, service: str, ip_addresses: tuple[str, ...] = (),
-                days: int = 365) -> CertPaths:
+def write_certs(
+    out_dir: Path, namespace: str, service: str, ip_addresses: tuple[str, ...] = (), days: int = 365
+) -> CertPaths:
     """Generate and write a CA and a serving certificate signed by it; see the module docstring.
 
     Raises ConfigError (see :func:`check_inputs`) before writing anything.
@@ -94,12 +98,28 @@ def write_certs(out_dir: Path, namespace: str, service: str, ip_addresses: tuple
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"dra-bridge-webhook-ca.{namespace}")])
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now).not_valid_after(until)
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
@@ -109,8 +129,11 @@ def write_certs(out_dir: Path, namespace: str, service: str, ip_addresses: tuple
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{service}.{namespace}.svc")]))
-        .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now).not_valid_after(until)
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)

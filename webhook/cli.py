@@ -60,8 +60,9 @@ async def _api_version(settings: Settings, api: ApiServer) -> str:
     try:
         return await discover_resource_version(api)
     except KubeError as exc:
-        raise ConfigError(f"API discovery failed: {type(exc).__name__}: {exc}; pass --api-version to force one"
-                          ) from exc
+        raise ConfigError(
+            f"API discovery failed: {type(exc).__name__}: {exc}; pass --api-version to force one"
+        ) from exc
 
 
 async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -> None:
@@ -70,8 +71,9 @@ async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -
         await web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context).start()
     except OSError as exc:
         why = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
-        raise ConfigError(f"--host/--port {settings.host}:{settings.port}: cannot listen: {why} "
-                          f"(DRA_WEBHOOK_HOST / DRA_WEBHOOK_PORT)") from exc
+        raise ConfigError(
+            f"--host/--port {settings.host}:{settings.port}: cannot listen: {why} (DRA_WEBHOOK_HOST / DRA_WEBHOOK_PORT)"
+        ) from exc
 
 
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
@@ -86,9 +88,17 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         api = ObservedApi(ApiServer(client), health)  # what the API server answers shows in /readyz
         metrics = Metrics()
         view = ClusterView()
-        runtime = Runtime(api_version, metrics, policy, catalog, tls, kep5004=view.kep5004,
-                          node_mode=view.node_mode, quota_keys=view.quota_keys,
-                          exempt_namespaces=settings.exempt_namespaces)
+        runtime = Runtime(
+            api_version,
+            metrics,
+            policy,
+            catalog,
+            tls,
+            kep5004=view.kep5004,
+            node_mode=view.node_mode,
+            quota_keys=view.quota_keys,
+            exempt_namespaces=settings.exempt_namespaces,
+        )
         runtime.watch_cluster(view, health)
         runtime.check_files()
         ensurer = KubeTemplateEnsurer(api, api_version, deadline=settings.template_deadline)
@@ -101,17 +111,24 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             functools.partial(reload_loop, runtime, settings.reload_interval),
             ensurer.watch_deletions,
             functools.partial(view.run, api, api_version),
-            functools.partial(Reconciler(api, api_version, lambda: runtime.context().catalog, settings.identity,
-                                         settings.namespace, grace=settings.template_grace).run,
-                              interval=settings.reconcile_interval),
+            functools.partial(
+                Reconciler(
+                    api,
+                    api_version,
+                    lambda: runtime.context().catalog,
+                    settings.identity,
+                    settings.namespace,
+                    grace=settings.template_grace,
+                ).run,
+                interval=settings.reconcile_interval,
+            ),
         ]
         app = make_app(runtime, admitter, background)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         try:  # the background tasks stop (runner.cleanup) before the client closes
             await _listen(runner, settings, tls)
-            logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port,
-                        api_version)
+            logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -128,17 +145,36 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
 
 def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("certs", help="generate a CA and a serving certificate")
-    p.add_argument("--namespace", required=True,
-                   help="namespace of the webhook Service, a DNS label (RFC 1123); part of the DNS SANs")
-    p.add_argument("--service", required=True,
-                   help="name of the webhook Service, a DNS label (RFC 1123); the SANs are SVC, SVC.NS, "
-                        "SVC.NS.svc and SVC.NS.svc.cluster.local")
-    p.add_argument("--out", required=True, metavar="DIR",
-                   help="directory for ca.crt, ca.key, tls.crt and tls.key (created if missing; keys mode 0600)")
-    p.add_argument("--ip", action="append", default=[], metavar="ADDRESS",
-                   help="an IPv4 or IPv6 address SAN, e.g. 127.0.0.1 for a webhook called by url (repeatable)")
-    p.add_argument("--days", default="365", metavar="N",
-                   help="days both certificates stay valid, a positive integer (default: 365)")
+    p.add_argument(
+        "--namespace",
+        required=True,
+        help="namespace of the webhook Service, a DNS label (RFC 1123); part of the DNS SANs",
+    )
+    p.add_argument(
+        "--service",
+        required=True,
+        help="name of the webhook Service, a DNS label (RFC 1123); the SANs are SVC, SVC.NS, "
+        "SVC.NS.svc and SVC.NS.svc.cluster.local",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="directory for ca.crt, ca.key, tls.crt and tls.key (created if missing; keys mode 0600)",
+    )
+    p.add_argument(
+        "--ip",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="an IPv4 or IPv6 address SAN, e.g. 127.0.0.1 for a webhook called by url (repeatable)",
+    )
+    p.add_argument(
+        "--days",
+        default="365",
+        metavar="N",
+        help="days both certificates stay valid, a positive integer (default: 365)",
+    )
 
 
 def _certs(ns: argparse.Namespace) -> int:
@@ -146,8 +182,9 @@ def _certs(ns: argparse.Namespace) -> int:
         try:
             days = int(ns.days)
         except ValueError:
-            raise ConfigError(f"--days {ns.days!r} must be a positive integer (days the certificates stay valid)"
-                              ) from None
+            raise ConfigError(
+                f"--days {ns.days!r} must be a positive integer (days the certificates stay valid)"
+            ) from None
         try:
             paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days)
         except OSError as exc:
@@ -155,8 +192,10 @@ def _certs(ns: argparse.Namespace) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"dra-webhook certs: error: {exc}\n")
         return 1
-    sys.stdout.write(f"wrote {paths.ca_cert} (the caBundle) {paths.cert} {paths.key} (serving pair) "
-                     f"{paths.ca_key} (the CA key: keep it private)\n")
+    sys.stdout.write(
+        f"wrote {paths.ca_cert} (the caBundle) {paths.cert} {paths.key} (serving pair) "
+        f"{paths.ca_key} (the CA key: keep it private)\n"
+    )
     return 0
 
 

@@ -56,9 +56,15 @@ class ClusterView:
     ``max_backoff``: the first and the largest pause in seconds; ``clock``: monotonic seconds.
     """
 
-    def __init__(self, *, sleep: Sleep = asyncio.sleep, initial_backoff: float = 1.0,
-                 max_backoff: float = 30.0, clock: Callable[[], float] = time.monotonic,
-                 list_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        sleep: Sleep = asyncio.sleep,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        list_timeout: float = 60.0,
+    ) -> None:
         self._sleep = sleep
         self._list_timeout = list_timeout
         self._clock = clock
@@ -184,8 +190,10 @@ class ClusterView:
             "DeviceClass": DEVICE_CLASSES.at(resource_version),
             "ResourceSlice": RESOURCE_SLICES.at(resource_version),
         }
-        tasks = [asyncio.get_running_loop().create_task(self._feed(api, kind, resource, stop))
-                 for kind, resource in sources.items()]
+        tasks = [
+            asyncio.get_running_loop().create_task(self._feed(api, kind, resource, stop))
+            for kind, resource in sources.items()
+        ]
         try:
             await stop.wait()
         finally:

@@ -107,8 +107,11 @@ class Decision:
         """The decision once its templates could not be ensured: deny, or admit unchanged."""
         if self.effects.on_error == "deny":
             msg = f"dra-bridge: cannot ensure ResourceClaimTemplate: {reason} (policy onError: deny)"
-            return replace(self, answer=replace(self.answer, allowed=False, patch=(), status=(403, msg[:1000]),
-                                                audit={}), log=replace(self.log, outcome="denied"))
+            return replace(
+                self,
+                answer=replace(self.answer, allowed=False, patch=(), status=(403, msg[:1000]), audit={}),
+                log=replace(self.log, outcome="denied"),
+            )
         warn = clip(f"dra-bridge: left on the device plugin, the ResourceClaimTemplate could not be ensured: {reason}")
         audit = {"not-applied": clip(f"{self.log.summary} (template not ensured: {reason})", MAX_AUDIT_CHARS)}
         answer = replace(self.answer, patch=(), warnings=(*self.answer.warnings, warn)[-MAX_WARNINGS:], audit=audit)
@@ -146,7 +149,7 @@ def _warning(f: Finding) -> str:
     path, room = f.path, MAX_WARNING_CHARS - len("dra-bridge: : ") - len(tail)
     if len(path) > room:
         keep = max(room, 24) - 3
-        path = path[: keep // 2] + "..." + path[len(path) - (keep - keep // 2):]
+        path = path[: keep // 2] + "..." + path[len(path) - (keep - keep // 2) :]
     return clip(f"dra-bridge: {path}: {tail}")
 
 
@@ -161,8 +164,12 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
     namespace = _str(request.get("namespace"))
     kind = _dict(request.get("kind"))
     if kind.get("kind") != "Pod" or kind.get("group", "") != "" or request.get("subResource"):
-        return _ignored(uid, namespace, _str(request.get("name")),
-                        f"dra-bridge: not a Pod ({clip(str(kind.get('kind')), 60)}): left unchanged")
+        return _ignored(
+            uid,
+            namespace,
+            _str(request.get("name")),
+            f"dra-bridge: not a Pod ({clip(str(kind.get('kind')), 60)}): left unchanged",
+        )
     if request.get("operation") not in ("CREATE", None):
         return _ignored(uid, namespace, _str(request.get("name")))
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
@@ -183,36 +190,66 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
     try:
         plan = plan_pod(obj, ctx.catalog, settings.plan_options(ctx.api_version, ctx.kep5004), namespace or None)
     except Exception as exc:  # plan_pod promises not to raise; an odd pod must still be admitted
-        return Decision(Answer(uid, warnings=(clip(f"dra-bridge: could not read the pod ({type(exc).__name__}: "
-                                                   f"{exc}): left unchanged"),)), log)
+        return Decision(
+            Answer(
+                uid,
+                warnings=(clip(f"dra-bridge: could not read the pod ({type(exc).__name__}: {exc}): left unchanged"),),
+            ),
+            log,
+        )
     findings = list(plan.findings)
     if plan.changed:
-        findings += held_back(plan.pod, spec, subject.owner_kind, ctx.node_mode, ctx.quota_keys(subject.namespace),
-                              ctx.catalog, settings.ignore_legacy_quota)
+        findings += held_back(
+            plan.pod,
+            spec,
+            subject.owner_kind,
+            ctx.node_mode,
+            ctx.quota_keys(subject.namespace),
+            ctx.catalog,
+            settings.ignore_legacy_quota,
+        )
     warnings = tuple(_warning(f) for f in findings if f.severity >= 2)[:MAX_WARNINGS]
     held = [f for f in findings if f.outcome == "kept-legacy" and f.path.startswith("(")]
     if held:  # cluster state keeps a convertible pod legacy: say so in the audit log and metrics too
         reasons = "; ".join(f"{f.path} {f.reason}" for f in held)
         audit = {"kept-legacy": clip(reasons, MAX_AUDIT_CHARS)}
         # audit mode: the owner's Event too (a controller's pod warnings reach nobody)
-        event = None if mode != "audit" or not owner or dry_run else AuditEvent(
-            namespace, owner, clip(f"dra-bridge audit: pod {name} stays legacy: {reasons}", 1000))
-        return Decision(Answer(uid, warnings=warnings, audit=audit),
-                        replace(log, kept_legacy=tuple(f.path.strip("()") for f in held)),
-                        Effects(dry_run=dry_run, on_error=settings.on_error, event=event))
+        event = (
+            None
+            if mode != "audit" or not owner or dry_run
+            else AuditEvent(namespace, owner, clip(f"dra-bridge audit: pod {name} stays legacy: {reasons}", 1000))
+        )
+        return Decision(
+            Answer(uid, warnings=warnings, audit=audit),
+            replace(log, kept_legacy=tuple(f.path.strip("()") for f in held)),
+            Effects(dry_run=dry_run, on_error=settings.on_error, event=event),
+        )
     if not plan.changed:
         return Decision(Answer(uid, warnings=warnings), log)
     translated = tuple(sorted(plan.converted))
     templates = tuple(str(t["metadata"]["name"]) for t in plan.templates)
-    summary = clip(f"convert {', '.join(translated)} to claims from ResourceClaimTemplate {', '.join(templates)}"
-                   if templates else f"drop the zero-count requests of {', '.join(translated)}", MAX_AUDIT_CHARS)
+    summary = clip(
+        f"convert {', '.join(translated)} to claims from ResourceClaimTemplate {', '.join(templates)}"
+        if templates
+        else f"drop the zero-count requests of {', '.join(translated)}",
+        MAX_AUDIT_CHARS,
+    )
     if mode == "audit":
         warnings = (f"dra-bridge (audit): would {summary}", *warnings)[:MAX_WARNINGS]
-        event = None if not owner or dry_run else AuditEvent(
-            namespace, owner, f"dra-bridge audit: pod {name} would {summary}; " + "; ".join(warnings[1:])[:600])
-        return Decision(Answer(uid, warnings=warnings, audit={"plan": summary}),
-                        replace(log, outcome="audited", translated=translated, summary=summary),
-                        Effects(dry_run=dry_run, on_error=settings.on_error, event=event))
-    return Decision(Answer(uid, patch=diff(obj, plan.pod, ctx.patches), warnings=warnings, audit={"plan": summary}),
-                    replace(log, outcome="patched", translated=translated, summary=summary),
-                    Effects(plan.templates, dry_run, settings.on_error))
+        event = (
+            None
+            if not owner or dry_run
+            else AuditEvent(
+                namespace, owner, f"dra-bridge audit: pod {name} would {summary}; " + "; ".join(warnings[1:])[:600]
+            )
+        )
+        return Decision(
+            Answer(uid, warnings=warnings, audit={"plan": summary}),
+            replace(log, outcome="audited", translated=translated, summary=summary),
+            Effects(dry_run=dry_run, on_error=settings.on_error, event=event),
+        )
+    return Decision(
+        Answer(uid, patch=diff(obj, plan.pod, ctx.patches), warnings=warnings, audit={"plan": summary}),
+        replace(log, outcome="patched", translated=translated, summary=summary),
+        Effects(plan.templates, dry_run, settings.on_error),
+    )

@@ -38,8 +38,15 @@ class AuditSink(Protocol):
 def event_body(namespace: str, owner: Mapping[str, Any], message: str, now: datetime.datetime) -> dict[str, Any]:
     """A core/v1 Event about ``owner``; the name is unique per owner and timestamp."""
     involved = {**{k: owner.get(k) for k in ("apiVersion", "kind", "name", "uid")}, "namespace": namespace}
-    return event(involved, reason=REASON, message=message, component=COMPONENT, namespace=namespace, now=now,
-                 generate_name=f"{str(owner.get('name', 'pod'))[:200]}.dra-plan-")
+    return event(
+        involved,
+        reason=REASON,
+        message=message,
+        component=COMPONENT,
+        namespace=namespace,
+        now=now,
+        generate_name=f"{str(owner.get('name', 'pod'))[:200]}.dra-plan-",
+    )
 
 
 class KubeAuditSink:

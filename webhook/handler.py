@@ -31,8 +31,9 @@ class Admitter:
     """Answers AdmissionReviews. ``context()`` returns the Context in force (policy and
     catalog may be reloaded between calls); ``audit`` receives audit plans (optional)."""
 
-    def __init__(self, context: Callable[[], Context], ensurer: TemplateEnsurer, metrics: Metrics,
-                 audit: AuditSink | None = None) -> None:
+    def __init__(
+        self, context: Callable[[], Context], ensurer: TemplateEnsurer, metrics: Metrics, audit: AuditSink | None = None
+    ) -> None:
         self._context = context
         self._ensurer = ensurer
         self.metrics = metrics
@@ -53,17 +54,29 @@ class Admitter:
         except Exception as exc:  # never a 5xx: admit unchanged and say why
             logger.exception("admission uid=%s: internal error", request["uid"])
             self.metrics.errors.labels("internal").inc()
-            decision = Decision(Answer(str(request["uid"]), warnings=(
-                f"dra-bridge: internal error ({type(exc).__name__}): left unchanged",)), LogEntry("error-admitted"))
+            decision = Decision(
+                Answer(
+                    str(request["uid"]),
+                    warnings=(f"dra-bridge: internal error ({type(exc).__name__}): left unchanged",),
+                ),
+                LogEntry("error-admitted"),
+            )
         elapsed = time.perf_counter() - start
         log = decision.log
         self.metrics.requests.labels(mode, log.outcome).inc()
         for reason in log.kept_legacy:
             self.metrics.kept_legacy.labels(reason).inc()
         self.metrics.latency.labels(mode).observe(elapsed)
-        logger.info("admission uid=%s namespace=%s name=%s mode=%s outcome=%s translated=%s duration_ms=%.2f",
-                    decision.answer.uid, log.namespace or "-", log.name or "-", mode, log.outcome,
-                    ",".join(log.translated) or "-", elapsed * 1000)
+        logger.info(
+            "admission uid=%s namespace=%s name=%s mode=%s outcome=%s translated=%s duration_ms=%.2f",
+            decision.answer.uid,
+            log.namespace or "-",
+            log.name or "-",
+            mode,
+            log.outcome,
+            ",".join(log.translated) or "-",
+            elapsed * 1000,
+        )
         return 200, decision.answer.review()
 
     async def _decide(self, request: AdmissionRequest, mode: Mode) -> Decision:

@@ -62,14 +62,18 @@ class _ClusterCollector(Collector):
         for view, ok in sorted(self.views().items()):
             synced.add_metric([view], 1 if ok else 0)
         yield synced
-        missing = GaugeMetricFamily("dra_webhook_permission_missing", "1 while RBAC refuses the call",
-                                    labels=["permission"])
+        missing = GaugeMetricFamily(
+            "dra_webhook_permission_missing", "1 while RBAC refuses the call", labels=["permission"]
+        )
         for call in self.health.missing():
             missing.add_metric([str(call)], 1)
         yield missing
         if self.health.reachable is not None:
-            yield GaugeMetricFamily("dra_webhook_api_server_up", "1 when the latest call got an answer",
-                                    value=1 if self.health.reachable else 0)
+            yield GaugeMetricFamily(
+                "dra_webhook_api_server_up",
+                "1 when the latest call got an answer",
+                value=1 if self.health.reachable else 0,
+            )
 
 
 class Metrics:
@@ -79,19 +83,21 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("dra_webhook_requests", "Admissions answered", ["mode", "outcome"], registry=r)
-        self.latency = Histogram("dra_webhook_request_seconds", "Admission handler latency", ["mode"],
-                                 buckets=BUCKETS, registry=r)
-        self.templates_created = Counter("dra_webhook_templates_created", "ResourceClaimTemplates created",
-                                         registry=r)
+        self.latency = Histogram(
+            "dra_webhook_request_seconds", "Admission handler latency", ["mode"], buckets=BUCKETS, registry=r
+        )
+        self.templates_created = Counter("dra_webhook_templates_created", "ResourceClaimTemplates created", registry=r)
         self.errors = Counter("dra_webhook_errors", "Errors by kind", ["kind"], registry=r)
-        self.audit_events = Counter("dra_webhook_audit_events", "Events emitted on owners in audit mode",
-                                    registry=r)
-        self.reload_failures = Counter("dra_webhook_config_reload_failures", "Refused configuration files",
-                                       ["file"], registry=r)
-        self.kept_legacy = Counter("dra_webhook_kept_legacy", "Convertible pods kept legacy by cluster state",
-                                   ["reason"], registry=r)
-        self.config_valid = Gauge("dra_webhook_config_valid", "1 when the newest file is in force", ["file"],
-                                  registry=r)
+        self.audit_events = Counter("dra_webhook_audit_events", "Events emitted on owners in audit mode", registry=r)
+        self.reload_failures = Counter(
+            "dra_webhook_config_reload_failures", "Refused configuration files", ["file"], registry=r
+        )
+        self.kept_legacy = Counter(
+            "dra_webhook_kept_legacy", "Convertible pods kept legacy by cluster state", ["reason"], registry=r
+        )
+        self.config_valid = Gauge(
+            "dra_webhook_config_valid", "1 when the newest file is in force", ["file"], registry=r
+        )
 
     def watch_patch_memo(self, memo: _Lookups) -> None:
         """Export ``memo``'s lookups as ``dra_webhook_patch_memo_total{result}``."""

@@ -102,8 +102,9 @@ class PatchMemo:
         self._ops[key] = ops
 
 
-def diff(original: Mapping[str, Any], migrated: Mapping[str, Any],
-         memo: PatchMemo | None = None) -> tuple[dict[str, Any], ...]:
+def diff(
+    original: Mapping[str, Any], migrated: Mapping[str, Any], memo: PatchMemo | None = None
+) -> tuple[dict[str, Any], ...]:
     """RFC 6902 operations turning ``original`` into ``migrated``: ``jsonpatch.JsonPatch.from_diff``.
 
     Members equal on both sides are dropped from both first (``_pruned``): jsonpatch

@@ -1,15 +1,15 @@
 """What the template reconciler should do: pure decisions over listed objects.
 
-    referenced(pods) -> {(namespace, template name)}           from spec.resourceClaims
-    garbage(templates, pods, now, grace, first_unused) -> [(ns, name)]
-        managed templates (``app.kubernetes.io/managed-by: dra-bridge-webhook``; never those
-        written by ``dra-migrate convert`` or by hand) referenced by no pod for ``grace``
-        seconds, counting from the later of their creation and the first time seen unused
-    missing(templates, pods) -> [(pod, [template names])]      live converted pods referencing
-        templates that do not exist (the race between an admission and a deletion)
-    repair(pod, names, catalog, api_version) -> Repair(create, problems)
-        the missing templates the pod's conversion record plans again (reverted, then
-        planned with the record's options): only those are re-created
+referenced(pods) -> {(namespace, template name)}           from spec.resourceClaims
+garbage(templates, pods, now, grace, first_unused) -> [(ns, name)]
+    managed templates (``app.kubernetes.io/managed-by: dra-bridge-webhook``; never those
+    written by ``dra-migrate convert`` or by hand) referenced by no pod for ``grace``
+    seconds, counting from the later of their creation and the first time seen unused
+missing(templates, pods) -> [(pod, [template names])]      live converted pods referencing
+    templates that do not exist (the race between an admission and a deletion)
+repair(pod, names, catalog, api_version) -> Repair(create, problems)
+    the missing templates the pod's conversion record plans again (reverted, then
+    planned with the record's options): only those are re-created
 """
 
 from __future__ import annotations
@@ -58,8 +58,13 @@ def managed(template: Mapping[str, Any]) -> bool:
     return (_meta(template).get("labels") or {}).get(MANAGED_BY) == MANAGED_BY_WEBHOOK
 
 
-def garbage(templates: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]], now: float, grace: float,
-            first_unused: MutableMapping[Key, float]) -> list[Key]:
+def garbage(
+    templates: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    now: float,
+    grace: float,
+    first_unused: MutableMapping[Key, float],
+) -> list[Key]:
     """Managed templates unused for ``grace`` seconds (``first_unused`` is updated in place)."""
     used = referenced(pods)
     out: list[Key] = []
@@ -79,11 +84,15 @@ def garbage(templates: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, 
     return sorted(out)
 
 
-def missing(templates: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
-            ) -> list[tuple[Mapping[str, Any], list[str]]]:
+def missing(
+    templates: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]]
+) -> list[tuple[Mapping[str, Any], list[str]]]:
     """Live converted pods and the templates they name that do not exist."""
-    existing = {(str(_meta(t).get("namespace", "")), str(_meta(t).get("name", ""))) for t in templates
-                if not _meta(t).get("deletionTimestamp")}
+    existing = {
+        (str(_meta(t).get("namespace", "")), str(_meta(t).get("name", "")))
+        for t in templates
+        if not _meta(t).get("deletionTimestamp")
+    }
     out = []
     for pod in pods:
         meta = _meta(pod)
@@ -128,11 +137,20 @@ def repair(pod: Mapping[str, Any], names: Iterable[str], catalog: Catalog, api_v
     if record is None:
         return Repair(problems=(f"{who} has no conversion record: cannot re-create {', '.join(names)}",))
     if record.options.managed_by not in (None, MANAGED_BY_WEBHOOK):
-        return Repair(problems=(f"{who} was converted by {record.options.managed_by}, which owns its templates: "
-                                f"{', '.join(names)} not re-created",))
+        return Repair(
+            problems=(
+                f"{who} was converted by {record.options.managed_by}, which owns its templates: "
+                f"{', '.join(names)} not re-created",
+            )
+        )
     options = record.options.apply(Options(api_version=api_version, managed_by=MANAGED_BY_WEBHOOK))
     plan = plan_pod(record.revert(pod), record.options.aim(catalog), options, ns or None)
     wanted = {str(t["metadata"]["name"]): t for t in plan.templates}
-    return Repair(tuple(wanted[n] for n in names if n in wanted),
-                  tuple(f"{who} names missing template {n}, which its conversion record no longer plans"
-                        for n in names if n not in wanted))
+    return Repair(
+        tuple(wanted[n] for n in names if n in wanted),
+        tuple(
+            f"{who} names missing template {n}, which its conversion record no longer plans"
+            for n in names
+            if n not in wanted
+        ),
+    )

@@ -51,9 +51,18 @@ def _now_iso() -> str:
 class Reconciler:
     """See the module docstring. ``clock`` gives wall-clock seconds (tests)."""
 
-    def __init__(self, api: KubeApi, api_version: str, catalog: Callable[[], Catalog], identity: str,
-                 namespace: str, *, grace: float = 600.0, lease_seconds: int = 30,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        api_version: str,
+        catalog: Callable[[], Catalog],
+        identity: str,
+        namespace: str,
+        *,
+        grace: float = 600.0,
+        lease_seconds: int = 30,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._api = api
         self._templates = RESOURCE_CLAIM_TEMPLATES.at(api_version)
         self.api_version = api_version
@@ -68,14 +77,16 @@ class Reconciler:
 
     async def _lead(self) -> bool:
         """Acquire or renew the Lease; False while another live holder has it."""
-        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds,
-                "renewTime": _now_iso()}
+        spec = {"holderIdentity": self.identity, "leaseDurationSeconds": self.lease_seconds, "renewTime": _now_iso()}
         try:
             current = await self._api.get(LEASES, LEASE_NAME, self.namespace)
         except NotFound:
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                    "metadata": {"name": LEASE_NAME, "namespace": self.namespace},
-                    "spec": {**spec, "acquireTime": _now_iso()}}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": LEASE_NAME, "namespace": self.namespace},
+                "spec": {**spec, "acquireTime": _now_iso()},
+            }
             try:
                 await self._api.create(LEASES, body, self.namespace)
             except AlreadyExists:
@@ -101,11 +112,15 @@ class Reconciler:
         if not report.leader:
             return report
         pods = (await self._api.list(PODS, label_selector=f"{CONVERTED_LABEL}=true")).get("items") or []
-        tpls = (await self._api.list(self._templates, label_selector=f"{MANAGED_BY}={MANAGED_BY_WEBHOOK}"
-                                     )).get("items") or []
+        tpls = (await self._api.list(self._templates, label_selector=f"{MANAGED_BY}={MANAGED_BY_WEBHOOK}")).get(
+            "items"
+        ) or []
         for ns, name in garbage(tpls, pods, self._clock(), self.grace, self._first_unused):
-            rv = next(t["metadata"].get("resourceVersion") for t in tpls
-                      if t["metadata"]["namespace"] == ns and t["metadata"]["name"] == name)
+            rv = next(
+                t["metadata"].get("resourceVersion")
+                for t in tpls
+                if t["metadata"]["namespace"] == ns and t["metadata"]["name"] == name
+            )
             try:
                 await self._api.delete(self._templates, name, ns, resource_version=rv)
                 report.deleted.append((ns, name))

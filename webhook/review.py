@@ -147,8 +147,10 @@ def decode_review(body: bytes) -> AdmissionRequest:
     if not isinstance(doc, dict):
         raise ReviewError("body is not a JSON object")
     if doc.get("apiVersion") != REVIEW_API_VERSION or doc.get("kind") != "AdmissionReview":
-        raise ReviewError(f"expected apiVersion {REVIEW_API_VERSION} kind AdmissionReview, got "
-                          f"{str(doc.get('apiVersion'))[:80]} {str(doc.get('kind'))[:80]}")
+        raise ReviewError(
+            f"expected apiVersion {REVIEW_API_VERSION} kind AdmissionReview, got "
+            f"{str(doc.get('apiVersion'))[:80]} {str(doc.get('kind'))[:80]}"
+        )
     request = doc.get("request")
     if not isinstance(request, dict):
         raise ReviewError("AdmissionReview has no request object")

@@ -105,9 +105,15 @@ class Runtime:
         if self._context is None:
             policy = self.policy.value if self.policy and self.policy.value else Policy()
             catalog = self.catalog.value if self.catalog and self.catalog.value else load_catalog()
-            self._context = Context(catalog, policy, self.api_version, node_mode=self.node_mode,
-                                    quota_keys=self.quota_keys, patches=self.patches,
-                                    exempt_namespaces=self.exempt_namespaces)
+            self._context = Context(
+                catalog,
+                policy,
+                self.api_version,
+                node_mode=self.node_mode,
+                quota_keys=self.quota_keys,
+                patches=self.patches,
+                exempt_namespaces=self.exempt_namespaces,
+            )
         kep = self.kep5004()
         if kep != self._context.kep5004:
             self._context = replace(self._context, kep5004=dict(kep))
@@ -123,8 +129,9 @@ class Runtime:
         given: ``TlsReloader.mismatch``), and a valid policy is in force."""
         detail: dict[str, Any] = {"apiVersion": self.api_version}
         tls_ok = not self.tls.mismatch if self.tls is not None else not self.require_tls
-        detail["tls"] = ("loaded" if self.tls else "not configured") + (f"; newest pair refused: {self.tls.error}"
-                                                                         if self.tls and self.tls.error else "")
+        detail["tls"] = ("loaded" if self.tls else "not configured") + (
+            f"; newest pair refused: {self.tls.error}" if self.tls and self.tls.error else ""
+        )
         if self.tls is not None and self.tls.mismatch:
             detail["tls"] += f"; not ready: {self.tls.mismatch}"
         policy_ok = self.policy is None or self.policy.value is not None

@@ -44,7 +44,7 @@ def _signed_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
 
 
 def _chain(certs: list[x509.Certificate], roots: list[x509.Certificate], now: datetime.datetime) -> str:
-    """"" when a path from ``certs[0]`` through ``certs[1:]`` reaches a root, else why not."""
+    """ "" when a path from ``certs[0]`` through ``certs[1:]`` reaches a root, else why not."""
     current, intermediates = certs[0], certs[1:]
     for _ in range(_MAX_DEPTH):
         if problem := _window(current, now):
@@ -56,8 +56,10 @@ def _chain(certs: list[x509.Certificate], roots: list[x509.Certificate], now: da
             return _window(root, now)
         parent = next((c for c in intermediates if c is not current and _signed_by(current, c)), None)
         if parent is None:
-            return (f"no certificate of the CA bundle (or served with it) issued "
-                    f"{current.subject.rfc4514_string()} (issuer {current.issuer.rfc4514_string()})")
+            return (
+                f"no certificate of the CA bundle (or served with it) issued "
+                f"{current.subject.rfc4514_string()} (issuer {current.issuer.rfc4514_string()})"
+            )
         current = parent
     return f"no path to the CA bundle within {_MAX_DEPTH} certificates"
 
@@ -83,9 +85,10 @@ def _covers(cert: x509.Certificate, name: str) -> str:
     return f"does not cover {name} (subjectAltNames: {listed})"
 
 
-def check_serving_certificate(chain_pem: bytes, bundle_pem: bytes | None, name: str | None,
-                              now: datetime.datetime) -> str:
-    """"" when the chain (leaf first, PEM) fits ``bundle_pem`` and ``name``, else a one-line reason
+def check_serving_certificate(
+    chain_pem: bytes, bundle_pem: bytes | None, name: str | None, now: datetime.datetime
+) -> str:
+    """ "" when the chain (leaf first, PEM) fits ``bundle_pem`` and ``name``, else a one-line reason
     (see the module docstring); ``now`` is timezone-aware."""
     try:
         certs = x509.load_pem_x509_certificates(chain_pem)

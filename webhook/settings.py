@@ -111,15 +111,23 @@ class Settings:
 
         cert, key = pick("tls_cert_file"), pick("tls_key_file")
         if not cert or not key:
-            raise ConfigError("a serving certificate is required: pass --tls-cert-file and --tls-key-file "
-                              "(or DRA_WEBHOOK_TLS_CERT_FILE / DRA_WEBHOOK_TLS_KEY_FILE); for development, "
-                              "generate a pair with `dra-webhook certs --namespace NS --service NAME --out DIR`")
+            raise ConfigError(
+                "a serving certificate is required: pass --tls-cert-file and --tls-key-file "
+                "(or DRA_WEBHOOK_TLS_CERT_FILE / DRA_WEBHOOK_TLS_KEY_FILE); for development, "
+                "generate a pair with `dra-webhook certs --namespace NS --service NAME --out DIR`"
+            )
         api_version = pick("api_version")
         raw_port = pick("port") or "8443"
         if not raw_port.isdigit():
-            link = (" (the kubelet sets <SERVICE>_PORT=tcp://IP:PORT for every Service in the pod's namespace: "
+            link = (
+                (
+                    " (the kubelet sets <SERVICE>_PORT=tcp://IP:PORT for every Service in the pod's namespace: "
                     "a Service named dra-webhook sets this twin; give the pod enableServiceLinks: false or "
-                    "rename the Service)") if raw_port.startswith("tcp://") else ""
+                    "rename the Service)"
+                )
+                if raw_port.startswith("tcp://")
+                else ""
+            )
             raise ConfigError(f"{FLAGS.twin('port')} {raw_port!r}: not a port number{link}")
         try:
             port = int(raw_port)
@@ -133,48 +141,78 @@ class Settings:
         if not 0 < port < 65536:
             raise ConfigError(f"--port {port}: must be 1..65535")
         if reload_interval <= 0 or deadline <= 0 or reconcile <= 0 or grace < 0:
-            raise ConfigError("--reload-interval, --template-deadline and --reconcile-interval must be positive, "
-                              "--template-grace not negative")
+            raise ConfigError(
+                "--reload-interval, --template-deadline and --reconcile-interval must be positive, "
+                "--template-grace not negative"
+            )
 
         def path(name: str) -> Path | None:
             value = pick(name)
             return Path(value) if value else None
 
-        return cls(tls_cert_file=Path(cert), tls_key_file=Path(key), ca_bundle=path("ca_bundle"),
-                   service_name=pick("service_name") or None, host=pick("host") or "0.0.0.0", port=port,
-                   policy_file=path("policy"), catalog_file=path("catalog"), kubeconfig=path("kubeconfig"),
-                   api_version=api_version, reload_interval=reload_interval, template_deadline=deadline,
-                   namespace=pick("namespace") or _own_namespace(), identity=pick("identity") or socket.gethostname(),
-                   template_grace=grace, reconcile_interval=reconcile)
+        return cls(
+            tls_cert_file=Path(cert),
+            tls_key_file=Path(key),
+            ca_bundle=path("ca_bundle"),
+            service_name=pick("service_name") or None,
+            host=pick("host") or "0.0.0.0",
+            port=port,
+            policy_file=path("policy"),
+            catalog_file=path("catalog"),
+            kubeconfig=path("kubeconfig"),
+            api_version=api_version,
+            reload_interval=reload_interval,
+            template_deadline=deadline,
+            namespace=pick("namespace") or _own_namespace(),
+            identity=pick("identity") or socket.gethostname(),
+            template_grace=grace,
+            reconcile_interval=reconcile,
+        )
 
 
-FLAGS = FlagTable(ENV_PREFIX, (
-    Flag("host", "address to listen on", "0.0.0.0"),
-    Flag("port", "HTTPS port", "8443"),
-    Flag("tls_cert_file", "PEM certificate chain, reloaded when it changes (required)", metavar="FILE"),
-    Flag("tls_key_file", "PEM private key of the certificate (required)", metavar="FILE"),
-    Flag("ca_bundle", "the registration's caBundle (PEM): the certificate must chain to it, or /readyz is 503",
-         "not checked", "FILE"),
-    Flag("service_name", "the host the API server calls (SVC.NS.svc): the certificate must cover it, or /readyz "
-                         "is 503; leave unset for a url registration on loopback", "not checked", "NAME"),
-    Flag("policy", "policy YAML, hot-reloaded", "built-in defaults", "FILE"),
-    Flag("catalog", "user catalog YAML extending the shipped one", "the shipped catalog only", "FILE"),
-    Flag("kubeconfig", "kubeconfig file", "in-cluster service account", "FILE"),
-    Flag("api_version", "resource.k8s.io version to write: v1, v1beta2 or v1beta1", "discovered"),
-    Flag("reload_interval", "seconds between checks of the TLS, policy and catalog files", "2", "SECONDS"),
-    Flag("template_deadline", "seconds allowed for ensuring a pod's templates", "2", "SECONDS"),
-    Flag("namespace", "the webhook's own namespace: its pods are never converted; the reconciler's Lease lives "
-                      "there", "the service account's namespace, else dra-bridge"),
-    Flag("identity", "Lease holder identity of this replica", "the host name"),
-    Flag("template_grace", "seconds a managed template may stay unreferenced before deletion", "600", "SECONDS"),
-    Flag("reconcile_interval", "seconds between template reconciler passes", "30", "SECONDS"),
-))
+FLAGS = FlagTable(
+    ENV_PREFIX,
+    (
+        Flag("host", "address to listen on", "0.0.0.0"),
+        Flag("port", "HTTPS port", "8443"),
+        Flag("tls_cert_file", "PEM certificate chain, reloaded when it changes (required)", metavar="FILE"),
+        Flag("tls_key_file", "PEM private key of the certificate (required)", metavar="FILE"),
+        Flag(
+            "ca_bundle",
+            "the registration's caBundle (PEM): the certificate must chain to it, or /readyz is 503",
+            "not checked",
+            "FILE",
+        ),
+        Flag(
+            "service_name",
+            "the host the API server calls (SVC.NS.svc): the certificate must cover it, or /readyz "
+            "is 503; leave unset for a url registration on loopback",
+            "not checked",
+            "NAME",
+        ),
+        Flag("policy", "policy YAML, hot-reloaded", "built-in defaults", "FILE"),
+        Flag("catalog", "user catalog YAML extending the shipped one", "the shipped catalog only", "FILE"),
+        Flag("kubeconfig", "kubeconfig file", "in-cluster service account", "FILE"),
+        Flag("api_version", "resource.k8s.io version to write: v1, v1beta2 or v1beta1", "discovered"),
+        Flag("reload_interval", "seconds between checks of the TLS, policy and catalog files", "2", "SECONDS"),
+        Flag("template_deadline", "seconds allowed for ensuring a pod's templates", "2", "SECONDS"),
+        Flag(
+            "namespace",
+            "the webhook's own namespace: its pods are never converted; the reconciler's Lease lives there",
+            "the service account's namespace, else dra-bridge",
+        ),
+        Flag("identity", "Lease holder identity of this replica", "the host name"),
+        Flag("template_grace", "seconds a managed template may stay unreferenced before deletion", "600", "SECONDS"),
+        Flag("reconcile_interval", "seconds between template reconciler passes", "30", "SECONDS"),
+    ),
+)
 """The ``serve`` flags and their ``DRA_WEBHOOK_`` twins (kube.flags)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``serve`` flags; every default is None so env twins can fill them in."""
-    p = Parser(prog="dra-webhook [serve]",
-               description="Serve the dra-bridge mutating webhook "
-                           "(`dra-webhook certs --help`: development certificates).")
+    p = Parser(
+        prog="dra-webhook [serve]",
+        description="Serve the dra-bridge mutating webhook (`dra-webhook certs --help`: development certificates).",
+    )
     return FLAGS.add_to(add_version(p, "dra-webhook"))

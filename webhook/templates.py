@@ -63,8 +63,16 @@ class KubeTemplateEnsurer:
     ensure call; ``ttl``: seconds a name stays known; ``clock``: monotonic seconds (tests).
     """
 
-    def __init__(self, api: KubeApi, api_version: str, *, deadline: float = 2.0, ttl: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        api_version: str,
+        *,
+        deadline: float = 2.0,
+        ttl: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self._sleep = sleep
         self._api = api
         self._templates = RESOURCE_CLAIM_TEMPLATES.at(api_version)

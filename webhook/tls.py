@@ -34,8 +34,9 @@ logger = logging.getLogger(__name__)
 class TlsReloader:
     """See the module docstring. The first load happens in the constructor and raises ConfigError."""
 
-    def __init__(self, cert_file: Path, key_file: Path, ca_bundle: Path | None = None,
-                 service_name: str | None = None) -> None:
+    def __init__(
+        self, cert_file: Path, key_file: Path, ca_bundle: Path | None = None, service_name: str | None = None
+    ) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
         self.ca_bundle = ca_bundle
@@ -67,10 +68,17 @@ class TlsReloader:
                 bundle = self.ca_bundle.read_bytes()
             except OSError as exc:
                 problem = f"cannot read the CA bundle: {exc.strerror or exc}"
-        problem = problem or check_serving_certificate(self._served, bundle, self.service_name,
-                                                       datetime.datetime.now(datetime.UTC))
-        reason = (f"serving certificate {self.cert_file} {problem} (CA bundle {self.ca_bundle or 'not checked'}, "
-                  f"service name {self.service_name or 'not checked'})") if problem else ""
+        problem = problem or check_serving_certificate(
+            self._served, bundle, self.service_name, datetime.datetime.now(datetime.UTC)
+        )
+        reason = (
+            (
+                f"serving certificate {self.cert_file} {problem} (CA bundle {self.ca_bundle or 'not checked'}, "
+                f"service name {self.service_name or 'not checked'})"
+            )
+            if problem
+            else ""
+        )
         if reason and reason != self.mismatch:
             self.failures += 1
             logger.error("not ready: %s", reason)

@@ -67,7 +67,8 @@ class DevicePluginClient(UnixSocketClient):
     async def options(self) -> api_pb2.DevicePluginOptions:
         """``GetDevicePluginOptions``."""
         result: api_pb2.DevicePluginOptions = await self._call(
-            "GetDevicePluginOptions", api_pb2.Empty(), api_pb2.DevicePluginOptions)
+            "GetDevicePluginOptions", api_pb2.Empty(), api_pb2.DevicePluginOptions
+        )
         return result
 
     async def devices(self) -> list[api_pb2.Device]:
@@ -88,17 +89,23 @@ class DevicePluginClient(UnixSocketClient):
             call.cancel()
         raise DevicePluginError(f"device plugin ListAndWatch on {self.path} ended without a device list")
 
-    async def preferred_allocation(self, available: list[str], must_include: list[str],
-                                   size: int) -> list[str]:
+    async def preferred_allocation(self, available: list[str], must_include: list[str], size: int) -> list[str]:
         """``GetPreferredAllocation`` for one container: the device IDs the plugin prefers."""
-        request = api_pb2.PreferredAllocationRequest(container_requests=[
-            api_pb2.ContainerPreferredAllocationRequest(
-                available_deviceIDs=available, must_include_deviceIDs=must_include, allocation_size=size)])
+        request = api_pb2.PreferredAllocationRequest(
+            container_requests=[
+                api_pb2.ContainerPreferredAllocationRequest(
+                    available_deviceIDs=available, must_include_deviceIDs=must_include, allocation_size=size
+                )
+            ]
+        )
         response: api_pb2.PreferredAllocationResponse = await self._call(
-            "GetPreferredAllocation", request, api_pb2.PreferredAllocationResponse)
+            "GetPreferredAllocation", request, api_pb2.PreferredAllocationResponse
+        )
         if len(response.container_responses) != 1:
-            raise DevicePluginError(f"device plugin GetPreferredAllocation on {self.path} answered "
-                                    f"{len(response.container_responses)} containers for 1")
+            raise DevicePluginError(
+                f"device plugin GetPreferredAllocation on {self.path} answered "
+                f"{len(response.container_responses)} containers for 1"
+            )
         return list(response.container_responses[0].deviceIDs)
 
     async def allocate(self, device_ids: list[str]) -> api_pb2.ContainerAllocateResponse:
@@ -106,7 +113,8 @@ class DevicePluginClient(UnixSocketClient):
         request = api_pb2.AllocateRequest(container_requests=[api_pb2.ContainerAllocateRequest(devices_ids=device_ids)])
         response: api_pb2.AllocateResponse = await self._call("Allocate", request, api_pb2.AllocateResponse)
         if len(response.container_responses) != 1:
-            raise DevicePluginError(f"device plugin Allocate on {self.path} answered "
-                                    f"{len(response.container_responses)} containers for 1")
+            raise DevicePluginError(
+                f"device plugin Allocate on {self.path} answered {len(response.container_responses)} containers for 1"
+            )
         container: api_pb2.ContainerAllocateResponse = response.container_responses[0]
         return container

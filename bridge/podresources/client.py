@@ -59,7 +59,8 @@ class PodResourcesClient(UnixSocketClient):
     async def allocatable_message(self) -> api_pb2.AllocatableResourcesResponse:
         """The raw ``AllocatableResourcesResponse`` (healthy device-plugin devices of the node)."""
         result: api_pb2.AllocatableResourcesResponse = await self._call(
-            "GetAllocatableResources", api_pb2.AllocatableResourcesRequest(), api_pb2.AllocatableResourcesResponse)
+            "GetAllocatableResources", api_pb2.AllocatableResourcesRequest(), api_pb2.AllocatableResourcesResponse
+        )
         return result
 
     async def allocatable(self) -> dict[str, Any]:
@@ -69,7 +70,8 @@ class PodResourcesClient(UnixSocketClient):
     async def held_devices(self) -> dict[str, list[str]]:
         """``List``: device ID -> the containers holding it (``namespace/pod/container``), sorted."""
         response: api_pb2.ListPodResourcesResponse = await self._call(
-            "List", api_pb2.ListPodResourcesRequest(), api_pb2.ListPodResourcesResponse)
+            "List", api_pb2.ListPodResourcesRequest(), api_pb2.ListPodResourcesResponse
+        )
         held: dict[str, list[str]] = {}
         for pod in response.pod_resources:
             for container in pod.containers:

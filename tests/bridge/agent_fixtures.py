@@ -24,10 +24,14 @@ if TYPE_CHECKING:  # tests/bridge/conftest.py imports this module for its fixtur
 CATALOG = load_catalog()
 NODE = "gpu-node-1"
 LABELS = {
-    "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.family": "ampere",
-    "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0",
-    "nvidia.com/cuda.driver-version.full": "550.107.02", "nvidia.com/cuda.runtime-version.full": "12.4",
-    "nvidia.com/gpu.memory": "40960", "nvidia.com/mig-1g.5gb.memory": "4864",
+    "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+    "nvidia.com/gpu.family": "ampere",
+    "nvidia.com/gpu.compute.major": "8",
+    "nvidia.com/gpu.compute.minor": "0",
+    "nvidia.com/cuda.driver-version.full": "550.107.02",
+    "nvidia.com/cuda.runtime-version.full": "12.4",
+    "nvidia.com/gpu.memory": "40960",
+    "nvidia.com/mig-1g.5gb.memory": "4864",
 }
 INVENTORY = [
     ("nvidia.com/gpu", "GPU-aaaa", [0]),
@@ -48,13 +52,24 @@ class Clock:
         return self.now
 
 
-def make_agent(kubelet: KubeletServer, api: FakeApi, state_dir: Path, clock: Clock,
-               nvml: dict[str, NvmlFacts] | None = None) -> Agent:
-    settings = Settings(node_name=NODE, kubelet_dir=str(kubelet.dir), state_dir=str(state_dir),
-                        settle_period=60, poll_interval=1)
+def make_agent(
+    kubelet: KubeletServer, api: FakeApi, state_dir: Path, clock: Clock, nvml: dict[str, NvmlFacts] | None = None
+) -> Agent:
+    settings = Settings(
+        node_name=NODE, kubelet_dir=str(kubelet.dir), state_dir=str(state_dir), settle_period=60, poll_interval=1
+    )
     probe = (lambda: nvml) if nvml is not None else None
-    return Agent(settings, CATALOG, PodResourcesClient(kubelet.socket, timeout=1), InventoryStore(state_dir), api,
-                 Publisher(api, NODE, CATALOG.bridge_driver), nvml_probe=probe, clock=clock, wall=clock)
+    return Agent(
+        settings,
+        CATALOG,
+        PodResourcesClient(kubelet.socket, timeout=1),
+        InventoryStore(state_dir),
+        api,
+        Publisher(api, NODE, CATALOG.bridge_driver),
+        nvml_probe=probe,
+        clock=clock,
+        wall=clock,
+    )
 
 
 @pytest.fixture
@@ -90,7 +105,9 @@ async def publish(agent: Agent, clock: Clock) -> None:
     await agent.publisher.sync()
 
 
-async def start_dra_plugin(legacy: Agent, kubelet: KubeletServer, api: FakeApi) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
+async def start_dra_plugin(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi
+) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
     """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it;
     returns its paths and the device index (published name -> (resource, device ID))."""
     from dra_bridge.bridge.node_plugin import device_index, start_plugin
@@ -101,7 +118,14 @@ async def start_dra_plugin(legacy: Agent, kubelet: KubeletServer, api: FakeApi) 
         d.mkdir(parents=True)
     index = device_index(legacy.recorded, CATALOG)
     toolkit_spec(paths, sorted(i for _, i in index.values()))
-    legacy.plugin = await start_plugin(paths, api, NODE, lambda: device_index(legacy.recorded, CATALOG),
-                                       legacy.publisher.version, accepting=lambda: legacy.report.mode == "dra",
-                                       metrics=legacy.metrics, boot_id=lambda: "b")
+    legacy.plugin = await start_plugin(
+        paths,
+        api,
+        NODE,
+        lambda: device_index(legacy.recorded, CATALOG),
+        legacy.publisher.version,
+        accepting=lambda: legacy.report.mode == "dra",
+        metrics=legacy.metrics,
+        boot_id=lambda: "b",
+    )
     return paths, index

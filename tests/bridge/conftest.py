@@ -47,10 +47,16 @@ class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):  # type: ignore[misc
         pods = []
         for pod, containers in self.held.items():
             ns, name = pod.split("/")
-            pods.append(api_pb2.PodResources(namespace=ns, name=name, containers=[
-                api_pb2.ContainerResources(name=c, devices=[make_entry(r, d) for r, d in devs])
-                for c, devs in containers.items()
-            ]))
+            pods.append(
+                api_pb2.PodResources(
+                    namespace=ns,
+                    name=name,
+                    containers=[
+                        api_pb2.ContainerResources(name=c, devices=[make_entry(r, d) for r, d in devs])
+                        for c, devs in containers.items()
+                    ],
+                )
+            )
         return api_pb2.ListPodResourcesResponse(pod_resources=pods)
 
     async def Get(self, request: Any, context: Any) -> api_pb2.GetPodResourcesResponse:
@@ -108,8 +114,10 @@ class FakeApi(FakeKube):
     views on what the agent touches: slices and Nodes by name, Events in order."""
 
     def __init__(self, served: list[str] | None = None) -> None:
-        super().__init__(allowed=API_CALLS, served=served if served is not None else
-                         ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"])
+        super().__init__(
+            allowed=API_CALLS,
+            served=served if served is not None else ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"],
+        )
 
     @property
     def slices(self) -> dict[str, Obj]:
@@ -128,8 +136,13 @@ class FakeApi(FakeKube):
         self.remove(RESOURCE_SLICES, name)
 
     def add_node(self, name: str, labels: dict[str, str] | None = None, capacity: dict[str, str] | None = None) -> None:
-        self.put(NODES, {"metadata": {"name": name, "uid": f"uid-{name}", "labels": labels or {}},
-                         "status": {"capacity": capacity or {}, "allocatable": capacity or {}, "conditions": []}})
+        self.put(
+            NODES,
+            {
+                "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels or {}},
+                "status": {"capacity": capacity or {}, "allocatable": capacity or {}, "conditions": []},
+            },
+        )
 
     def devices(self) -> list[Obj]:
         """Every published device (internal form), in slice-name order."""

@@ -22,8 +22,12 @@ NODE = "node-a"
 DRIVER = "dra-bridge.io"
 NVIDIA_UUID = "GPU-11111111-2222-3333-4444-555555555555"
 AMD_PCI = "0000:03:00.0"
-INVENTORY = {"gpu-nv0": ("nvidia.com/gpu", NVIDIA_UUID), "gpu-nv1": ("nvidia.com/gpu", "GPU-missing"),
-             "gpu-amd0": ("amd.com/gpu", AMD_PCI), "gpu-amd1": ("amd.com/gpu", "0000:04:00.0")}
+INVENTORY = {
+    "gpu-nv0": ("nvidia.com/gpu", NVIDIA_UUID),
+    "gpu-nv1": ("nvidia.com/gpu", "GPU-missing"),
+    "gpu-amd0": ("amd.com/gpu", AMD_PCI),
+    "gpu-amd1": ("amd.com/gpu", "0000:04:00.0"),
+}
 UID = ["0a1b2c3d-0000-4000-8000-00000000000" + str(i) for i in range(10)]
 
 
@@ -43,20 +47,35 @@ def layout(root: Path) -> PluginPaths:
 def toolkit_spec(paths: PluginPaths, names: list[str], file: str = "nvidia.yaml") -> Path:
     """A container-toolkit spec (kind nvidia.com/gpu) defining ``names`` in /etc/cdi."""
     path = paths.cdi_dirs[0] / file
-    doc = {"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu",
-           "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"]},
-           "devices": [{"name": n, "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}} for n in names]}
-    path.write_text(json.dumps(doc) if file.endswith(".json") else "\n".join(
-        ["cdiVersion: 0.5.0", "kind: nvidia.com/gpu", "devices:"] + [f"  - name: {n}" for n in names]) + "\n")
+    doc = {
+        "cdiVersion": "0.5.0",
+        "kind": "nvidia.com/gpu",
+        "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"]},
+        "devices": [{"name": n, "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}} for n in names],
+    }
+    path.write_text(
+        json.dumps(doc)
+        if file.endswith(".json")
+        else "\n".join(["cdiVersion: 0.5.0", "kind: nvidia.com/gpu", "devices:"] + [f"  - name: {n}" for n in names])
+        + "\n"
+    )
     return path
 
 
 def claim(uid: str, name: str, results: list[tuple[str, str, str, str]], api_uid: str | None = None) -> dict[str, Any]:
     """A ResourceClaim with allocation results (request, driver, pool, device)."""
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": "ns", "uid": api_uid or uid},
-            "status": {"allocation": {"devices": {"results": [
-                {"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in results]}}}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "ns", "uid": api_uid or uid},
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [{"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in results]
+                }
+            }
+        },
+    }
 
 
 def fake_api(claims: list[dict[str, Any]]) -> FakeKube:
@@ -81,11 +100,13 @@ class Kubelet:
 
     async def prepare(self, *refs: tuple[str, str], timeout: float = 5) -> Any:
         return await self.stub.NodePrepareResources(
-            self.pb2.NodePrepareResourcesRequest(claims=self._claims(list(refs))), timeout=timeout)
+            self.pb2.NodePrepareResourcesRequest(claims=self._claims(list(refs))), timeout=timeout
+        )
 
     async def unprepare(self, *refs: tuple[str, str], timeout: float = 5) -> Any:
         return await self.stub.NodeUnprepareResources(
-            self.pb2.NodeUnprepareResourcesRequest(claims=self._claims(list(refs))), timeout=timeout)
+            self.pb2.NodeUnprepareResourcesRequest(claims=self._claims(list(refs))), timeout=timeout
+        )
 
     async def close(self) -> None:
         await self.channel.close()

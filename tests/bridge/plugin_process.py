@@ -19,8 +19,9 @@ async def main(root: Path, claims: Path, boot_id: str) -> None:
     async def version() -> str:
         return "resource.k8s.io/v1"
 
-    plugin = await start_plugin(paths, fake_api(json.loads(claims.read_text())), NODE, lambda: INVENTORY, version,
-                       boot_id=lambda: boot_id)
+    plugin = await start_plugin(
+        paths, fake_api(json.loads(claims.read_text())), NODE, lambda: INVENTORY, version, boot_id=lambda: boot_id
+    )
     print("ready", flush=True)
     await asyncio.Event().wait()
     await plugin.stop()  # never reached: the test kills the process (and the reference keeps the servers)

@@ -26,7 +26,8 @@ from tests.bridge.conftest import FakeApi, KubeletServer
 
 
 async def test_legacy_mode_records_grouped_inventory_and_publishes_nothing(
-        legacy: Agent, api: FakeApi, tmp_path: Path) -> None:
+    legacy: Agent, api: FakeApi, tmp_path: Path
+) -> None:
     doc = json.loads((tmp_path / "state" / "inventory.json").read_text())
     assert doc["apiVersion"] == "state.dra-bridge.io/v1"
     assert {d["deviceID"]: d["numaNodes"] for d in doc["devices"]}["GPU-bbbb"] == [0, 1]
@@ -36,7 +37,8 @@ async def test_legacy_mode_records_grouped_inventory_and_publishes_nothing(
 
 
 async def test_hand_over_publishes_after_the_settle_period(
-        legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock) -> None:
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     hand_over(kubelet, api)
     report = await legacy.tick()
     assert [r.interlock for r in report.refusals] == ["settle"]
@@ -54,8 +56,9 @@ async def test_hand_over_publishes_after_the_settle_period(
     assert any(e["reason"] == "PublicationStarted" for e in api.events)
 
 
-async def test_steady_state_makes_zero_writes(legacy: Agent, kubelet: KubeletServer, api: FakeApi,
-                                              clock: Clock) -> None:
+async def test_steady_state_makes_zero_writes(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     hand_over(kubelet, api)
     await publish(legacy, clock)
     writes, events = len(api.writes), len(api.events)
@@ -67,8 +70,9 @@ async def test_steady_state_makes_zero_writes(legacy: Agent, kubelet: KubeletSer
 
 
 @pytest.mark.parametrize("interlock", ["plugin-socket", "node-capacity", "devices-held", "other-driver"])
-async def test_each_interlock_refuses_to_publish(legacy: Agent, kubelet: KubeletServer, api: FakeApi,
-                                                 clock: Clock, interlock: str) -> None:
+async def test_each_interlock_refuses_to_publish(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, interlock: str
+) -> None:
     hand_over(kubelet, api)
     if interlock == "plugin-socket":
         kubelet.plugin_socket("nvidia-gpu.sock")
@@ -78,9 +82,16 @@ async def test_each_interlock_refuses_to_publish(legacy: Agent, kubelet: Kubelet
         kubelet.fake.held = {"kube-system/dcgm-exporter-x": {"exporter": [("nvidia.com/gpu", "GPU-aaaa")]}}
     else:
         api.slices["vendor-slice"] = {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "vendor-slice"},
-            "spec": {"driver": "gpu.nvidia.com", "nodeName": NODE, "pool": {"name": NODE},
-                     "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": "GPU-aaaa"}}}]}}
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": "vendor-slice"},
+            "spec": {
+                "driver": "gpu.nvidia.com",
+                "nodeName": NODE,
+                "pool": {"name": NODE},
+                "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": "GPU-aaaa"}}}],
+            },
+        }
     await legacy.tick()
     clock.now += 600
     report = await legacy.tick()
@@ -95,7 +106,8 @@ async def test_each_interlock_refuses_to_publish(legacy: Agent, kubelet: Kubelet
 
 
 async def test_kubelet_restart_that_offers_nothing_does_not_publish_or_erase_the_record(
-        legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, tmp_path: Path) -> None:
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, tmp_path: Path
+) -> None:
     # the kubelet restarts: it deletes plugin sockets and offers nothing for a while, but the
     # node still reports the capacity, and the operator has labelled the node already
     api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "dra"
@@ -114,8 +126,9 @@ async def test_kubelet_restart_that_offers_nothing_does_not_publish_or_erase_the
     assert len(InventoryStore(tmp_path / "state").load().devices) == 5
 
 
-async def test_device_offered_again_is_withdrawn_with_an_alarm(legacy: Agent, kubelet: KubeletServer,
-                                                                api: FakeApi, clock: Clock) -> None:
+async def test_device_offered_again_is_withdrawn_with_an_alarm(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     hand_over(kubelet, api)
     await publish(legacy, clock)
     assert api.slices
@@ -127,8 +140,9 @@ async def test_device_offered_again_is_withdrawn_with_an_alarm(legacy: Agent, ku
     assert any(e["reason"] == "DeviceOfferedAgain" for e in api.events)
 
 
-async def test_inventory_changes_in_legacy_mode_are_recorded(legacy: Agent, kubelet: KubeletServer,
-                                                             tmp_path: Path) -> None:
+async def test_inventory_changes_in_legacy_mode_are_recorded(
+    legacy: Agent, kubelet: KubeletServer, tmp_path: Path
+) -> None:
     kubelet.fake.devices = [*INVENTORY, ("nvidia.com/gpu", "GPU-eeee", [1])]
     await legacy.tick()
     assert "GPU-eeee" in InventoryStore(tmp_path / "state").load().device_ids()
@@ -137,8 +151,9 @@ async def test_inventory_changes_in_legacy_mode_are_recorded(legacy: Agent, kube
     assert InventoryStore(tmp_path / "state").load().device_ids() == {"GPU-aaaa"}
 
 
-async def test_leaving_dra_mode_withdraws_and_reports_prepared_claims(legacy: Agent, kubelet: KubeletServer,
-                                                                     api: FakeApi, clock: Clock) -> None:
+async def test_leaving_dra_mode_withdraws_and_reports_prepared_claims(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     hand_over(kubelet, api)
     await publish(legacy, clock)
     api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "legacy"
@@ -151,8 +166,9 @@ async def test_leaving_dra_mode_withdraws_and_reports_prepared_claims(legacy: Ag
     assert legacy.health.interlocks == {}
 
 
-async def test_restarted_agent_publishes_from_the_recorded_state(legacy: Agent, kubelet: KubeletServer,
-                                                                api: FakeApi, clock: Clock, tmp_path: Path) -> None:
+async def test_restarted_agent_publishes_from_the_recorded_state(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, tmp_path: Path
+) -> None:
     hand_over(kubelet, api)
     fresh = make_agent(kubelet, api, tmp_path / "state", clock)
     await publish(fresh, clock)
@@ -169,11 +185,16 @@ async def test_api_server_down_is_unready_and_keeps_the_record(legacy: Agent, ap
     assert legacy.health.ready
 
 
-async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(kubelet: KubeletServer, api: FakeApi,
-                                                                   tmp_path: Path, clock: Clock) -> None:
+async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(
+    kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
+) -> None:
     nvml: dict[str, NvmlFacts] = {
-        "GPU-aaaa": {"productName": "NVIDIA H100 80GB HBM3", "architecture": "Hopper",
-                     "cudaComputeCapability": "9.0", "memoryBytes": 80 << 30},
+        "GPU-aaaa": {
+            "productName": "NVIDIA H100 80GB HBM3",
+            "architecture": "Hopper",
+            "cudaComputeCapability": "9.0",
+            "memoryBytes": 80 << 30,
+        },
         "GPU-bbbb": {"productName": "NVIDIA L4", "architecture": "Ada Lovelace", "cudaComputeCapability": "8.9"},
     }
     kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0]), ("nvidia.com/gpu", "GPU-bbbb", [1])]
@@ -189,8 +210,9 @@ async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(kubelet: Kube
     assert device["capacity"]["gpu.nvidia.com/memory"] == {"value": "80Gi"}
 
 
-async def test_a_kubelet_restart_while_publishing_keeps_the_slices(legacy: Agent, kubelet: KubeletServer,
-                                                                   api: FakeApi, clock: Clock) -> None:
+async def test_a_kubelet_restart_while_publishing_keeps_the_slices(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     # publishing; the kubelet restarts: PodResources does not answer for a tick, then answers with
     # every interlock holding as before. Not knowing for a tick is no reason to settle again.
     hand_over(kubelet, api)
@@ -208,7 +230,8 @@ async def test_a_kubelet_restart_while_publishing_keeps_the_slices(legacy: Agent
 
 
 async def test_an_amd_plugin_socket_without_sock_suffix_refuses_publication(
-        kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock) -> None:
+    kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
+) -> None:
     # ROCm's device plugin serves on device-plugins/amd.com_gpu (no .sock): the catalog names it
     kubelet.fake.devices = [("amd.com/gpu", "0000:03:00.0", [0])]
     kubelet.plugin_socket("amd.com_gpu")
@@ -222,7 +245,8 @@ async def test_an_amd_plugin_socket_without_sock_suffix_refuses_publication(
     clock.now += 600
     report = await agent.tick()
     assert [(r.interlock, r.reason) for r in report.refusals] == [
-        ("plugin-socket", "device plugin socket(s) still present: amd.com_gpu")]
+        ("plugin-socket", "device plugin socket(s) still present: amd.com_gpu")
+    ]
     kubelet.plugin_socket("amd.com_gpu", present=False)
     await agent.tick()
     clock.now += 61
@@ -230,7 +254,8 @@ async def test_an_amd_plugin_socket_without_sock_suffix_refuses_publication(
 
 
 async def test_the_recorded_devices_gauge_follows_the_recorded_inventory(
-        kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock) -> None:
+    kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
+) -> None:
     kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0])]
     api.add_node(NODE, {}, {"nvidia.com/gpu": "1"})
     agent = make_agent(kubelet, api, tmp_path / "state", clock)

@@ -41,9 +41,12 @@ UID = "0a1b2c3d-0000-4000-8000-0000000000e1"
 
 def catalog(recipe: bool = False) -> Catalog:
     nodes = ", deviceNodes: ['/dev/example/{id}']" if recipe else ""
-    return load_catalog("apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n"
-                        f"  - {{name: {RESOURCE}, kind: gpu, deviceClass: example-gpu.example.com,\n"
-                        f"     edits: {{allocate: {{sideEffectFree: true, socket: {SOCKET}}}{nodes}}}}}\n", "test")
+    return load_catalog(
+        "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n"
+        f"  - {{name: {RESOURCE}, kind: gpu, deviceClass: example-gpu.example.com,\n"
+        f"     edits: {{allocate: {{sideEffectFree: true, socket: {SOCKET}}}{nodes}}}}}\n",
+        "test",
+    )
 
 
 class Plugin:
@@ -67,10 +70,19 @@ class Plugin:
 
 
 def make_agent(kubelet: KubeletServer, api: FakeApi, state: Path, clock: Clock, cat: Catalog) -> Agent:
-    settings = Settings(node_name=NODE, kubelet_dir=str(kubelet.dir), state_dir=str(state), settle_period=60,
-                        poll_interval=1)
-    return Agent(settings, cat, PodResourcesClient(kubelet.socket, timeout=1), InventoryStore(state), api,
-                 Publisher(api, NODE, cat.bridge_driver), clock=clock, wall=clock)
+    settings = Settings(
+        node_name=NODE, kubelet_dir=str(kubelet.dir), state_dir=str(state), settle_period=60, poll_interval=1
+    )
+    return Agent(
+        settings,
+        cat,
+        PodResourcesClient(kubelet.socket, timeout=1),
+        InventoryStore(state),
+        api,
+        Publisher(api, NODE, cat.bridge_driver),
+        clock=clock,
+        wall=clock,
+    )
 
 
 @pytest.fixture
@@ -80,8 +92,9 @@ async def node(kubelet: KubeletServer, api: FakeApi) -> AsyncIterator[KubeletSer
     yield kubelet
 
 
-async def hand_over_and_publish(agent: Agent, kubelet: KubeletServer, api: FakeApi, plugin: Plugin,
-                                clock: Clock) -> None:
+async def hand_over_and_publish(
+    agent: Agent, kubelet: KubeletServer, api: FakeApi, plugin: Plugin, clock: Clock
+) -> None:
     api.nodes[NODE]["metadata"]["labels"][NODE_MODE_LABEL] = "dra"
     await plugin.stop()
     kubelet.fake.devices = []
@@ -94,7 +107,8 @@ async def hand_over_and_publish(agent: Agent, kubelet: KubeletServer, api: FakeA
 
 
 async def test_a_vendor_plugins_answer_is_recorded_one_device_per_call_keeping_what_composes(
-        node: KubeletServer, api: FakeApi, tmp_path: Path) -> None:
+    node: KubeletServer, api: FakeApi, tmp_path: Path
+) -> None:
     plugin = Plugin(node, Strategy.VENDOR)
     await plugin.start()
     try:
@@ -104,12 +118,16 @@ async def test_a_vendor_plugins_answer_is_recorded_one_device_per_call_keeping_w
         recorded = agent.recorded.edits[RESOURCE]
         assert recorded["devices"]["ex0"] == {
             "env": ["VENDOR_DEVICE_EX0=present"],
-            "deviceNodes": [{"path": "/dev/vendor-ctl", "hostPath": "/dev/vendor-ctl", "permissions": "rw"},
-                            {"path": "/dev/vendor/ex0", "hostPath": "/dev/vendor/ex0", "permissions": "rw"}]}
+            "deviceNodes": [
+                {"path": "/dev/vendor-ctl", "hostPath": "/dev/vendor-ctl", "permissions": "rw"},
+                {"path": "/dev/vendor/ex0", "hostPath": "/dev/vendor/ex0", "permissions": "rw"},
+            ],
+        }
         assert recorded["dropped"] == [
             "MPS mount /run/vendor/mps/pipe (the MPS daemon leaves with the plugin)",
             "MPS variable CUDA_MPS_PIPE_DIRECTORY (the MPS daemon leaves with the plugin)",
-            "list-valued variable VENDOR_VISIBLE_DEVICES (the last device's value would win)"]
+            "list-valued variable VENDOR_VISIBLE_DEVICES (the last device's value would win)",
+        ]
         assert InventoryStore(tmp_path / "state").load().edits == agent.recorded.edits  # on disk
         await agent.tick()
         assert plugin.service.calls["Allocate"] == 2, "asked again only when the devices change"
@@ -117,8 +135,9 @@ async def test_a_vendor_plugins_answer_is_recorded_one_device_per_call_keeping_w
         await plugin.stop()
 
 
-async def test_prepare_answers_the_recorded_edits_in_our_spec(node: KubeletServer, api: FakeApi,
-                                                               tmp_path: Path) -> None:
+async def test_prepare_answers_the_recorded_edits_in_our_spec(
+    node: KubeletServer, api: FakeApi, tmp_path: Path
+) -> None:
     plugin, clock, cat = Plugin(node, Strategy.VENDOR), Clock(), catalog()
     await plugin.start()
     agent = make_agent(node, api, tmp_path / "state", clock, cat)
@@ -126,9 +145,16 @@ async def test_prepare_answers_the_recorded_edits_in_our_spec(node: KubeletServe
     paths = PluginPaths.under(node.dir, tmp_path / "state", (node.dir / "etc", node.dir / "run"))
     for d in paths.cdi_dirs:
         d.mkdir()
-    agent.plugin = await start_plugin(paths, api, NODE, lambda: device_index(agent.recorded, cat),
-                                      agent.publisher.version, accepting=lambda: agent.report.mode == "dra",
-                                      boot_id=lambda: "b", edits=lookup(lambda: agent.recorded.edits, cat))
+    agent.plugin = await start_plugin(
+        paths,
+        api,
+        NODE,
+        lambda: device_index(agent.recorded, cat),
+        agent.publisher.version,
+        accepting=lambda: agent.report.mode == "dra",
+        boot_id=lambda: "b",
+        edits=lookup(lambda: agent.recorded.edits, cat),
+    )
     client = Kubelet(paths.dra_socket)
     try:
         await hand_over_and_publish(agent, node, api, plugin, clock)
@@ -144,7 +170,8 @@ async def test_prepare_answers_the_recorded_edits_in_our_spec(node: KubeletServe
 
 
 async def test_a_resource_whose_only_recipe_is_list_valued_is_not_published_with_an_event(
-        node: KubeletServer, api: FakeApi, tmp_path: Path) -> None:
+    node: KubeletServer, api: FakeApi, tmp_path: Path
+) -> None:
     plugin, clock = Plugin(node, Strategy.VENDOR_LIST_ONLY), Clock()
     await plugin.start()
     agent = make_agent(node, api, tmp_path / "state", clock, catalog())
@@ -159,8 +186,9 @@ async def test_a_resource_whose_only_recipe_is_list_valued_is_not_published_with
     assert [e["reason"] for e in api.events].count("DevicesNotPublished") == 1, "once per change"
 
 
-async def test_a_catalog_recipe_publishes_what_the_answer_could_not(node: KubeletServer, api: FakeApi,
-                                                                  tmp_path: Path) -> None:
+async def test_a_catalog_recipe_publishes_what_the_answer_could_not(
+    node: KubeletServer, api: FakeApi, tmp_path: Path
+) -> None:
     plugin, clock = Plugin(node, Strategy.VENDOR_LIST_ONLY), Clock()
     await plugin.start()
     agent = make_agent(node, api, tmp_path / "state", clock, catalog(recipe=True))
@@ -171,8 +199,8 @@ async def test_a_catalog_recipe_publishes_what_the_answer_could_not(node: Kubele
 
 
 async def test_a_plugin_down_or_erroring_is_survived_and_asked_again_later(
-        node: KubeletServer, api: FakeApi, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    node: KubeletServer, api: FakeApi, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     caplog.set_level(logging.WARNING)
     plugin = Plugin(node, Strategy.VENDOR)
     node.plugin_socket(SOCKET)  # a stale socket file: nothing listens
@@ -204,13 +232,27 @@ async def test_a_plugin_down_or_erroring_is_survived_and_asked_again_later(
 
 
 def test_an_inventory_file_written_before_edits_were_recorded_still_loads(tmp_path: Path) -> None:
-    (tmp_path / "inventory.json").write_text(json.dumps({
-        "apiVersion": "state.dra-bridge.io/v1", "kind": "Inventory", "node": NODE, "recordedAt": 1.0,
-        "devices": [{"resourceName": RESOURCE, "deviceID": "ex0", "numaNodes": [0]}], "labels": {}, "nvml": {}}))
+    (tmp_path / "inventory.json").write_text(
+        json.dumps(
+            {
+                "apiVersion": "state.dra-bridge.io/v1",
+                "kind": "Inventory",
+                "node": NODE,
+                "recordedAt": 1.0,
+                "devices": [{"resourceName": RESOURCE, "deviceID": "ex0", "numaNodes": [0]}],
+                "labels": {},
+                "nvml": {},
+            }
+        )
+    )
     inventory = InventoryStore(tmp_path).load()
     assert inventory.edits == {} and inventory.device_ids() == {"ex0"}
-    (tmp_path / "inventory.json").write_text(json.dumps({
-        "apiVersion": "state.dra-bridge.io/v1", "devices": [], "allocateEdits": {RESOURCE: {"devices": []}}}))
+    (tmp_path / "inventory.json").write_text(
+        json.dumps(
+            {"apiVersion": "state.dra-bridge.io/v1", "devices": [], "allocateEdits": {RESOURCE: {"devices": []}}}
+        )
+    )
     from dra_bridge.bridge.errors import StateError
+
     with pytest.raises(StateError, match=r"allocateEdits\[example.com/gpu\] is not"):
         InventoryStore(tmp_path).load()

@@ -33,8 +33,11 @@ def _devices_matching(template: dict[str, object], slices: dict[str, dict[str, o
     """deviceIDs of the published devices that the template's one request (class selectors and
     its own) selects, evaluated in our DRA CEL environment."""
     (request,) = internal_from_template(template)["requests"]  # type: ignore[arg-type]
-    (device_class,) = [c for c in CATALOG.device_classes(list(CATALOG.mig_profiles))
-                       if c["metadata"]["name"] == request["deviceClassName"]]
+    (device_class,) = [
+        c
+        for c in CATALOG.device_classes(list(CATALOG.mig_profiles))
+        if c["metadata"]["name"] == request["deviceClassName"]
+    ]
     expressions = [s["cel"]["expression"] for s in device_class["spec"].get("selectors", [])]
     expressions += list(request["selectors"])
     out = set()
@@ -46,11 +49,17 @@ def _devices_matching(template: dict[str, object], slices: dict[str, dict[str, o
     return out
 
 
-@pytest.mark.parametrize(("resource", "ids"), [
-    ("nvidia.com/gpu", {"GPU-aaaa", "GPU-bbbb"}), ("nvidia.com/mig-1g.5gb", {"MIG-cccc"}),
-], ids=["whole-gpu", "mig"])
+@pytest.mark.parametrize(
+    ("resource", "ids"),
+    [
+        ("nvidia.com/gpu", {"GPU-aaaa", "GPU-bbbb"}),
+        ("nvidia.com/mig-1g.5gb", {"MIG-cccc"}),
+    ],
+    ids=["whole-gpu", "mig"],
+)
 async def test_a_converted_claim_matches_the_devices_the_bridge_publishes(
-        legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, resource: str, ids: set[str]) -> None:
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, resource: str, ids: set[str]
+) -> None:
     hand_over(kubelet, api)
     await publish(legacy, clock)
     assert {internal_form(s)["spec"]["driver"] for s in api.slices.values()} == {CATALOG.bridge_driver}
@@ -60,7 +69,8 @@ async def test_a_converted_claim_matches_the_devices_the_bridge_publishes(
 
 
 async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
-        kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+    kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
     api.add_node(NODE, dict(LABELS), {})
     agent = make_agent(kubelet, api, tmp_path / "state", clock)
     caplog.set_level(logging.INFO, logger="dra_bridge.bridge.agent")
@@ -74,8 +84,9 @@ async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
     assert caplog.text.count("reachable again") == 1
 
 
-async def test_the_prepared_claim_count_on_the_node_is_the_plugins(legacy: Agent, kubelet: KubeletServer,
-                                                                   api: FakeApi, clock: Clock) -> None:
+async def test_the_prepared_claim_count_on_the_node_is_the_plugins(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     from dra_bridge.kube.resources import RESOURCE_CLAIMS
     from tests.bridge.draplugin_fixtures import Kubelet, claim
 
@@ -103,8 +114,9 @@ async def test_the_prepared_claim_count_on_the_node_is_the_plugins(legacy: Agent
         await client.close()
 
 
-async def test_labelling_before_the_plugin_is_off_refuses_without_an_alarm(legacy: Agent, api: FakeApi,
-                                                                          clock: Clock) -> None:
+async def test_labelling_before_the_plugin_is_off_refuses_without_an_alarm(
+    legacy: Agent, api: FakeApi, clock: Clock
+) -> None:
     # the operator labels first: the device plugin still serves and the kubelet still offers its
     # devices, but nothing was published or prepared, so this is a refusal, not an alarm
     api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "dra"
@@ -118,7 +130,8 @@ async def test_labelling_before_the_plugin_is_off_refuses_without_an_alarm(legac
 
 
 async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_alarm(
-        legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock) -> None:
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     from dra_bridge.kube.resources import RESOURCE_CLAIMS
     from tests.bridge.draplugin_fixtures import Kubelet, claim
 

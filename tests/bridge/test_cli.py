@@ -21,15 +21,19 @@ def _root_level() -> Iterator[None]:
     root.setLevel(level)
 
 
-@pytest.mark.parametrize(("argv", "env"), [
-    (["--log-level", "bogus", "inventory"], {}),
-    (["inventory", "--log-level", "bogus"], {}),
-    (["inventory"], {"DRA_BRIDGE_LOG_LEVEL": "bogus"}),
-    (["--log-level", "bogus", "--node-name", "n"], {}),
-], ids=["flag-before-command", "flag-after-command", "env", "flag-without-command"])
-def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[str, str],
-                                                    monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "env"),
+    [
+        (["--log-level", "bogus", "inventory"], {}),
+        (["inventory", "--log-level", "bogus"], {}),
+        (["inventory"], {"DRA_BRIDGE_LOG_LEVEL": "bogus"}),
+        (["--log-level", "bogus", "--node-name", "n"], {}),
+    ],
+    ids=["flag-before-command", "flag-after-command", "env", "flag-without-command"],
+)
+def test_unknown_log_level_is_a_configuration_error(
+    argv: list[str], env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert main(argv) == 1
@@ -37,14 +41,19 @@ def test_unknown_log_level_is_a_configuration_error(argv: list[str], env: dict[s
     assert err.count("\n") == 1 and "--log-level/DRA_BRIDGE_LOG_LEVEL" in err and "'bogus'" in err and "DEBUG" in err
 
 
-@pytest.mark.parametrize(("argv", "env", "level"), [
-    ([], {}, logging.INFO),
-    ([], {"DRA_BRIDGE_LOG_LEVEL": "debug"}, logging.DEBUG),
-    (["--log-level", "ERROR"], {"DRA_BRIDGE_LOG_LEVEL": "debug"}, logging.ERROR),
-    (["--log-level", "warning"], {}, logging.WARNING),
-], ids=["default-info", "env-debug", "flag-error-over-env", "flag-warning-lower-case"])
-def test_log_level_flag_wins_over_env_which_wins_over_default(argv: list[str], env: dict[str, str], level: int,
-                                                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("argv", "env", "level"),
+    [
+        ([], {}, logging.INFO),
+        ([], {"DRA_BRIDGE_LOG_LEVEL": "debug"}, logging.DEBUG),
+        (["--log-level", "ERROR"], {"DRA_BRIDGE_LOG_LEVEL": "debug"}, logging.ERROR),
+        (["--log-level", "warning"], {}, logging.WARNING),
+    ],
+    ids=["default-info", "env-debug", "flag-error-over-env", "flag-warning-lower-case"],
+)
+def test_log_level_flag_wins_over_env_which_wins_over_default(
+    argv: list[str], env: dict[str, str], level: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("LOG_LEVEL", raising=False)
     monkeypatch.delenv("DRA_BRIDGE_LOG_LEVEL", raising=False)
     for name, value in env.items():
@@ -63,8 +72,10 @@ def test_docs_flag_table_matches_help() -> None:
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "bridge.md").read_text("utf-8")
     section = doc.split("## Flags", 1)[1].split("\n## ", 1)[0]
-    documented = {m[0]: (m[1], m[2]) for m in re.findall(r"^\| `(--[a-z-]+)` \| `([A-Z_]+)` \| `([^`]*)` \|",
-                                                          section, re.MULTILINE)}
+    documented = {
+        m[0]: (m[1], m[2])
+        for m in re.findall(r"^\| `(--[a-z-]+)` \| `([A-Z_]+)` \| `([^`]*)` \|", section, re.MULTILINE)
+    }
     helped = {}
     for action in _parser()._actions:
         if not action.option_strings or action.dest in ("help", "version") or action.help == argparse.SUPPRESS:
@@ -78,13 +89,18 @@ def test_docs_flag_table_matches_help() -> None:
     assert documented == helped
 
 
-@pytest.mark.parametrize(("argv", "flag"), [
-    (["--health-port", "70000"], "--health-port/DRA_BRIDGE_HEALTH_PORT"),
-    (["--health-port", "-1"], "--health-port/DRA_BRIDGE_HEALTH_PORT"),
-    (["--resource-api-version", "v2"], "--resource-api-version/DRA_BRIDGE_RESOURCE_API_VERSION"),
-], ids=["port-too-high", "port-negative", "unknown-api-version"])
-def test_out_of_range_values_are_configuration_errors(argv: list[str], flag: str,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--health-port", "70000"], "--health-port/DRA_BRIDGE_HEALTH_PORT"),
+        (["--health-port", "-1"], "--health-port/DRA_BRIDGE_HEALTH_PORT"),
+        (["--resource-api-version", "v2"], "--resource-api-version/DRA_BRIDGE_RESOURCE_API_VERSION"),
+    ],
+    ids=["port-too-high", "port-negative", "unknown-api-version"],
+)
+def test_out_of_range_values_are_configuration_errors(
+    argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["run", "--node-name", "n", *argv]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and flag in err
@@ -103,12 +119,18 @@ def test_help_texts_carry_no_rest_markup(capsys: pytest.CaptureFixture[str]) -> 
     assert "--kubelet-dir" in out and "``" not in out
 
 
-@pytest.mark.parametrize(("old", "new", "value"), [("LOG_LEVEL", "log_level", "debug"),
-                                                  ("KUBELET_DIR", "kubelet_dir", "/opt/kubelet"),
-                                                  ("CATALOG", "catalog", "/etc/catalog.yaml")],
-                         ids=["log-level", "kubelet-dir", "catalog"])
+@pytest.mark.parametrize(
+    ("old", "new", "value"),
+    [
+        ("LOG_LEVEL", "log_level", "debug"),
+        ("KUBELET_DIR", "kubelet_dir", "/opt/kubelet"),
+        ("CATALOG", "catalog", "/etc/catalog.yaml"),
+    ],
+    ids=["log-level", "kubelet-dir", "catalog"],
+)
 def test_the_former_unprefixed_names_still_work_with_a_deprecation_warning(
-        old: str, new: str, value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    old: str, new: str, value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     from dra_bridge.bridge.settings import FLAGS
 
     FLAGS._warned.clear()

@@ -16,21 +16,51 @@ GPU, MIG, AMD = "GPU-aaaa", "MIG-cccc", "0000:03:00.0"
 TOOLKIT = {f"nvidia.com/gpu={GPU}": True}
 
 
-@pytest.mark.parametrize(("resource", "device_id", "facts", "health", "words"), [
-    ("nvidia.com/gpu", GPU, HealthFacts({GPU: ""}, {}, TOOLKIT), HEALTHY, "NVML finds"),
-    ("nvidia.com/gpu.shared", f"{GPU}::1", HealthFacts({GPU: ""}), HEALTHY, "NVML finds"),
-    ("nvidia.com/mig-1g.5gb", MIG, HealthFacts({MIG: ""}), HEALTHY, "NVML finds"),
-    ("nvidia.com/gpu", GPU, HealthFacts({GPU: "GPU is lost"}, {}, TOOLKIT), UNHEALTHY, "NVML: GPU is lost"),
-    ("nvidia.com/gpu", GPU, HealthFacts(None, {}, TOOLKIT), UNKNOWN, "NVML is not loadable"),
-    ("nvidia.com/gpu", GPU, HealthFacts({GPU: ""}, {}, {f"nvidia.com/gpu={GPU}": False}), UNHEALTHY,
-     f"nvidia.com/gpu={GPU} no longer resolves"),
-    ("nvidia.com/gpu", GPU, HealthFacts(None, {}, {f"nvidia.com/gpu={GPU}": False}), UNHEALTHY, "no longer resolves"),
-    ("nvidia.com/gpu", GPU, HealthFacts({GPU: ""}, {GPU: "assigned to legacy container(s) ns/p/c"}), UNHEALTHY,
-     "hand-over alarm: assigned to legacy container(s) ns/p/c"),
-    ("amd.com/gpu", AMD, HealthFacts({GPU: ""}), UNKNOWN, "no health source for amd.com/gpu"),
-    ("amd.com/gpu", AMD, HealthFacts(None, {AMD: "the kubelet offers it again"}), UNHEALTHY, "offers it again"),
-], ids=["nvml-finds", "replica", "mig", "gpu-lost", "no-nvml", "toolkit-gone", "toolkit-gone-no-nvml",
-        "legacy-holder", "amd-no-source", "amd-alarm"])
+@pytest.mark.parametrize(
+    ("resource", "device_id", "facts", "health", "words"),
+    [
+        ("nvidia.com/gpu", GPU, HealthFacts({GPU: ""}, {}, TOOLKIT), HEALTHY, "NVML finds"),
+        ("nvidia.com/gpu.shared", f"{GPU}::1", HealthFacts({GPU: ""}), HEALTHY, "NVML finds"),
+        ("nvidia.com/mig-1g.5gb", MIG, HealthFacts({MIG: ""}), HEALTHY, "NVML finds"),
+        ("nvidia.com/gpu", GPU, HealthFacts({GPU: "GPU is lost"}, {}, TOOLKIT), UNHEALTHY, "NVML: GPU is lost"),
+        ("nvidia.com/gpu", GPU, HealthFacts(None, {}, TOOLKIT), UNKNOWN, "NVML is not loadable"),
+        (
+            "nvidia.com/gpu",
+            GPU,
+            HealthFacts({GPU: ""}, {}, {f"nvidia.com/gpu={GPU}": False}),
+            UNHEALTHY,
+            f"nvidia.com/gpu={GPU} no longer resolves",
+        ),
+        (
+            "nvidia.com/gpu",
+            GPU,
+            HealthFacts(None, {}, {f"nvidia.com/gpu={GPU}": False}),
+            UNHEALTHY,
+            "no longer resolves",
+        ),
+        (
+            "nvidia.com/gpu",
+            GPU,
+            HealthFacts({GPU: ""}, {GPU: "assigned to legacy container(s) ns/p/c"}),
+            UNHEALTHY,
+            "hand-over alarm: assigned to legacy container(s) ns/p/c",
+        ),
+        ("amd.com/gpu", AMD, HealthFacts({GPU: ""}), UNKNOWN, "no health source for amd.com/gpu"),
+        ("amd.com/gpu", AMD, HealthFacts(None, {AMD: "the kubelet offers it again"}), UNHEALTHY, "offers it again"),
+    ],
+    ids=[
+        "nvml-finds",
+        "replica",
+        "mig",
+        "gpu-lost",
+        "no-nvml",
+        "toolkit-gone",
+        "toolkit-gone-no-nvml",
+        "legacy-holder",
+        "amd-no-source",
+        "amd-alarm",
+    ],
+)
 def test_health_rule(resource: str, device_id: str, facts: HealthFacts, health: str, words: str) -> None:
     got, message = health_of(resource, device_id, facts)
     assert got == health and words in message, message

@@ -13,8 +13,12 @@ from dra_bridge.bridge.deviceplugin import api_pb2
 KUBELET_MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     "Empty": [],
     "DevicePluginOptions": [("pre_start_required", 1, "bool"), ("get_preferred_allocation_available", 2, "bool")],
-    "RegisterRequest": [("version", 1, "string"), ("endpoint", 2, "string"), ("resource_name", 3, "string"),
-                        ("options", 4, "DevicePluginOptions")],
+    "RegisterRequest": [
+        ("version", 1, "string"),
+        ("endpoint", 2, "string"),
+        ("resource_name", 3, "string"),
+        ("options", 4, "DevicePluginOptions"),
+    ],
     "ListAndWatchResponse": [("devices", 1, "repeated Device")],
     "TopologyInfo": [("nodes", 1, "repeated NUMANode")],
     "NUMANode": [("ID", 1, "int64")],
@@ -22,17 +26,23 @@ KUBELET_MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     "PreStartContainerRequest": [("devices_ids", 1, "repeated string")],
     "PreStartContainerResponse": [],
     "PreferredAllocationRequest": [("container_requests", 1, "repeated ContainerPreferredAllocationRequest")],
-    "ContainerPreferredAllocationRequest": [("available_deviceIDs", 1, "repeated string"),
-                                            ("must_include_deviceIDs", 2, "repeated string"),
-                                            ("allocation_size", 3, "int32")],
+    "ContainerPreferredAllocationRequest": [
+        ("available_deviceIDs", 1, "repeated string"),
+        ("must_include_deviceIDs", 2, "repeated string"),
+        ("allocation_size", 3, "int32"),
+    ],
     "PreferredAllocationResponse": [("container_responses", 1, "repeated ContainerPreferredAllocationResponse")],
     "ContainerPreferredAllocationResponse": [("deviceIDs", 1, "repeated string")],
     "AllocateRequest": [("container_requests", 1, "repeated ContainerAllocateRequest")],
     "ContainerAllocateRequest": [("devices_ids", 1, "repeated string")],
     "AllocateResponse": [("container_responses", 1, "repeated ContainerAllocateResponse")],
-    "ContainerAllocateResponse": [("envs", 1, "map<string,string>"), ("mounts", 2, "repeated Mount"),
-                                  ("devices", 3, "repeated DeviceSpec"), ("annotations", 4, "map<string,string>"),
-                                  ("cdi_devices", 5, "repeated CDIDevice")],
+    "ContainerAllocateResponse": [
+        ("envs", 1, "map<string,string>"),
+        ("mounts", 2, "repeated Mount"),
+        ("devices", 3, "repeated DeviceSpec"),
+        ("annotations", 4, "map<string,string>"),
+        ("cdi_devices", 5, "repeated CDIDevice"),
+    ],
     "Mount": [("container_path", 1, "string"), ("host_path", 2, "string"), ("read_only", 3, "bool")],
     "DeviceSpec": [("container_path", 1, "string"), ("host_path", 2, "string"), ("permissions", 3, "string")],
     "CDIDevice": [("name", 1, "string")],
@@ -50,8 +60,12 @@ KUBELET_SERVICES = {
     ],
 }
 
-_SCALARS = {FieldDescriptor.TYPE_STRING: "string", FieldDescriptor.TYPE_BOOL: "bool",
-            FieldDescriptor.TYPE_INT64: "int64", FieldDescriptor.TYPE_INT32: "int32"}
+_SCALARS = {
+    FieldDescriptor.TYPE_STRING: "string",
+    FieldDescriptor.TYPE_BOOL: "bool",
+    FieldDescriptor.TYPE_INT64: "int64",
+    FieldDescriptor.TYPE_INT32: "int32",
+}
 
 
 def _type_of(field: FieldDescriptor) -> str:
@@ -90,7 +104,8 @@ def test_an_allocate_response_round_trips_as_the_kubelet_checkpoint_stores_it() 
     response = api_pb2.ContainerAllocateResponse(
         envs={"NVIDIA_VISIBLE_DEVICES": "GPU-a"},
         mounts=[api_pb2.Mount(container_path="/var/run/nvidia-container-devices/GPU-a", host_path="/dev/null")],
-        cdi_devices=[api_pb2.CDIDevice(name="k8s.device-plugin.nvidia.com/gpu=GPU-a")])
+        cdi_devices=[api_pb2.CDIDevice(name="k8s.device-plugin.nvidia.com/gpu=GPU-a")],
+    )
     wire = response.SerializeToString(deterministic=True)
     assert b"\x2a" in wire  # field 5, wire type 2 (length-delimited): (5 << 3) | 2
     assert api_pb2.ContainerAllocateResponse.FromString(wire) == response

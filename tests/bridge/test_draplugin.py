@@ -60,9 +60,16 @@ class Node:
         self.plugin: Plugin | None = None
 
     async def start(self) -> Plugin:
-        self.plugin = await start_plugin(self.paths, self.api, NODE, lambda: INVENTORY, v1,
-                                         accepting=lambda: self.accepting, metrics=self.metrics,
-                                         boot_id=lambda: self.boot)
+        self.plugin = await start_plugin(
+            self.paths,
+            self.api,
+            NODE,
+            lambda: INVENTORY,
+            v1,
+            accepting=lambda: self.accepting,
+            metrics=self.metrics,
+            boot_id=lambda: self.boot,
+        )
         return self.plugin
 
     async def stop(self) -> None:
@@ -81,16 +88,21 @@ class Node:
 @pytest.fixture
 async def node() -> AsyncIterator[Node]:
     root = short_dir()
-    n = Node(root, [
-        claim(UID[0], "nv", [("gpu/sub", DRIVER, NODE, "gpu-nv0"), ("vendor", "gpu.nvidia.com", NODE, "gpu-0")]),
-        claim(UID[1], "amd", [("a", DRIVER, NODE, "gpu-amd0"), ("b", DRIVER, NODE, "gpu-amd1")]),
-        claim(UID[2], "replaced", [("a", DRIVER, NODE, "gpu-amd0")], api_uid=UID[9]),
-        claim(UID[3], "theirs", [("a", "gpu.nvidia.com", NODE, "gpu-0")]),
-        claim(UID[4], "no-toolkit", [("a", DRIVER, NODE, "gpu-nv1")]),
-        claim(UID[5], "unknown-device", [("a", DRIVER, NODE, "gpu-gone")]),
-        {"metadata": {"name": "malformed", "namespace": "ns", "uid": UID[6]}, "status": {"allocation": {"devices": {
-            "results": [{"request": 3}]}}}},
-    ])
+    n = Node(
+        root,
+        [
+            claim(UID[0], "nv", [("gpu/sub", DRIVER, NODE, "gpu-nv0"), ("vendor", "gpu.nvidia.com", NODE, "gpu-0")]),
+            claim(UID[1], "amd", [("a", DRIVER, NODE, "gpu-amd0"), ("b", DRIVER, NODE, "gpu-amd1")]),
+            claim(UID[2], "replaced", [("a", DRIVER, NODE, "gpu-amd0")], api_uid=UID[9]),
+            claim(UID[3], "theirs", [("a", "gpu.nvidia.com", NODE, "gpu-0")]),
+            claim(UID[4], "no-toolkit", [("a", DRIVER, NODE, "gpu-nv1")]),
+            claim(UID[5], "unknown-device", [("a", DRIVER, NODE, "gpu-gone")]),
+            {
+                "metadata": {"name": "malformed", "namespace": "ns", "uid": UID[6]},
+                "status": {"allocation": {"devices": {"results": [{"request": 3}]}}},
+            },
+        ],
+    )
     toolkit_spec(n.paths, [NVIDIA_UUID, "0", "all"])
     await n.start()
     yield n
@@ -108,7 +120,9 @@ async def test_registration_get_info_and_status(node: Node) -> None:
         assert str(node.paths.dra_socket).endswith("/kubelet/plugins/dra-bridge.io/dra.sock")
         await stub.NotifyRegistrationStatus(registration_pb2.RegistrationStatus(plugin_registered=False, error="x"))
         assert node.plugin is not None and (node.plugin.registration.registered, node.plugin.registration.error) == (
-            False, "x")
+            False,
+            "x",
+        )
     assert await node.plugin.alive() == ""
 
 
@@ -127,7 +141,11 @@ async def test_nvidia_claim_gets_the_toolkit_device_and_no_spec_of_ours(node: No
     assert entry.error == ""
     [device] = entry.devices  # the other driver's result is not ours
     assert (list(device.request_names), device.pool_name, device.device_name, list(device.cdi_device_ids)) == (
-        ["gpu"], NODE, "gpu-nv0", [f"nvidia.com/gpu={NVIDIA_UUID}"])
+        ["gpu"],
+        NODE,
+        "gpu-nv0",
+        [f"nvidia.com/gpu={NVIDIA_UUID}"],
+    )
     assert node.specs() == []
     assert list(node.checkpoint()["claims"]) == [UID[0]]
     await kubelet.close()
@@ -155,8 +173,15 @@ async def test_recipe_claim_gets_one_spec_named_by_its_uid_and_unprepare_removes
 
 async def test_bad_claims_get_their_own_error_and_the_good_one_succeeds(node: Node) -> None:
     kubelet = Kubelet(node.paths.dra_socket)
-    response = await kubelet.prepare((UID[0], "nv"), (UID[2], "replaced"), (UID[3], "theirs"), (UID[4], "no-toolkit"),
-                                     (UID[5], "unknown-device"), (UID[6], "malformed"), (UID[7], "missing"))
+    response = await kubelet.prepare(
+        (UID[0], "nv"),
+        (UID[2], "replaced"),
+        (UID[3], "theirs"),
+        (UID[4], "no-toolkit"),
+        (UID[5], "unknown-device"),
+        (UID[6], "malformed"),
+        (UID[7], "missing"),
+    )
     errors = {uid: e.error for uid, e in response.claims.items()}
     assert errors[UID[0]] == ""
     assert "claim ns/replaced" in errors[UID[2]] and "replaced" in errors[UID[2]] and UID[9] in errors[UID[2]]
@@ -200,10 +225,13 @@ async def test_idempotent_and_restart_from_the_checkpoint_alone(node: Node) -> N
     kubelet = Kubelet(node.paths.dra_socket, "v1beta1")
     again = await kubelet.prepare((UID[1], "amd"))
     assert [list(d.cdi_device_ids) for d in again.claims[UID[1]].devices] == [
-        list(d.cdi_device_ids) for d in first.claims[UID[1]].devices]
+        list(d.cdi_device_ids) for d in first.claims[UID[1]].devices
+    ]
     assert "not in DRA mode" in (await kubelet.prepare((UID[8], "new"))).claims[UID[8]].error
     assert {u: e.error for u, e in (await kubelet.unprepare((UID[1], "amd"), (UID[0], "nv"))).claims.items()} == {
-        UID[1]: "", UID[0]: ""}
+        UID[1]: "",
+        UID[0]: "",
+    }
     assert node.specs() == [] and node.checkpoint()["claims"] == {}
     await kubelet.close()
 
@@ -231,7 +259,9 @@ def test_spec_index_parses_a_file_again_only_when_it_changed(tmp_path: Path) -> 
     spec = toolkit_spec(paths, ["GPU-a"])
     index = SpecIndex(paths.cdi_dirs)
     assert index.resolves(["nvidia.com/gpu=GPU-a", "nvidia.com/gpu=GPU-b"]) == {
-        "nvidia.com/gpu=GPU-a": True, "nvidia.com/gpu=GPU-b": False}
+        "nvidia.com/gpu=GPU-a": True,
+        "nvidia.com/gpu=GPU-b": False,
+    }
     index.names()
     assert index.parses == 1
     toolkit_spec(paths, ["GPU-a", "GPU-b"])
@@ -246,8 +276,13 @@ def _start_process(root: Path, claims: Path, crash: str | None) -> subprocess.Po
     env = {k: v for k, v in os.environ.items() if k != CRASH_POINT_ENV}
     if crash:
         env[CRASH_POINT_ENV] = crash
-    proc = subprocess.Popen([sys.executable, "-m", "tests.bridge.plugin_process", str(root), str(claims), "boot-1"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.bridge.plugin_process", str(root), str(claims), "boot-1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -270,8 +305,11 @@ async def test_sigkill_at_each_step_of_prepare_leaves_no_stray_spec(crash: str) 
         assert specs_after_crash == ([] if crash == "before-spec" else [f"dra-bridge.io-claim_{UID[1]}.json"])
         proc = _start_process(root, claims, None)  # restart: a spec without a checkpoint entry is removed
         try:
-            checkpointed = json.loads((paths.state_dir / "prepared-claims.json").read_text())["claims"] \
-                if (paths.state_dir / "prepared-claims.json").exists() else {}
+            checkpointed = (
+                json.loads((paths.state_dir / "prepared-claims.json").read_text())["claims"]
+                if (paths.state_dir / "prepared-claims.json").exists()
+                else {}
+            )
             expected = [f"dra-bridge.io-claim_{UID[1]}.json"] if UID[1] in checkpointed else []
             assert sorted(p.name for p in paths.cdi_dirs[1].iterdir()) == expected
             assert (UID[1] in checkpointed) == (crash == "after-checkpoint")

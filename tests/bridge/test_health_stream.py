@@ -73,8 +73,10 @@ async def test_the_stream_sends_the_whole_list_then_changes_then_again_before_th
         first = await watcher.next()
         assert set(first) == set(INVENTORY)
         assert first["gpu-nv0"][:1] == ("UNKNOWN",) and "NVML is not loadable" in first["gpu-nv0"][1]
-        assert first["gpu-nv1"][0] == "UNHEALTHY" and "nvidia.com/gpu=GPU-missing no longer resolves" in first[
-            "gpu-nv1"][1]
+        assert (
+            first["gpu-nv1"][0] == "UNHEALTHY"
+            and "nvidia.com/gpu=GPU-missing no longer resolves" in first["gpu-nv1"][1]
+        )
         assert first["gpu-amd0"][:2] == ("UNKNOWN", "no health source for amd.com/gpu devices")
         device = first["gpu-nv0"][2]
         assert (device.device.pool_name, device.health_check_timeout_seconds) == (PLUGIN_NODE, plugin.health.timeout)
@@ -97,8 +99,9 @@ async def test_the_stream_sends_the_whole_list_then_changes_then_again_before_th
         await watcher.close()
 
 
-async def test_the_alarm_makes_the_prepared_device_unhealthy(legacy: Agent, kubelet: KubeletServer, api: FakeApi,
-                                                              clock: Clock) -> None:
+async def test_the_alarm_makes_the_prepared_device_unhealthy(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     paths, index = await start_dra_plugin(legacy, kubelet, api)
     assert legacy.plugin is not None
     uid = "0a1b2c3d-0000-4000-8000-000000000003"

@@ -18,8 +18,12 @@ REP = "repeated"
 
 # message -> {field: (number, type, repeated?)}; a map is a repeated message (its entry).
 REGISTRATION = {
-    "PluginInfo": {"type": (1, S, False), "name": (2, S, False), "endpoint": (3, S, False),
-                   "supported_versions": (4, S, True)},
+    "PluginInfo": {
+        "type": (1, S, False),
+        "name": (2, S, False),
+        "endpoint": (3, S, False),
+        "supported_versions": (4, S, True),
+    },
     "RegistrationStatus": {"plugin_registered": (1, B, False), "error": (2, S, False)},
     "RegistrationStatusResponse": {},
     "InfoRequest": {},
@@ -28,8 +32,12 @@ DRA_V1BETA1 = {
     "NodePrepareResourcesRequest": {"claims": (1, M, True)},
     "NodePrepareResourcesResponse": {"claims": (1, M, True)},
     "NodePrepareResourceResponse": {"devices": (1, M, True), "error": (2, S, False)},
-    "Device": {"request_names": (1, S, True), "pool_name": (2, S, False), "device_name": (3, S, False),
-               "cdi_device_ids": (4, S, True)},
+    "Device": {
+        "request_names": (1, S, True),
+        "pool_name": (2, S, False),
+        "device_name": (3, S, False),
+        "cdi_device_ids": (4, S, True),
+    },
     "NodeUnprepareResourcesRequest": {"claims": (1, M, True)},
     "NodeUnprepareResourcesResponse": {"claims": (1, M, True)},
     "NodeUnprepareResourceResponse": {"error": (1, S, False)},
@@ -40,30 +48,53 @@ DRA_HEALTH_V1ALPHA1 = {
     "NodeWatchResourcesRequest": {},
     "NodeWatchResourcesResponse": {"devices": (1, M, True)},
     "DeviceIdentifier": {"pool_name": (1, S, False), "device_name": (2, S, False)},
-    "DeviceHealth": {"device": (1, M, False), "health": (2, E, False), "last_updated_time": (3, I64, False),
-                     "health_check_timeout_seconds": (4, I64, False), "message": (5, S, False)},
+    "DeviceHealth": {
+        "device": (1, M, False),
+        "health": (2, E, False),
+        "last_updated_time": (3, I64, False),
+        "health_check_timeout_seconds": (4, I64, False),
+        "message": (5, S, False),
+    },
 }
 
-TYPES = {FieldDescriptor.TYPE_STRING: S, FieldDescriptor.TYPE_BOOL: B, FieldDescriptor.TYPE_MESSAGE: M,
-         FieldDescriptor.TYPE_INT64: I64, FieldDescriptor.TYPE_ENUM: E}
+TYPES = {
+    FieldDescriptor.TYPE_STRING: S,
+    FieldDescriptor.TYPE_BOOL: B,
+    FieldDescriptor.TYPE_MESSAGE: M,
+    FieldDescriptor.TYPE_INT64: I64,
+    FieldDescriptor.TYPE_ENUM: E,
+}
 
 
 def _fields(message: Any) -> dict[str, tuple[int, str, bool]]:
-    return {f.name: (f.number, TYPES.get(f.type, str(f.type)), f.is_repeated)
-            for f in message.DESCRIPTOR.fields}
+    return {f.name: (f.number, TYPES.get(f.type, str(f.type)), f.is_repeated) for f in message.DESCRIPTOR.fields}
 
 
-@pytest.mark.parametrize(("module", "package", "service", "methods", "messages"), [
-    (registration_pb2, "pluginregistration", "Registration", ["GetInfo", "NotifyRegistrationStatus"],
-     REGISTRATION),
-    (dra_v1_pb2, "k8s.io.kubelet.pkg.apis.dra.v1", "DRAPlugin",
-     ["NodePrepareResources", "NodeUnprepareResources"], DRA_V1),
-    (dra_v1beta1_pb2, "k8s.io.kubelet.pkg.apis.dra.v1beta1", "DRAPlugin",
-     ["NodePrepareResources", "NodeUnprepareResources"], DRA_V1BETA1),
-    (dra_health_v1alpha1_pb2, "v1alpha1", "DRAResourceHealth", ["NodeWatchResources"], DRA_HEALTH_V1ALPHA1),
-], ids=["registration", "dra-v1", "dra-v1beta1", "dra-health-v1alpha1"])
-def test_proto_matches_the_kubelet(module: Any, package: str, service: str, methods: list[str],
-                                   messages: dict[str, dict[str, tuple[int, str, bool]]]) -> None:
+@pytest.mark.parametrize(
+    ("module", "package", "service", "methods", "messages"),
+    [
+        (registration_pb2, "pluginregistration", "Registration", ["GetInfo", "NotifyRegistrationStatus"], REGISTRATION),
+        (
+            dra_v1_pb2,
+            "k8s.io.kubelet.pkg.apis.dra.v1",
+            "DRAPlugin",
+            ["NodePrepareResources", "NodeUnprepareResources"],
+            DRA_V1,
+        ),
+        (
+            dra_v1beta1_pb2,
+            "k8s.io.kubelet.pkg.apis.dra.v1beta1",
+            "DRAPlugin",
+            ["NodePrepareResources", "NodeUnprepareResources"],
+            DRA_V1BETA1,
+        ),
+        (dra_health_v1alpha1_pb2, "v1alpha1", "DRAResourceHealth", ["NodeWatchResources"], DRA_HEALTH_V1ALPHA1),
+    ],
+    ids=["registration", "dra-v1", "dra-v1beta1", "dra-health-v1alpha1"],
+)
+def test_proto_matches_the_kubelet(
+    module: Any, package: str, service: str, methods: list[str], messages: dict[str, dict[str, tuple[int, str, bool]]]
+) -> None:
     assert module.DESCRIPTOR.package == package
     svc = module.DESCRIPTOR.services_by_name[service]
     assert svc.full_name == f"{package}.{service}"
@@ -75,8 +106,10 @@ def test_proto_matches_the_kubelet(module: Any, package: str, service: str, meth
 
 @pytest.mark.parametrize("module", [dra_v1_pb2, dra_v1beta1_pb2])
 def test_claim_maps_are_keyed_by_uid_strings(module: Any) -> None:
-    for response, value in (("NodePrepareResourcesResponse", "NodePrepareResourceResponse"),
-                            ("NodeUnprepareResourcesResponse", "NodeUnprepareResourceResponse")):
+    for response, value in (
+        ("NodePrepareResourcesResponse", "NodePrepareResourceResponse"),
+        ("NodeUnprepareResourcesResponse", "NodeUnprepareResourceResponse"),
+    ):
         entry = getattr(module, response).DESCRIPTOR.fields_by_name["claims"].message_type
         assert entry.GetOptions().map_entry
         assert entry.fields_by_name["key"].type == FieldDescriptor.TYPE_STRING
@@ -87,7 +120,9 @@ def test_rpc_types_and_share_id_presence() -> None:
     rpc = registration_pb2.DESCRIPTOR.services_by_name["Registration"].methods_by_name
     assert (rpc["GetInfo"].input_type.name, rpc["GetInfo"].output_type.name) == ("InfoRequest", "PluginInfo")
     assert (rpc["NotifyRegistrationStatus"].input_type.name, rpc["NotifyRegistrationStatus"].output_type.name) == (
-        "RegistrationStatus", "RegistrationStatusResponse")
+        "RegistrationStatus",
+        "RegistrationStatusResponse",
+    )
     for module in (dra_v1_pb2, dra_v1beta1_pb2):
         for m in module.DESCRIPTOR.services_by_name["DRAPlugin"].methods:
             assert (m.input_type.name, m.output_type.name) == (f"{m.name}Request", f"{m.name}Response")

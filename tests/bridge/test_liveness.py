@@ -14,7 +14,8 @@ from tests.bridge.draplugin_fixtures import Kubelet
 
 @pytest.mark.parametrize("api_down", [False, True], ids=["api-up", "api-down"])
 async def test_a_dead_dra_socket_fails_liveness_while_registration_answers(
-        legacy: Agent, kubelet: KubeletServer, api: FakeApi, api_down: bool) -> None:
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, api_down: bool
+) -> None:
     await start_dra_plugin(legacy, kubelet, api)
     assert legacy.plugin is not None
     await legacy.tick()
@@ -29,8 +30,9 @@ async def test_a_dead_dra_socket_fails_liveness_while_registration_answers(
         await legacy.plugin.stop()
 
 
-async def test_unprepare_is_counted_and_timed(legacy: Agent, kubelet: KubeletServer, api: FakeApi,
-                                              clock: Clock) -> None:
+async def test_unprepare_is_counted_and_timed(
+    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+) -> None:
     paths, _ = await start_dra_plugin(legacy, kubelet, api)
     hand_over(kubelet, api)
     client = Kubelet(paths.dra_socket)

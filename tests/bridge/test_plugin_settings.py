@@ -19,10 +19,14 @@ def test_cdi_dirs_default_to_the_runtimes_and_our_specs_go_to_the_last() -> None
     assert paths.spec_dir == Path("/var/run/cdi")
 
 
-@pytest.mark.parametrize(("given", "dirs"), [
-    ("/node/cdi", ("/node/cdi",)),
-    ("/etc/cdi, /run/cdi/", ("/etc/cdi", "/run/cdi")),
-], ids=["one", "two"])
+@pytest.mark.parametrize(
+    ("given", "dirs"),
+    [
+        ("/node/cdi", ("/node/cdi",)),
+        ("/etc/cdi, /run/cdi/", ("/etc/cdi", "/run/cdi")),
+    ],
+    ids=["one", "two"],
+)
 def test_cdi_dir_flag_and_twin(given: str, dirs: tuple[str, ...]) -> None:
     for settings in (Settings.from_args(["--cdi-dir", given], {}), Settings.from_env({"DRA_BRIDGE_CDI_DIR": given})):
         paths = PluginPaths.from_settings(settings.validate(need_node=False))

@@ -36,7 +36,12 @@ async def test_second_identical_publish_makes_no_api_writes(api: FakeApi) -> Non
     stored = next(iter(api.slices.values()))
     assert stored["apiVersion"] == "resource.k8s.io/v1"
     assert stored["metadata"]["ownerReferences"][0] == {
-        "apiVersion": "v1", "kind": "Node", "name": "node-a", "uid": "uid-node-a", "controller": True}
+        "apiVersion": "v1",
+        "kind": "Node",
+        "name": "node-a",
+        "uid": "uid-node-a",
+        "controller": True,
+    }
     assert stored["spec"]["nodeName"] == "node-a" and "allNodes" not in stored["spec"]
 
 
@@ -62,7 +67,10 @@ async def test_more_than_128_devices_split_and_shrinking_deletes_stale_slices(ap
     assert list(api.slices) == ["node-a-dra-bridge-io-0"]
     assert pub.stats.deletes == 2
     assert api.slices["node-a-dra-bridge-io-0"]["spec"]["pool"] == {
-        "name": "node-a", "generation": 1, "resourceSliceCount": 1}
+        "name": "node-a",
+        "generation": 1,
+        "resourceSliceCount": 1,
+    }
 
 
 async def test_slice_deleted_by_someone_else_is_recreated(api: FakeApi) -> None:
@@ -75,9 +83,12 @@ async def test_slice_deleted_by_someone_else_is_recreated(api: FakeApi) -> None:
 
 
 async def test_withdrawing_deletes_only_our_pool(api: FakeApi) -> None:
-    other = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-             "metadata": {"name": "vendor", "resourceVersion": "1"},
-             "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-a", "pool": {"name": "node-a"}, "devices": []}}
+    other = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "vendor", "resourceVersion": "1"},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-a", "pool": {"name": "node-a"}, "devices": []},
+    }
     api.slices["vendor"] = other
     pub = Publisher(api, "node-a", "dra-bridge.io")
     pub.update(make_devices(1))
@@ -141,6 +152,7 @@ async def test_a_slice_deleted_by_hand_comes_back_at_once_through_the_watch(api:
     stop = asyncio.Event()
     tasks = [asyncio.create_task(pub.run(stop, resync=3600)), asyncio.create_task(pub.watch(stop))]
     try:
+
         async def until(check: object, seconds: float = 2.0) -> None:
             async with asyncio.timeout(seconds):
                 while not check():  # type: ignore[operator]

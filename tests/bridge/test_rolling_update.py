@@ -85,10 +85,14 @@ async def test_two_agents_share_the_checkpoint_without_losing_a_claim() -> None:
     root = short_dir()
     base = layout(root)
     toolkit_spec(base, [NVIDIA_UUID])
-    claims = [claim(UID[0], "a", [("gpu", DRIVER, NODE, "gpu-nv0")]),
-              claim(UID[1], "b", [("gpu", DRIVER, NODE, "gpu-amd0")])]
-    plugins = [await start_plugin(replace(base, pod_uid=u), fake_api(claims), NODE, lambda: INVENTORY, v1,
-                                  boot_id=lambda: "b") for u in POD_UIDS]
+    claims = [
+        claim(UID[0], "a", [("gpu", DRIVER, NODE, "gpu-nv0")]),
+        claim(UID[1], "b", [("gpu", DRIVER, NODE, "gpu-amd0")]),
+    ]
+    plugins = [
+        await start_plugin(replace(base, pod_uid=u), fake_api(claims), NODE, lambda: INVENTORY, v1, boot_id=lambda: "b")
+        for u in POD_UIDS
+    ]
     old, new = (Kubelet(p.paths.dra_socket) for p in plugins)
     try:
         assert (await old.prepare((UID[0], "a"))).claims[UID[0]].error == ""

@@ -37,8 +37,9 @@ class HelmFailed(AssertionError):
 
 
 def _pins() -> dict[str, str]:
-    out = subprocess.run([str(ROOT / "hack" / "helm.sh"), "versions"], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        [str(ROOT / "hack" / "helm.sh"), "versions"], check=True, capture_output=True, text=True
+    ).stdout
     return dict(part.split("=", 1) for part in out.split())
 
 
@@ -68,8 +69,13 @@ def kube_version_of(values: Path) -> str:
 def helm(binary: Path, *args: str, env: dict[str, str] | None = None) -> str:
     """Run Helm with its own empty home (no user repositories or plugins); stdout, or HelmFailed."""
     home = Path(os.environ.get("TMPDIR", "/tmp")) / "dra-bridge-helm-home"
-    full_env = {**os.environ, "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
-                "HELM_DATA_HOME": str(home / "data"), **(env or {})}
+    full_env = {
+        **os.environ,
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+        **(env or {}),
+    }
     proc = subprocess.run([str(binary), *args], capture_output=True, text=True, env=full_env, timeout=60)
     if proc.returncode != 0:
         raise HelmFailed(f"helm {' '.join(args)}: exit {proc.returncode}: {proc.stderr.strip()}")

@@ -36,8 +36,13 @@ def daemonset(values: str = "defaults", *extra: str) -> Obj:
 
 def _env(container: Obj) -> dict[str, str]:
     plain = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    from_fields = {e["name"]: "node-a" if e["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
-                   else "0f6c4f5e-1b2d-4c8e-9a7b-3d2e1f0a9b8c" for e in container["env"] if "valueFrom" in e}
+    from_fields = {
+        e["name"]: "node-a"
+        if e["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+        else "0f6c4f5e-1b2d-4c8e-9a7b-3d2e1f0a9b8c"
+        for e in container["env"]
+        if "valueFrom" in e
+    }
     return {**plain, **from_fields}
 
 
@@ -67,9 +72,15 @@ def test_the_real_agent_settings_accept_the_daemonset_s_environment(values: str)
 def test_hostpaths_are_the_kubelet_s_directories_at_the_same_paths() -> None:
     spec = daemonset("defaults", "--set", "agent.kubeletDir=/data/kubelet/")["spec"]["template"]["spec"]
     paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    assert paths == {"plugins-registry": "/data/kubelet/plugins_registry", "plugin": "/data/kubelet/plugins/dra-bridge.io",
-                     "pod-resources": "/data/kubelet/pod-resources", "device-plugins": "/data/kubelet/device-plugins",
-                     "state": "/var/lib/dra-bridge", "cdi-0": "/etc/cdi", "cdi-1": "/var/run/cdi"}
+    assert paths == {
+        "plugins-registry": "/data/kubelet/plugins_registry",
+        "plugin": "/data/kubelet/plugins/dra-bridge.io",
+        "pod-resources": "/data/kubelet/pod-resources",
+        "device-plugins": "/data/kubelet/device-plugins",
+        "state": "/var/lib/dra-bridge",
+        "cdi-0": "/etc/cdi",
+        "cdi-1": "/var/run/cdi",
+    }
     mounts = {m["name"]: m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
     assert all(mounts[name] == path for name, path in paths.items())
     assert spec["priorityClassName"] == "system-node-critical"
@@ -112,8 +123,10 @@ def test_validating_admission_policies_are_docs_bridge_md_s() -> None:
     rendered = [o for o in render() if o["kind"].startswith("ValidatingAdmissionPolicy")]
     strip = [{"kind": o["kind"], "name": o["metadata"]["name"], "spec": o["spec"]} for o in rendered]
     documented = [{"kind": o["kind"], "name": o["metadata"]["name"], "spec": o["spec"]} for o in _documented_policies()]
+
     def key(o: Obj) -> tuple[str, str]:
         return o["kind"], o["name"]
+
     assert sorted(strip, key=key) == sorted(documented, key=key)
     assert len(strip) == 4
 
@@ -135,12 +148,17 @@ def _classes(api_version: str) -> list[Obj]:
 
 
 def _comparable(obj: Obj) -> Obj:
-    return {"apiVersion": obj["apiVersion"], "name": obj["metadata"]["name"],
-            "annotations": obj["metadata"]["annotations"], "spec": obj["spec"]}
+    return {
+        "apiVersion": obj["apiVersion"],
+        "name": obj["metadata"]["name"],
+        "annotations": obj["metadata"]["annotations"],
+        "spec": obj["spec"],
+    }
 
 
-@pytest.mark.parametrize(("values", "api_version"), [("defaults", "resource.k8s.io/v1"),
-                                                     ("kube-1.32", "resource.k8s.io/v1beta1")])
+@pytest.mark.parametrize(
+    ("values", "api_version"), [("defaults", "resource.k8s.io/v1"), ("kube-1.32", "resource.k8s.io/v1beta1")]
+)
 def test_device_classes_are_dra_migrate_classes(values: str, api_version: str) -> None:
     rendered = [_comparable(o) for o in by_kind(render(values), "DeviceClass")]
     assert rendered == [_comparable(o) for o in _classes(api_version)]
@@ -155,10 +173,13 @@ def test_device_classes_follow_the_cluster_version() -> None:
 def test_extended_resource_name_is_off_by_default_and_the_legacy_name_when_on() -> None:
     assert all("extendedResourceName" not in o["spec"] for o in by_kind(render(), "DeviceClass"))
     on = by_kind(render("enforce"), "DeviceClass")
-    assert on and all(o["spec"]["extendedResourceName"] == o["metadata"]["annotations"]["dra-bridge.io/legacy-resource"]
-                      for o in on)
+    assert on and all(
+        o["spec"]["extendedResourceName"] == o["metadata"]["annotations"]["dra-bridge.io/legacy-resource"] for o in on
+    )
     with pytest.raises(HelmFailed, match=r"extendedResourceName needs resource\.k8s\.io/v1"):
-        template(helm_binaries(("4",))["4"], CI / "kube-1.32-values.yaml", "--set", "deviceClasses.extendedResourceName=true")
+        template(
+            helm_binaries(("4",))["4"], CI / "kube-1.32-values.yaml", "--set", "deviceClasses.extendedResourceName=true"
+        )
 
 
 def test_vendor_target_installs_none_of_our_classes() -> None:
@@ -168,12 +189,17 @@ def test_vendor_target_installs_none_of_our_classes() -> None:
 def test_the_chart_s_data_files_are_in_step_with_the_shipped_catalog() -> None:
     out = io.StringIO()
     assert dra_migrate(["classes"], stdout=out) == 0
-    header = ("# Generated: dra-migrate classes (the shipped catalog, its MIG profiles). tests/chart/test_chart_agent.py\n"
-              "# fails when this differs from the command's output; regenerate with the command it prints.\n")
-    assert (CHART / "files" / "deviceclasses.yaml").read_text() == header + out.getvalue(), \
+    header = (
+        "# Generated: dra-migrate classes (the shipped catalog, its MIG profiles). tests/chart/test_chart_agent.py\n"
+        "# fails when this differs from the command's output; regenerate with the command it prints.\n"
+    )
+    assert (CHART / "files" / "deviceclasses.yaml").read_text() == header + out.getvalue(), (
         "regenerate: (header lines) + `dra-migrate classes` > charts/dra-bridge/files/deviceclasses.yaml"
+    )
     catalog = load_catalog()
     data = yaml.safe_load((CHART / "files" / "catalog-resources.yaml").read_text())
-    assert data == {"names": [e.name for e in catalog.entries if e.name],
-                    "patterns": [e.pattern for e in catalog.entries if e.pattern],
-                    "profileRegex": PROFILE_RE}
+    assert data == {
+        "names": [e.name for e in catalog.entries if e.name],
+        "patterns": [e.pattern for e in catalog.entries if e.pattern],
+        "profileRegex": PROFILE_RE,
+    }

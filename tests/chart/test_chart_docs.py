@@ -21,8 +21,16 @@ def test_readme_values_table_is_generated_from_values_yaml() -> None:
 def test_every_value_has_a_comment_and_a_row() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
     keys = [k for k, _, _ in rows((CHART / "values.yaml").read_text(), schema)]
-    assert {"webhook.enforce.failurePolicy", "webhook.enforce.timeoutSeconds", "agent.kubeletDir", "agent.cdiDirs",
-            "image.repository", "image.tag", "image.pullPolicy", "deviceClasses.extendedResourceName"} <= set(keys)
+    assert {
+        "webhook.enforce.failurePolicy",
+        "webhook.enforce.timeoutSeconds",
+        "agent.kubeletDir",
+        "agent.cdiDirs",
+        "image.repository",
+        "image.tag",
+        "image.pullPolicy",
+        "deviceClasses.extendedResourceName",
+    } <= set(keys)
     assert len(keys) == len(set(keys))
 
 

@@ -34,8 +34,16 @@ def test_the_ci_values_files_cover_the_issue_s_cases() -> None:
 @pytest.mark.parametrize("major", ["4", "3"])
 @pytest.mark.parametrize("values", CI_VALUES, ids=VALUES_IDS)
 def test_helm_lint_strict(major: str, values: Path) -> None:
-    out = helm(helm_binaries()[major], "lint", "--strict", str(CHART), "--values", str(values),
-               "--kube-version", kube_version_of(values))
+    out = helm(
+        helm_binaries()[major],
+        "lint",
+        "--strict",
+        str(CHART),
+        "--values",
+        str(values),
+        "--kube-version",
+        kube_version_of(values),
+    )
     assert "0 chart(s) failed" in out
 
 
@@ -51,8 +59,10 @@ def test_every_built_in_object_validates_strictly(major: str, values: Path) -> N
         try:
             kubernetes_validate.validate(obj, minor, strict=True)
         except kubernetes_validate.ValidationError as err:
-            pytest.fail(f"{values.name}: {obj['kind']} {obj['metadata']['name']}: {err.message} at "
-                        f"{'.'.join(map(str, err.path))}")
+            pytest.fail(
+                f"{values.name}: {obj['kind']} {obj['metadata']['name']}: {err.message} at "
+                f"{'.'.join(map(str, err.path))}"
+            )
 
 
 def test_helm_3_and_helm_4_render_the_same_objects() -> None:
@@ -60,6 +70,7 @@ def test_helm_3_and_helm_4_render_the_same_objects() -> None:
     # does not know the webhook configuration's kind and sorts it among the unknown ones.
     def key(obj: Obj) -> str:
         return f"{obj['kind']}/{obj['metadata']['name']}"
+
     for values in CI_VALUES:
         four, three = (sorted(_without_generated(rendered(m, values)), key=key) for m in ("4", "3"))
         assert four == three, values.name
@@ -71,8 +82,10 @@ def _without_generated(objs: list[Obj]) -> list[Obj]:
         if obj["kind"] == "Secret":
             continue
         if obj["kind"] == "MutatingWebhookConfiguration":
-            obj = {**obj, "webhooks": [{**w, "clientConfig": {**w["clientConfig"], "caBundle": None}}
-                                       for w in obj["webhooks"]]}
+            obj = {
+                **obj,
+                "webhooks": [{**w, "clientConfig": {**w["clientConfig"], "caBundle": None}} for w in obj["webhooks"]],
+            }
         out.append(obj)
     return out
 
@@ -95,9 +108,12 @@ def test_an_unknown_value_is_refused_by_the_schema() -> None:
 def test_no_pod_gets_service_link_variables(name: str) -> None:
     # a Service named <x>-webhook makes the kubelet inject <X>_WEBHOOK_PORT=tcp://...: with
     # fullnameOverride=dra that is the webhook's DRA_WEBHOOK_PORT setting, and it would not start
-    objs = template(helm_binaries(("4",))["4"], CHART / "ci" / "defaults-values.yaml",
-                    "--set", f"fullnameOverride={name}")
+    objs = template(
+        helm_binaries(("4",))["4"], CHART / "ci" / "defaults-values.yaml", "--set", f"fullnameOverride={name}"
+    )
     pods = {o["kind"]: o["spec"]["template"]["spec"] for o in objs if o["kind"] in ("Deployment", "DaemonSet")}
     assert set(pods) == {"Deployment", "DaemonSet"}
     assert {kind: spec.get("enableServiceLinks") for kind, spec in pods.items()} == {
-        "Deployment": False, "DaemonSet": False}
+        "Deployment": False,
+        "DaemonSet": False,
+    }

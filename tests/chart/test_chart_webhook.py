@@ -46,26 +46,45 @@ def test_one_entry_per_mode_each_calling_its_path() -> None:
     assert set(hooks) == {"audit.webhook.dra-bridge.io", "enforce.webhook.dra-bridge.io"}
     for mode in ("audit", "enforce"):
         h = hooks[f"{mode}.webhook.dra-bridge.io"]
-        assert h["clientConfig"]["service"] == {"name": "dra-bridge-webhook", "namespace": NAMESPACE,
-                                                "path": f"/mutate/{mode}", "port": 443}
-        assert h["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
-                               "resources": ["pods"], "scope": "Namespaced"}]
+        assert h["clientConfig"]["service"] == {
+            "name": "dra-bridge-webhook",
+            "namespace": NAMESPACE,
+            "path": f"/mutate/{mode}",
+            "port": 443,
+        }
+        assert h["rules"] == [
+            {
+                "operations": ["CREATE"],
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "scope": "Namespaced",
+            }
+        ]
         assert h["sideEffects"] == "NoneOnDryRun"
         assert h["reinvocationPolicy"] == "IfNeeded"
         exprs = h["namespaceSelector"]["matchExpressions"]
         assert {"key": "dra-bridge.io/webhook", "operator": "In", "values": [mode]} in exprs
-        assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", NAMESPACE]} in exprs
+        assert {
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": ["kube-system", NAMESPACE],
+        } in exprs
         assert {"key": "dra-bridge.io/webhook-opt-out", "operator": "DoesNotExist"} in exprs
-    assert (hooks["audit.webhook.dra-bridge.io"]["failurePolicy"], hooks["enforce.webhook.dra-bridge.io"]["failurePolicy"]) \
-        == ("Ignore", "Fail")
+    assert (
+        hooks["audit.webhook.dra-bridge.io"]["failurePolicy"],
+        hooks["enforce.webhook.dra-bridge.io"]["failurePolicy"],
+    ) == ("Ignore", "Fail")
 
 
 def test_failure_policy_timeout_and_modes_come_from_values() -> None:
     hooks = registration("enforce")["webhooks"]
     assert [(h["name"], h["failurePolicy"], h["timeoutSeconds"]) for h in hooks] == [
-        ("enforce.webhook.dra-bridge.io", "Fail", 10)]
-    hooks = registration("defaults", "--set", "webhook.enforce.failurePolicy=Ignore",
-                         "--set", "webhook.audit.allNamespaces=true")["webhooks"]
+        ("enforce.webhook.dra-bridge.io", "Fail", 10)
+    ]
+    hooks = registration(
+        "defaults", "--set", "webhook.enforce.failurePolicy=Ignore", "--set", "webhook.audit.allNamespaces=true"
+    )["webhooks"]
     assert hooks[1]["failurePolicy"] == "Ignore"
     audit_keys = [e["key"] for e in hooks[0]["namespaceSelector"]["matchExpressions"]]
     assert audit_keys == ["kubernetes.io/metadata.name", "dra-bridge.io/webhook-opt-out"]
@@ -92,20 +111,25 @@ def _pod(limits: dict[str, Any] | None = None, requests: dict[str, Any] | None =
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
 
 
-@pytest.mark.parametrize(("pod", "expected"), [
-    pytest.param(_pod({"nvidia.com/gpu": 1}), True, id='gpu-limit'),
-    pytest.param(_pod(requests={"amd.com/gpu": 1}), True, id='amd-request'),
-    pytest.param(_pod({"nvidia.com/mig-1g.10gb": 1}), True, id='mig'),
-    pytest.param(_pod({"nvidia.com/mig-3g.40gb.shared": 2}), True, id='mig-shared'),
-    pytest.param(_pod({"nvidia.com/mig-1g.10gb.me": 1}, init=True), True, id='mig-me-init'),
-    pytest.param(_pod({"nvidia.com/gpumem": 1000}), True, id='hami-gpumem'),  # HAMi slicing: the webhook says why it stays
-    pytest.param(_pod({"gpu.intel.com/xe": 1}, init=True), True, id='intel-xe-init'),
-    pytest.param(_pod({"nvidia.com/gpu-10gb": 1}), False, id='prefix-only'),  # names match exactly, never by prefix
-    pytest.param(_pod({"nvidia.com/mig-big": 1}), False, id='mig-bad-profile'),
-    pytest.param(_pod({"cpu": "1"}, {"memory": "1Gi"}), False, id='cpu-memory'),
-    pytest.param(_pod(), False, id='no-resources'),  # no resources at all: guarded, no evaluation error
-    pytest.param(_pod({}, init=True), False, id='init-empty'),
-])
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        pytest.param(_pod({"nvidia.com/gpu": 1}), True, id="gpu-limit"),
+        pytest.param(_pod(requests={"amd.com/gpu": 1}), True, id="amd-request"),
+        pytest.param(_pod({"nvidia.com/mig-1g.10gb": 1}), True, id="mig"),
+        pytest.param(_pod({"nvidia.com/mig-3g.40gb.shared": 2}), True, id="mig-shared"),
+        pytest.param(_pod({"nvidia.com/mig-1g.10gb.me": 1}, init=True), True, id="mig-me-init"),
+        pytest.param(
+            _pod({"nvidia.com/gpumem": 1000}), True, id="hami-gpumem"
+        ),  # HAMi slicing: the webhook says why it stays
+        pytest.param(_pod({"gpu.intel.com/xe": 1}, init=True), True, id="intel-xe-init"),
+        pytest.param(_pod({"nvidia.com/gpu-10gb": 1}), False, id="prefix-only"),  # names match exactly, never by prefix
+        pytest.param(_pod({"nvidia.com/mig-big": 1}), False, id="mig-bad-profile"),
+        pytest.param(_pod({"cpu": "1"}, {"memory": "1Gi"}), False, id="cpu-memory"),
+        pytest.param(_pod(), False, id="no-resources"),  # no resources at all: guarded, no evaluation error
+        pytest.param(_pod({}, init=True), False, id="init-empty"),
+    ],
+)
 def test_match_condition_selects_exactly_the_catalogued_resources(pod: Obj, expected: bool) -> None:
     assert _condition().evaluate({"object": celpy.json_to_cel(pod)}) == expected
 
@@ -113,8 +137,9 @@ def test_match_condition_selects_exactly_the_catalogued_resources(pod: Obj, expe
 def test_match_condition_covers_every_shipped_and_values_catalog_name() -> None:
     program = _condition("enforce")  # catalog.resources adds example.com/accelerator
     catalog = load_catalog(one(render("enforce"), "ConfigMap", "dra-bridge-catalog")["data"]["catalog.yaml"])
-    names = [e.name for e in catalog.entries if e.name] + \
-            [e.pattern.replace("{profile}", p) for e in catalog.entries if e.pattern for p in catalog.mig_profiles]
+    names = [e.name for e in catalog.entries if e.name] + [
+        e.pattern.replace("{profile}", p) for e in catalog.entries if e.pattern for p in catalog.mig_profiles
+    ]
     assert "example.com/accelerator" in names
     for name in names:
         assert program.evaluate({"object": celpy.json_to_cel(_pod({name: 1}))}), name
@@ -133,6 +158,7 @@ def test_the_catalog_and_policy_config_maps_load_with_the_real_loaders() -> None
 def test_a_catalog_change_restarts_the_pods_and_a_policy_change_does_not() -> None:
     def checksum(objs: list[Obj]) -> str:
         return str(one(objs, "Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/catalog"])
+
     base = checksum(render())
     assert checksum(render("defaults", "--set", "catalog.target=vendor")) != base
     assert checksum(render("defaults", "--set", "webhook.policy.defaults.keepLegacy=true")) == base
@@ -165,8 +191,11 @@ def test_the_webhook_runs_locked_down_with_its_real_health_endpoints() -> None:
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
     c = pod["containers"][0]
-    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                    "capabilities": {"drop": ["ALL"]}}
+    assert c["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
     server = (Path(__file__).parents[2] / "webhook" / "server.py").read_text()
     for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         get = c[probe]["httpGet"]
@@ -182,11 +211,13 @@ def test_webhook_rbac_is_exactly_the_declared_calls() -> None:
     assert role["rules"] == rbac_rules(API_CALLS, "namespace")
     for kind in ("ClusterRoleBinding", "RoleBinding"):
         assert one(objs, kind, "dra-bridge-webhook")["subjects"] == [
-            {"kind": "ServiceAccount", "name": "dra-bridge-webhook", "namespace": NAMESPACE}]
+            {"kind": "ServiceAccount", "name": "dra-bridge-webhook", "namespace": NAMESPACE}
+        ]
 
 
 def test_self_signed_pair_chains_to_the_registration_s_ca_bundle() -> None:
     import base64
+
     objs = render()
     secret = one(objs, "Secret", "dra-bridge-webhook-tls")
     data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
@@ -218,6 +249,7 @@ def test_cert_manager_mode_injects_the_ca_and_renders_no_bundle() -> None:
 
 def test_existing_secret_mode_uses_the_secret_and_the_given_ca() -> None:
     import base64
+
     objs = render("existing-secret")
     assert not by_kind(objs, "Secret")
     volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]

@@ -21,8 +21,11 @@ from tests.deviceplugins.fake_kubelet import FakeRegistration
 from tests.deviceplugins.strategies import socket_name
 
 ROOT = Path(__file__).resolve().parents[2]
-UUIDS = ["GPU-11111111-2222-3333-4444-555555555555", "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
-         "GPU-0f0f0f0f-1e1e-2d2d-3c3c-4b4b4b4b4b4b"]
+UUIDS = [
+    "GPU-11111111-2222-3333-4444-555555555555",
+    "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
+    "GPU-0f0f0f0f-1e1e-2d2d-3c3c-4b4b4b4b4b4b",
+]
 
 
 @pytest.fixture
@@ -73,17 +76,36 @@ async def spawn(short_dir: Path) -> AsyncIterator[Spawn]:
     and ``--cdi-dir <short>/cdi``; waits for its socket; SIGTERM (then kill) at teardown."""
     running: list[RunningPlugin] = []
 
-    async def start(strategy: str, devices: str = ",".join(UUIDS[:2]), resource: str = "nvidia.com/gpu",
-                    *extra: str) -> RunningPlugin:
+    async def start(
+        strategy: str, devices: str = ",".join(UUIDS[:2]), resource: str = "nvidia.com/gpu", *extra: str
+    ) -> RunningPlugin:
         plugin_dir = short_dir / "device-plugins"
         name = extra[extra.index("--socket-name") + 1] if "--socket-name" in extra else socket_name(resource)
         socket = plugin_dir / name
         log = short_dir / f"plugin-{len(running)}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "tests.deviceplugins.serve", "--strategy", strategy, "--resource", resource,
-                 "--devices", devices, "--kubelet-dir", str(plugin_dir), "--cdi-dir", str(short_dir / "cdi"),
-                 *extra], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.deviceplugins.serve",
+                    "--strategy",
+                    strategy,
+                    "--resource",
+                    resource,
+                    "--devices",
+                    devices,
+                    "--kubelet-dir",
+                    str(plugin_dir),
+                    "--cdi-dir",
+                    str(short_dir / "cdi"),
+                    *extra,
+                ],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         plugin = RunningPlugin(process, socket, log, DevicePluginClient(socket, timeout=3.0))
         running.append(plugin)
         await wait_until(lambda: socket.exists() or process.poll() is not None, f"socket {socket}")

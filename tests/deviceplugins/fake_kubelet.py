@@ -26,8 +26,10 @@ class _Registration(api_pb2_grpc.RegistrationServicer):  # type: ignore[misc]
         if request.version != VERSION:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"unsupported API version {request.version!r}")
         if "/" not in request.resource_name:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"invalid resource name {request.resource_name!r}: not an extended resource")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"invalid resource name {request.resource_name!r}: not an extended resource",
+            )
         self.requests.append(request)
         self.arrived.set()
         return api_pb2.Empty()

@@ -103,8 +103,11 @@ class DevicePluginService(api_pb2_grpc.DevicePluginServicer):  # type: ignore[mi
         raise AssertionError("context.abort returned")  # pragma: no cover
 
     async def GetDevicePluginOptions(self, request: api_pb2.Empty, context: Any) -> api_pb2.DevicePluginOptions:
-        return await self._answer("GetDevicePluginOptions", context, lambda: api_pb2.DevicePluginOptions(
-            pre_start_required=False, get_preferred_allocation_available=True))
+        return await self._answer(
+            "GetDevicePluginOptions",
+            context,
+            lambda: api_pb2.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True),
+        )
 
     async def ListAndWatch(self, request: api_pb2.Empty, context: Any) -> AsyncIterator[api_pb2.ListAndWatchResponse]:
         self.calls["ListAndWatch"] = self.calls.get("ListAndWatch", 0) + 1
@@ -117,15 +120,19 @@ class DevicePluginService(api_pb2_grpc.DevicePluginServicer):  # type: ignore[mi
             if seen == self._version:
                 await self._changed.wait()
 
-    async def GetPreferredAllocation(self, request: api_pb2.PreferredAllocationRequest,
-                                     context: Any) -> api_pb2.PreferredAllocationResponse:
-        return await self._answer("GetPreferredAllocation", context,
-                                  lambda: strategies.preferred(self.resource, self.known, request))
+    async def GetPreferredAllocation(
+        self, request: api_pb2.PreferredAllocationRequest, context: Any
+    ) -> api_pb2.PreferredAllocationResponse:
+        return await self._answer(
+            "GetPreferredAllocation", context, lambda: strategies.preferred(self.resource, self.known, request)
+        )
 
     async def Allocate(self, request: api_pb2.AllocateRequest, context: Any) -> api_pb2.AllocateResponse:
-        return await self._answer("Allocate", context,
-                                  lambda: strategies.allocate(self.strategy, self.resource, self.known, request))
+        return await self._answer(
+            "Allocate", context, lambda: strategies.allocate(self.strategy, self.resource, self.known, request)
+        )
 
-    async def PreStartContainer(self, request: api_pb2.PreStartContainerRequest,
-                                context: Any) -> api_pb2.PreStartContainerResponse:
+    async def PreStartContainer(
+        self, request: api_pb2.PreStartContainerRequest, context: Any
+    ) -> api_pb2.PreStartContainerResponse:
         return await self._answer("PreStartContainer", context, api_pb2.PreStartContainerResponse)

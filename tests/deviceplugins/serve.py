@@ -55,8 +55,9 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
 class PluginProcess:
     """The plugin's life: serve, register, follow kubelet restarts and the health file, stop."""
 
-    def __init__(self, service: DevicePluginService, plugin_dir: Path, socket_name: str,
-                 health_file: Path | None = None) -> None:
+    def __init__(
+        self, service: DevicePluginService, plugin_dir: Path, socket_name: str, health_file: Path | None = None
+    ) -> None:
         self.service = service
         self.dir = plugin_dir
         self.socket = plugin_dir / socket_name
@@ -83,11 +84,17 @@ class PluginProcess:
     async def register(self) -> None:
         """One ``Register`` call to the kubelet; raises ``grpc.aio.AioRpcError`` when it fails."""
         request = api_pb2.RegisterRequest(
-            version=VERSION, endpoint=self.socket.name, resource_name=self.service.resource,
-            options=api_pb2.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True))
+            version=VERSION,
+            endpoint=self.socket.name,
+            resource_name=self.service.resource,
+            options=api_pb2.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True),
+        )
         async with grpc.aio.insecure_channel(f"unix://{self.kubelet_socket}") as channel:
-            call = channel.unary_unary(REGISTRATION_METHOD, request_serializer=api_pb2.RegisterRequest.SerializeToString,
-                                       response_deserializer=api_pb2.Empty.FromString)
+            call = channel.unary_unary(
+                REGISTRATION_METHOD,
+                request_serializer=api_pb2.RegisterRequest.SerializeToString,
+                response_deserializer=api_pb2.Empty.FromString,
+            )
             await call(request, timeout=2.0)
 
     async def step(self) -> None:
@@ -100,8 +107,9 @@ class PluginProcess:
             try:
                 await self.register()
             except grpc.aio.AioRpcError as exc:
-                logger.warning("register with %s failed (retrying): %s: %s",
-                               self.kubelet_socket, exc.code().name, exc.details())
+                logger.warning(
+                    "register with %s failed (retrying): %s: %s", self.kubelet_socket, exc.code().name, exc.details()
+                )
             else:
                 self._registered = kubelet
                 self.registrations += 1
@@ -140,8 +148,10 @@ class PluginProcess:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tests.deviceplugins.serve",
-                                     description="A test device plugin speaking the kubelet's v1beta1 API.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.deviceplugins.serve",
+        description="A test device plugin speaking the kubelet's v1beta1 API.",
+    )
     parser.add_argument("--strategy", type=Strategy, choices=list(Strategy), required=True)
     parser.add_argument("--resource", required=True)
     parser.add_argument("--devices", required=True, help="GPU-uuid[@numa],...")
@@ -161,8 +171,9 @@ async def amain(args: argparse.Namespace) -> int:
         kind = f"{strategies.PLUGIN_CDI_VENDOR}/{strategies.cdi_class(args.resource)}"
         spec = toolkit_cdi.write_plugin_spec(args.cdi_dir, kind, service.known, identity)
         logger.info("wrote CDI spec %s", spec)
-    process = PluginProcess(service, args.kubelet_dir, args.socket_name or strategies.socket_name(args.resource),
-                            args.health_file)
+    process = PluginProcess(
+        service, args.kubelet_dir, args.socket_name or strategies.socket_name(args.resource), args.health_file
+    )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, process.stop)

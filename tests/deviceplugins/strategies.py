@@ -83,8 +83,9 @@ def strip_replicas(ids: Sequence[str]) -> list[str]:
     return out
 
 
-def allocate_one(strategy: Strategy, resource: str, known: Sequence[str],
-                 ids: Sequence[str]) -> api_pb2.ContainerAllocateResponse:
+def allocate_one(
+    strategy: Strategy, resource: str, known: Sequence[str], ids: Sequence[str]
+) -> api_pb2.ContainerAllocateResponse:
     """One container's answer; ``known`` is the plugin's device list."""
     if not ids:
         raise BadRequest(f"invalid allocation request for '{resource}': no device IDs")
@@ -101,10 +102,14 @@ def allocate_one(strategy: Strategy, resource: str, known: Sequence[str],
     if strategy is Strategy.VOLUME_MOUNTS:
         return api_pb2.ContainerAllocateResponse(
             envs={VISIBLE_DEVICES: VOLUME_MOUNTS_ROOT},
-            mounts=[api_pb2.Mount(container_path=f"{VOLUME_MOUNTS_ROOT}/{d}", host_path=VOLUME_MOUNTS_HOST_PATH)
-                    for d in device_ids])
+            mounts=[
+                api_pb2.Mount(container_path=f"{VOLUME_MOUNTS_ROOT}/{d}", host_path=VOLUME_MOUNTS_HOST_PATH)
+                for d in device_ids
+            ],
+        )
     return api_pb2.ContainerAllocateResponse(
-        cdi_devices=[api_pb2.CDIDevice(name=plugin_cdi_name(resource, d)) for d in device_ids])
+        cdi_devices=[api_pb2.CDIDevice(name=plugin_cdi_name(resource, d)) for d in device_ids]
+    )
 
 
 def vendor_answer(device_ids: Sequence[str]) -> api_pb2.ContainerAllocateResponse:
@@ -112,23 +117,29 @@ def vendor_answer(device_ids: Sequence[str]) -> api_pb2.ContainerAllocateRespons
     envs = {VENDOR_LIST: ",".join(device_ids), "CUDA_MPS_PIPE_DIRECTORY": VENDOR_MPS_PIPE}
     envs |= {f"VENDOR_DEVICE_{d.upper().replace('-', '_')}": "present" for d in device_ids}
     nodes = [api_pb2.DeviceSpec(container_path="/dev/vendor-ctl", host_path="/dev/vendor-ctl", permissions="rw")]
-    nodes += [api_pb2.DeviceSpec(container_path=f"/dev/vendor/{d}", host_path=f"/dev/vendor/{d}", permissions="rw")
-              for d in device_ids]
-    return api_pb2.ContainerAllocateResponse(envs=envs, devices=nodes, mounts=[
-        api_pb2.Mount(container_path=VENDOR_MPS_PIPE, host_path=VENDOR_MPS_PIPE)])
+    nodes += [
+        api_pb2.DeviceSpec(container_path=f"/dev/vendor/{d}", host_path=f"/dev/vendor/{d}", permissions="rw")
+        for d in device_ids
+    ]
+    return api_pb2.ContainerAllocateResponse(
+        envs=envs, devices=nodes, mounts=[api_pb2.Mount(container_path=VENDOR_MPS_PIPE, host_path=VENDOR_MPS_PIPE)]
+    )
 
 
-def allocate(strategy: Strategy, resource: str, known: Sequence[str],
-             request: api_pb2.AllocateRequest) -> api_pb2.AllocateResponse:
+def allocate(
+    strategy: Strategy, resource: str, known: Sequence[str], request: api_pb2.AllocateRequest
+) -> api_pb2.AllocateResponse:
     """``Allocate``: one answer per container request, in order."""
     if not request.container_requests:
         raise BadRequest(f"invalid allocation request for '{resource}': no container requests")
-    return api_pb2.AllocateResponse(container_responses=[
-        allocate_one(strategy, resource, known, list(c.devices_ids)) for c in request.container_requests])
+    return api_pb2.AllocateResponse(
+        container_responses=[
+            allocate_one(strategy, resource, known, list(c.devices_ids)) for c in request.container_requests
+        ]
+    )
 
 
-def prefer_one(resource: str, known: Sequence[str],
-               request: api_pb2.ContainerPreferredAllocationRequest) -> list[str]:
+def prefer_one(resource: str, known: Sequence[str], request: api_pb2.ContainerPreferredAllocationRequest) -> list[str]:
     """Must-include devices first, then the other available ones in the plugin's order."""
     available, must = list(request.available_deviceIDs), list(request.must_include_deviceIDs)
     size = request.allocation_size
@@ -138,17 +149,23 @@ def prefer_one(resource: str, known: Sequence[str],
     if missing := [d for d in must if d not in available]:
         raise BadRequest(f"preferred allocation for '{resource}': must-include device {missing[0]} is not available")
     if size <= 0 or size > len(available) or size < len(must):
-        raise BadRequest(f"preferred allocation for '{resource}': allocation size {size} does not fit "
-                         f"{len(available)} available and {len(must)} must-include devices")
+        raise BadRequest(
+            f"preferred allocation for '{resource}': allocation size {size} does not fit "
+            f"{len(available)} available and {len(must)} must-include devices"
+        )
     rest = [d for d in known if d in available and d not in must]
     return (must + rest)[:size]
 
 
-def preferred(resource: str, known: Sequence[str],
-              request: api_pb2.PreferredAllocationRequest) -> api_pb2.PreferredAllocationResponse:
+def preferred(
+    resource: str, known: Sequence[str], request: api_pb2.PreferredAllocationRequest
+) -> api_pb2.PreferredAllocationResponse:
     """``GetPreferredAllocation``: one answer per container request, in order."""
     if not request.container_requests:
         raise BadRequest(f"preferred allocation for '{resource}': no container requests")
-    return api_pb2.PreferredAllocationResponse(container_responses=[
-        api_pb2.ContainerPreferredAllocationResponse(deviceIDs=prefer_one(resource, known, c))
-        for c in request.container_requests])
+    return api_pb2.PreferredAllocationResponse(
+        container_responses=[
+            api_pb2.ContainerPreferredAllocationResponse(deviceIDs=prefer_one(resource, known, c))
+            for c in request.container_requests
+        ]
+    )

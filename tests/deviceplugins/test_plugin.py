@@ -30,11 +30,15 @@ async def served(short_dir: Path) -> AsyncIterator[tuple[DevicePluginService, Pa
 
 
 async def test_list_and_watch_sends_the_list_again_on_each_health_change(
-        served: tuple[DevicePluginService, Path]) -> None:
+    served: tuple[DevicePluginService, Path],
+) -> None:
     service, socket = served
     async with grpc.aio.insecure_channel(f"unix://{socket}") as channel:
-        stream = channel.unary_stream(SERVICE + "ListAndWatch", request_serializer=api_pb2.Empty.SerializeToString,
-                                      response_deserializer=api_pb2.ListAndWatchResponse.FromString)(api_pb2.Empty())
+        stream = channel.unary_stream(
+            SERVICE + "ListAndWatch",
+            request_serializer=api_pb2.Empty.SerializeToString,
+            response_deserializer=api_pb2.ListAndWatchResponse.FromString,
+        )(api_pb2.Empty())
         first = await stream.read()
         assert [(d.ID, d.health) for d in first.devices] == [("GPU-a", "Healthy"), ("GPU-b", "Healthy")]
         service.set_health("GPU-b", False)
@@ -46,8 +50,9 @@ async def test_list_and_watch_sends_the_list_again_on_each_health_change(
         stream.cancel()
 
 
-async def test_an_unexpected_failure_is_an_internal_answer(served: tuple[DevicePluginService, Path],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_unexpected_failure_is_an_internal_answer(
+    served: tuple[DevicePluginService, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(*args: object) -> api_pb2.AllocateResponse:
         raise RuntimeError("boom")
 

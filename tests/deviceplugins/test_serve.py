@@ -19,19 +19,31 @@ from tests.deviceplugins.fake_kubelet import FakeRegistration
 A, B = UUIDS[:2]
 ALLOCATED = {
     "envvar": {"envs": {"NVIDIA_VISIBLE_DEVICES": f"{B},{A}"}},
-    "volume-mounts": {"envs": {"NVIDIA_VISIBLE_DEVICES": "/var/run/nvidia-container-devices"},
-                      "mounts": [{"container_path": f"/var/run/nvidia-container-devices/{B}", "host_path": "/dev/null"},
-                                 {"container_path": f"/var/run/nvidia-container-devices/{A}", "host_path": "/dev/null"}]},
-    "cdi-cri": {"cdi_devices": [{"name": f"k8s.device-plugin.nvidia.com/gpu={B}"},
-                                {"name": f"k8s.device-plugin.nvidia.com/gpu={A}"}]},
+    "volume-mounts": {
+        "envs": {"NVIDIA_VISIBLE_DEVICES": "/var/run/nvidia-container-devices"},
+        "mounts": [
+            {"container_path": f"/var/run/nvidia-container-devices/{B}", "host_path": "/dev/null"},
+            {"container_path": f"/var/run/nvidia-container-devices/{A}", "host_path": "/dev/null"},
+        ],
+    },
+    "cdi-cri": {
+        "cdi_devices": [
+            {"name": f"k8s.device-plugin.nvidia.com/gpu={B}"},
+            {"name": f"k8s.device-plugin.nvidia.com/gpu={A}"},
+        ]
+    },
 }
 
 
 async def test_registers_with_version_endpoint_resource_and_options(kubelet: FakeRegistration, spawn: Spawn) -> None:
     await spawn("envvar")
     request = to_json(await kubelet.wait_for(1))
-    assert request == {"version": "v1beta1", "endpoint": "nvidia-gpu.sock", "resource_name": "nvidia.com/gpu",
-                       "options": {"get_preferred_allocation_available": True}}
+    assert request == {
+        "version": "v1beta1",
+        "endpoint": "nvidia-gpu.sock",
+        "resource_name": "nvidia.com/gpu",
+        "options": {"get_preferred_allocation_available": True},
+    }
 
 
 @pytest.mark.parametrize("strategy", sorted(ALLOCATED))
@@ -41,7 +53,9 @@ async def test_every_rpc_answers_in_nvidias_shape(kubelet: FakeRegistration, spa
     options = to_json(await client.options())
     assert options == {"get_preferred_allocation_available": True}  # pre_start_required false
     assert [to_json(d) for d in await client.devices()] == [
-        {"ID": A, "health": "Healthy"}, {"ID": B, "health": "Healthy", "topology": {"nodes": [{"ID": "1"}]}}]
+        {"ID": A, "health": "Healthy"},
+        {"ID": B, "health": "Healthy", "topology": {"nodes": [{"ID": "1"}]}},
+    ]
     assert await client.preferred_allocation([B, A], [B], 2) == [B, A]
     assert await client.preferred_allocation([B, A], [], 1) == [A]
     assert to_json(await client.allocate([B, A])) == ALLOCATED[strategy]
@@ -55,12 +69,17 @@ async def test_cdi_cri_writes_its_spec_before_serving(kubelet: FakeRegistration,
     assert (short_dir / "gpu-identity" / A).read_text() == A + "\n"
 
 
-@pytest.mark.parametrize(("ids", "message"), [
-    (["GPU-nope"], "INVALID_ARGUMENT: invalid allocation request for 'nvidia.com/gpu': unknown device: GPU-nope"),
-    ([], "INVALID_ARGUMENT: invalid allocation request for 'nvidia.com/gpu': no device IDs"),
-], ids=["unknown-device", "no-devices"])
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        (["GPU-nope"], "INVALID_ARGUMENT: invalid allocation request for 'nvidia.com/gpu': unknown device: GPU-nope"),
+        ([], "INVALID_ARGUMENT: invalid allocation request for 'nvidia.com/gpu': no device IDs"),
+    ],
+    ids=["unknown-device", "no-devices"],
+)
 async def test_a_bad_request_is_an_error_answer_and_the_plugin_lives_on(
-        kubelet: FakeRegistration, spawn: Spawn, ids: list[str], message: str) -> None:
+    kubelet: FakeRegistration, spawn: Spawn, ids: list[str], message: str
+) -> None:
     plugin = await spawn("envvar")
     with pytest.raises(DevicePluginError, match=message):
         await plugin.client.allocate(ids)
@@ -71,7 +90,8 @@ async def test_a_bad_request_is_an_error_answer_and_the_plugin_lives_on(
 
 
 async def test_health_file_marks_devices_unhealthy_in_list_and_watch(
-        kubelet: FakeRegistration, spawn: Spawn, short_dir: Path) -> None:
+    kubelet: FakeRegistration, spawn: Spawn, short_dir: Path
+) -> None:
     health = short_dir / "unhealthy"
     plugin = await spawn("envvar", f"{A},{B}", "nvidia.com/gpu", "--health-file", str(health))
     assert {d.health for d in await plugin.client.devices()} == {"Healthy"}
@@ -81,8 +101,9 @@ async def test_health_file_marks_devices_unhealthy_in_list_and_watch(
     assert [(d.ID, d.health) for d in await plugin.client.devices()] == [(A, "Healthy"), (B, "Unhealthy")]
 
 
-async def test_re_registers_on_a_fresh_socket_when_the_kubelet_restarts(kubelet: FakeRegistration,
-                                                                        spawn: Spawn) -> None:
+async def test_re_registers_on_a_fresh_socket_when_the_kubelet_restarts(
+    kubelet: FakeRegistration, spawn: Spawn
+) -> None:
     plugin = await spawn("envvar")
     await kubelet.wait_for(1)
     await kubelet.restart()  # deletes the plugin's socket, as the kubelet does
@@ -107,8 +128,9 @@ async def test_waits_for_a_kubelet_that_is_not_there_yet(short_dir: Path, spawn:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-async def test_a_signal_stops_it_cleanly_removing_its_socket(kubelet: FakeRegistration, spawn: Spawn,
-                                                             sig: signal.Signals) -> None:
+async def test_a_signal_stops_it_cleanly_removing_its_socket(
+    kubelet: FakeRegistration, spawn: Spawn, sig: signal.Signals
+) -> None:
     plugin = await spawn("volume-mounts")
     await kubelet.wait_for(1)
     plugin.process.send_signal(sig)
@@ -117,12 +139,31 @@ async def test_a_signal_stops_it_cleanly_removing_its_socket(kubelet: FakeRegist
     assert "stopped, removed" in plugin.stderr()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--strategy", "envvar", "--devices", "GPU-a,GPU-a"], "duplicate device IDs"),
-    (["--strategy", "cdi-annotations", "--devices", "GPU-a"], "invalid Strategy value"),
-], ids=["duplicate-devices", "unknown-strategy"])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--strategy", "envvar", "--devices", "GPU-a,GPU-a"], "duplicate device IDs"),
+        (["--strategy", "cdi-annotations", "--devices", "GPU-a"], "invalid Strategy value"),
+    ],
+    ids=["duplicate-devices", "unknown-strategy"],
+)
 def test_bad_arguments_exit_2_naming_the_problem(short_dir: Path, args: list[str], message: str) -> None:
-    result = subprocess.run([sys.executable, "-m", "tests.deviceplugins.serve", "--resource", "nvidia.com/gpu",
-                             "--kubelet-dir", str(short_dir / "dp"), "--cdi-dir", str(short_dir / "cdi"), *args],
-                            cwd=ROOT, capture_output=True, text=True, timeout=8)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.deviceplugins.serve",
+            "--resource",
+            "nvidia.com/gpu",
+            "--kubelet-dir",
+            str(short_dir / "dp"),
+            "--cdi-dir",
+            str(short_dir / "cdi"),
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=8,
+    )
     assert result.returncode == 2 and message in result.stderr, result.stderr

@@ -87,8 +87,21 @@ def test_rewriting_leaves_no_temporary_files(tmp_path: Path) -> None:
 
 
 def test_the_module_runs_as_a_command(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "tests.deviceplugins.toolkit_cdi", "--cdi-dir", str(tmp_path / "c"),
-                             "--identity-dir", str(tmp_path / "i"), UUIDS[0]], cwd=ROOT, capture_output=True,
-                            text=True, timeout=8)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.deviceplugins.toolkit_cdi",
+            "--cdi-dir",
+            str(tmp_path / "c"),
+            "--identity-dir",
+            str(tmp_path / "i"),
+            UUIDS[0],
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=8,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(tmp_path / "c" / "nvidia.yaml")

@@ -59,15 +59,22 @@ def device_edits(index: int, uuid: str, identity_dir: Path) -> Spec:
     """The containerEdits of one GPU: its device node and its identity mount."""
     return {
         "deviceNodes": [{"path": f"/dev/nvidia{index}", "hostPath": DEVICE_NODE_HOST}],
-        "mounts": [{"hostPath": str(identity_dir / uuid), "containerPath": identity_path(index),
-                    "options": list(MOUNT_OPTIONS)}],
+        "mounts": [
+            {
+                "hostPath": str(identity_dir / uuid),
+                "containerPath": identity_path(index),
+                "options": list(MOUNT_OPTIONS),
+            }
+        ],
     }
 
 
 def common_edits() -> Spec:
     """Spec-level edits, applied when any device of the spec is requested."""
-    return {"env": ["NVIDIA_VISIBLE_DEVICES=void"],
-            "deviceNodes": [{"path": "/dev/nvidiactl", "hostPath": CTL_NODE_HOST}]}
+    return {
+        "env": ["NVIDIA_VISIBLE_DEVICES=void"],
+        "deviceNodes": [{"path": "/dev/nvidiactl", "hostPath": CTL_NODE_HOST}],
+    }
 
 
 def _merge(edits: Sequence[Spec]) -> Spec:
@@ -90,8 +97,10 @@ def toolkit_spec(uuids: Sequence[str], identity_dir: Path) -> Spec:
 def plugin_spec(kind: str, device_ids: Sequence[str], uuids: Sequence[str], identity_dir: Path) -> Spec:
     """The device plugin's spec: one device per device ID (``uuids[i]`` is the GPU behind ``device_ids[i]``)."""
     order = list(dict.fromkeys(uuids))  # a GPU's index is its place among the distinct GPUs (replicas share it)
-    devices = [{"name": d, "containerEdits": device_edits(order.index(u), u, identity_dir)}
-               for d, u in zip(device_ids, uuids, strict=True)]
+    devices = [
+        {"name": d, "containerEdits": device_edits(order.index(u), u, identity_dir)}
+        for d, u in zip(device_ids, uuids, strict=True)
+    ]
     return {"cdiVersion": CDI_VERSION, "kind": kind, "devices": devices, "containerEdits": common_edits()}
 
 

@@ -21,7 +21,8 @@ from tests.e2e.kubeapi import KubeClient
 #: Metadata of every request made by a service account, once (at ResponseComplete, or
 #: ResponseStarted for watches); nothing else.
 AUDIT_POLICY: dict[str, object] = {
-    "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
     "omitStages": ["RequestReceived"],
     "rules": [{"level": "Metadata", "userGroups": ["system:serviceaccounts"]}, {"level": "None"}],
 }
@@ -58,15 +59,27 @@ def observed_calls(log: Path, user: str) -> set[Observed]:
         if event.get("user", {}).get("username") != user or not ref or "resource" not in ref:
             continue
         resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
-        found.add(Observed(event["verb"], ref.get("apiGroup", ""), resource, ref.get("namespace", ""),
-                           int(event.get("responseStatus", {}).get("code", 0))))
+        found.add(
+            Observed(
+                event["verb"],
+                ref.get("apiGroup", ""),
+                resource,
+                ref.get("namespace", ""),
+                int(event.get("responseStatus", {}).get("code", 0)),
+            )
+        )
     return found
 
 
 def covers(calls: Iterable[ApiCall], call: Observed, own_namespace: str) -> bool:
     """Whether one of ``calls`` allows ``call`` (namespace-scoped ones only in ``own_namespace``)."""
-    return any(c.verb == call.verb and c.group == call.group and c.resource == call.resource
-               and (c.scope == "cluster" or call.namespace == own_namespace) for c in calls)
+    return any(
+        c.verb == call.verb
+        and c.group == call.group
+        and c.resource == call.resource
+        and (c.scope == "cluster" or call.namespace == own_namespace)
+        for c in calls
+    )
 
 
 def granted_calls(kube: KubeClient, namespace: str, name: str) -> set[ApiCall]:
@@ -82,8 +95,11 @@ def granted_calls(kube: KubeClient, namespace: str, name: str) -> set[ApiCall]:
     for binding in kube.list(f"{RBAC}/namespaces/{namespace}/rolebindings"):
         if subject in (binding.get("subjects") or []):
             ref = binding["roleRef"]
-            path = (f"{RBAC}/namespaces/{namespace}/roles/{ref['name']}" if ref["kind"] == "Role"
-                    else f"{RBAC}/clusterroles/{ref['name']}")
+            path = (
+                f"{RBAC}/namespaces/{namespace}/roles/{ref['name']}"
+                if ref["kind"] == "Role"
+                else f"{RBAC}/clusterroles/{ref['name']}"
+            )
             calls |= _rules(kube.get(path), "namespace")
     return calls
 
@@ -91,8 +107,11 @@ def granted_calls(kube: KubeClient, namespace: str, name: str) -> set[ApiCall]:
 def foreign_bindings(kube: KubeClient, namespace: str, name: str) -> list[str]:
     """RoleBindings outside the account's own namespace that name it (none expected)."""
     subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
-    return [f"{b['metadata']['namespace']}/{b['metadata']['name']}" for b in kube.list(f"{RBAC}/rolebindings")
-            if b["metadata"]["namespace"] != namespace and subject in (b.get("subjects") or [])]
+    return [
+        f"{b['metadata']['namespace']}/{b['metadata']['name']}"
+        for b in kube.list(f"{RBAC}/rolebindings")
+        if b["metadata"]["namespace"] != namespace and subject in (b.get("subjects") or [])
+    ]
 
 
 def _rules(role: dict[str, Any], scope: str) -> set[ApiCall]:
@@ -107,12 +126,16 @@ def _rules(role: dict[str, Any], scope: str) -> set[ApiCall]:
     return out
 
 
-def violations(observed: Iterable[Observed], granted: Iterable[ApiCall], declared: Iterable[ApiCall],
-               own_namespace: str) -> list[str]:
+def violations(
+    observed: Iterable[Observed], granted: Iterable[ApiCall], declared: Iterable[ApiCall], own_namespace: str
+) -> list[str]:
     """Everything that breaks observed ⊆ granted ⊆ declared (empty when least privilege holds).
     Wildcards (``*``) in a grant are never declared, so they are reported as such."""
     granted, declared = set(granted), set(declared)
-    out = [f"observed, not granted: {o}" for o in sorted(observed)
-           if o.code == 403 or not covers(granted, o, own_namespace)]
+    out = [
+        f"observed, not granted: {o}"
+        for o in sorted(observed)
+        if o.code == 403 or not covers(granted, o, own_namespace)
+    ]
     out += [f"granted, not declared: {g}" for g in sorted(granted, key=str) if g not in declared]
     return out

@@ -47,14 +47,22 @@ def our_slices(kube: KubeClient, node: str) -> list[Obj]:
 
 def published_ids(kube: KubeClient, node: str) -> dict[str, str]:
     """Published device name -> recorded device ID (the UUID)."""
-    return {d["name"]: d["attributes"][f"{DRIVER}/deviceID"]["string"]
-            for s in our_slices(kube, node) for d in s["spec"]["devices"]}
+    return {
+        d["name"]: d["attributes"][f"{DRIVER}/deviceID"]["string"]
+        for s in our_slices(kube, node)
+        for d in s["spec"]["devices"]
+    }
 
 
 def seed_inventory(state_dir: Path, node: str, devices: list[tuple[str, str]]) -> None:
     """What the agent would have recorded while the node was legacy: (resource, device ID) pairs."""
-    InventoryStore(state_dir).save(Inventory(node=node, recorded_at=time.time(), devices=tuple(
-        InventoryDevice(resourceName=r, deviceID=d, numaNodes=[]) for r, d in devices)))
+    InventoryStore(state_dir).save(
+        Inventory(
+            node=node,
+            recorded_at=time.time(),
+            devices=tuple(InventoryDevice(resourceName=r, deviceID=d, numaNodes=[]) for r, d in devices),
+        )
+    )
 
 
 def prepared_claims(state_dir: Path) -> dict[str, Any]:
@@ -89,26 +97,42 @@ def bridge_kubeconfig(cp: ControlPlane, kube: KubeClient, namespace: str, path: 
     ``rbac_rules(API_CALLS)`` (what the chart grants), removed afterwards."""
     role = f"dra-bridge-{namespace}"
     kube.create(api_path("v1", "serviceaccounts", namespace), {"metadata": {"name": "dra-bridge"}})
-    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": role},
-                                                                    "rules": rbac_rules(API_CALLS)})
-    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-        "metadata": {"name": role},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"kind": "ServiceAccount", "name": "dra-bridge", "namespace": namespace}]})
+    kube.create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": role}, "rules": rbac_rules(API_CALLS)}
+    )
+    kube.create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": "dra-bridge", "namespace": namespace}],
+        },
+    )
     try:
-        token = kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts/dra-bridge/token", {
-            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 3600}})["status"]["token"]
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "bridge",
-            "clusters": [{"name": "e2e", "cluster": {"server": cp.server,
-                                                     "certificate-authority": str(cp.ca_file)}}],
-            "users": [{"name": "dra-bridge", "user": {"token": token}}],
-            "contexts": [{"name": "bridge", "context": {"cluster": "e2e", "user": "dra-bridge"}}]}))
+        token = kube.create(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/dra-bridge/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
+        )["status"]["token"]
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "bridge",
+                    "clusters": [
+                        {"name": "e2e", "cluster": {"server": cp.server, "certificate-authority": str(cp.ca_file)}}
+                    ],
+                    "users": [{"name": "dra-bridge", "user": {"token": token}}],
+                    "contexts": [{"name": "bridge", "context": {"cluster": "e2e", "user": "dra-bridge"}}],
+                }
+            )
+        )
         yield path
     finally:
-        for p in (f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
-                  f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}"):
+        for p in (
+            f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
+            f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}",
+        ):
             with contextlib.suppress(KubeError):
                 kube.delete(p, ignore_missing=True)
 
@@ -145,16 +169,29 @@ def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path) -
     """``dra-bridge run`` for the node (see the module docstring); returns once both its
     sockets exist (the kubelet then registers the DRA plugin)."""
     exe = Path(sys.executable).parent / "dra-bridge"
-    args = [str(exe), "run", f"--node-name={node.name}", f"--kubelet-dir={node.root_dir}",
-            f"--state-dir={state_dir}", f"--kubeconfig={kubeconfig}", "--poll-interval=0.5",
-            "--settle-period=1", "--health-port=0", "--log-level=INFO", f"--cdi-dir={node.cdi_dir}"]
+    args = [
+        str(exe),
+        "run",
+        f"--node-name={node.name}",
+        f"--kubelet-dir={node.root_dir}",
+        f"--state-dir={state_dir}",
+        f"--kubeconfig={kubeconfig}",
+        "--poll-interval=0.5",
+        "--settle-period=1",
+        "--health-port=0",
+        "--log-level=INFO",
+        f"--cdi-dir={node.cdi_dir}",
+    ]
     fh = log.open("ab")
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                            preexec_fn=die_with_parent)
+    proc = subprocess.Popen(
+        args, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+    )
     fh.close()
     bridge = Bridge(proc, log, state_dir)
-    sockets = (node.root_dir / "plugins_registry" / f"{DRIVER}-reg.sock",
-               node.root_dir / "plugins" / DRIVER / "dra.sock")
+    sockets = (
+        node.root_dir / "plugins_registry" / f"{DRIVER}-reg.sock",
+        node.root_dir / "plugins" / DRIVER / "dra.sock",
+    )
     wait_for(lambda: bridge.check_alive() or all(s.exists() for s in sockets), 30, "the bridge's plugin sockets")
     return bridge
 
@@ -166,9 +203,16 @@ def set_mode(kube: KubeClient, node: str, mode: str | None) -> None:
 def claim_of(kube: KubeClient, namespace: str, pod: Obj, entry: str) -> Obj:
     """The ResourceClaim generated for the pod's ``resourceClaims`` entry."""
     path = api_path("v1", "pods", namespace, pod["metadata"]["name"])
-    p = wait_for_object(kube, path, lambda p: any(s["name"] == entry and s.get("resourceClaimName")
-                                                  for s in p.get("status", {}).get("resourceClaimStatuses", [])),
-                        30, f"pod {pod['metadata']['name']}'s claim {entry}")
+    p = wait_for_object(
+        kube,
+        path,
+        lambda p: any(
+            s["name"] == entry and s.get("resourceClaimName")
+            for s in p.get("status", {}).get("resourceClaimStatuses", [])
+        ),
+        30,
+        f"pod {pod['metadata']['name']}'s claim {entry}",
+    )
     (name,) = [s["resourceClaimName"] for s in p["status"]["resourceClaimStatuses"] if s["name"] == entry]
     return kube.get(api_path(V1, "resourceclaims", namespace, name))
 
@@ -185,15 +229,22 @@ def pod_device_health(kube: KubeClient, namespace: str, pod: str, resource_id: s
     return ""
 
 
-def check_health_stream(kube: KubeClient, node: RealNode, bridge: Bridge, namespace: str, pod: str, uuid: str,
-                        toolkit_spec: Path) -> None:
+def check_health_stream(
+    kube: KubeClient, node: RealNode, bridge: Bridge, namespace: str, pod: str, uuid: str, toolkit_spec: Path
+) -> None:
     """The kubelet opened the agent's device health stream (the agent logs it; the kubelet's log has
     no Unimplemented WatchResources) and copies its verdicts into the pod's status: Unknown (no NVML
     here), Unhealthy while the toolkit's CDI spec is away, Unknown again once it is back."""
-    wait_for(lambda: bridge.check_alive() or "opened the device health stream" in bridge.log_text(), 30,
-             "the kubelet's NodeWatchResources stream")
-    refused = [line for line in (node.log_dir / "kubelet.log").read_text(errors="replace").splitlines()
-               if "WatchResources" in line and "Unimplemented" in line]
+    wait_for(
+        lambda: bridge.check_alive() or "opened the device health stream" in bridge.log_text(),
+        30,
+        "the kubelet's NodeWatchResources stream",
+    )
+    refused = [
+        line
+        for line in (node.log_dir / "kubelet.log").read_text(errors="replace").splitlines()
+        if "WatchResources" in line and "Unimplemented" in line
+    ]
     assert not refused, refused[:3]
     rid = f"nvidia.com/gpu={uuid}"
 

@@ -271,8 +271,13 @@ class ControlPlane:
         policy = self.workdir / "audit-policy.yaml"
         policy.write_text(yaml.safe_dump(self.audit_policy, sort_keys=False))
         # blocking mode (the default): an event is in the file before the call returns
-        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
-                "--audit-log-format=json", "--audit-log-maxage=0", "--audit-log-maxbackup=0"]
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-format=json",
+            "--audit-log-maxage=0",
+            "--audit-log-maxbackup=0",
+        ]
 
     def _flag(self, component: str, flag: str) -> str:
         for arg in self.components[component].args:

@@ -115,17 +115,31 @@ class GuideShell:
                 command = command.replace(placeholder, value)
         return command
 
-    def run(self, command: str, *, ok: bool = True, extra: str = "", timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, command: str, *, ok: bool = True, extra: str = "", timeout: float = 150
+    ) -> subprocess.CompletedProcess[str]:
         """Run the guide's ``command`` (substituted, then ``extra`` appended: a test-environment
         argument); assert it exits 0 unless ``ok`` is False."""
         assert command in self.known, f"not a command of MIGRATION.md (the guide changed?): {command}"
         line = self.substitute(command) + extra
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig),
-               "PATH": os.pathsep.join([*(str(p) for p in self.path), os.environ.get("PATH", "")])}
-        proc = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=self.cwd, env=env, capture_output=True,
-                              text=True, check=False, timeout=timeout)
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "PATH": os.pathsep.join([*(str(p) for p in self.path), os.environ.get("PATH", "")]),
+        }
+        proc = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", line],
+            cwd=self.cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
         self.ran.append(command)
         self.transcript.append(f"$ {line}\n(exit {proc.returncode})\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
         if ok:
-            assert proc.returncode == 0, f"`{line}` exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            assert proc.returncode == 0, (
+                f"`{line}` exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            )
         return proc

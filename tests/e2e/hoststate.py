@@ -52,7 +52,14 @@ WATCHED_DIRS = (
 )
 #: What :func:`restore` may delete when new: only what a kubelet or containerd writes there
 #: (new entries elsewhere, /run or /etc, are reported by :func:`leftovers`, never deleted).
-REMOVABLE = ("/run/containerd", "/run/netns/", "/var/lib/kubelet", "/var/lib/cni", "/var/log/containers", "/var/log/pods")
+REMOVABLE = (
+    "/run/containerd",
+    "/run/netns/",
+    "/var/lib/kubelet",
+    "/var/lib/cni",
+    "/var/log/containers",
+    "/var/log/pods",
+)
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 IPTABLES_TABLES = ("filter", "nat", "mangle")
 

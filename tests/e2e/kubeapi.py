@@ -21,8 +21,15 @@ from typing import Any, TypeVar
 from dra_bridge.kube.errors import KubeError, NotFound, from_status
 from dra_bridge.kube.resources import api_path
 
-__all__ = ["KubeClient", "WaitTimeout", "api_path", "create_fake_node", "create_namespace", "wait_for",
-           "wait_for_object"]
+__all__ = [
+    "KubeClient",
+    "WaitTimeout",
+    "api_path",
+    "create_fake_node",
+    "create_namespace",
+    "wait_for",
+    "wait_for_object",
+]
 
 T = TypeVar("T")
 Obj = dict[str, Any]

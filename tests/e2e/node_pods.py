@@ -15,8 +15,10 @@ from tests.e2e.bridge_node import V1, our_slices, set_mode
 from tests.e2e.kubeapi import KubeClient, api_path, wait_for
 from tests.e2e.realnode import RealNode
 
-SHOW = ("cat /run/fake-nvidia/* 2>/dev/null; ls /dev/ | grep nvidia | sed 's/^/dev:/'; "
-        "echo \"env:${NVIDIA_VISIBLE_DEVICES:-}\"")
+SHOW = (
+    "cat /run/fake-nvidia/* 2>/dev/null; ls /dev/ | grep nvidia | sed 's/^/dev:/'; "
+    'echo "env:${NVIDIA_VISIBLE_DEVICES:-}"'
+)
 
 
 def shows(then: str = "exec sleep 3600") -> str:

@@ -31,8 +31,7 @@ class ImageMissing(RuntimeError):
 
 def find_image() -> tuple[Path, dict[str, str]]:
     """``(docker-archive path, image.env)`` of the current sources' image."""
-    proc = subprocess.run(["bash", str(IMAGE_SCRIPT), "env"], capture_output=True, text=True, check=False,
-                          timeout=300)
+    proc = subprocess.run(["bash", str(IMAGE_SCRIPT), "env"], capture_output=True, text=True, check=False, timeout=300)
     if proc.returncode != 0:
         raise ImageMissing(f"run `hack/image.sh build` (a few minutes on a cold cache): {proc.stderr.strip()}")
     directory = Path(proc.stdout.strip())
@@ -69,8 +68,12 @@ def pod_cluster() -> Iterator[PodCluster]:
             proxy.start()
             synced = time.monotonic()
             node.ctr("images", "import", str(archive))
-            timings = {"control_plane": cp.startup_seconds, "node": node.timings["start"],
-                       "kube_proxy": synced - began, "image_import": time.monotonic() - synced}
+            timings = {
+                "control_plane": cp.startup_seconds,
+                "node": node.timings["start"],
+                "kube_proxy": synced - began,
+                "image_import": time.monotonic() - synced,
+            }
             print("\npod cluster: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
             yield PodCluster(cp, node, proxy, env["IMAGE"], timings)
         finally:

@@ -38,6 +38,8 @@ LOCK_FILE = Path("/run/lock/dra-bridge-real-node.lock")
 
 class NodeBusy(TimeoutError):
     """Another real node (another test run on this machine) holds the one kubelet slot."""
+
+
 NODE_NAME = "dra-real-node"
 BRIDGE = "drabr99"  # our own bridge, on a private subnet nothing else here uses
 SUBNET = "10.244.99.0/24"
@@ -134,8 +136,11 @@ class RealNode:
             self._start_containerd(began + timeout)
             self._write_kubelet_files()
             self.start_kubelet(began + timeout, clear_device_checkpoint=True)
-            wait_for(lambda: self.kube.exists(api_path("v1", "serviceaccounts", "default", "default")),
-                     max(1.0, began + timeout - time.monotonic()), "ServiceAccount default/default")
+            wait_for(
+                lambda: self.kube.exists(api_path("v1", "serviceaccounts", "default", "default")),
+                max(1.0, began + timeout - time.monotonic()),
+                "ServiceAccount default/default",
+            )
         except BaseException:
             self.stop()
             raise
@@ -153,25 +158,47 @@ class RealNode:
                 if time.monotonic() > deadline:
                     self._lock.close()
                     self._lock = None
-                    raise NodeBusy(f"another real node holds {LOCK_FILE} (one kubelet per machine: another "
-                                   "test run on this machine?)") from None
+                    raise NodeBusy(
+                        f"another real node holds {LOCK_FILE} (one kubelet per machine: another "
+                        "test run on this machine?)"
+                    ) from None
                 time.sleep(0.5)
 
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
         log = self.log_dir / f"{name}.log"
         fh = log.open("ab")
-        proc = subprocess.Popen([str(self.parts / name), *args], stdin=subprocess.DEVNULL, stdout=fh,
-                                stderr=subprocess.STDOUT, cwd=self.workdir, env=env, preexec_fn=die_with_parent)
+        proc = subprocess.Popen(
+            [str(self.parts / name), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            env=env,
+            preexec_fn=die_with_parent,
+        )
         self.components[name] = Component(name, proc, log, args, fh)
 
     def _start_containerd(self, deadline: float) -> None:
         w = self.workdir
-        cni = {"cniVersion": "1.0.0", "name": "dra-real-node", "plugins": [{
-            "type": "bridge", "bridge": BRIDGE, "isGateway": True, "ipMasq": False,
-            "ipam": {"type": "host-local", "dataDir": str(w / "cni" / "ipam"), "ranges": [[{"subnet": SUBNET}]],
-                     # Service ClusterIPs via the bridge (kube-proxy's DNAT, serviceproxy.py); no default route
-                     "routes": [{"dst": SERVICE_CIDR}]},
-        }]}
+        cni = {
+            "cniVersion": "1.0.0",
+            "name": "dra-real-node",
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": BRIDGE,
+                    "isGateway": True,
+                    "ipMasq": False,
+                    "ipam": {
+                        "type": "host-local",
+                        "dataDir": str(w / "cni" / "ipam"),
+                        "ranges": [[{"subnet": SUBNET}]],
+                        # Service ClusterIPs via the bridge (kube-proxy's DNAT, serviceproxy.py); no default route
+                        "routes": [{"dst": SERVICE_CIDR}],
+                    },
+                }
+            ],
+        }
         (w / "cni" / "net.d" / "10-dra-real-node.conflist").write_text(json.dumps(cni, indent=1))
         cri = "plugins.'io.containerd.cri.v1.runtime'"
         config = f"""version = 3
@@ -209,38 +236,64 @@ disabled_plugins = ['io.containerd.nri.v1.nri']
         # The shim is found on PATH: the node directory's first.
         env = {**os.environ, "PATH": f"{self.parts}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
         self._spawn("containerd", [f"--config={w / 'containerd.toml'}"], env)
-        wait_for(lambda: self.containerd_socket.exists() or self._check_alive("containerd"),
-                 max(1.0, deadline - time.monotonic()), "containerd's socket")
+        wait_for(
+            lambda: self.containerd_socket.exists() or self._check_alive("containerd"),
+            max(1.0, deadline - time.monotonic()),
+            "containerd's socket",
+        )
         for image in ("busybox.tar", "pause.tar"):
             self.ctr("images", "import", str(self.parts / "images" / image))
 
     def ctr(self, *args: str) -> str:
         """Runs ``ctr -n k8s.io`` against this node's containerd; returns its output."""
-        return subprocess.run([str(self.parts / "ctr"), f"--address={self.containerd_socket}", "-n", "k8s.io", *args],
-                              capture_output=True, text=True, check=True, timeout=60).stdout
+        return subprocess.run(
+            [str(self.parts / "ctr"), f"--address={self.containerd_socket}", "-n", "k8s.io", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
 
     def _write_kubelet_files(self) -> None:
         cp, w = self.control_plane, self.workdir
         assert cp.ca is not None, "the control plane is not started"
         client = cp.ca.issue(f"node-{self.name}", f"system:node:{self.name}", organization="system:nodes", client=True)
-        serving = cp.ca.issue(f"node-{self.name}-serving", self.name, server=True,
-                              dns_names=(self.name,), ip_addresses=(self.node_ip,))
+        serving = cp.ca.issue(
+            f"node-{self.name}-serving", self.name, server=True, dns_names=(self.name,), ip_addresses=(self.node_ip,)
+        )
         cp._write_kubeconfig(w / "kubelet.kubeconfig", f"system:node:{self.name}", client)
         config = {
-            "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-            "failCgroupV1": False, "cgroupDriver": "cgroupfs", "failSwapOn": False,
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "kind": "KubeletConfiguration",
+            "failCgroupV1": False,
+            "cgroupDriver": "cgroupfs",
+            "failSwapOn": False,
             "containerRuntimeEndpoint": f"unix://{self.containerd_socket}",
-            "address": self.node_ip, "port": self.kubelet_port, "readOnlyPort": 0,
-            "healthzBindAddress": "127.0.0.1", "healthzPort": free_port(),
-            "tlsCertFile": str(serving.cert), "tlsPrivateKeyFile": str(serving.key),
-            "authentication": {"x509": {"clientCAFile": str(cp.ca_file)},
-                               "anonymous": {"enabled": False}, "webhook": {"enabled": False}},
+            "address": self.node_ip,
+            "port": self.kubelet_port,
+            "readOnlyPort": 0,
+            "healthzBindAddress": "127.0.0.1",
+            "healthzPort": free_port(),
+            "tlsCertFile": str(serving.cert),
+            "tlsPrivateKeyFile": str(serving.key),
+            "authentication": {
+                "x509": {"clientCAFile": str(cp.ca_file)},
+                "anonymous": {"enabled": False},
+                "webhook": {"enabled": False},
+            },
             "authorization": {"mode": "AlwaysAllow"},
-            "podLogsDir": str(w / "pod-logs"), "volumePluginDir": str(w / "volume-plugins"),
-            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%",
-                             "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
-            "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
-            "registerWithTaints": [], "serializeImagePulls": False,
+            "podLogsDir": str(w / "pod-logs"),
+            "volumePluginDir": str(w / "volume-plugins"),
+            "evictionHard": {
+                "memory.available": "100Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+                "nodefs.inodesFree": "1%",
+            },
+            "imageGCHighThresholdPercent": 100,
+            "imageGCLowThresholdPercent": 99,
+            "registerWithTaints": [],
+            "serializeImagePulls": False,
         }
         (w / "kubelet.yaml").write_text(yaml.safe_dump(config))
 
@@ -254,14 +307,25 @@ disabled_plugins = ['io.containerd.nri.v1.nri']
             DEVICE_CHECKPOINT.unlink(missing_ok=True)
         w = self.workdir
         since = time.time()
-        self._spawn("kubelet", [
-            f"--config={w / 'kubelet.yaml'}", f"--kubeconfig={w / 'kubelet.kubeconfig'}",
-            f"--root-dir={self.root_dir}", f"--cert-dir={w / 'kubelet-pki'}",
-            f"--hostname-override={self.name}", f"--node-ip={self.node_ip}",
-        ])
+        self._spawn(
+            "kubelet",
+            [
+                f"--config={w / 'kubelet.yaml'}",
+                f"--kubeconfig={w / 'kubelet.kubeconfig'}",
+                f"--root-dir={self.root_dir}",
+                f"--cert-dir={w / 'kubelet-pki'}",
+                f"--hostname-override={self.name}",
+                f"--node-ip={self.node_ip}",
+            ],
+        )
         path = api_path("v1", "nodes", name=self.name)
-        wait_for_object(self.kube, path, lambda n: self._check_alive("kubelet") or _ready_since(n, since),
-                        max(1.0, deadline - time.monotonic()), f"Node {self.name} Ready")
+        wait_for_object(
+            self.kube,
+            path,
+            lambda n: self._check_alive("kubelet") or _ready_since(n, since),
+            max(1.0, deadline - time.monotonic()),
+            f"Node {self.name} Ready",
+        )
         # The test control plane runs no node-lifecycle controller: nothing lifts this taint.
         if self.kube.get(path).get("spec", {}).get("taints"):
             self.kube.patch(path, {"spec": {"taints": None}})

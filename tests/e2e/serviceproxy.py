@@ -50,10 +50,14 @@ class ServiceProxy:
         kubeconfig = cp._write_kubeconfig(w / "kube-proxy.kubeconfig", "system:kube-proxy", pair)
         health = free_port()
         config = {
-            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
+            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+            "kind": "KubeProxyConfiguration",
             "clientConnection": {"kubeconfig": str(kubeconfig)},
-            "mode": "iptables", "hostnameOverride": self.node.name, "clusterCIDR": SUBNET,
-            "bindAddress": "127.0.0.1", "healthzBindAddress": f"127.0.0.1:{health}",
+            "mode": "iptables",
+            "hostnameOverride": self.node.name,
+            "clusterCIDR": SUBNET,
+            "bindAddress": "127.0.0.1",
+            "healthzBindAddress": f"127.0.0.1:{health}",
             "metricsBindAddress": f"127.0.0.1:{free_port()}",
             # leave the host's conntrack sysctls and route_localnet alone
             "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
@@ -62,9 +66,14 @@ class ServiceProxy:
         }
         (w / "kube-proxy.yaml").write_text(yaml.safe_dump(config))
         fh = self.log.open("ab")
-        self.proc = subprocess.Popen([str(exe), f"--config={w / 'kube-proxy.yaml'}", "--v=1"],
-                                     stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                     cwd=w, preexec_fn=die_with_parent)
+        self.proc = subprocess.Popen(
+            [str(exe), f"--config={w / 'kube-proxy.yaml'}", "--v=1"],
+            stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            cwd=w,
+            preexec_fn=die_with_parent,
+        )
         fh.close()
         deadline = time.monotonic() + timeout
         while not self._synced():
@@ -76,8 +85,9 @@ class ServiceProxy:
 
     def _synced(self) -> bool:
         """The ``kubernetes`` Service's rule is in the nat table."""
-        out = subprocess.run(["iptables", "-t", "nat", "-S", "KUBE-SERVICES"], capture_output=True, text=True,
-                             check=False).stdout
+        out = subprocess.run(
+            ["iptables", "-t", "nat", "-S", "KUBE-SERVICES"], capture_output=True, text=True, check=False
+        ).stdout
         return "default/kubernetes:https" in out
 
     def stop(self) -> None:

@@ -27,8 +27,15 @@ HEAD_LIMIT = 64 * 1024
 class StallingProxy:
     """See the module docstring. ``upstream``: the API server's https URL; ``upstream_ca``: its CA."""
 
-    def __init__(self, upstream: str, upstream_ca: Path, cert: Path, key: Path,
-                 stall: Callable[[str, str], bool], max_connections: int = 400) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        upstream_ca: Path,
+        cert: Path,
+        key: Path,
+        stall: Callable[[str, str], bool],
+        max_connections: int = 400,
+    ) -> None:
         url = urllib.parse.urlsplit(upstream)
         self._upstream = (url.hostname or "127.0.0.1", url.port or 443)
         self._client_ctx = ssl.create_default_context(cafile=str(upstream_ca))
@@ -93,8 +100,9 @@ class StallingProxy:
                 if not chunk:
                     return
                 rest += chunk
-            upstream = self._client_ctx.wrap_socket(socket.create_connection(self._upstream, timeout=10),
-                                                    server_hostname=self._upstream[0])
+            upstream = self._client_ctx.wrap_socket(
+                socket.create_connection(self._upstream, timeout=10), server_hostname=self._upstream[0]
+            )
             self._track(upstream)
             client.settimeout(None)
             upstream.settimeout(None)

@@ -14,15 +14,31 @@ from tests.e2e.audit import Observed, observed_calls, service_account_user, viol
 USER = service_account_user("dra-system", "dra-webhook")
 
 
-def event(verb: str, resource: str, *, group: str = "", namespace: str = "", code: int = 200,
-          user: str = USER, subresource: str = "") -> dict[str, Any]:
+def event(
+    verb: str,
+    resource: str,
+    *,
+    group: str = "",
+    namespace: str = "",
+    code: int = 200,
+    user: str = USER,
+    subresource: str = "",
+) -> dict[str, Any]:
     ref: dict[str, str] = {"resource": resource, "apiGroup": group, "apiVersion": "v1"}
     if namespace:
         ref["namespace"] = namespace
     if subresource:
         ref["subresource"] = subresource
-    return {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata", "stage": "ResponseComplete",
-            "verb": verb, "user": {"username": user}, "objectRef": ref, "responseStatus": {"code": code}}
+    return {
+        "kind": "Event",
+        "apiVersion": "audit.k8s.io/v1",
+        "level": "Metadata",
+        "stage": "ResponseComplete",
+        "verb": verb,
+        "user": {"username": user},
+        "objectRef": ref,
+        "responseStatus": {"code": code},
+    }
 
 
 def write_log(path: Path, *events: dict[str, Any]) -> Path:
@@ -31,30 +47,41 @@ def write_log(path: Path, *events: dict[str, Any]) -> Path:
 
 
 def test_observed_calls_are_the_accounts_resource_requests_only(tmp_path: Path) -> None:
-    log = write_log(tmp_path / "audit.log",
-                    event("list", "pods"),
-                    event("update", "nodes", subresource="status"),
-                    event("list", "pods", user="system:serviceaccount:other:x"),
-                    {"verb": "get", "user": {"username": USER}, "requestURI": "/version", "stage": "ResponseComplete"})
-    assert observed_calls(log, USER) == {Observed("list", "", "pods", "", 200),
-                                         Observed("update", "", "nodes/status", "", 200)}
+    log = write_log(
+        tmp_path / "audit.log",
+        event("list", "pods"),
+        event("update", "nodes", subresource="status"),
+        event("list", "pods", user="system:serviceaccount:other:x"),
+        {"verb": "get", "user": {"username": USER}, "requestURI": "/version", "stage": "ResponseComplete"},
+    )
+    assert observed_calls(log, USER) == {
+        Observed("list", "", "pods", "", 200),
+        Observed("update", "", "nodes/status", "", 200),
+    }
 
 
 def test_declared_calls_pass_and_an_undeclared_call_fails(tmp_path: Path) -> None:
-    fine = observed_calls(write_log(tmp_path / "a.log",
-                                    event("create", "resourceclaimtemplates", group="resource.k8s.io", namespace="w"),
-                                    event("update", "leases", group="coordination.k8s.io", namespace="dra-system")),
-                          USER)
+    fine = observed_calls(
+        write_log(
+            tmp_path / "a.log",
+            event("create", "resourceclaimtemplates", group="resource.k8s.io", namespace="w"),
+            event("update", "leases", group="coordination.k8s.io", namespace="dra-system"),
+        ),
+        USER,
+    )
     assert violations(fine, API_CALLS, API_CALLS, "dra-system") == []
     # a secret read: neither declared nor granted, refused by the API server
     extra = fine | {Observed("get", "", "secrets", "w", 403)}
-    assert violations(extra, API_CALLS, API_CALLS, "dra-system") == ["observed, not granted: get core/secrets in w (403)"]
+    assert violations(extra, API_CALLS, API_CALLS, "dra-system") == [
+        "observed, not granted: get core/secrets in w (403)"
+    ]
 
 
 def test_a_namespace_scoped_grant_covers_the_own_namespace_only() -> None:
     lease_elsewhere = {Observed("update", "coordination.k8s.io", "leases", "kube-system", 200)}
     assert violations(lease_elsewhere, API_CALLS, API_CALLS, "dra-system") == [
-        "observed, not granted: update coordination.k8s.io/leases in kube-system (200)"]
+        "observed, not granted: update coordination.k8s.io/leases in kube-system (200)"
+    ]
 
 
 def test_a_grant_beyond_the_declared_list_fails() -> None:

@@ -64,10 +64,22 @@ pytestmark = pytest.mark.e2e
 
 V1 = "resource.k8s.io/v1"
 CATALOG = load_catalog()
-H100: NvmlFacts = {"productName": "NVIDIA H100 80GB HBM3", "architecture": "Hopper", "cudaComputeCapability": "9.0",
-                   "driverVersion": "580.126.20", "cudaDriverVersion": "13.0", "memoryBytes": 81559 << 20}
-L4: NvmlFacts = {"productName": "NVIDIA L4", "architecture": "Ada Lovelace", "cudaComputeCapability": "8.9",
-                 "driverVersion": "580.126.20", "cudaDriverVersion": "13.0", "memoryBytes": 23034 << 20}
+H100: NvmlFacts = {
+    "productName": "NVIDIA H100 80GB HBM3",
+    "architecture": "Hopper",
+    "cudaComputeCapability": "9.0",
+    "driverVersion": "580.126.20",
+    "cudaDriverVersion": "13.0",
+    "memoryBytes": 81559 << 20,
+}
+L4: NvmlFacts = {
+    "productName": "NVIDIA L4",
+    "architecture": "Ada Lovelace",
+    "cudaComputeCapability": "8.9",
+    "driverVersion": "580.126.20",
+    "cudaDriverVersion": "13.0",
+    "memoryBytes": 23034 << 20,
+}
 
 
 async def wait(fn: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -95,23 +107,42 @@ async def kubelet_dir() -> AsyncIterator[KubeletServer]:
 @pytest.mark.steady_state
 @pytest.mark.timeout(STEADY_SECONDS + 240)
 async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
-        control_plane: ControlPlane, kube: KubeClient, namespace: str, kubelet_dir: KubeletServer,
-        tmp_path: Path) -> None:
+    control_plane: ControlPlane, kube: KubeClient, namespace: str, kubelet_dir: KubeletServer, tmp_path: Path
+) -> None:
     node = f"bridge-e2e-{uuid.uuid4().hex[:6]}"
     create_fake_node(kube, node, labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
     kubelet = kubelet_dir
-    kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa0001", [0]), ("nvidia.com/gpu", "GPU-bbbb0002", [0]),
-                            ("nvidia.com/gpu", "GPU-cccc0003", [1])]
+    kubelet.fake.devices = [
+        ("nvidia.com/gpu", "GPU-aaaa0001", [0]),
+        ("nvidia.com/gpu", "GPU-bbbb0002", [0]),
+        ("nvidia.com/gpu", "GPU-cccc0003", [1]),
+    ]
     kubelet.plugin_socket("nvidia-gpu.sock")
-    nvml: dict[str, NvmlFacts] = {"GPU-aaaa0001": dict(H100), "GPU-bbbb0002": dict(L4),  # type: ignore[dict-item]
-                                  "GPU-cccc0003": dict(L4)}  # type: ignore[dict-item]
-    settings = Settings(node_name=node, kubelet_dir=str(kubelet.dir), state_dir=str(tmp_path / "state"),
-                        poll_interval=0.25, settle_period=1.0, kubeconfig=str(control_plane.kubeconfig))
+    nvml: dict[str, NvmlFacts] = {
+        "GPU-aaaa0001": dict(H100),
+        "GPU-bbbb0002": dict(L4),  # type: ignore[dict-item]
+        "GPU-cccc0003": dict(L4),
+    }  # type: ignore[dict-item]
+    settings = Settings(
+        node_name=node,
+        kubelet_dir=str(kubelet.dir),
+        state_dir=str(tmp_path / "state"),
+        poll_interval=0.25,
+        settle_period=1.0,
+        kubeconfig=str(control_plane.kubeconfig),
+    )
     client = await connect(settings.kubeconfig)
     api = ApiServer(client)
     publisher = Publisher(api, node, CATALOG.bridge_driver)
-    agent = Agent(settings, CATALOG, PodResourcesClient(kubelet.socket), InventoryStore(settings.state_dir), api,
-                  publisher, nvml_probe=lambda: nvml)
+    agent = Agent(
+        settings,
+        CATALOG,
+        PodResourcesClient(kubelet.socket),
+        InventoryStore(settings.state_dir),
+        api,
+        publisher,
+        nvml_probe=lambda: nvml,
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(agent.run(stop))
     node_path = api_path("v1", "nodes", name=node)
@@ -133,19 +164,45 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
         # 3. a claim with translate's product selector lands on the H100
         for cls in CATALOG.device_classes([]):
             if cls["metadata"]["name"] == "nvidia-gpu.dra-bridge.io" and not kube.exists(
-                    api_path(V1, "deviceclasses", name="nvidia-gpu.dra-bridge.io")):
+                api_path(V1, "deviceclasses", name="nvidia-gpu.dra-bridge.io")
+            ):
                 kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
                 created_class.append(cls["metadata"]["name"])
         selector = ex.product_in("gpu.nvidia.com", "productName", ["NVIDIA-H100-80GB-HBM3"])
-        claim = {"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "gpu"},
-                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                     "deviceClassName": "nvidia-gpu.dra-bridge.io", "selectors": [{"cel": {"expression": selector}}]}}]}}}
+        claim = {
+            "apiVersion": V1,
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpu",
+                            "exactly": {
+                                "deviceClassName": "nvidia-gpu.dra-bridge.io",
+                                "selectors": [{"cel": {"expression": selector}}],
+                            },
+                        }
+                    ]
+                }
+            },
+        }
         kube.create(api_path(V1, "resourceclaims", namespace), claim)
-        kube.create(api_path("v1", "pods", namespace), {"metadata": {"name": "p"}, "spec": {
-            "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
-            "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}})
-        allocated = await wait(lambda: kube.get(api_path(V1, "resourceclaims", namespace, "gpu"))
-                               .get("status", {}).get("allocation"), 30, "claim allocated")
+        kube.create(
+            api_path("v1", "pods", namespace),
+            {
+                "metadata": {"name": "p"},
+                "spec": {
+                    "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}],
+                },
+            },
+        )
+        allocated = await wait(
+            lambda: kube.get(api_path(V1, "resourceclaims", namespace, "gpu")).get("status", {}).get("allocation"),
+            30,
+            "claim allocated",
+        )
         (result,) = allocated["devices"]["results"]
         by_name = {d["name"]: d for s in our_slices(kube, node) for d in s["spec"]["devices"]}
         assert result["driver"] == "dra-bridge.io" and result["pool"] == node
@@ -153,18 +210,25 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
 
         # 4. steady state: zero writes
         await asyncio.sleep(1.0)
-        before = (publisher.stats.writes, agent.node_writes,
-                  [s["metadata"]["resourceVersion"] for s in our_slices(kube, node)])
+        before = (
+            publisher.stats.writes,
+            agent.node_writes,
+            [s["metadata"]["resourceVersion"] for s in our_slices(kube, node)],
+        )
         await asyncio.sleep(STEADY_SECONDS)
-        after = (publisher.stats.writes, agent.node_writes,
-                 [s["metadata"]["resourceVersion"] for s in our_slices(kube, node)])
+        after = (
+            publisher.stats.writes,
+            agent.node_writes,
+            [s["metadata"]["resourceVersion"] for s in our_slices(kube, node)],
+        )
         assert after == before, "a steady state must make no API writes"
 
         # 5. NVML lost a GPU: slice updated, generation bumped
         generation = our_slices(kube, node)[0]["spec"]["pool"]["generation"]
         del nvml["GPU-cccc0003"]
-        slices = await wait(lambda: (s := our_slices(kube, node)) and len(device_ids(s)) == 2 and s, 10,
-                            "slice updated")
+        slices = await wait(
+            lambda: (s := our_slices(kube, node)) and len(device_ids(s)) == 2 and s, 10, "slice updated"
+        )
         assert slices[0]["spec"]["pool"]["generation"] == generation + 1
 
         # 6. deleted by hand: comes back
@@ -172,11 +236,20 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
         await wait(lambda: len(device_ids(our_slices(kube, node))) == 2, 10, "slice re-created")
 
         # 7. another driver lists our UUID: publication stops
-        kube.create(api_path(V1, "resourceslices"), {"apiVersion": V1, "kind": "ResourceSlice",
-                    "metadata": {"name": f"{node}-vendor"},
-                    "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {
-                        "name": node, "generation": 0, "resourceSliceCount": 1},
-                        "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": "GPU-aaaa0001"}}}]}})
+        kube.create(
+            api_path(V1, "resourceslices"),
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-vendor"},
+                "spec": {
+                    "driver": "gpu.nvidia.com",
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+                    "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": "GPU-aaaa0001"}}}],
+                },
+            },
+        )
         await wait(lambda: our_slices(kube, node) == [], 10, "publication stopped")
         assert "other-driver" in agent.health.interlocks
         events = kube.list(api_path("v1", "events", "default"), field_selector=f"involvedObject.name={node}")
@@ -201,24 +274,37 @@ def documented_policy(namespace: str) -> list[dict[str, Any]]:
 
 
 def token_request(kube: KubeClient, ns: str, sa: str, pod: dict[str, Any]) -> str:
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 600,
-                     "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
-                                        "uid": pod["metadata"]["uid"]}}}
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {
+            "expirationSeconds": 600,
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod["metadata"]["name"],
+                "uid": pod["metadata"]["uid"],
+            },
+        },
+    }
     result = kube.create(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token", body)
     token: str = result["status"]["token"]
     return token
 
 
-def as_token(cp: ControlPlane, token: str, method: str, path: str, body: Any = None,
-             content_type: str = "application/json") -> tuple[int, Any]:
+def as_token(
+    cp: ControlPlane, token: str, method: str, path: str, body: Any = None, content_type: str = "application/json"
+) -> tuple[int, Any]:
     url = urllib.parse.urlsplit(cp.server)
     ctx = ssl.create_default_context(cafile=str(cp.ca_file))
     conn = http.client.HTTPSConnection(url.hostname or "127.0.0.1", url.port or 443, context=ctx, timeout=30)
     try:
-        conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                     headers={"Authorization": f"Bearer {token}", "Content-Type": content_type,
-                              "Accept": "application/json"})
+        conn.request(
+            method,
+            path,
+            body=json.dumps(body) if body is not None else None,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": content_type, "Accept": "application/json"},
+        )
         resp = conn.getresponse()
         raw = resp.read()
     finally:
@@ -227,8 +313,11 @@ def as_token(cp: ControlPlane, token: str, method: str, path: str, body: Any = N
 
 
 def make_slice(name: str, node: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"driver": "dra-bridge.io", "pool": {"name": node or "all", "generation": 0,
-                                                               "resourceSliceCount": 1}, "devices": []}
+    spec: dict[str, Any] = {
+        "driver": "dra-bridge.io",
+        "pool": {"name": node or "all", "generation": 0, "resourceSliceCount": 1},
+        "devices": [],
+    }
     if node:
         spec["nodeName"] = node
     else:
@@ -237,21 +326,36 @@ def make_slice(name: str, node: str | None) -> dict[str, Any]:
 
 
 def test_documented_policy_pins_slice_writes_to_the_agents_node(
-        control_plane: ControlPlane, kube: KubeClient, namespace: str) -> None:
+    control_plane: ControlPlane, kube: KubeClient, namespace: str
+) -> None:
     suffix = uuid.uuid4().hex[:6]
     node_a, node_b = f"vap-a-{suffix}", f"vap-b-{suffix}"
     for n in (node_a, node_b):
         create_fake_node(kube, n)
     kube.create(api_path("v1", "serviceaccounts", namespace), {"metadata": {"name": "dra-bridge"}})
     role = f"dra-bridge-e2e-{suffix}"
-    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": role},
-                                                                    "rules": rbac_rules(API_CALLS)})
-    kube.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-        "metadata": {"name": role}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                                 "name": role},
-        "subjects": [{"kind": "ServiceAccount", "name": "dra-bridge", "namespace": namespace}]})
-    pod = kube.create(api_path("v1", "pods", namespace), {"metadata": {"name": "agent"}, "spec": {
-        "serviceAccountName": "dra-bridge", "nodeName": node_a, "containers": [{"name": "c", "image": "busybox"}]}})
+    kube.create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles", {"metadata": {"name": role}, "rules": rbac_rules(API_CALLS)}
+    )
+    kube.create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        {
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": "dra-bridge", "namespace": namespace}],
+        },
+    )
+    pod = kube.create(
+        api_path("v1", "pods", namespace),
+        {
+            "metadata": {"name": "agent"},
+            "spec": {
+                "serviceAccountName": "dra-bridge",
+                "nodeName": node_a,
+                "containers": [{"name": "c", "image": "busybox"}],
+            },
+        },
+    )
     docs = documented_policy(namespace)
     assert [d["kind"] for d in docs] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 2
     names = []
@@ -264,9 +368,11 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
     token = token_request(kube, namespace, "dra-bridge", pod)
     created: list[str] = []
     try:
+
         def refused_for_b() -> Any:
-            status, body = as_token(control_plane, token, "POST", api_path(V1, "resourceslices"),
-                                    make_slice(f"{node_b}-probe", node_b))
+            status, body = as_token(
+                control_plane, token, "POST", api_path(V1, "resourceslices"), make_slice(f"{node_b}-probe", node_b)
+            )
             if status < 300:
                 created.append(f"{node_b}-probe")
                 kube.delete(api_path(V1, "resourceslices", name=f"{node_b}-probe"), ignore_missing=True)
@@ -275,25 +381,46 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
 
         status, body = wait_for(refused_for_b, 30, "the policy to take effect")
         assert status in (403, 422) and node_a in body["message"], body
-        status, body = as_token(control_plane, token, "POST", api_path(V1, "resourceslices"),
-                                make_slice(f"{node_a}-own", node_a))
+        status, body = as_token(
+            control_plane, token, "POST", api_path(V1, "resourceslices"), make_slice(f"{node_a}-own", node_a)
+        )
         assert status == 201, body
         created.append(f"{node_a}-own")
-        status, body = as_token(control_plane, token, "POST", api_path(V1, "resourceslices"),
-                                make_slice(f"all-{suffix}", None))
+        status, body = as_token(
+            control_plane, token, "POST", api_path(V1, "resourceslices"), make_slice(f"all-{suffix}", None)
+        )
         assert status in (403, 422), body
         status, body = as_token(control_plane, token, "DELETE", api_path(V1, "resourceslices", name=f"{node_a}-own"))
         assert status == 200, body
 
         # nodes/status, as the agent writes it (strategic merge patch of one condition)
         def condition(node: str) -> tuple[int, Any]:
-            patch = {"status": {"conditions": [{"type": "DRABridgePreparedClaims", "status": "False",
-                                                "reason": "NoPreparedClaims", "message": "e2e"}]}}
-            return as_token(control_plane, token, "PATCH", f"/api/v1/nodes/{node}/status", patch,
-                            "application/strategic-merge-patch+json")
+            patch = {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "DRABridgePreparedClaims",
+                            "status": "False",
+                            "reason": "NoPreparedClaims",
+                            "message": "e2e",
+                        }
+                    ]
+                }
+            }
+            return as_token(
+                control_plane,
+                token,
+                "PATCH",
+                f"/api/v1/nodes/{node}/status",
+                patch,
+                "application/strategic-merge-patch+json",
+            )
 
-        status, body = wait_for(lambda: (lambda r: r if r[0] >= 300 else None)(condition(node_b)), 30,
-                                "the nodes/status policy to take effect")
+        status, body = wait_for(
+            lambda: (lambda r: r if r[0] >= 300 else None)(condition(node_b)),
+            30,
+            "the nodes/status policy to take effect",
+        )
         assert status in (403, 422) and f"may only set the status of Node {node_a}" in body["message"], body
         status, body = condition(node_a)
         assert status == 200, body
@@ -302,25 +429,33 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
     finally:
         for name in created:
             kube.delete(api_path(V1, "resourceslices", name=name), ignore_missing=True)
-        for path in (*(f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{n}" for n in names),
-                     *(f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{n}" for n in names),
-                     f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
-                     f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}",
-                     api_path("v1", "nodes", name=node_a), api_path("v1", "nodes", name=node_b)):
+        for path in (
+            *(f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{n}" for n in names),
+            *(f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{n}" for n in names),
+            f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
+            f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}",
+            api_path("v1", "nodes", name=node_a),
+            api_path("v1", "nodes", name=node_b),
+        ):
             with contextlib.suppress(KubeError):
                 kube.delete(path, ignore_missing=True)
 
 
 async def test_the_watch_brings_a_deleted_slice_back_long_before_the_resync(
-        control_plane: ControlPlane, kube: KubeClient) -> None:
+    control_plane: ControlPlane, kube: KubeClient
+) -> None:
     """The publisher alone against the real API server, resync one hour: a slice deleted by
     hand (as a restarting kubelet does) is back within seconds, through the watch."""
     node = f"watch-e2e-{uuid.uuid4().hex[:6]}"
     create_fake_node(kube, node)
     client = await connect(str(control_plane.kubeconfig))
     publisher = Publisher(ApiServer(client), node, "dra-bridge.io")
-    publisher.update(build_devices([InventoryDevice(resourceName="nvidia.com/gpu", deviceID=f"GPU-w{i}",
-                                                    numaNodes=[0]) for i in range(2)], CATALOG)[0])
+    publisher.update(
+        build_devices(
+            [InventoryDevice(resourceName="nvidia.com/gpu", deviceID=f"GPU-w{i}", numaNodes=[0]) for i in range(2)],
+            CATALOG,
+        )[0]
+    )
     stop = asyncio.Event()
     tasks = [asyncio.create_task(publisher.run(stop, resync=3600)), asyncio.create_task(publisher.watch(stop))]
     try:
@@ -328,8 +463,11 @@ async def test_the_watch_brings_a_deleted_slice_back_long_before_the_resync(
         await asyncio.sleep(1.0)
         assert publisher.stats.writes == 1, "our own create, seen by the watch, must not cause a write"
         kube.delete(api_path(V1, "resourceslices", name=first["metadata"]["name"]))
-        (back,) = await wait(lambda: (s := our_slices(kube, node)) and s[0]["metadata"]["uid"] !=
-                             first["metadata"]["uid"] and s, 10, "slice re-created by the watch")
+        (back,) = await wait(
+            lambda: (s := our_slices(kube, node)) and s[0]["metadata"]["uid"] != first["metadata"]["uid"] and s,
+            10,
+            "slice re-created by the watch",
+        )
         assert device_ids([back]) == ["GPU-w0", "GPU-w1"] and publisher.stats.creates == 2
     finally:
         stop.set()

@@ -66,15 +66,18 @@ def cluster(kube: KubeClient, classes: None) -> Iterator[tuple[str, list[Cluster
         name = f"{node['metadata']['name']}-{run}"
         labels = {**node["metadata"]["labels"], "kubernetes.io/hostname": name, RUN_LABEL: run}
         gpus = node["status"]["allocatable"]["nvidia.com/gpu"]
-        created = create_fake_node(kube, name, labels=labels, capacity={"nvidia.com/gpu": gpus},
-                                   taints=node["spec"]["taints"])
+        created = create_fake_node(
+            kube, name, labels=labels, capacity={"nvidia.com/gpu": gpus}, taints=node["spec"]["taints"]
+        )
         objects.append(created)
     nodes = [cluster_node(n) for n in objects]
     slices = []
     for name, spec in cluster_devices(nodes, [], CATALOG).slices:
         body = {k: v for k, v in spec.items() if v != []}  # the check's form lists no sharedCounters as []
-        kube.create(api_path(V1, "resourceslices"), {"apiVersion": V1, "kind": "ResourceSlice",
-                                                     "metadata": {"name": name}, "spec": body})
+        kube.create(
+            api_path(V1, "resourceslices"),
+            {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": body},
+        )
         slices.append(name)
     yield run, nodes
     for name in slices:
@@ -85,12 +88,14 @@ def cluster(kube: KubeClient, classes: None) -> Iterator[tuple[str, list[Cluster
 
 def _scheduled(kube: KubeClient, path: str) -> dict[str, Any]:
     """The pod once bound, or once reported Unschedulable."""
+
     def decided() -> dict[str, Any] | None:
         pod = kube.get(path)
         if pod["spec"].get("nodeName"):
             return pod
         cond = [c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"]
         return pod if cond and cond[0]["status"] == "False" and cond[0].get("reason") == "Unschedulable" else None
+
     return wait_for(decided, 60, f"{path} to be bound or reported unschedulable")
 
 
@@ -103,8 +108,9 @@ def _allocations(kube: KubeClient, namespace: str, pod: dict[str, Any]) -> list[
 
 
 @pytest.mark.parametrize("model", ["dra", "legacy"])
-def test_the_checks_verdict_per_pod_is_the_real_schedulers(kube: KubeClient, namespace: str,
-                                                           cluster: tuple[str, list[ClusterNode]], model: str) -> None:
+def test_the_checks_verdict_per_pod_is_the_real_schedulers(
+    kube: KubeClient, namespace: str, cluster: tuple[str, list[ClusterNode]], model: str
+) -> None:
     run, nodes = cluster
     slices = cluster_devices(nodes, [], CATALOG).slices
     features = parse_gates(None)
@@ -117,8 +123,9 @@ def test_the_checks_verdict_per_pod_is_the_real_schedulers(kube: KubeClient, nam
         assert converted.templates, case.name
         templates = {t["metadata"]["name"]: t for t in converted.templates}
         demand = workload_demand(legacy, converted.obj, templates)
-        result = check_capacity([demand], nodes, slices, CLASSES, features, held_allocations=held_allocations,
-                                held_legacy=held_legacy)
+        result = check_capacity(
+            [demand], nodes, slices, CLASSES, features, held_allocations=held_allocations, held_legacy=held_legacy
+        )
         fit = result.workloads[0].pods[0]
         expected = fit.fits if model == "dra" else fit.legacy_fits
         if model == "dra":

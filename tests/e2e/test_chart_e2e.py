@@ -33,10 +33,12 @@ ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
 def _paths(obj: Obj) -> str:
     group_version = obj["apiVersion"]
-    plural = {"MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
-              "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-              "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
-              "DeviceClass": "deviceclasses"}[obj["kind"]]
+    plural = {
+        "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+        "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+        "DeviceClass": "deviceclasses",
+    }[obj["kind"]]
     return f"/apis/{group_version}/{plural}"
 
 
@@ -46,12 +48,22 @@ def _kube_version(cp: ControlPlane) -> str:
 
 @pytest.mark.parametrize("values", CI_VALUES, ids=[p.name.removesuffix("-values.yaml") for p in CI_VALUES])
 def test_rendered_admission_objects_are_accepted_by_the_api_server(
-        control_plane: ControlPlane, kube: KubeClient, values: Path) -> None:
+    control_plane: ControlPlane, kube: KubeClient, values: Path
+) -> None:
     if "kube-version" in values.read_text():
         pytest.skip("rendered for another Kubernetes version than this control plane's")
     objs = template(helm_binaries(("4",))["4"], values, kube_version=_kube_version(control_plane))
-    checked = [o for o in objs if o["kind"] in ("MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
-                                                "ValidatingAdmissionPolicyBinding", "DeviceClass")]
+    checked = [
+        o
+        for o in objs
+        if o["kind"]
+        in (
+            "MutatingWebhookConfiguration",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            "DeviceClass",
+        )
+    ]
     assert any(o["kind"] == "MutatingWebhookConfiguration" for o in checked)
     for obj in checked:
         obj = {**obj, "metadata": {**obj["metadata"], "name": f"{obj['metadata']['name']}-dry"}}
@@ -64,8 +76,13 @@ def test_rendered_admission_objects_are_accepted_by_the_api_server(
 def release(request: pytest.FixtureRequest, control_plane: ControlPlane, kube: KubeClient) -> Iterator[dict[str, Any]]:
     major = request.param
     suffix = uuid.uuid4().hex[:6]
-    rel = {"name": f"chart-{suffix}", "namespace": f"chart-{suffix}", "helm": helm_binaries((major,))[major],
-           "kubeconfig": str(control_plane.kubeconfig), "fullname": f"chart-{suffix}-dra-bridge"}
+    rel = {
+        "name": f"chart-{suffix}",
+        "namespace": f"chart-{suffix}",
+        "helm": helm_binaries((major,))[major],
+        "kubeconfig": str(control_plane.kubeconfig),
+        "fullname": f"chart-{suffix}-dra-bridge",
+    }
     create_namespace(kube, rel["namespace"])
     yield rel
     with contextlib.suppress(AssertionError):
@@ -86,9 +103,14 @@ def _labelled_namespace(kube: KubeClient, mode: str, *extra: tuple[str, str]) ->
 
 
 def _gpu_pod(resource: str = "nvidia.com/gpu") -> Obj:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "p-"},
-            "spec": {"containers": [{"name": "c", "image": "registry.invalid/x",
-                                     "resources": {"limits": {resource: "1"}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "p-"},
+        "spec": {
+            "containers": [{"name": "c", "image": "registry.invalid/x", "resources": {"limits": {resource: "1"}}}]
+        },
+    }
 
 
 def _refused_by_webhook(kube: KubeClient, namespace: str, pod: Obj) -> str:
@@ -114,8 +136,12 @@ def test_install_scope_upgrade_and_uninstall(kube: KubeClient, release: dict[str
         assert "failed calling webhook" in _refused_by_webhook(kube, enforced, _gpu_pod("nvidia.com/mig-1g.10gb"))
         # matchConditions false: the webhook is never called.
         assert _refused_by_webhook(kube, enforced, _gpu_pod("nvidia.com/gpu-10gb")) == ""
-        assert _refused_by_webhook(kube, enforced, {**_gpu_pod(), "spec": {"containers": [
-            {"name": "c", "image": "registry.invalid/x"}]}}) == ""
+        assert (
+            _refused_by_webhook(
+                kube, enforced, {**_gpu_pod(), "spec": {"containers": [{"name": "c", "image": "registry.invalid/x"}]}}
+            )
+            == ""
+        )
         # namespaceSelector: never kube-system, the release namespace or an opted-out namespace.
         for excluded in ("kube-system", ns, opted_out):
             assert _refused_by_webhook(kube, excluded, _gpu_pod()) == "", excluded
@@ -128,7 +154,9 @@ def test_install_scope_upgrade_and_uninstall(kube: KubeClient, release: dict[str
             kube.delete(api_path("v1", "namespaces", name=name), ignore_missing=True)
 
     secret = kube.get(api_path("v1", "secrets", ns, f"{full}-webhook-tls"))
-    assert base64.b64decode(reg["webhooks"][0]["clientConfig"]["caBundle"]) == base64.b64decode(secret["data"]["ca.crt"])
+    assert base64.b64decode(reg["webhooks"][0]["clientConfig"]["caBundle"]) == base64.b64decode(
+        secret["data"]["ca.crt"]
+    )
     _helm(release, "upgrade", release["name"], str(CHART), "--set", "webhook.enforce.failurePolicy=Ignore")
     after = kube.get(api_path("v1", "secrets", ns, f"{full}-webhook-tls"))
     assert after["data"] == secret["data"], "helm upgrade generated a new pair instead of reusing it (lookup)"
@@ -137,16 +165,26 @@ def test_install_scope_upgrade_and_uninstall(kube: KubeClient, release: dict[str
     assert reg["webhooks"][0]["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
 
     manifest = [d for d in yaml.safe_load_all(_helm(release, "get", "manifest", release["name"])) if d]
-    cluster_scoped = [d for d in manifest if d["kind"] in ("MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
-                                                           "ValidatingAdmissionPolicyBinding", "ClusterRole",
-                                                           "ClusterRoleBinding")]
+    cluster_scoped = [
+        d
+        for d in manifest
+        if d["kind"]
+        in (
+            "MutatingWebhookConfiguration",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            "ClusterRole",
+            "ClusterRoleBinding",
+        )
+    ]
     assert {d["kind"] for d in cluster_scoped} >= {"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy"}
     _helm(release, "uninstall", release["name"], "--wait")
     assert not kube.exists(f"{ADMISSION}/mutatingwebhookconfigurations/{full}")
-    assert not [h for h in kube.list(f"{ADMISSION}/mutatingwebhookconfigurations")
-                if h["metadata"]["name"] == full]
+    assert not [h for h in kube.list(f"{ADMISSION}/mutatingwebhookconfigurations") if h["metadata"]["name"] == full]
     for d in cluster_scoped:
         kind = d["kind"]
-        path = {"ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-                "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"}.get(kind) or _paths(d)
+        path = {
+            "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        }.get(kind) or _paths(d)
         assert not kube.exists(f"{path}/{d['metadata']['name']}"), f"{kind} {d['metadata']['name']} left behind"

@@ -68,8 +68,13 @@ def find_helm() -> Path:
 
 
 def helm(cluster: PodCluster, *args: str) -> str:
-    proc = subprocess.run([str(find_helm()), *args, "--kubeconfig", str(cluster.control_plane.kubeconfig)],
-                          capture_output=True, text=True, check=False, timeout=150)
+    proc = subprocess.run(
+        [str(find_helm()), *args, "--kubeconfig", str(cluster.control_plane.kubeconfig)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=150,
+    )
     assert proc.returncode == 0, f"helm {' '.join(args)}: {proc.stderr}"
     return proc.stdout
 
@@ -80,35 +85,77 @@ def release_values(cluster: PodCluster, state: Path) -> dict[str, Any]:
     return {
         "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
         "webhook": {"replicas": 1},
-        "agent": {"kubeletDir": str(node.root_dir), "cdiDirs": [str(node.cdi_dir)], "stateDir": str(state),
-                  "settlePeriod": 1, "pollInterval": 1},
+        "agent": {
+            "kubeletDir": str(node.root_dir),
+            "cdiDirs": [str(node.cdi_dir)],
+            "stateDir": str(state),
+            "settlePeriod": 1,
+            "pollInterval": 1,
+        },
     }
 
 
 def legacy_deployment(node: RealNode, name: str) -> Obj:
     labels = {"app": name}
-    return {"metadata": {"name": name}, "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-        "metadata": {"labels": labels}, "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
-            "name": "cuda", "image": node.env["BUSYBOX_IMAGE"], "imagePullPolicy": "Never",
-            "command": ["sh", "-c", shows()], "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "cuda",
+                            "image": node.env["BUSYBOX_IMAGE"],
+                            "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", shows()],
+                            "resources": {"limits": {"nvidia.com/gpu": 1}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
 
 
 def gpu_pod(node: RealNode, name: str) -> Obj:
-    return {"metadata": {"name": name}, "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
-        "name": "cuda", "image": node.env["BUSYBOX_IMAGE"], "imagePullPolicy": "Never",
-        "command": ["sleep", "3600"], "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "cuda",
+                    "image": node.env["BUSYBOX_IMAGE"],
+                    "imagePullPolicy": "Never",
+                    "command": ["sleep", "3600"],
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ],
+        },
+    }
 
 
 def running_pod(kube: KubeClient, ns: str, app: str) -> Obj | None:
-    return next((p for p in kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}")
-                 if p.get("status", {}).get("phase") == "Running"), None)
+    return next(
+        (
+            p
+            for p in kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}")
+            if p.get("status", {}).get("phase") == "Running"
+        ),
+        None,
+    )
 
 
 def pods_state(kube: KubeClient, ns: str) -> list[Any]:
     out: list[Any] = []
     for p in kube.list(api_path("v1", "pods", ns)):
-        out.append([p["metadata"]["name"], p.get("status", {}).get("phase"),
-                    p.get("status", {}).get("containerStatuses")])
+        out.append(
+            [p["metadata"]["name"], p.get("status", {}).get("phase"), p.get("status", {}).get("containerStatuses")]
+        )
         try:
             out.append(log_of(kube, ns, p["metadata"]["name"])[-2000:])
         except KubeError as err:
@@ -117,8 +164,11 @@ def pods_state(kube: KubeClient, ns: str) -> list[Any]:
 
 
 def webhook_deployment(kube: KubeClient, ns: str) -> str:
-    (deploy,) = [d["metadata"]["name"] for d in kube.list(api_path("apps/v1", "deployments", ns))
-                 if d["metadata"]["name"].endswith("-webhook")]
+    (deploy,) = [
+        d["metadata"]["name"]
+        for d in kube.list(api_path("apps/v1", "deployments", ns))
+        if d["metadata"]["name"].endswith("-webhook")
+    ]
     return str(deploy)
 
 
@@ -156,8 +206,20 @@ def test_helm_install_converts_prepares_and_uninstalls_cleanly(cluster: PodClust
     granted: dict[str, set[ApiCall]] = {}
     accounts: dict[str, str] = {}
     try:
-        helm(cluster, "install", release, str(CHART), "--namespace", rns, "--create-namespace", "--values",
-             str(values), "--wait", "--timeout", "120s")
+        helm(
+            cluster,
+            "install",
+            release,
+            str(CHART),
+            "--namespace",
+            rns,
+            "--create-namespace",
+            "--values",
+            str(values),
+            "--wait",
+            "--timeout",
+            "120s",
+        )
         installed = True
         print(f"\nhelm install --wait {time.monotonic() - began:.1f}s after the start")
         for sa in kube.list(api_path("v1", "serviceaccounts", rns)):
@@ -169,16 +231,21 @@ def test_helm_install_converts_prepares_and_uninstalls_cleanly(cluster: PodClust
 
         # the hand-over of this node: the agent publishes the recorded inventory
         set_mode(kube, node.name, "dra")
-        published = wait_for(lambda: published_ids(kube, node.name), 60, "the agent's slices",
-                             observe=lambda: pods_state(kube, rns))
+        published = wait_for(
+            lambda: published_ids(kube, node.name), 60, "the agent's slices", observe=lambda: pods_state(kube, rns)
+        )
         assert sorted(published.values()) == UUIDS
 
         # a legacy Deployment in an enforced namespace: converted, allocated, prepared, running
         create_namespace(kube, work)
         kube.patch(api_path("v1", "namespaces", name=work), {"metadata": {"labels": {NS_LABEL: "enforce"}}})
         kube.create(api_path("apps/v1", "deployments", work), legacy_deployment(node, "trainer"))
-        pod = wait_for(lambda: running_pod(kube, work, "trainer"), 90, "the converted Deployment's pod Running",
-                       observe=lambda: [pods_state(kube, work), pods_state(kube, rns)])
+        pod = wait_for(
+            lambda: running_pod(kube, work, "trainer"),
+            90,
+            "the converted Deployment's pod Running",
+            observe=lambda: [pods_state(kube, work), pods_state(kube, rns)],
+        )
         assert CONVERTED_LABEL in pod["metadata"]["labels"], pod["metadata"]
         claim = claim_of(kube, work, pod, pod["spec"]["resourceClaims"][0]["name"])
         (result,) = claim["status"]["allocation"]["devices"]["results"]
@@ -201,8 +268,7 @@ def test_helm_install_converts_prepares_and_uninstalls_cleanly(cluster: PodClust
         message = refusal(kube, work, gpu_pod(node, "refused"))
         assert "failed calling webhook" in message and deploy in message, message
         upgrade(cluster, release, rns, "webhook.enforce.failurePolicy=Ignore")
-        wait_for(lambda: refusal(kube, work, gpu_pod(node, "ignored")) == "", 30,
-                 "pod creation going on under Ignore")
+        wait_for(lambda: refusal(kube, work, gpu_pod(node, "ignored")) == "", 30, "pod creation going on under Ignore")
 
         helm(cluster, "uninstall", release, "--namespace", rns, "--wait", "--timeout", "60s")
         installed = False
@@ -212,8 +278,20 @@ def test_helm_install_converts_prepares_and_uninstalls_cleanly(cluster: PodClust
         print(f"whole test {time.monotonic() - began:.1f}s")
     finally:
         if installed:
-            subprocess.run([str(find_helm()), "uninstall", release, "--namespace", rns, "--wait",
-                            "--kubeconfig", str(cluster.control_plane.kubeconfig)], check=False, timeout=90)
+            subprocess.run(
+                [
+                    str(find_helm()),
+                    "uninstall",
+                    release,
+                    "--namespace",
+                    rns,
+                    "--wait",
+                    "--kubeconfig",
+                    str(cluster.control_plane.kubeconfig),
+                ],
+                check=False,
+                timeout=90,
+            )
         toolkit.unlink(missing_ok=True)
         set_mode(kube, node.name, None)
         kube.patch(api_path("v1", "nodes", name=node.name), {"metadata": {"labels": {GPU_LABEL: None}}})

@@ -65,40 +65,100 @@ def ns(cluster: PodCluster) -> Iterator[str]:
 
 def test_entry_points_run_as_the_images_non_root_user(cluster: PodCluster, ns: str) -> None:
     kube = cluster.control_plane.client()
-    script = ("id -u; dra-migrate --version; dra-webhook --version; dra-bridge --version; "
-              "dra-migrate convert --help >/dev/null && echo convert-help; "
-              "touch /probe 2>/dev/null || echo read-only-root")
-    kube.create(api_path("v1", "pods", ns), {"metadata": {"name": "entry-points"}, "spec": {
-        "restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False,
-        "containers": [{"name": "main", "image": cluster.image, "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", script], "securityContext": HARDENED}]}})
-    pod = wait_for_object(kube, api_path("v1", "pods", ns, "entry-points"),
-                          lambda p: p.get("status", {}).get("phase") in ("Succeeded", "Failed"), 60,
-                          "pod entry-points done")
+    script = (
+        "id -u; dra-migrate --version; dra-webhook --version; dra-bridge --version; "
+        "dra-migrate convert --help >/dev/null && echo convert-help; "
+        "touch /probe 2>/dev/null || echo read-only-root"
+    )
+    kube.create(
+        api_path("v1", "pods", ns),
+        {
+            "metadata": {"name": "entry-points"},
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "automountServiceAccountToken": False,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": cluster.image,
+                        "imagePullPolicy": "Never",
+                        "command": ["sh", "-c", script],
+                        "securityContext": HARDENED,
+                    }
+                ],
+            },
+        },
+    )
+    pod = wait_for_object(
+        kube,
+        api_path("v1", "pods", ns, "entry-points"),
+        lambda p: p.get("status", {}).get("phase") in ("Succeeded", "Failed"),
+        60,
+        "pod entry-points done",
+    )
     log = log_of(kube, ns, "entry-points")
     assert pod["status"]["phase"] == "Succeeded", log
-    assert log.split() == ["65532", "dra-migrate", "0.1.0", "dra-webhook", "0.1.0", "dra-bridge", "0.1.0",
-                           "convert-help", "read-only-root"], log
+    assert log.split() == [
+        "65532",
+        "dra-migrate",
+        "0.1.0",
+        "dra-webhook",
+        "0.1.0",
+        "dra-bridge",
+        "0.1.0",
+        "convert-help",
+        "read-only-root",
+    ], log
 
 
 def legacy_pod(image: str) -> Obj:
     """A one-GPU pod (for dry runs: the webhook converts it, nothing runs it)."""
-    return {"metadata": {"name": "legacy"}, "spec": {"containers": [{
-        "name": "cuda", "image": image, "command": ["sleep", "3600"],
-        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    return {
+        "metadata": {"name": "legacy"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "cuda",
+                    "image": image,
+                    "command": ["sleep", "3600"],
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        },
+    }
 
 
 def legacy_deployment(node: RealNode, name: str) -> Obj:
     """A one-GPU Deployment as a user wrote it for the device plugin: the container shows its GPUs."""
     labels = {"app": name}
-    return {"metadata": {"name": name}, "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-        "metadata": {"labels": labels}, "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
-            "name": "cuda", "image": node.env["BUSYBOX_IMAGE"], "imagePullPolicy": "Never",
-            "command": ["sh", "-c", shows()], "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "cuda",
+                            "image": node.env["BUSYBOX_IMAGE"],
+                            "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", shows()],
+                            "resources": {"limits": {"nvidia.com/gpu": 1}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
 
 
 def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
-        cluster: PodCluster, ns: str, tmp_path: Path) -> None:
+    cluster: PodCluster, ns: str, tmp_path: Path
+) -> None:
     """The webhook (Deployment behind its Service) and the agent (a pod with the node's
     directories) from the image, each under its own least-privilege ServiceAccount: a legacy
     Deployment in an enforced namespace is converted, its claim allocated on the agent's slices,
@@ -110,8 +170,10 @@ def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
     seed_inventory(state, node.name, [("nvidia.com/gpu", u) for u in UUIDS])
     toolkit = write_toolkit_spec(node.cdi_dir, UUIDS, tmp_path / "identity")
     certs = write_certs(tmp_path / "certs", ns, "dra-webhook")
-    objects = [*manifests.webhook(cluster.image, ns, certs, {MODE_LABEL: "enforce"}),
-               *manifests.agent(cluster.image, ns, node, state)]
+    objects = [
+        *manifests.webhook(cluster.image, ns, certs, {MODE_LABEL: "enforce"}),
+        *manifests.agent(cluster.image, ns, node, state),
+    ]
     workload = f"{ns}-work"
     created: list[str] = []
     granted: dict[str, set[ApiCall]] = {}
@@ -120,22 +182,38 @@ def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
             for path, obj in objects:
                 created.append(f"{path}/{kube.create(path, obj)['metadata']['name']}")
             granted = {sa: granted_calls(kube, ns, sa) for sa in ("dra-webhook", "dra-bridge")}
-            wait_for(lambda: _ready(kube, ns, "dra-webhook"), 60, "the webhook pod Ready",
-                     observe=lambda: _state(kube, ns))
+            wait_for(
+                lambda: _ready(kube, ns, "dra-webhook"), 60, "the webhook pod Ready", observe=lambda: _state(kube, ns)
+            )
             set_mode(kube, node.name, "dra")
-            published = wait_for(lambda: published_ids(kube, node.name), 60, "the agent pod's slices",
-                                 observe=lambda: _state(kube, ns, "dra-bridge"))
+            published = wait_for(
+                lambda: published_ids(kube, node.name),
+                60,
+                "the agent pod's slices",
+                observe=lambda: _state(kube, ns, "dra-bridge"),
+            )
             assert sorted(published.values()) == UUIDS
             create_namespace(kube, workload)
             kube.patch(api_path("v1", "namespaces", name=workload), {"metadata": {"labels": {MODE_LABEL: "enforce"}}})
-            wait_for(lambda: _converted(kube, workload, cluster.image), 30,
-                     "the API server to call the webhook through its Service")
+            wait_for(
+                lambda: _converted(kube, workload, cluster.image),
+                30,
+                "the API server to call the webhook through its Service",
+            )
             kube.create(api_path("apps/v1", "deployments", workload), legacy_deployment(node, "trainer"))
-            pod = wait_for(lambda: next((p for p in kube.list(api_path("v1", "pods", workload),
-                                                              label_selector="app=trainer")
-                                         if p.get("status", {}).get("phase") == "Running"), None),
-                           90, "the converted Deployment's pod Running",
-                           observe=lambda: [kube.list(api_path("v1", "pods", workload)), _state(kube, ns, "dra-bridge")])
+            pod = wait_for(
+                lambda: next(
+                    (
+                        p
+                        for p in kube.list(api_path("v1", "pods", workload), label_selector="app=trainer")
+                        if p.get("status", {}).get("phase") == "Running"
+                    ),
+                    None,
+                ),
+                90,
+                "the converted Deployment's pod Running",
+                observe=lambda: [kube.list(api_path("v1", "pods", workload)), _state(kube, ns, "dra-bridge")],
+            )
             assert CONVERTED_LABEL in pod["metadata"]["labels"], pod["metadata"]
             name = pod["metadata"]["name"]
             claim = claim_of(kube, workload, pod, pod["spec"]["resourceClaims"][0]["name"])
@@ -164,8 +242,9 @@ def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
 
 def _ready(kube: KubeClient, ns: str, app: str) -> bool:
     pods = kube.list(api_path("v1", "pods", ns), label_selector=f"app={app}")
-    return any(c["type"] == "Ready" and c["status"] == "True"
-               for p in pods for c in p.get("status", {}).get("conditions", []))
+    return any(
+        c["type"] == "Ready" and c["status"] == "True" for p in pods for c in p.get("status", {}).get("conditions", [])
+    )
 
 
 def _state(kube: KubeClient, ns: str, app: str = "dra-webhook") -> list[Any]:

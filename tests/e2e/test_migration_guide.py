@@ -47,10 +47,14 @@ UUIDS = ["GPU-5e1f0000-0000-4000-8000-000000000001", "GPU-5e1f0000-0000-4000-800
 DRA_KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"
 PREPARED = "kubectl get node NODE -o jsonpath='{.status.conditions[?(@.type==\"DRABridgePreparedClaims\")].message}'"
 REPORT_CI = "dra-migrate report -f manifests/ --fail-on legacy-request"
-INSTALL = ("helm install dra-bridge charts/dra-bridge --namespace gpu-system --create-namespace "
-           "--set image.repository=REGISTRY/dra-bridge --wait")
-QUOTA = ("kubectl -n team-a patch resourcequota gpu --type merge "
-         "-p '{\"spec\":{\"hard\":{\"nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices\":\"8\"}}}'")
+INSTALL = (
+    "helm install dra-bridge charts/dra-bridge --namespace gpu-system --create-namespace "
+    "--set image.repository=REGISTRY/dra-bridge --wait"
+)
+QUOTA = (
+    "kubectl -n team-a patch resourcequota gpu --type merge "
+    '-p \'{"spec":{"hard":{"nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices":"8"}}}\''
+)
 
 #: Run, in this order (the roll-backs where they can be seen doing what they say).
 RUN = [
@@ -117,29 +121,67 @@ def test_every_command_of_the_guide_is_run_or_skipped() -> None:
     assert len(RUN) == len(set(RUN)) and not set(RUN) & set(SKIPPED)
     assert sorted(set(RUN) | set(SKIPPED)) == sorted(commands), (
         f"new in the guide: {sorted(set(commands) - set(RUN) - set(SKIPPED))}; "
-        f"gone from it: {sorted((set(RUN) | set(SKIPPED)) - set(commands))}")
+        f"gone from it: {sorted((set(RUN) | set(SKIPPED)) - set(commands))}"
+    )
 
 
 def legacy_deployment(busybox: str) -> Obj:
     labels = {"app": "trainer"}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "trainer", "namespace": NS},
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-                "metadata": {"labels": labels}, "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
-                    "name": "cuda", "image": busybox, "imagePullPolicy": "Never", "command": ["sh", "-c", shows()],
-                    "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "trainer", "namespace": NS},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "cuda",
+                            "image": busybox,
+                            "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", shows()],
+                            "resources": {"limits": {"nvidia.com/gpu": 1}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
 
 
 def gpu_pod(busybox: str) -> Obj:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": NS}, "spec": {
-        "containers": [{"name": "cuda", "image": busybox, "command": ["sleep", "1"],
-                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "probe", "namespace": NS},
+        "spec": {
+            "containers": [
+                {
+                    "name": "cuda",
+                    "image": busybox,
+                    "command": ["sleep", "1"],
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ]
+        },
+    }
 
 
 def dry_run(sh: GuideShell, pod_file: Path) -> tuple[Obj, str]:
     """``kubectl create --dry-run=server`` of a GPU pod: (the pod as admitted, kubectl's stderr)."""
-    proc = subprocess.run(["/usr/bin/kubectl", "create", "--dry-run=server", "-o", "yaml", "-f", str(pod_file)],
-                          env={**os.environ, "KUBECONFIG": str(sh.kubeconfig)}, cwd=sh.cwd, capture_output=True,
-                          text=True, check=True, timeout=30)
+    proc = subprocess.run(
+        ["/usr/bin/kubectl", "create", "--dry-run=server", "-o", "yaml", "-f", str(pod_file)],
+        env={**os.environ, "KUBECONFIG": str(sh.kubeconfig)},
+        cwd=sh.cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
     return yaml.safe_load(proc.stdout), proc.stderr
 
 
@@ -148,8 +190,13 @@ def trainer_pods(kube: KubeClient) -> list[Obj]:
 
 
 def until(check: Callable[[], Any], seconds: float, what: str, sh: GuideShell, kube: KubeClient) -> Any:
-    return wait_for(check, seconds, what, interval=0.5,
-                    observe=lambda: [sh.transcript[-3:], pods_state(kube, NS), pods_state(kube, RELEASE_NS)])
+    return wait_for(
+        check,
+        seconds,
+        what,
+        interval=0.5,
+        observe=lambda: [sh.transcript[-3:], pods_state(kube, NS), pods_state(kube, RELEASE_NS)],
+    )
 
 
 def audited(sh: GuideShell, kube: KubeClient, every: float = 5.0) -> str:
@@ -181,9 +228,13 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
     work = tmp_path / "user"
     (work / "manifests").mkdir(parents=True)
     (work / "charts").symlink_to(REPO_ROOT / "charts")
-    sh = GuideShell(cwd=work, kubeconfig=cluster.control_plane.kubeconfig,
-                    path=[helm_dir, REPO_ROOT / ".venv" / "bin", Path("/usr/bin")],
-                    substitutions={"REGISTRY": REGISTRY, "NODE": node.name, "[--api-version V] ": ""}, known=commands)
+    sh = GuideShell(
+        cwd=work,
+        kubeconfig=cluster.control_plane.kubeconfig,
+        path=[helm_dir, REPO_ROOT / ".venv" / "bin", Path("/usr/bin")],
+        substitutions={"REGISTRY": REGISTRY, "NODE": node.name, "[--api-version V] ": ""},
+        known=commands,
+    )
 
     # what the user's cluster already has (see the module docstring)
     node.ctr("images", "tag", cluster.image, f"{REGISTRY}/dra-bridge:{CHART_VERSION}")
@@ -192,16 +243,28 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
     toolkit = write_toolkit_spec(node.cdi_dir, UUIDS, tmp_path / "identity")
     kube.patch(api_path("v1", "nodes", name=node.name), {"metadata": {"labels": gfd_labels(PRODUCT, len(UUIDS))}})
     create_namespace(kube, NS)
-    kube.create(api_path("v1", "resourcequotas", NS), {"metadata": {"name": "gpu"},
-                                                         "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}})
+    kube.create(
+        api_path("v1", "resourcequotas", NS),
+        {"metadata": {"name": "gpu"}, "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}},
+    )
     deployment = legacy_deployment(busybox)
     (work / "manifests" / "trainer.yaml").write_text(yaml.safe_dump(deployment))
     kube.create(api_path("apps/v1", "deployments", NS), deployment)
     (tmp_path / "probe.yaml").write_text(yaml.safe_dump(gpu_pod(busybox)))
     values = tmp_path / "test-node.yaml"
-    values.write_text(yaml.safe_dump({"agent": {
-        "kubeletDir": str(node.root_dir), "cdiDirs": [str(node.cdi_dir)], "stateDir": str(state),
-        "settlePeriod": 1, "pollInterval": 1}}))
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "agent": {
+                    "kubeletDir": str(node.root_dir),
+                    "cdiDirs": [str(node.cdi_dir)],
+                    "stateDir": str(state),
+                    "settlePeriod": 1,
+                    "pollInterval": 1,
+                }
+            }
+        )
+    )
     installed = False
     try:
         # 1. install in audit mode, read the report
@@ -217,14 +280,18 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         entries = {w["name"]: w["namespaceSelector"]["matchExpressions"] for w in registration["webhooks"]}
         assert sorted(entries) == ["audit.webhook.dra-bridge.io", "enforce.webhook.dra-bridge.io"], entries
         for name, expressions in entries.items():
-            excluded = [e["values"] for e in expressions
-                        if e["key"] == "kubernetes.io/metadata.name" and e["operator"] == "NotIn"]
+            excluded = [
+                e["values"]
+                for e in expressions
+                if e["key"] == "kubernetes.io/metadata.name" and e["operator"] == "NotIn"
+            ]
             assert excluded and {"kube-system", RELEASE_NS} <= set(excluded[0]), (name, expressions)
         out = sh.run("kubectl get deviceclasses -l app.kubernetes.io/instance=dra-bridge").stdout
         assert "nvidia-gpu.dra-bridge.io" in out.split(), out
         live = sh.run("dra-migrate report").stdout
-        assert any("Deployment/team-a/trainer" in line and "quota-stops-counting" in line
-                   for line in live.splitlines()), live
+        assert any(
+            "Deployment/team-a/trainer" in line and "quota-stops-counting" in line for line in live.splitlines()
+        ), live
         assert " of 1 converted pods fit" in live, live  # the chart's own pods ask for no device
         sh.run("dra-migrate report -o markdown > migration-report.md")
         assert "trainer" in (work / "migration-report.md").read_text()
@@ -242,23 +309,44 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         assert all(CONVERTED_LABEL not in p["metadata"].get("labels", {}) for p in trainer_pods(kube))
 
         # 2. DRA quotas: until the DRA key exists, an enforced namespace's pods stay legacy
-        kube.patch(api_path("v1", "namespaces", name=NS), {"metadata": {"labels": {"dra-bridge.io/webhook": "enforce"}}})
-        admitted, warnings = until(lambda: (r := dry_run(sh, tmp_path / "probe.yaml")) and "Warning" in r[1] and r,
-                                   30, "the webhook's answer in the enforced namespace", sh, kube)
+        kube.patch(
+            api_path("v1", "namespaces", name=NS), {"metadata": {"labels": {"dra-bridge.io/webhook": "enforce"}}}
+        )
+        admitted, warnings = until(
+            lambda: (r := dry_run(sh, tmp_path / "probe.yaml")) and "Warning" in r[1] and r,
+            30,
+            "the webhook's answer in the enforced namespace",
+            sh,
+            kube,
+        )
         assert "resourceClaims" not in admitted["spec"], admitted["spec"]
         assert "ResourceQuota limits requests.nvidia.com/gpu" in warnings and DRA_KEY in warnings, warnings
         sh.run(QUOTA)
         out = sh.run("kubectl -n team-a describe resourcequota gpu").stdout
         assert any(line.split() == [DRA_KEY, "0", "8"] for line in out.splitlines()), out
-        admitted, warnings = until(lambda: (r := dry_run(sh, tmp_path / "probe.yaml")) and
-                                   "resourceClaims" in r[0]["spec"] and r, 30, "a converted dry-run pod", sh, kube)
+        admitted, warnings = until(
+            lambda: (r := dry_run(sh, tmp_path / "probe.yaml")) and "resourceClaims" in r[0]["spec"] and r,
+            30,
+            "a converted dry-run pod",
+            sh,
+            kube,
+        )
         kube.patch(api_path("v1", "namespaces", name=NS), {"metadata": {"labels": {"dra-bridge.io/webhook": "audit"}}})
 
         # 3. hand over the node pool
         sh.run("kubectl cordon NODE")
         sh.run("kubectl label node -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB dra-bridge.io/mode=dra")
-        out = until(lambda: (o := sh.run("kubectl get events -n default --field-selector reason=PublicationStarted")
-                             .stdout) and "PublicationStarted" in o and o, 60, "PublicationStarted", sh, kube)
+        out = until(
+            lambda: (
+                (o := sh.run("kubectl get events -n default --field-selector reason=PublicationStarted").stdout)
+                and "PublicationStarted" in o
+                and o
+            ),
+            60,
+            "PublicationStarted",
+            sh,
+            kube,
+        )
         assert f"node/{node.name}" in out, out
         out = sh.run("kubectl get resourceslices --field-selector spec.driver=dra-bridge.io,spec.nodeName=NODE").stdout
         assert node.name in out and "dra-bridge.io" in out, out
@@ -269,8 +357,13 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         # 4. enforce one namespace: a new pod is converted, allocated, prepared, running
         sh.run("kubectl label namespace team-a dra-bridge.io/webhook=enforce --overwrite")
         sh.run("kubectl -n team-a rollout restart deploy")
-        pod = until(lambda: next((p for p in trainer_pods(kube) if p["status"].get("phase") == "Running"), None),
-                    90, "the restarted Deployment's pod Running", sh, kube)
+        pod = until(
+            lambda: next((p for p in trainer_pods(kube) if p["status"].get("phase") == "Running"), None),
+            90,
+            "the restarted Deployment's pod Running",
+            sh,
+            kube,
+        )
         assert pod["metadata"]["labels"].get(CONVERTED_LABEL) == "true" and pod["spec"]["resourceClaims"], pod
         assert pod["spec"]["nodeName"] == node.name
         name = pod["metadata"]["name"]
@@ -282,8 +375,13 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
 
         # roll back 4: new pods stay legacy, the running pod keeps its claim
         sh.run("kubectl label namespace team-a dra-bridge.io/webhook=audit --overwrite")
-        until(lambda: "resourceClaims" not in dry_run(sh, tmp_path / "probe.yaml")[0]["spec"], 30,
-              "a new pod left legacy", sh, kube)
+        until(
+            lambda: "resourceClaims" not in dry_run(sh, tmp_path / "probe.yaml")[0]["spec"],
+            30,
+            "a new pod left legacy",
+            sh,
+            kube,
+        )
         assert kube.get(api_path("v1", "pods", NS, name))["status"]["phase"] == "Running"
 
         # roll back 3: slices withdrawn at once, the prepared claim served until its pod ends
@@ -292,8 +390,11 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         until(lambda: sh.run(PREPARED).stdout == "1 prepared claim(s) on this node", 15, "1 prepared claim", sh, kube)
         kube.patch(api_path("apps/v1", "deployments", NS, "trainer"), {"spec": {"replicas": 0}})  # drain
         until(lambda: sh.run(PREPARED).stdout == "0 prepared claim(s) on this node", 60, "0 prepared claims", sh, kube)
-        (condition,) = [c for c in kube.get(api_path("v1", "nodes", name=node.name))["status"]["conditions"]
-                        if c["type"] == "DRABridgePreparedClaims"]
+        (condition,) = [
+            c
+            for c in kube.get(api_path("v1", "nodes", name=node.name))["status"]["conditions"]
+            if c["type"] == "DRABridgePreparedClaims"
+        ]
         assert condition["status"] == "False", condition
         assert prepared_claims(state) == {}
 
@@ -301,7 +402,9 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         assert sh.run(REPORT_CI, ok=False).returncode == 3
 
         # 7. no node reports nvidia.com/gpu capacity
-        out = sh.run("kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.capacity.nvidia\\.com/gpu").stdout
+        out = sh.run(
+            "kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.capacity.nvidia\\.com/gpu"
+        ).stdout
         assert out.split() == ["NAME", "GPU", node.name, "<none>"], out
 
         # roll back 1: the chart's objects go, no webhook registration is left
@@ -329,12 +432,28 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
     finally:
         print("\n".join(sh.transcript))
         if installed:
-            subprocess.run([str(helm_dir / "helm"), "uninstall", "dra-bridge", "-n", RELEASE_NS, "--wait",
-                            "--kubeconfig", str(cluster.control_plane.kubeconfig)], check=False, timeout=90)
+            subprocess.run(
+                [
+                    str(helm_dir / "helm"),
+                    "uninstall",
+                    "dra-bridge",
+                    "-n",
+                    RELEASE_NS,
+                    "--wait",
+                    "--kubeconfig",
+                    str(cluster.control_plane.kubeconfig),
+                ],
+                check=False,
+                timeout=90,
+            )
         toolkit.unlink(missing_ok=True)
-        kube.patch(api_path("v1", "nodes", name=node.name), {
-            "metadata": {"labels": {**dict.fromkeys(gfd_labels(), None), "dra-bridge.io/mode": None}},
-            "spec": {"unschedulable": None}})
+        kube.patch(
+            api_path("v1", "nodes", name=node.name),
+            {
+                "metadata": {"labels": {**dict.fromkeys(gfd_labels(), None), "dra-bridge.io/mode": None}},
+                "spec": {"unschedulable": None},
+            },
+        )
         for ns in (NS, RELEASE_NS):
             kube.delete(api_path("v1", "namespaces", name=ns), ignore_missing=True)
         for s in our_slices(kube, node.name):

@@ -22,18 +22,25 @@ def run_pod(kube: KubeClient, node: RealNode, namespace: str, name: str, script:
         "spec": {
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
-            "containers": [{
-                "name": "main",
-                "image": node.env["BUSYBOX_IMAGE"],
-                "imagePullPolicy": "Never",
-                "command": ["sh", "-c", script],
-            }],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": node.env["BUSYBOX_IMAGE"],
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", script],
+                }
+            ],
         },
     }
     kube.create(api_path("v1", "pods", namespace), pod)
     path = api_path("v1", "pods", namespace, name)
-    done = wait_for_object(kube, path, lambda p: p.get("status", {}).get("phase") in ("Succeeded", "Failed"), 60,
-                           f"pod {namespace}/{name} to finish")
+    done = wait_for_object(
+        kube,
+        path,
+        lambda p: p.get("status", {}).get("phase") in ("Succeeded", "Failed"),
+        60,
+        f"pod {namespace}/{name} to finish",
+    )
     log: str = kube.request("GET", f"{path}/log")
     return done, log
 
@@ -62,14 +69,30 @@ def test_kubelet_restart_keeps_the_node(real_node: RealNode, kube: KubeClient, n
 
 def test_stop_leaves_nothing_behind(real_node: RealNode, kube: KubeClient, namespace: str) -> None:
     # A pod still running at the stop: its processes, mounts, netns and cgroups must go too.
-    kube.create(api_path("v1", "pods", namespace), {
-        "metadata": {"name": "sleeper"},
-        "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
-            "name": "main", "image": real_node.env["BUSYBOX_IMAGE"], "imagePullPolicy": "Never",
-            "command": ["sleep", "3600"]}]},
-    })
-    wait_for_object(kube, api_path("v1", "pods", namespace, "sleeper"),
-                    lambda p: p.get("status", {}).get("phase") == "Running", 60, "pod sleeper Running")
+    kube.create(
+        api_path("v1", "pods", namespace),
+        {
+            "metadata": {"name": "sleeper"},
+            "spec": {
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": real_node.env["BUSYBOX_IMAGE"],
+                        "imagePullPolicy": "Never",
+                        "command": ["sleep", "3600"],
+                    }
+                ],
+            },
+        },
+    )
+    wait_for_object(
+        kube,
+        api_path("v1", "pods", namespace, "sleeper"),
+        lambda p: p.get("status", {}).get("phase") == "Running",
+        60,
+        "pod sleeper Running",
+    )
     pids = [c.proc.pid for c in real_node.components.values()]
     errors = real_node.stop()
     print(f"\nnode stopped in {real_node.timings['stop']:.1f}s")
@@ -78,4 +101,3 @@ def test_stop_leaves_nothing_behind(real_node: RealNode, kube: KubeClient, names
     assert all(not hoststate.alive(pid) for pid in pids)
     assert BRIDGE not in hoststate.links()
     wait_for(lambda: not kube.exists(api_path("v1", "nodes", name=real_node.name)), 10, "Node object deleted")
-

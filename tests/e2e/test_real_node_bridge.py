@@ -47,12 +47,31 @@ UUIDS = ["GPU-0a1b2c3d-0000-4000-8000-000000000001", "GPU-0a1b2c3d-0000-4000-800
 
 def converted(node: RealNode, name: str, script: str) -> tuple[Obj, Obj]:
     """``dra-migrate convert`` of a one-GPU pod: (ResourceClaimTemplate, Pod)."""
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
-        "terminationGracePeriodSeconds": 0,
-        "containers": [{"name": "main", "image": node.env["BUSYBOX_IMAGE"], "imagePullPolicy": "Never",
-                        "command": ["sh", "-c", script], "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
-    out = subprocess.run([str(Path(sys.executable).parent / "dra-migrate"), "convert", "-o", "json"],
-                         input=json.dumps(pod), capture_output=True, text=True, check=True, timeout=60)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": node.env["BUSYBOX_IMAGE"],
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", script],
+                    "resources": {"limits": {"nvidia.com/gpu": 1}},
+                }
+            ],
+        },
+    }
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "dra-migrate"), "convert", "-o", "json"],
+        input=json.dumps(pod),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     items = json.loads(out.stdout)["items"]
     (template,) = [i for i in items if i["kind"] == "ResourceClaimTemplate"]
     (converted_pod,) = [i for i in items if i["kind"] == "Pod"]
@@ -66,8 +85,13 @@ def run_converted(kube: KubeClient, node: RealNode, namespace: str, name: str) -
     if not kube.exists(api_path(V1, "resourceclaimtemplates", namespace, template["metadata"]["name"])):
         kube.create(api_path(V1, "resourceclaimtemplates", namespace), template)  # the same for every 1-GPU pod
     kube.create(api_path("v1", "pods", namespace), pod)
-    running = wait_for_object(kube, api_path("v1", "pods", namespace, name),
-                              lambda p: p.get("status", {}).get("phase") == "Running", 60, f"pod {name} Running")
+    running = wait_for_object(
+        kube,
+        api_path("v1", "pods", namespace, name),
+        lambda p: p.get("status", {}).get("phase") == "Running",
+        60,
+        f"pod {name} Running",
+    )
     claim = claim_of(kube, namespace, running, pod["spec"]["resourceClaims"][0]["name"])
     wait_for(lambda: log_of(kube, namespace, name).endswith("done\n"), 30, f"pod {name}'s output")
     return running, claim
@@ -84,8 +108,8 @@ def slice_uids(kube: KubeClient, node: str) -> set[str]:
 
 
 def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
-        real_node: RealNode, kube: KubeClient, control_plane: ControlPlane, namespace: str,
-        tmp_path: Path) -> None:
+    real_node: RealNode, kube: KubeClient, control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
     began = time.monotonic()
     node = real_node.name
     state = tmp_path / "state"
@@ -93,8 +117,10 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
     toolkit = write_toolkit_spec(real_node.cdi_dir, UUIDS, tmp_path / "identity")
     bridge = None
     try:
-        with bridge_kubeconfig(control_plane, kube, namespace, tmp_path / "bridge.kubeconfig") as kc, \
-                device_classes(kube):
+        with (
+            bridge_kubeconfig(control_plane, kube, namespace, tmp_path / "bridge.kubeconfig") as kc,
+            device_classes(kube),
+        ):
             bridge = start_bridge(real_node, kc, state, tmp_path / "bridge.log")
             set_mode(kube, node, "dra")
             published = wait_for(lambda: bridge.check_alive() or published_ids(kube, node), 30, "slices published")
@@ -117,17 +143,29 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
             # the kubelet restarts: slices come back, the prepared claim is still served
             before = slice_uids(kube, node)
             real_node.restart_kubelet()
-            after = wait_for(lambda: bridge.check_alive() or ((s := slice_uids(kube, node)) and s != before and s),
-                             30, "slices published again after the kubelet's restart")
+            after = wait_for(
+                lambda: bridge.check_alive() or ((s := slice_uids(kube, node)) and s != before and s),
+                30,
+                "slices published again after the kubelet's restart",
+            )
             assert len(after) == len(before)
             assert sorted(published_ids(kube, node).values()) == UUIDS
             (status,) = kube.get(api_path("v1", "pods", namespace, "first"))["status"]["containerStatuses"]
             real_node.ctr("tasks", "kill", "--signal", "SIGKILL", status["containerID"].split("://", 1)[1])
-            wait_for_object(kube, api_path("v1", "pods", namespace, "first"),
-                            lambda p: any(c["restartCount"] >= 1 and "running" in c["state"]
-                                          for c in p["status"]["containerStatuses"]), 60, "container restarted")
-            log = wait_for(lambda: (t := log_of(kube, namespace, "first")).endswith("done\n") and t, 30,
-                           "the restarted container's output")
+            wait_for_object(
+                kube,
+                api_path("v1", "pods", namespace, "first"),
+                lambda p: any(
+                    c["restartCount"] >= 1 and "running" in c["state"] for c in p["status"]["containerStatuses"]
+                ),
+                60,
+                "container restarted",
+            )
+            log = wait_for(
+                lambda: (t := log_of(kube, namespace, "first")).endswith("done\n") and t,
+                30,
+                "the restarted container's output",
+            )
             assert seen_uuids(log) == [uuid], log
 
             # a new pod after the restart: the plugin registered again, the other GPU is prepared
@@ -139,10 +177,16 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
             # deleting the pods unprepares their claims
             for name in ("first", "second"):
                 kube.delete(api_path("v1", "pods", namespace, name))
-            wait_for(lambda: bridge.check_alive() or prepared_claims(state) == {}, 60,
-                     "the kubelet's NodeUnprepareResources", observe=lambda: prepared_claims(state))
+            wait_for(
+                lambda: bridge.check_alive() or prepared_claims(state) == {},
+                60,
+                "the kubelet's NodeUnprepareResources",
+                observe=lambda: prepared_claims(state),
+            )
             assert "Traceback" not in bridge.log_text(), bridge.log_text()
-            print(f"whole test {time.monotonic() - began:.1f}s; kubelet restart "
-                  f"{real_node.timings['restart_kubelet']:.1f}s")
+            print(
+                f"whole test {time.monotonic() - began:.1f}s; kubelet restart "
+                f"{real_node.timings['restart_kubelet']:.1f}s"
+            )
     finally:
         cleanup(kube, real_node, namespace, bridge, toolkit)

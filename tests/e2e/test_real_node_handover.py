@@ -61,14 +61,32 @@ HANDOVER_SECONDS = 300 + 240  # the kubelet keeps a departed plugin's capacity f
 PLUGIN_SPEC = "k8s.device-plugin.nvidia.com-gpu.json"
 
 
-def start_device_plugin(node: RealNode, tmp_path: Path, strategy: str, resource: str,
-                        devices: list[str]) -> subprocess.Popen[bytes]:
+def start_device_plugin(
+    node: RealNode, tmp_path: Path, strategy: str, resource: str, devices: list[str]
+) -> subprocess.Popen[bytes]:
     log = (tmp_path / f"device-plugin-{strategy}.log").open("ab")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.deviceplugins.serve", "--strategy", strategy,
-                             "--resource", resource, "--devices", ",".join(devices),
-                             "--kubelet-dir", "/var/lib/kubelet/device-plugins", "--cdi-dir", str(node.cdi_dir),
-                             "--identity-dir", str(tmp_path / "identity")],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.deviceplugins.serve",
+            "--strategy",
+            strategy,
+            "--resource",
+            resource,
+            "--devices",
+            ",".join(devices),
+            "--kubelet-dir",
+            "/var/lib/kubelet/device-plugins",
+            "--cdi-dir",
+            str(node.cdi_dir),
+            "--identity-dir",
+            str(tmp_path / "identity"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     log.close()
     return proc
 
@@ -87,18 +105,24 @@ def prepared_condition(kube: KubeClient, node: str) -> str:
 
 def kubelet_assignments(node: RealNode) -> dict[str, list[str]]:
     """PodResources ``List`` of the real kubelet: device ID -> ``namespace/pod/container``."""
+
     async def held() -> dict[str, list[str]]:
         client = PodResourcesClient(socket_path(node.root_dir))
         try:
             return await client.held_devices()
         finally:
             await client.close()
+
     return asyncio.run(held())
 
 
 def container(node: RealNode, name: str, limits: dict[str, int] | None = None) -> dict[str, Any]:
-    c: dict[str, Any] = {"name": name, "image": node.env["BUSYBOX_IMAGE"], "imagePullPolicy": "Never",
-                         "command": ["sh", "-c", shows()]}
+    c: dict[str, Any] = {
+        "name": name,
+        "image": node.env["BUSYBOX_IMAGE"],
+        "imagePullPolicy": "Never",
+        "command": ["sh", "-c", shows()],
+    }
     if limits:
         c["resources"] = {"limits": limits}
     return c
@@ -107,22 +131,38 @@ def container(node: RealNode, name: str, limits: dict[str, int] | None = None) -
 def multi_claim_pod(node: RealNode, name: str) -> tuple[list[Obj], Obj]:
     """Two claims: ``pair`` (request g1: one GPU, g2: two GPUs) and ``single`` (m: one MIG
     device). Container ``both`` takes both claims, container ``one`` only request g1."""
+
     def request(n: str, cls: str, count: int) -> dict[str, Any]:
         return {"name": n, "exactly": {"deviceClassName": cls, "count": count}}
 
-    templates = [{"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": "pair"},
-                  "spec": {"spec": {"devices": {"requests": [request("g1", GPU_CLASS, 1),
-                                                             request("g2", GPU_CLASS, 2)]}}}},
-                 {"apiVersion": V1, "kind": "ResourceClaimTemplate", "metadata": {"name": "single"},
-                  "spec": {"spec": {"devices": {"requests": [request("m", MIG_CLASS, 1)]}}}}]
+    templates = [
+        {
+            "apiVersion": V1,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "pair"},
+            "spec": {"spec": {"devices": {"requests": [request("g1", GPU_CLASS, 1), request("g2", GPU_CLASS, 2)]}}},
+        },
+        {
+            "apiVersion": V1,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "single"},
+            "spec": {"spec": {"devices": {"requests": [request("m", MIG_CLASS, 1)]}}},
+        },
+    ]
     both, one = container(node, "both"), container(node, "one")
     both["resources"] = {"claims": [{"name": "pair"}, {"name": "single"}]}
     one["resources"] = {"claims": [{"name": "pair", "request": "g1"}]}
-    pod = {"metadata": {"name": name}, "spec": {
-        "terminationGracePeriodSeconds": 0,
-        "resourceClaims": [{"name": "pair", "resourceClaimTemplateName": "pair"},
-                           {"name": "single", "resourceClaimTemplateName": "single"}],
-        "containers": [both, one]}}
+    pod = {
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "resourceClaims": [
+                {"name": "pair", "resourceClaimTemplateName": "pair"},
+                {"name": "single", "resourceClaimTemplateName": "single"},
+            ],
+            "containers": [both, one],
+        },
+    }
     return templates, pod
 
 
@@ -141,24 +181,38 @@ def results_of(claim: Obj, published: dict[str, str], request: str | None = None
 def legacy_phase(kube: KubeClient, node: RealNode, namespace: str, state: Path, bridge: Any) -> None:
     """1. Legacy: the real kubelet's device-plugin path; the bridge records, publishes nothing."""
     wait_for(lambda: capacity(kube, node.name) == {GPU: "3", MIG: "2"}, 30, "both plugins' capacity on the Node")
-    kube.create(api_path("v1", "pods", namespace), {"metadata": {"name": "legacy"}, "spec": {
-        "terminationGracePeriodSeconds": 0,
-        "containers": [container(node, "cdi", {GPU: 3}), container(node, "envvar", {MIG: 2})]}})
-    wait_for(lambda: all(log_of(kube, namespace, "legacy", c).endswith("done\n") for c in ("cdi", "envvar")),
-             60, "the legacy pod's output")
+    kube.create(
+        api_path("v1", "pods", namespace),
+        {
+            "metadata": {"name": "legacy"},
+            "spec": {
+                "terminationGracePeriodSeconds": 0,
+                "containers": [container(node, "cdi", {GPU: 3}), container(node, "envvar", {MIG: 2})],
+            },
+        },
+    )
+    wait_for(
+        lambda: all(log_of(kube, namespace, "legacy", c).endswith("done\n") for c in ("cdi", "envvar")),
+        60,
+        "the legacy pod's output",
+    )
     cdi, envvar = log_of(kube, namespace, "legacy", "cdi"), log_of(kube, namespace, "legacy", "envvar")
     assert seen_uuids(cdi) == GPUS, cdi  # the cdi-cri plugin's own CDI spec
     assert seen_env(envvar) == MIGS and seen_uuids(envvar) == [], envvar  # NVIDIA_VISIBLE_DEVICES only
     held = kubelet_assignments(node)
     assert {d: held.get(d) for d in GPUS} == {d: [f"{namespace}/legacy/cdi"] for d in GPUS}, held
     assert {d: held.get(d) for d in MIGS} == {d: [f"{namespace}/legacy/envvar"] for d in MIGS}, held
-    wait_for(lambda: bridge.check_alive() or sorted(InventoryStore(state).load().device_ids()) == sorted(
-        TOOLKIT_ORDER), 30, "the bridge's recorded inventory")
+    wait_for(
+        lambda: bridge.check_alive() or sorted(InventoryStore(state).load().device_ids()) == sorted(TOOLKIT_ORDER),
+        30,
+        "the bridge's recorded inventory",
+    )
     assert our_slices(kube, node.name) == []
 
 
-def handover_phase(kube: KubeClient, node: RealNode, namespace: str, bridge: Any,
-                   plugins: list[subprocess.Popen[bytes]]) -> dict[str, str]:
+def handover_phase(
+    kube: KubeClient, node: RealNode, namespace: str, bridge: Any, plugins: list[subprocess.Popen[bytes]]
+) -> dict[str, str]:
     """2. The pods go; the node is labelled while the plugins run; the plugins stop together."""
     kube.delete(api_path("v1", "pods", namespace, "legacy"))
     wait_for(lambda: not kube.exists(api_path("v1", "pods", namespace, "legacy")), 60, "legacy pod gone")
@@ -167,8 +221,9 @@ def handover_phase(kube: KubeClient, node: RealNode, namespace: str, bridge: Any
     assert our_slices(kube, node.name) == []
     log = bridge.log_text()
     assert "plugin-socket" in log and "node-capacity" in log, log[-3000:]
-    assert "ALARM" not in log and not [e for e in kube.list(api_path("v1", "events", EVENT_NAMESPACE))
-                                       if e.get("reason") == "DeviceOfferedAgain"], log[-3000:]
+    assert "ALARM" not in log and not [
+        e for e in kube.list(api_path("v1", "events", EVENT_NAMESPACE)) if e.get("reason") == "DeviceOfferedAgain"
+    ], log[-3000:]
     for plugin in plugins:
         plugin.terminate()
     assert [p.wait(15) for p in plugins] == [0, 0]
@@ -176,17 +231,21 @@ def handover_phase(kube: KubeClient, node: RealNode, namespace: str, bridge: Any
     time.sleep(3)
     assert capacity(kube, node.name) != {GPU: "0", MIG: "0"}  # the kubelet keeps the capacity
     assert our_slices(kube, node.name) == []
-    published: dict[str, str] = wait_for(lambda: bridge.check_alive() or published_ids(kube, node.name),
-                                         HANDOVER_SECONDS, "slices published once the capacity reached 0",
-                                         interval=2.0)
+    published: dict[str, str] = wait_for(
+        lambda: bridge.check_alive() or published_ids(kube, node.name),
+        HANDOVER_SECONDS,
+        "slices published once the capacity reached 0",
+        interval=2.0,
+    )
     print(f"\npublished {time.monotonic() - stopped:.0f}s after the plugins stopped")
     assert capacity(kube, node.name) == {GPU: "0", MIG: "0"}
     assert sorted(published.values()) == sorted(TOOLKIT_ORDER)
     return published
 
 
-def dra_pods_phase(kube: KubeClient, node: RealNode, namespace: str, state: Path, bridge: Any,
-                   published: dict[str, str]) -> None:
+def dra_pods_phase(
+    kube: KubeClient, node: RealNode, namespace: str, state: Path, bridge: Any, published: dict[str, str]
+) -> None:
     """3. Ten fresh pods, one after the other; the last one stays."""
     templates, pod = multi_claim_pod(node, "dra")
     for t in templates:
@@ -194,8 +253,11 @@ def dra_pods_phase(kube: KubeClient, node: RealNode, namespace: str, state: Path
     for i in range(10):
         name = f"dra-{i}"
         kube.create(api_path("v1", "pods", namespace), {**pod, "metadata": {"name": name}})
-        wait_for(lambda n=name: all(log_of(kube, namespace, n, c).endswith("done\n") for c in ("both", "one")),
-                 60, f"pod {name}'s output")
+        wait_for(
+            lambda n=name: all(log_of(kube, namespace, n, c).endswith("done\n") for c in ("both", "one")),
+            60,
+            f"pod {name}'s output",
+        )
         pair = claim_of(kube, namespace, {"metadata": {"name": name}}, "pair")
         single = claim_of(kube, namespace, {"metadata": {"name": name}}, "single")
         both, one = log_of(kube, namespace, name, "both"), log_of(kube, namespace, name, "one")
@@ -208,25 +270,52 @@ def dra_pods_phase(kube: KubeClient, node: RealNode, namespace: str, state: Path
         assert len(prepared_claims(state)) == 2
         if i < 9:
             kube.delete(api_path("v1", "pods", namespace, name))
-            wait_for(lambda: bridge.check_alive() or prepared_claims(state) == {}, 60, "unprepared",
-                     observe=lambda: prepared_claims(state))
+            wait_for(
+                lambda: bridge.check_alive() or prepared_claims(state) == {},
+                60,
+                "unprepared",
+                observe=lambda: prepared_claims(state),
+            )
     assert not list(node.cdi_dir.glob(f"{DRIVER}-claim_*")), "NVIDIA devices need no spec of ours"
 
 
-def webhook_phase(kube: KubeClient, node: RealNode, namespace: str, label: str, published: dict[str, str],
-                  taken: list[str]) -> None:
+def webhook_phase(
+    kube: KubeClient, node: RealNode, namespace: str, label: str, published: dict[str, str], taken: list[str]
+) -> None:
     """4. A legacy Deployment where the webhook enforces: converted, allocated, prepared, running."""
     kube.patch(api_path("v1", "namespaces", name=namespace), {"metadata": {"labels": {MODE_LABEL: label}}})
     probe = {"metadata": {"name": "probe"}, "spec": {"containers": [container(node, "main", {MIG: 1})]}}
-    wait_for(lambda: CONVERTED_LABEL in (kube.create(api_path("v1", "pods", namespace), probe, dry_run=True)
-                                         ["metadata"].get("labels") or {}), 30, "the API server to call the webhook")
-    template = {"metadata": {"labels": {"app": "served"}}, "spec": {
-        "terminationGracePeriodSeconds": 0, "containers": [container(node, "main", {MIG: 1})]}}
-    kube.create(api_path("apps/v1", "deployments", namespace), {"metadata": {"name": "served"}, "spec": {
-        "replicas": 1, "selector": {"matchLabels": {"app": "served"}}, "template": template}})
-    pods = wait_for(lambda: [p for p in kube.list(api_path("v1", "pods", namespace), label_selector="app=served")
-                             if log_of(kube, namespace, p["metadata"]["name"]).endswith("done\n")] or None,
-                    90, "the Deployment's converted pod to run")
+    wait_for(
+        lambda: (
+            CONVERTED_LABEL
+            in (kube.create(api_path("v1", "pods", namespace), probe, dry_run=True)["metadata"].get("labels") or {})
+        ),
+        30,
+        "the API server to call the webhook",
+    )
+    template = {
+        "metadata": {"labels": {"app": "served"}},
+        "spec": {"terminationGracePeriodSeconds": 0, "containers": [container(node, "main", {MIG: 1})]},
+    }
+    kube.create(
+        api_path("apps/v1", "deployments", namespace),
+        {
+            "metadata": {"name": "served"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "served"}}, "template": template},
+        },
+    )
+    pods = wait_for(
+        lambda: (
+            [
+                p
+                for p in kube.list(api_path("v1", "pods", namespace), label_selector="app=served")
+                if log_of(kube, namespace, p["metadata"]["name"]).endswith("done\n")
+            ]
+            or None
+        ),
+        90,
+        "the Deployment's converted pod to run",
+    )
     (served,) = pods
     assert CONVERTED_LABEL in served["metadata"]["labels"], served["metadata"]
     assert "limits" not in served["spec"]["containers"][0].get("resources", {}), served["spec"]["containers"][0]
@@ -240,8 +329,8 @@ def webhook_phase(kube: KubeClient, node: RealNode, namespace: str, label: str, 
 
 @pytest.mark.timeout(HANDOVER_SECONDS + 240)
 def test_the_whole_hand_over_on_one_real_node(
-        real_node: RealNode, kube: KubeClient, control_plane: ControlPlane, namespace: str,
-        tmp_path: Path) -> None:
+    real_node: RealNode, kube: KubeClient, control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
     began = time.monotonic()
     node = real_node.name
     state = tmp_path / "state"
@@ -249,14 +338,18 @@ def test_the_whole_hand_over_on_one_real_node(
     (real_node.root_dir / "device-plugins").unlink(missing_ok=True)
     (real_node.root_dir / "device-plugins").symlink_to("/var/lib/kubelet/device-plugins")
     toolkit = write_toolkit_spec(real_node.cdi_dir, TOOLKIT_ORDER, tmp_path / "identity")
-    plugins = [start_device_plugin(real_node, tmp_path, "cdi-cri", GPU, GPUS),
-               start_device_plugin(real_node, tmp_path, "envvar", MIG, MIGS)]
+    plugins = [
+        start_device_plugin(real_node, tmp_path, "cdi-cri", GPU, GPUS),
+        start_device_plugin(real_node, tmp_path, "envvar", MIG, MIGS),
+    ]
     label = f"handover-{uuid.uuid4().hex[:6]}"
     bridge = None
     try:
-        with bridge_kubeconfig(control_plane, kube, namespace, tmp_path / "bridge.kubeconfig") as kc, \
-                device_classes(kube, ["1g.10gb"]), \
-                least_privilege_webhook(control_plane, kube, tmp_path, label):
+        with (
+            bridge_kubeconfig(control_plane, kube, namespace, tmp_path / "bridge.kubeconfig") as kc,
+            device_classes(kube, ["1g.10gb"]),
+            least_privilege_webhook(control_plane, kube, tmp_path, label),
+        ):
             bridge = start_bridge(real_node, kc, state, tmp_path / "bridge.log")
             legacy_phase(kube, real_node, namespace, state, bridge)
             published = handover_phase(kube, real_node, namespace, bridge, plugins)
@@ -267,12 +360,16 @@ def test_the_whole_hand_over_on_one_real_node(
             # 5. leaving DRA mode: slices withdrawn at once, the count reaches 0 once the pods go
             set_mode(kube, node, None)
             wait_for(lambda: our_slices(kube, node) == [], 30, "slices withdrawn")
-            wait_for(lambda: prepared_condition(kube, node).startswith("3 prepared claim(s)"), 30,
-                     "the count of prepared claims on the Node")
+            wait_for(
+                lambda: prepared_condition(kube, node).startswith("3 prepared claim(s)"),
+                30,
+                "the count of prepared claims on the Node",
+            )
             kube.delete(api_path("apps/v1", "deployments", namespace, "served"))
             kube.delete(api_path("v1", "pods", namespace, "dra-9"))
-            wait_for(lambda: prepared_condition(kube, node).startswith("0 prepared claim(s)"), 60,
-                     "the count to reach 0")
+            wait_for(
+                lambda: prepared_condition(kube, node).startswith("0 prepared claim(s)"), 60, "the count to reach 0"
+            )
             assert prepared_claims(state) == {}
             assert "Traceback" not in bridge.log_text(), bridge.log_text()[-3000:]
             print(f"hand-over test {time.monotonic() - began:.0f}s")

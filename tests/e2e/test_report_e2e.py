@@ -25,30 +25,51 @@ def _read_only_kubeconfig(cp: ControlPlane, kube: KubeClient, namespace: str, pa
     name = f"report-{uuid.uuid4().hex[:6]}"
     kube.create(api_path("v1", "serviceaccounts", namespace), {"metadata": {"name": name}})
     kube.create(f"{RBAC}/clusterroles", {"metadata": {"name": name}, "rules": rbac_rules(API_CALLS)})
-    kube.create(f"{RBAC}/clusterrolebindings", {
-        "metadata": {"name": name}, "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}})
+    kube.create(
+        f"{RBAC}/clusterrolebindings",
+        {
+            "metadata": {"name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        },
+    )
     return token_kubeconfig(kube, path, namespace, name, cp.server, cp.ca_file)
 
 
-def test_live_report_reads_the_cluster_read_only(control_plane: ControlPlane, kube: KubeClient, namespace: str,
-                                                  tmp_path: Path) -> None:
+def test_live_report_reads_the_cluster_read_only(
+    control_plane: ControlPlane, kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
     node = f"gpu-{uuid.uuid4().hex[:6]}"
-    create_fake_node(kube, node, labels={"nvidia.com/gpu.product": "NVIDIA-L4"}, capacity={"nvidia.com/gpu": "2"},
-                     allocatable={"nvidia.com/gpu": "2"})
+    create_fake_node(
+        kube,
+        node,
+        labels={"nvidia.com/gpu.product": "NVIDIA-L4"},
+        capacity={"nvidia.com/gpu": "2"},
+        allocatable={"nvidia.com/gpu": "2"},
+    )
     container = {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": "2"}}}
-    kube.create(api_path("apps/v1", "deployments", namespace), {
-        "metadata": {"name": "trainer"},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "trainer"}},
-                 "template": {"metadata": {"labels": {"app": "trainer"}}, "spec": {"containers": [container]}}}})
-    kube.create(api_path("v1", "pods", namespace), {"metadata": {"name": "pinned"},
-                                                    "spec": {"nodeName": node, "containers": [container]}})
+    kube.create(
+        api_path("apps/v1", "deployments", namespace),
+        {
+            "metadata": {"name": "trainer"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "trainer"}},
+                "template": {"metadata": {"labels": {"app": "trainer"}}, "spec": {"containers": [container]}},
+            },
+        },
+    )
+    kube.create(
+        api_path("v1", "pods", namespace),
+        {"metadata": {"name": "pinned"}, "spec": {"nodeName": node, "containers": [container]}},
+    )
     kubeconfig = _read_only_kubeconfig(control_plane, kube, namespace, tmp_path / "report.kubeconfig")
 
     def grouped() -> tuple[dict[str, Any], dict[str, Any], str] | None:
         out, err = io.StringIO(), io.StringIO()
-        assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "json"], stdout=out, stderr=err) == 0, \
+        assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "json"], stdout=out, stderr=err) == 0, (
             err.getvalue()
+        )
         doc = json.loads(out.getvalue())
         mine = {f"{w['kind']}/{w['name']}": w for w in doc["workloads"] if w["namespace"] == namespace}
         return (doc, mine, err.getvalue()) if len(mine["Deployment/trainer"]["pods"]) == 2 else None
@@ -70,33 +91,70 @@ CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 def _install_raycluster_crd(kube: KubeClient) -> None:
     """A RayCluster CRD (ray.io/v1, schema left open) as KubeRay installs one; kept across tests."""
     if not kube.exists(f"{CRD}/rayclusters.ray.io"):
-        kube.create(CRD, {
-            "metadata": {"name": "rayclusters.ray.io"},
-            "spec": {"group": "ray.io", "scope": "Namespaced",
-                     "names": {"plural": "rayclusters", "singular": "raycluster", "kind": "RayCluster",
-                               "listKind": "RayClusterList"},
-                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                         "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    wait_for(lambda: any(c.get("type") == "Established" and c.get("status") == "True"
-                         for c in (kube.get(f"{CRD}/rayclusters.ray.io").get("status") or {}).get("conditions") or []),
-             30, "the RayCluster CRD established")
+        kube.create(
+            CRD,
+            {
+                "metadata": {"name": "rayclusters.ray.io"},
+                "spec": {
+                    "group": "ray.io",
+                    "scope": "Namespaced",
+                    "names": {
+                        "plural": "rayclusters",
+                        "singular": "raycluster",
+                        "kind": "RayCluster",
+                        "listKind": "RayClusterList",
+                    },
+                    "versions": [
+                        {
+                            "name": "v1",
+                            "served": True,
+                            "storage": True,
+                            "schema": {
+                                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                            },
+                        }
+                    ],
+                },
+            },
+        )
+    wait_for(
+        lambda: any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (kube.get(f"{CRD}/rayclusters.ray.io").get("status") or {}).get("conditions") or []
+        ),
+        30,
+        "the RayCluster CRD established",
+    )
 
 
-def test_live_report_lists_a_served_custom_resource(control_plane: ControlPlane, kube: KubeClient, namespace: str,
-                                                    tmp_path: Path) -> None:
+def test_live_report_lists_a_served_custom_resource(
+    control_plane: ControlPlane, kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
     _install_raycluster_crd(kube)
     worker = {"name": "worker", "image": "rayproject/ray", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    wait_for(lambda: kube.create(api_path("ray.io/v1", "rayclusters", namespace), {
-        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "ray"},
-        "spec": {"workerGroupSpecs": [{"groupName": "gpu", "replicas": 1,
-                                       "template": {"spec": {"containers": [worker]}}}]}}), 30,
-             "the RayCluster created (the new API served)")
+    wait_for(
+        lambda: kube.create(
+            api_path("ray.io/v1", "rayclusters", namespace),
+            {
+                "apiVersion": "ray.io/v1",
+                "kind": "RayCluster",
+                "metadata": {"name": "ray"},
+                "spec": {
+                    "workerGroupSpecs": [
+                        {"groupName": "gpu", "replicas": 1, "template": {"spec": {"containers": [worker]}}}
+                    ]
+                },
+            },
+        ),
+        30,
+        "the RayCluster created (the new API served)",
+    )
     kubeconfig = _read_only_kubeconfig(control_plane, kube, namespace, tmp_path / "report.kubeconfig")
     out, err = io.StringIO(), io.StringIO()
-    assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "json"], stdout=out, stderr=err) == 0, \
-        err.getvalue()
-    mine = {f"{w['kind']}/{w['name']}": w for w in json.loads(out.getvalue())["workloads"]
-            if w["namespace"] == namespace}
+    assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "json"], stdout=out, stderr=err) == 0, err.getvalue()
+    mine = {
+        f"{w['kind']}/{w['name']}": w for w in json.loads(out.getvalue())["workloads"] if w["namespace"] == namespace
+    }
     ray = mine["RayCluster/ray"]
     assert (ray["path"], ray["via"]) == ("needs-conversion", "webhook")
     assert ray["legacy"] == [{"container": "worker", "resource": "nvidia.com/gpu", "count": 1, "kind": "gpu"}]

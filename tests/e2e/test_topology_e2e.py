@@ -33,7 +33,6 @@ from tests.topology_scenarios import CASES, CATALOG, V1, TopologyCase, engine_pl
 pytestmark = pytest.mark.e2e
 
 
-
 @pytest.fixture(scope="module")
 def classes(kube: KubeClient) -> Iterator[None]:
     names = []
@@ -57,12 +56,17 @@ TABLE = [
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
-def test_aligned_templates_are_accepted_in_every_served_version(kube: KubeClient, namespace: str, classes: None,
-                                                                version: str) -> None:
+def test_aligned_templates_are_accepted_in_every_served_version(
+    kube: KubeClient, namespace: str, classes: None, version: str
+) -> None:
     api_version = f"resource.k8s.io/{version}"
     for case, pod, scope in TABLE:
-        plan = plan_pod(pod, CATALOG, Options(api_version=api_version, alignment=Alignment("pcie", scope)),  # type: ignore[arg-type]
-                        namespace)
+        plan = plan_pod(
+            pod,
+            CATALOG,
+            Options(api_version=api_version, alignment=Alignment("pcie", scope)),  # type: ignore[arg-type]
+            namespace,
+        )
         assert plan.changed, case
         for template in plan.templates:
             with contextlib.suppress(AlreadyExists):
@@ -84,13 +88,34 @@ def topology_node(kube: KubeClient, namespace: str, classes: None) -> Iterator[s
         kube.create(api_path(V1, "resourceslices"), body)
         names.append(body["metadata"]["name"])
     kube.create(api_path(V1, "resourceclaims", namespace), scenario.held_claim())
-    kube.create(api_path("v1", "pods", namespace), _pinned({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "holder", "namespace": namespace},
-        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                 "resources": {"claims": [{"name": "held"}]}}],
-                 "resourceClaims": [{"name": "held", "resourceClaimName": "held"}]}}, node))
-    wait_for_object(kube, api_path("v1", "pods", namespace, "holder"), lambda p: p["spec"].get("nodeName"), 60,
-                    "the pod holding the already allocated GPUs to be bound")
+    kube.create(
+        api_path("v1", "pods", namespace),
+        _pinned(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "holder", "namespace": namespace},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"claims": [{"name": "held"}]},
+                        }
+                    ],
+                    "resourceClaims": [{"name": "held", "resourceClaimName": "held"}],
+                },
+            },
+            node,
+        ),
+    )
+    wait_for_object(
+        kube,
+        api_path("v1", "pods", namespace, "holder"),
+        lambda p: p["spec"].get("nodeName"),
+        60,
+        "the pod holding the already allocated GPUs to be bound",
+    )
     yield node
     kube.delete(api_path("v1", "pods", namespace, "holder"), ignore_missing=True)
     for name in names:
@@ -113,26 +138,35 @@ def _allocated_devices(kube: KubeClient, namespace: str, pod: dict[str, Any]) ->
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_the_real_scheduler_places_converted_pods_as_the_scenario_says(kube: KubeClient, namespace: str,
-                                                                       topology_node: str, case: TopologyCase) -> None:
+def test_the_real_scheduler_places_converted_pods_as_the_scenario_says(
+    kube: KubeClient, namespace: str, topology_node: str, case: TopologyCase
+) -> None:
     plan = case.plan(namespace, "pod")
     for template in plan.templates:
         kube.create(api_path(V1, "resourceclaimtemplates", namespace), template)
     kube.create(api_path("v1", "pods", namespace), _pinned(plan.pod, topology_node))
     path = api_path("v1", "pods", namespace, "pod")
     if case.outcome == "unschedulable":
+
         def refused() -> dict[str, Any] | None:
             pod = kube.get(path)
             cond = [c for c in pod["status"].get("conditions") or [] if c["type"] == "PodScheduled"]
-            return cond[0] if cond and cond[0]["status"] == "False" and cond[0].get("reason") == "Unschedulable" \
-                else None
+            return (
+                cond[0] if cond and cond[0]["status"] == "False" and cond[0].get("reason") == "Unschedulable" else None
+            )
+
         reason = wait_for(refused, 60, "the pod to be reported unschedulable")
         assert "cannot allocate all claims" in reason["message"], reason["message"]
         assert not kube.get(path)["spec"].get("nodeName")
         assert engine_placement(case, topology_node).outcome == "unschedulable"
         return
-    bound = wait_for_object(kube, path, lambda p: p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses"),
-                            60, "the converted pod to be bound with its claim allocated")
+    bound = wait_for_object(
+        kube,
+        path,
+        lambda p: p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses"),
+        60,
+        "the converted pod to be bound with its claim allocated",
+    )
     assert bound["spec"]["nodeName"] == topology_node
     devices = _allocated_devices(kube, namespace, bound)
     assert len(devices) == case.gpus

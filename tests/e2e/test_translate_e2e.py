@@ -31,8 +31,13 @@ pytestmark = pytest.mark.e2e
 EXAMPLES = sorted((Path(__file__).parents[1] / "data" / "examples").glob("*.yaml"))
 CATALOG = load_catalog()
 V1 = "resource.k8s.io/v1"
-PLURALS = {"Pod": "pods", "Deployment": "deployments", "StatefulSet": "statefulsets", "Job": "jobs",
-           "ResourceClaimTemplate": "resourceclaimtemplates"}
+PLURALS = {
+    "Pod": "pods",
+    "Deployment": "deployments",
+    "StatefulSet": "statefulsets",
+    "Job": "jobs",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +54,9 @@ def device_classes(kube: KubeClient) -> Iterator[list[str]]:
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
-def test_every_generated_template_is_accepted_by_the_api_server(kube: KubeClient, namespace: str,
-                                                                 device_classes: list[str], version: str) -> None:
+def test_every_generated_template_is_accepted_by_the_api_server(
+    kube: KubeClient, namespace: str, device_classes: list[str], version: str
+) -> None:
     api_version = f"resource.k8s.io/{version}"
     created = 0
     for path in EXAMPLES:
@@ -65,10 +71,13 @@ def test_every_generated_template_is_accepted_by_the_api_server(kube: KubeClient
                     created += 1
                 except AlreadyExists:
                     pass
-                back = kube.get(api_path(api_version, "resourceclaimtemplates", namespace,
-                                         template["metadata"]["name"]))
-                assert back["spec"]["spec"]["devices"]["requests"][0]["name"] == \
-                    template["spec"]["spec"]["devices"]["requests"][0]["name"]
+                back = kube.get(
+                    api_path(api_version, "resourceclaimtemplates", namespace, template["metadata"]["name"])
+                )
+                assert (
+                    back["spec"]["spec"]["devices"]["requests"][0]["name"]
+                    == template["spec"]["spec"]["devices"]["requests"][0]["name"]
+                )
             if version == "v1" and obj["kind"] in PLURALS and obj["kind"] != "ResourceClaimTemplate":
                 body = {**result.obj, "metadata": {**result.obj["metadata"], "namespace": namespace}}
                 group = "v1" if obj["kind"] == "Pod" else obj["apiVersion"]
@@ -76,8 +85,9 @@ def test_every_generated_template_is_accepted_by_the_api_server(kube: KubeClient
     assert created >= 8
 
 
-def _device(name: str, attributes: dict[str, Any], memory: str | None = None,
-            resource: str = "nvidia.com/gpu") -> dict[str, Any]:
+def _device(
+    name: str, attributes: dict[str, Any], memory: str | None = None, resource: str = "nvidia.com/gpu"
+) -> dict[str, Any]:
     attrs = {"dra-bridge.io/resourceName": {"string": resource}}
     attrs.update({f"gpu.nvidia.com/{k}": v for k, v in attributes.items()})
     dev: dict[str, Any] = {"name": name, "attributes": attrs}
@@ -87,10 +97,20 @@ def _device(name: str, attributes: dict[str, Any], memory: str | None = None,
 
 
 def _publish(kube: KubeClient, node: str, devices: list[dict[str, Any]]) -> None:
-    kube.create(api_path(V1, "resourceslices"), {
-        "apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-dra-bridge.io"},
-        "spec": {"driver": "dra-bridge.io", "nodeName": node,
-                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
+    kube.create(
+        api_path(V1, "resourceslices"),
+        {
+            "apiVersion": V1,
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-dra-bridge.io"},
+            "spec": {
+                "driver": "dra-bridge.io",
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": devices,
+            },
+        },
+    )
 
 
 @pytest.fixture
@@ -99,13 +119,21 @@ def gpu_nodes(kube: KubeClient) -> Iterator[dict[str, str]]:
     nodes = {"a100": f"a100-{tag}", "bare": f"bare-{tag}", "odd": f"odd-{tag}"}
     for node in nodes.values():
         create_fake_node(kube, node)
-    a100 = {"productName": {"string": "NVIDIA A100-SXM4-40GB"}, "type": {"string": "gpu"},
-            "architecture": {"string": "Ampere"}, "cudaComputeCapability": {"version": "8.0.0"},
-            "driverVersion": {"version": "550.107.2"}}
+    a100 = {
+        "productName": {"string": "NVIDIA A100-SXM4-40GB"},
+        "type": {"string": "gpu"},
+        "architecture": {"string": "Ampere"},
+        "cudaComputeCapability": {"version": "8.0.0"},
+        "driverVersion": {"version": "550.107.2"},
+    }
     _publish(kube, nodes["a100"], [_device(f"gpu-{i}", a100, "40960Mi") for i in range(2)])
     _publish(kube, nodes["bare"], [_device(f"gpu-{i}", {}) for i in range(2)])
-    odd = {"productName": {"int": 7}, "type": {"int": 1}, "architecture": {"bool": True},
-           "cudaComputeCapability": {"string": "8.0"}}
+    odd = {
+        "productName": {"int": 7},
+        "type": {"int": 1},
+        "architecture": {"bool": True},
+        "cudaComputeCapability": {"string": "8.0"},
+    }
     _publish(kube, nodes["odd"], [_device(f"gpu-{i}", odd, "1") for i in range(2)])
     yield nodes
     for node in nodes.values():
@@ -114,43 +142,96 @@ def gpu_nodes(kube: KubeClient) -> Iterator[dict[str, str]]:
 
 
 def test_scheduler_runs_generated_selectors_and_binds_to_the_matching_node(
-        kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]) -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "legacy", "namespace": namespace},
-           "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.memory": "40960",
-                                     "nvidia.com/gpu.family": "ampere"},
-                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [{"matchExpressions": [
-                            {"key": "nvidia.com/gpu.compute.major", "operator": "Gt", "values": ["7"]},
-                            {"key": "nvidia.com/cuda.driver-version.full", "operator": "In", "values": ["550.107.02"]}]}]}}},
-                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}
+    kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]
+) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "legacy", "namespace": namespace},
+        "spec": {
+            "nodeSelector": {
+                "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+                "nvidia.com/gpu.memory": "40960",
+                "nvidia.com/gpu.family": "ampere",
+            },
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "nvidia.com/gpu.compute.major", "operator": "Gt", "values": ["7"]},
+                                    {
+                                        "key": "nvidia.com/cuda.driver-version.full",
+                                        "operator": "In",
+                                        "values": ["550.107.02"],
+                                    },
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+            "containers": [
+                {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": {"nvidia.com/gpu": 2}}}
+            ],
+        },
+    }
     plan = plan_pod(pod, CATALOG, Options(), namespace)
     assert plan.changed and "nodeSelector" not in plan.pod["spec"] and "affinity" not in plan.pod["spec"]
     for template in plan.templates:
         kube.create(api_path(V1, "resourceclaimtemplates", namespace), template)
     kube.create(api_path("v1", "pods", namespace), plan.pod)
-    bound = wait_for_object(kube, api_path("v1", "pods", namespace, "legacy"),
-                            lambda p: p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses"),
-                            90, "the converted pod to be bound with its claim allocated")
+    bound = wait_for_object(
+        kube,
+        api_path("v1", "pods", namespace, "legacy"),
+        lambda p: p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses"),
+        90,
+        "the converted pod to be bound with its claim allocated",
+    )
     assert bound["spec"]["nodeName"] == gpu_nodes["a100"]
-    claim = kube.get(api_path(V1, "resourceclaims", namespace,
-                              bound["status"]["resourceClaimStatuses"][0]["resourceClaimName"]))
+    claim = kube.get(
+        api_path(V1, "resourceclaims", namespace, bound["status"]["resourceClaimStatuses"][0]["resourceClaimName"])
+    )
     results = claim["status"]["allocation"]["devices"]["results"]
     assert {r["pool"] for r in results} == {gpu_nodes["a100"]} and len(results) == 2
 
 
 def test_version_selectors_skip_devices_whose_attributes_have_another_type(
-        kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]) -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "versions", "namespace": namespace},
-           "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-               "nodeSelectorTerms": [{"matchExpressions": [
-                   {"key": "nvidia.com/gpu.compute.major", "operator": "Gt", "values": ["7"]}]}]}}},
-                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]
+) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "versions", "namespace": namespace},
+        "spec": {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "nvidia.com/gpu.compute.major", "operator": "Gt", "values": ["7"]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+            "containers": [
+                {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+            ],
+        },
+    }
     plan = plan_pod(pod, CATALOG, Options(), namespace)
     for template in plan.templates:
         kube.create(api_path(V1, "resourceclaimtemplates", namespace), template)
     kube.create(api_path("v1", "pods", namespace), plan.pod)
-    bound = wait_for_object(kube, api_path("v1", "pods", namespace, "versions"),
-                            lambda p: p["spec"].get("nodeName"), 90, "the pod to be bound")
+    bound = wait_for_object(
+        kube,
+        api_path("v1", "pods", namespace, "versions"),
+        lambda p: p["spec"].get("nodeName"),
+        90,
+        "the pod to be bound",
+    )
     assert bound["spec"]["nodeName"] == gpu_nodes["a100"]

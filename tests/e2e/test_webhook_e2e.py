@@ -47,7 +47,9 @@ EXAMPLES = REPO_ROOT / "tests" / "data" / "examples"
 
 
 @pytest.fixture(scope="module")
-def cluster(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(
+    control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
     with running_cluster(control_plane, kube, tmp_path_factory.mktemp("webhook-e2e")) as running:
         yield running
 
@@ -60,20 +62,28 @@ def _run_deployment_flow(cluster: Cluster, mode: str, version: str) -> list[dict
 
     def bound() -> list[dict[str, Any]] | None:
         pods = pods_of(kube, ns, "trainer")
-        ok = len(pods) == 2 and all(p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses")
-                                    for p in pods)
+        ok = len(pods) == 2 and all(
+            p["spec"].get("nodeName") and p["status"].get("resourceClaimStatuses") for p in pods
+        )
         return pods if ok else None
-    pods = wait_for(bound, 90, "2 converted pods bound with claims",
-                    observe=lambda: [(p["metadata"]["name"], p["spec"].get("nodeName"), p["status"])
-                                     for p in pods_of(kube, ns, "trainer")])
+
+    pods = wait_for(
+        bound,
+        90,
+        "2 converted pods bound with claims",
+        observe=lambda: [
+            (p["metadata"]["name"], p["spec"].get("nodeName"), p["status"]) for p in pods_of(kube, ns, "trainer")
+        ],
+    )
     for pod in pods:
         assert CONVERSION_ANNOTATION in pod["metadata"]["annotations"]
         assert pod["spec"]["nodeName"] == cluster.a100
         limits = pod["spec"]["containers"][0].get("resources", {}).get("limits", {})
         assert "nvidia.com/gpu" not in limits
         claim_name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
-        claim = wait_for_object(kube, api_path(V1, "resourceclaims", ns, claim_name),
-                                lambda c: c.get("status", {}).get("allocation"), 30)
+        claim = wait_for_object(
+            kube, api_path(V1, "resourceclaims", ns, claim_name), lambda c: c.get("status", {}).get("allocation"), 30
+        )
         results = claim["status"]["allocation"]["devices"]["results"]
         assert len(results) == 2 and {r["pool"] for r in results} == {cluster.a100}
     template_name = pods[0]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
@@ -123,8 +133,11 @@ def test_audit_mode_leaves_pods_unchanged_and_an_event_shows_the_plan(cluster: C
     pods = wait_for(lambda: pods_of(kube, ns, "audited") or None, 30, "the audited pod")
     assert CONVERSION_ANNOTATION not in (pods[0]["metadata"].get("annotations") or {})
     assert pods[0]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
-    events = wait_for(lambda: [e for e in kube.list(api_path("v1", "events", ns))
-                               if e.get("reason") == "DRAMigrationPlan"] or None, 30, "the audit Event")
+    events = wait_for(
+        lambda: [e for e in kube.list(api_path("v1", "events", ns)) if e.get("reason") == "DRAMigrationPlan"] or None,
+        30,
+        "the audit Event",
+    )
     assert events[0]["involvedObject"]["kind"] == "ReplicaSet"
     assert "would convert nvidia.com/gpu" in events[0]["message"]
     assert kube.list(api_path(V1, "resourceclaimtemplates", ns)) == []
@@ -154,11 +167,19 @@ def test_daemonset_pods_are_converted_only_on_nodes_handed_over_to_dra(cluster: 
     wait_webhook_active(cluster, ns)
     pod_spec = legacy_pod("agent", 1)["spec"]
     pod_spec["nodeSelector"] = {DS_LABEL: cluster.suffix}
-    kube.create(api_path("apps/v1", "daemonsets", ns), {
-        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
-        "spec": {"selector": {"matchLabels": {"app": "agent"}},
-                 "template": {"metadata": {"labels": {"app": "agent"}}, "spec": pod_spec}}})
-    pods = wait_for(lambda: (p if len(p := pods_of(kube, ns, "agent")) == 2 else None), 30, "one agent pod per node")
+    kube.create(
+        api_path("apps/v1", "daemonsets", ns),
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {"metadata": {"labels": {"app": "agent"}}, "spec": pod_spec},
+            },
+        },
+    )
+    pods = wait_for(lambda: p if len(p := pods_of(kube, ns, "agent")) == 2 else None, 30, "one agent pod per node")
     by_node = {}
     for pod in pods:
         terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -172,12 +193,15 @@ def test_quota_on_the_legacy_resource_keeps_pods_legacy(cluster: Cluster) -> Non
     kube = cluster.kube
     ns = webhook_namespace(cluster, "enforce")
     wait_webhook_active(cluster, ns)
-    kube.create(api_path("v1", "resourcequotas", ns), {"metadata": {"name": "gpus"},
-                                                       "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}})
+    kube.create(
+        api_path("v1", "resourcequotas", ns),
+        {"metadata": {"name": "gpus"}, "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}},
+    )
 
     def legacy() -> dict[str, Any] | None:
         pod = kube.create(api_path("v1", "pods", ns), legacy_pod("probe"), dry_run=True)
         return pod if CONVERTED_LABEL not in (pod["metadata"].get("labels") or {}) else None
+
     pod = wait_for(legacy, 30, "the webhook's quota cache to see the ResourceQuota")
     assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
 
@@ -202,7 +226,8 @@ def _reconcile(cp: ControlPlane, identity: str, lease_ns: str, grace: float, pas
 
 
 def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
-        cluster: Cluster, control_plane: ControlPlane) -> None:
+    cluster: Cluster, control_plane: ControlPlane
+) -> None:
     kube = cluster.kube
     ns = webhook_namespace(cluster, "enforce")
     wait_webhook_active(cluster, ns)
@@ -212,10 +237,16 @@ def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
     unused_name = unused["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
     kube.delete(api_path("v1", "pods", ns, "short-lived"))
     wait_for(lambda: not kube.exists(api_path("v1", "pods", ns, "short-lived")), 30, "pod deleted")
-    by_hand = {"apiVersion": V1, "kind": "ResourceClaimTemplate",
-               "metadata": {"name": "by-convert", "labels": {"app.kubernetes.io/managed-by": "dra-migrate"}},
-               "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {
-                   "deviceClassName": "nvidia-gpu.dra-bridge.io"}}]}}}}
+    by_hand = {
+        "apiVersion": V1,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "by-convert", "labels": {"app.kubernetes.io/managed-by": "dra-migrate"}},
+        "spec": {
+            "spec": {
+                "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "nvidia-gpu.dra-bridge.io"}}]}
+            }
+        },
+    }
     kube.create(api_path(V1, "resourceclaimtemplates", ns), by_hand)
     kube.delete(api_path(V1, "resourceclaimtemplates", ns, used))  # the race: a live pod's template vanished
     lease_ns = webhook_namespace(cluster, "lease")

@@ -87,23 +87,44 @@ def setup(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytes
     mwc = f"dra-bridge-e2e-quota-{suffix}"
     setup = Setup(kube, control_plane, certs.ca_cert, {}, proxy, [sa_ns], suffix)
     try:
-        setup.hooks["no-list"] = start_webhook(control_plane, certs, work, "resource.k8s.io/v1", name="no-list",
-                                               kubeconfig=token_kubeconfig(kube, work / "no-list.kubeconfig", sa_ns,
-                                                                           no_list, control_plane.server,
-                                                                           control_plane.ca_file))
-        setup.hooks["stalled"] = start_webhook(control_plane, certs, work, "resource.k8s.io/v1", name="stalled",
-                                               kubeconfig=token_kubeconfig(kube, work / "stalled.kubeconfig", sa_ns,
-                                                                           full, proxy.url, certs.ca_cert))
+        setup.hooks["no-list"] = start_webhook(
+            control_plane,
+            certs,
+            work,
+            "resource.k8s.io/v1",
+            name="no-list",
+            kubeconfig=token_kubeconfig(
+                kube, work / "no-list.kubeconfig", sa_ns, no_list, control_plane.server, control_plane.ca_file
+            ),
+        )
+        setup.hooks["stalled"] = start_webhook(
+            control_plane,
+            certs,
+            work,
+            "resource.k8s.io/v1",
+            name="stalled",
+            kubeconfig=token_kubeconfig(kube, work / "stalled.kubeconfig", sa_ns, full, proxy.url, certs.ca_cert),
+        )
         ca = certs.ca_cert.read_bytes()
-        kube.create(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"), {
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": mwc},
-            "webhooks": [webhook_entry(f"{label}.quota.dra-bridge.io", hook.port, "/mutate/enforce", ca,
-                                       f"quota-{label}-{suffix}") for label, hook in setup.hooks.items()]})
+        kube.create(
+            api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"),
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": mwc},
+                "webhooks": [
+                    webhook_entry(
+                        f"{label}.quota.dra-bridge.io", hook.port, "/mutate/enforce", ca, f"quota-{label}-{suffix}"
+                    )
+                    for label, hook in setup.hooks.items()
+                ],
+            },
+        )
         yield setup
     finally:
-        kube.delete(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc),
-                    ignore_missing=True)
+        kube.delete(
+            api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc), ignore_missing=True
+        )
         for hook in setup.hooks.values():
             hook.proc.terminate()
             hook.proc.wait(10)
@@ -122,8 +143,9 @@ def routed_namespace(setup: Setup, label: str) -> str:
     ns = f"whq-{label}-{uuid.uuid4().hex[:6]}"
     create_namespace(setup.kube, ns)
     setup.namespaces.append(ns)
-    setup.kube.patch(api_path("v1", "namespaces", name=ns),
-                     {"metadata": {"labels": {MODE_LABEL: f"quota-{label}-{setup.suffix}"}}})
+    setup.kube.patch(
+        api_path("v1", "namespaces", name=ns), {"metadata": {"labels": {MODE_LABEL: f"quota-{label}-{setup.suffix}"}}}
+    )
     return ns
 
 
@@ -134,8 +156,12 @@ def dry_run_create(setup: Setup, ns: str, pod: dict[str, Any]) -> tuple[dict[str
     ctx.load_cert_chain(str(setup.cp.client_cert), str(setup.cp.client_key))
     conn = http.client.HTTPSConnection(url.hostname or "127.0.0.1", url.port or 443, context=ctx, timeout=30)
     try:
-        conn.request("POST", api_path("v1", "pods", ns) + "?dryRun=All", body=json.dumps(pod),
-                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        conn.request(
+            "POST",
+            api_path("v1", "pods", ns) + "?dryRun=All",
+            body=json.dumps(pod),
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
         resp = conn.getresponse()
         body = json.loads(resp.read())
         warnings = resp.headers.get_all("Warning") or []
@@ -147,9 +173,11 @@ def dry_run_create(setup: Setup, ns: str, pod: dict[str, Any]) -> tuple[dict[str
 
 def kept_legacy_with_warning(setup: Setup, ns: str, cause: str) -> tuple[dict[str, Any], list[str]]:
     """Dry-run creates until the webhook answers (its warning appears): the pod and warnings."""
+
     def answered() -> tuple[dict[str, Any], list[str]] | None:
         pod, warnings = dry_run_create(setup, ns, legacy_pod("probe"))
         return (pod, warnings) if any("quota-view" in w for w in warnings) else None
+
     pod, warnings = wait_for(answered, 30, "the API server to call the webhook")
     assert CONVERTED_LABEL not in (pod["metadata"].get("labels") or {})
     assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
@@ -180,7 +208,9 @@ def test_without_list_resourcequotas_pods_stay_legacy_and_readyz_names_the_permi
     assert 'dra_webhook_view_synced{view="ResourceQuota"} 0.0' in metrics
     assert "dra_webhook_api_server_up 1.0" in metrics
     assert 'dra_webhook_kept_legacy_total{reason="quota-view"}' in metrics
-    naming = [line for line in hook.log.read_text().splitlines() if "missing permission list core/resourcequotas" in line]
+    naming = [
+        line for line in hook.log.read_text().splitlines() if "missing permission list core/resourcequotas" in line
+    ]
     assert len(naming) == 1 and " ERROR " in naming[0], naming
 
 

@@ -49,20 +49,43 @@ class Webhook:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
 
 
-def start_webhook(cp: ControlPlane, certs: Any, workdir: Path, api_version: str, *,
-                  kubeconfig: Path | None = None, name: str = "") -> Webhook:
+def start_webhook(
+    cp: ControlPlane, certs: Any, workdir: Path, api_version: str, *, kubeconfig: Path | None = None, name: str = ""
+) -> Webhook:
     """A ``dra-webhook serve`` subprocess, once its /readyz answers 200 (cluster-admin unless
     ``kubeconfig`` names another identity; ``name`` tells its log apart)."""
     port = free_port()
     log = workdir / f"webhook-{name or api_version.rsplit('/', 1)[-1]}.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dra_bridge.webhook.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--tls-cert-file", str(certs.cert), "--tls-key-file", str(certs.key),
-         "--kubeconfig", str(kubeconfig or cp.kubeconfig),
-         "--api-version", api_version, "--reload-interval", "0.5",
-         # the registration's caBundle and the host it calls: ready only if the pair fits both
-         "--ca-bundle", str(certs.ca_cert), "--service-name", "127.0.0.1"],
-        cwd=REPO_ROOT, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "dra_bridge.webhook.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--tls-cert-file",
+            str(certs.cert),
+            "--tls-key-file",
+            str(certs.key),
+            "--kubeconfig",
+            str(kubeconfig or cp.kubeconfig),
+            "--api-version",
+            api_version,
+            "--reload-interval",
+            "0.5",
+            # the registration's caBundle and the host it calls: ready only if the pair fits both
+            "--ca-bundle",
+            str(certs.ca_cert),
+            "--service-name",
+            "127.0.0.1",
+        ],
+        cwd=REPO_ROOT,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
     deadline = time.monotonic() + 30
@@ -85,24 +108,45 @@ def grant(kube: KubeClient, name: str, sa_ns: str, calls: list[ApiCall]) -> None
     kube.create(api_path("v1", "serviceaccounts", sa_ns), {"metadata": {"name": name}})
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": sa_ns}]
     kube.create(f"{RBAC}/clusterroles", {"metadata": {"name": name}, "rules": rbac_rules(calls)})
-    kube.create(f"{RBAC}/clusterrolebindings", {"metadata": {"name": name}, "subjects": subject, "roleRef": {
-        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}})
-    kube.create(f"{RBAC}/namespaces/{LEASE_NAMESPACE}/roles", {"metadata": {"name": name},
-                                                               "rules": rbac_rules(calls, "namespace")})
-    kube.create(f"{RBAC}/namespaces/{LEASE_NAMESPACE}/rolebindings", {
-        "metadata": {"name": name}, "subjects": subject,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}})
+    kube.create(
+        f"{RBAC}/clusterrolebindings",
+        {
+            "metadata": {"name": name},
+            "subjects": subject,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        },
+    )
+    kube.create(
+        f"{RBAC}/namespaces/{LEASE_NAMESPACE}/roles",
+        {"metadata": {"name": name}, "rules": rbac_rules(calls, "namespace")},
+    )
+    kube.create(
+        f"{RBAC}/namespaces/{LEASE_NAMESPACE}/rolebindings",
+        {
+            "metadata": {"name": name},
+            "subjects": subject,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        },
+    )
 
 
 def token_kubeconfig(kube: KubeClient, path: Path, sa_ns: str, name: str, server: str, ca: Path) -> Path:
-    token = kube.create(f"/api/v1/namespaces/{sa_ns}/serviceaccounts/{name}/token", {
-        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"expirationSeconds": 3600}})["status"]["token"]
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
-        "clusters": [{"name": "c", "cluster": {"server": server, "certificate-authority": str(ca)}}],
-        "users": [{"name": name, "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "c", "user": name}}]}))
+    token = kube.create(
+        f"/api/v1/namespaces/{sa_ns}/serviceaccounts/{name}/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
+    )["status"]["token"]
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "sa",
+                "clusters": [{"name": "c", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+                "users": [{"name": name, "user": {"token": token}}],
+                "contexts": [{"name": "sa", "context": {"cluster": "c", "user": name}}],
+            }
+        )
+    )
     return path
 
 
@@ -110,8 +154,15 @@ def webhook_entry(name: str, port: int, path: str, ca: bytes, label: str) -> dic
     return {
         "name": name,
         "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca).decode()},
-        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
-                   "scope": "Namespaced"}],
+        "rules": [
+            {
+                "operations": ["CREATE"],
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "scope": "Namespaced",
+            }
+        ],
         "namespaceSelector": {"matchLabels": {MODE_LABEL: label}},
         "sideEffects": "NoneOnDryRun",
         "admissionReviewVersions": ["v1"],
@@ -133,11 +184,14 @@ class Cluster:
 
 
 def bridge_device(i: int, product: str) -> dict[str, Any]:
-    return {"name": f"gpu-{i}", "attributes": {
-        "resourceName": {"string": "nvidia.com/gpu"},
-        "gpu.nvidia.com/productName": {"string": product},
-        "gpu.nvidia.com/type": {"string": "gpu"},
-    }}
+    return {
+        "name": f"gpu-{i}",
+        "attributes": {
+            "resourceName": {"string": "nvidia.com/gpu"},
+            "gpu.nvidia.com/productName": {"string": product},
+            "gpu.nvidia.com/type": {"string": "gpu"},
+        },
+    }
 
 
 @contextlib.contextmanager
@@ -155,28 +209,45 @@ def running_cluster(control_plane: ControlPlane, kube: KubeClient, workdir: Path
         if product == A100_PRODUCT:
             labels[NODE_MODE_LABEL] = "dra"  # handed over to DRA: DaemonSet pods there are converted
         create_fake_node(kube, node, labels=labels)
-        kube.create(api_path(V1, "resourceslices"), {
-            "apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": f"{node}-{DRIVER}"},
-            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1,
-                                                                  "resourceSliceCount": 1},
-                     "devices": [bridge_device(i, product) for i in range(16)]}})
+        kube.create(
+            api_path(V1, "resourceslices"),
+            {
+                "apiVersion": V1,
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-{DRIVER}"},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [bridge_device(i, product) for i in range(16)],
+                },
+            },
+        )
     v1 = start_webhook(control_plane, certs, workdir, "v1")
     v1beta1 = start_webhook(control_plane, certs, workdir, "v1beta1")
     ca = certs.ca_cert.read_bytes()
     mwc_name = f"dra-bridge-e2e-{suffix}"
-    kube.create(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"), {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": mwc_name},
-        "webhooks": [webhook_entry("enforce.v1.dra-bridge.io", v1.port, "/mutate/enforce", ca, "enforce"),
-                     webhook_entry("audit.v1.dra-bridge.io", v1.port, "/mutate/audit", ca, "audit"),
-                     webhook_entry("enforce.v1beta1.dra-bridge.io", v1beta1.port, "/mutate/enforce", ca, "enforce-v1beta1")],
-    })
+    kube.create(
+        api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"),
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": mwc_name},
+            "webhooks": [
+                webhook_entry("enforce.v1.dra-bridge.io", v1.port, "/mutate/enforce", ca, "enforce"),
+                webhook_entry("audit.v1.dra-bridge.io", v1.port, "/mutate/audit", ca, "audit"),
+                webhook_entry("enforce.v1beta1.dra-bridge.io", v1beta1.port, "/mutate/enforce", ca, "enforce-v1beta1"),
+            ],
+        },
+    )
     try:
         cluster = Cluster(kube, v1, v1beta1, f"a100-{suffix}", f"t4-{suffix}", [], suffix)
         yield cluster
     finally:
-        kube.delete(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc_name),
-                    ignore_missing=True)
+        kube.delete(
+            api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc_name),
+            ignore_missing=True,
+        )
         for hook in (v1, v1beta1):
             hook.proc.terminate()
             try:
@@ -201,24 +272,44 @@ def webhook_namespace(cluster: Cluster, mode: str) -> str:
 
 
 def legacy_pod(name: str, gpus: int = 2) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"},
-                     "containers": [{"name": "cuda", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"},
+            "containers": [
+                {
+                    "name": "cuda",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"limits": {"nvidia.com/gpu": gpus}},
+                }
+            ],
+        },
+    }
 
 
 def legacy_deployment(name: str, replicas: int = 2) -> dict[str, Any]:
     pod = legacy_pod(name)
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod["spec"]}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod["spec"]},
+        },
+    }
 
 
 def wait_webhook_active(cluster: Cluster, ns: str) -> dict[str, Any]:
     """Dry-run creates until the API server calls the webhook (it learns of the MWC asynchronously)."""
+
     def converted() -> dict[str, Any] | None:
         pod = cluster.kube.create(api_path("v1", "pods", ns), legacy_pod("probe"), dry_run=True)
         return pod if CONVERTED_LABEL in (pod["metadata"].get("labels") or {}) else None
+
     return wait_for(converted, 30, "the API server to call the webhook")
 
 
@@ -242,23 +333,39 @@ def least_privilege_webhook(cp: ControlPlane, kube: KubeClient, workdir: Path, l
         grant(kube, name, sa_ns, list(API_CALLS))
         kubeconfig = token_kubeconfig(kube, workdir / f"{name}.kubeconfig", sa_ns, name, cp.server, cp.ca_file)
         hook = start_webhook(cp, certs, workdir, "resource.k8s.io/v1", kubeconfig=kubeconfig, name=label)
-        kube.create(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"), {
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": mwc},
-            "webhooks": [webhook_entry(f"enforce.{label}.dra-bridge.io", hook.port, "/mutate/enforce",
-                                       certs.ca_cert.read_bytes(), label)]})
+        kube.create(
+            api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"),
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": mwc},
+                "webhooks": [
+                    webhook_entry(
+                        f"enforce.{label}.dra-bridge.io",
+                        hook.port,
+                        "/mutate/enforce",
+                        certs.ca_cert.read_bytes(),
+                        label,
+                    )
+                ],
+            },
+        )
         yield hook
     finally:
-        kube.delete(api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc),
-                    ignore_missing=True)
+        kube.delete(
+            api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc), ignore_missing=True
+        )
         if hook is not None:
             hook.proc.terminate()
             try:
                 hook.proc.wait(10)
             except subprocess.TimeoutExpired:
                 hook.proc.kill()
-        for path in (f"{RBAC}/clusterrolebindings/{name}", f"{RBAC}/clusterroles/{name}",
-                     f"{RBAC}/namespaces/{LEASE_NAMESPACE}/rolebindings/{name}",
-                     f"{RBAC}/namespaces/{LEASE_NAMESPACE}/roles/{name}"):
+        for path in (
+            f"{RBAC}/clusterrolebindings/{name}",
+            f"{RBAC}/clusterroles/{name}",
+            f"{RBAC}/namespaces/{LEASE_NAMESPACE}/rolebindings/{name}",
+            f"{RBAC}/namespaces/{LEASE_NAMESPACE}/roles/{name}",
+        ):
             kube.delete(path, ignore_missing=True)
         kube.delete(api_path("v1", "namespaces", name=sa_ns), ignore_missing=True)

@@ -29,8 +29,9 @@ def documented(doc: str) -> set[ApiCall]:
     return calls
 
 
-@pytest.mark.parametrize(("doc", "declared"), [("webhook.md", WEBHOOK_CALLS), ("bridge.md", BRIDGE_CALLS)],
-                         ids=["webhook", "bridge"])
+@pytest.mark.parametrize(
+    ("doc", "declared"), [("webhook.md", WEBHOOK_CALLS), ("bridge.md", BRIDGE_CALLS)], ids=["webhook", "bridge"]
+)
 def test_the_declared_api_calls_are_the_documented_permissions(doc: str, declared: tuple[ApiCall, ...]) -> None:
     assert len(set(declared)) == len(declared), "a call declared twice"
     assert documented(doc) == set(declared)
@@ -40,7 +41,8 @@ def test_rbac_rules_grant_exactly_the_declared_calls_of_a_scope() -> None:
     from dra_bridge.kube.resources import rbac_rules
 
     assert rbac_rules(WEBHOOK_CALLS, "namespace") == [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}]
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create", "get", "update"]}
+    ]
     rules = rbac_rules(BRIDGE_CALLS)
     assert {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]} in rules
     assert sum(len(r["verbs"]) for r in rules) == len(BRIDGE_CALLS)

@@ -24,8 +24,9 @@ async def handle(request: web.Request) -> web.StreamResponse:
     body = await request.json() if request.can_read_body else None
     SEEN.append((request.method, request.path_qs, body))
     if request.path == "/apis/resource.k8s.io":
-        return web.json_response({"versions": [{"groupVersion": "resource.k8s.io/v1beta2"},
-                                               {"groupVersion": "resource.k8s.io/v1beta1"}]})
+        return web.json_response(
+            {"versions": [{"groupVersion": "resource.k8s.io/v1beta2"}, {"groupVersion": "resource.k8s.io/v1beta1"}]}
+        )
     if request.method == "POST":
         return web.json_response({"kind": "Status", "reason": "AlreadyExists", "message": "taken"}, status=409)
     if request.path.endswith("/nodes/gone"):
@@ -33,8 +34,10 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if request.query.get("watch") == "true":
         resp = web.StreamResponse()
         await resp.prepare(request)
-        for event in ({"type": "ADDED", "object": {"metadata": {"name": "s1"}}},
-                      {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}}):
+        for event in (
+            {"type": "ADDED", "object": {"metadata": {"name": "s1"}}},
+            {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired"}},
+        ):
             await resp.write(json.dumps(event).encode() + b"\n")
         return resp
     if request.path.endswith("/nodes/down"):
@@ -65,8 +68,11 @@ async def test_calls_speak_plain_json_and_answers_map_to_the_error_tree(api: Api
     assert info.value.__cause__ is not None
     await api.delete(templates, "t", "ns", resource_version="7")
     assert SEEN[-2][:2] == ("POST", "/apis/resource.k8s.io/v1beta1/namespaces/ns/resourceclaimtemplates")
-    assert SEEN[-1] == ("DELETE", "/apis/resource.k8s.io/v1beta1/namespaces/ns/resourceclaimtemplates/t",
-                        {"preconditions": {"resourceVersion": "7"}})
+    assert SEEN[-1] == (
+        "DELETE",
+        "/apis/resource.k8s.io/v1beta1/namespaces/ns/resourceclaimtemplates/t",
+        {"preconditions": {"resourceVersion": "7"}},
+    )
 
 
 async def test_discovery_picks_the_newest_version_served(api: ApiServer) -> None:

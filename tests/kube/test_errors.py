@@ -22,12 +22,23 @@ from dra_bridge.kube.errors import (
 )
 
 
-@pytest.mark.parametrize(("status", "reason", "cls"), [
-    (401, "Unauthorized", Unauthorized), (403, "Forbidden", Forbidden), (404, "NotFound", NotFound),
-    (409, "Conflict", Conflict), (409, "AlreadyExists", AlreadyExists), (410, "Expired", Gone),
-    (422, "Invalid", Invalid), (400, "BadRequest", ApiError), (429, "TooManyRequests", Unavailable),
-    (500, "InternalError", Unavailable), (503, "ServiceUnavailable", Unavailable),
-], ids=lambda v: str(v) if not isinstance(v, type) else v.__name__)
+@pytest.mark.parametrize(
+    ("status", "reason", "cls"),
+    [
+        (401, "Unauthorized", Unauthorized),
+        (403, "Forbidden", Forbidden),
+        (404, "NotFound", NotFound),
+        (409, "Conflict", Conflict),
+        (409, "AlreadyExists", AlreadyExists),
+        (410, "Expired", Gone),
+        (422, "Invalid", Invalid),
+        (400, "BadRequest", ApiError),
+        (429, "TooManyRequests", Unavailable),
+        (500, "InternalError", Unavailable),
+        (503, "ServiceUnavailable", Unavailable),
+    ],
+    ids=lambda v: str(v) if not isinstance(v, type) else v.__name__,
+)
 def test_each_status_has_its_error(status: int, reason: str, cls: type[KubeError]) -> None:
     err = from_status("POST /x", status, {"kind": "Status", "reason": reason, "message": "why"})
     assert type(err) is cls and err.status == status and err.reason == reason

@@ -48,8 +48,10 @@ async def test_status_patches_merge_conditions_by_type() -> None:
     fake.put(NODES, {"metadata": {"name": "n"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
     await fake.patch_status(NODES, "n", {"status": {"conditions": [{"type": "X", "status": "False"}]}})
     await fake.patch_status(NODES, "n", {"status": {"conditions": [{"type": "X", "status": "True"}]}})
-    assert fake.objects["nodes"]["n"]["status"]["conditions"] == [{"type": "Ready", "status": "True"},
-                                                                  {"type": "X", "status": "True"}]
+    assert fake.objects["nodes"]["n"]["status"]["conditions"] == [
+        {"type": "Ready", "status": "True"},
+        {"type": "X", "status": "True"},
+    ]
 
 
 async def test_a_watch_sees_what_exists_then_changes_until_its_timeout() -> None:

@@ -11,8 +11,11 @@ from dra_bridge.kube.flags import Flag, FlagTable
 
 
 def table() -> FlagTable:
-    return FlagTable("DRA_TEST_", (Flag("node_name", "the node.", "''"), Flag("port", "a port", "8", "N", int)),
-                     legacy=frozenset({"node_name"}))
+    return FlagTable(
+        "DRA_TEST_",
+        (Flag("node_name", "the node.", "''"), Flag("port", "a port", "8", "N", int)),
+        legacy=frozenset({"node_name"}),
+    )
 
 
 def parse(t: FlagTable, argv: list[str]) -> argparse.Namespace:

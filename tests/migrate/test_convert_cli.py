@@ -47,8 +47,9 @@ def test_installed_console_script_converts_stdin_and_exits_with_the_documented_c
     script = shutil.which("dra-migrate", path=str(Path(sys.executable).parent)) or shutil.which("dra-migrate")
     assert script, "the dra-migrate console script is not installed (pip install -e .)"
     pod = (EXAMPLES / "01-pod-limits-only-toleration.yaml").read_text()
-    proc = subprocess.run([script, "convert", "-f", "-"], input=pod, capture_output=True, text=True, timeout=60,
-                          check=False)
+    proc = subprocess.run(
+        [script, "convert", "-f", "-"], input=pod, capture_output=True, text=True, timeout=60, check=False
+    )
     assert proc.returncode == EXIT_OK, proc.stderr
     assert [d["kind"] for d in yaml.safe_load_all(proc.stdout)] == ["ResourceClaimTemplate", "Pod"]
     assert "translated" in proc.stderr
@@ -65,8 +66,11 @@ def test_help_and_usage_errors_return_instead_of_exiting() -> None:
 
 
 def test_bad_option_values_exit_1_naming_the_option() -> None:
-    for args in (("convert", "--api-version", "v2"), ("classes", "--api-version", "v1alpha3"),
-                 ("classes", "--mig-profile", "big")):
+    for args in (
+        ("convert", "--api-version", "v2"),
+        ("classes", "--api-version", "v1alpha3"),
+        ("classes", "--mig-profile", "big"),
+    ):
         proc = run(*args)
         assert proc.returncode == EXIT_ERROR and proc.stdout == "", args
         assert proc.stderr.startswith(f"dra-migrate: error: {args[1]}") and "Traceback" not in proc.stderr, proc.stderr
@@ -91,8 +95,9 @@ def test_convert_directory_puts_templates_before_their_first_user() -> None:
 
 def test_stdin_and_json_output_with_list_objects() -> None:
     pod = yaml.safe_load((EXAMPLES / "01-pod-limits-only-toleration.yaml").read_text())
-    proc = run("convert", "-f", "-", "-o", "json", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                                        "items": [pod]}))
+    proc = run(
+        "convert", "-f", "-", "-o", "json", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [pod]})
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert [i["kind"] for i in out["items"]] == ["ResourceClaimTemplate", "Pod"]
@@ -122,7 +127,9 @@ def test_missing_file_and_unknown_option_exit_1(tmp_path: Path) -> None:
 
 def test_bad_user_catalog_exits_1_naming_the_key(tmp_path: Path) -> None:
     cat = tmp_path / "cat.yaml"
-    cat.write_text("apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n  - name: a.com/x\n    kind: odd\n")
+    cat.write_text(
+        "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n  - name: a.com/x\n    kind: odd\n"
+    )
     proc = run("convert", "--catalog", str(cat), "-f", str(EXAMPLES / "01-pod-limits-only-toleration.yaml"))
     assert proc.returncode == 1 and "resources[0].kind" in proc.stderr and str(cat) in proc.stderr
 
@@ -136,19 +143,30 @@ def test_daemonset_and_custom_resources_are_left_for_the_webhook() -> None:
     proc = run("convert", "--include-custom-resources", "-f", str(EXAMPLES / "19-lws-leader-worker-eight-gpus.yaml"))
     kinds = [d["kind"] for d in yaml.safe_load_all(proc.stdout)]
     assert kinds == ["ResourceClaimTemplate", "ResourceClaimTemplate", "LeaderWorkerSet"]  # leader, worker
-    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "n"},
-          "spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "d", "namespace": "n"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}},
+    }
     proc = run("convert", "-f", "-", stdin=json.dumps(ds))
     assert list(yaml.safe_load_all(proc.stdout)) == [ds] and "DaemonSet spans" in proc.stderr
 
 
 def test_resource_quota_gets_the_dra_key_beside_the_legacy_one() -> None:
-    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "n"},
-             "spec": {"hard": {"requests.nvidia.com/gpu": "4", "pods": "10"}}}
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q", "namespace": "n"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "4", "pods": "10"}},
+    }
     proc = run("convert", "-f", "-", stdin=json.dumps(quota))
     (out,) = list(yaml.safe_load_all(proc.stdout))
-    assert out["spec"]["hard"] == {"requests.nvidia.com/gpu": "4", "pods": "10",
-                                   "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices": "4"}
+    assert out["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "4",
+        "pods": "10",
+        "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices": "4",
+    }
     assert "doubled" in proc.stderr
 
 
@@ -183,15 +201,23 @@ def test_alias_bombs_and_malformed_lists_are_refused(tmp_path: Path) -> None:
 
 
 def test_odd_metadata_types_do_not_crash_the_table() -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": 5},
-           "spec": {"containers": [{"name": "c", "resources": {"limits": {"example.com/x": 1}}}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": 5},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"example.com/x": 1}}}]},
+    }
     proc = run("convert", "-f", "-", stdin=json.dumps(pod))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr and "Pod/5/p" in proc.stderr
 
 
 def _gpu_pod(name: str, **spec: object) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "n"},
-            "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "n"},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}], **spec},
+    }
 
 
 def test_concatenated_json_objects_and_nested_lists_are_read(tmp_path: Path) -> None:
@@ -200,8 +226,11 @@ def test_concatenated_json_objects_and_nested_lists_are_read(tmp_path: Path) -> 
     proc = run("convert", "-f", str(stream))
     assert proc.returncode == 0, proc.stderr
     assert [d["metadata"]["name"] for d in yaml.safe_load_all(proc.stdout) if d["kind"] == "Pod"] == ["a", "b"]
-    nested = {"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "List",
-                                                             "items": [_gpu_pod("c")]}]}
+    nested = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [{"apiVersion": "v1", "kind": "List", "items": [_gpu_pod("c")]}],
+    }
     proc = run("convert", "-f", "-", stdin=json.dumps(nested))
     assert [d["kind"] for d in yaml.safe_load_all(proc.stdout)] == ["ResourceClaimTemplate", "Pod"]
 
@@ -222,8 +251,12 @@ def test_declared_dra_schedulers_are_converted() -> None:
 
 
 def test_fail_requests_greater_than_one_keeps_shared_requests_over_one_on_the_plugin() -> None:
-    pod = json.dumps({**_gpu_pod("a"), "spec": {"containers": [
-        {"name": "c", "resources": {"limits": {"nvidia.com/gpu.shared": 2}}}]}})
+    pod = json.dumps(
+        {
+            **_gpu_pod("a"),
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu.shared": 2}}}]},
+        }
+    )
     assert "ResourceClaimTemplate" in run("convert", "-f", "-", stdin=pod).stdout
     proc = run("convert", "--fail-requests-greater-than-one", "--fail-on", "unsupported", "-f", "-", stdin=pod)
     assert proc.returncode == 3 and "ResourceClaimTemplate" not in proc.stdout
@@ -231,14 +264,16 @@ def test_fail_requests_greater_than_one_keeps_shared_requests_over_one_on_the_pl
 
 
 def test_alignment_writes_constraints_and_a_bad_value_is_a_usage_error() -> None:
-    pod = json.dumps({**_gpu_pod("a"), "spec": {"containers": [
-        {"name": "c", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}})
+    pod = json.dumps(
+        {**_gpu_pod("a"), "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}
+    )
     assert "constraints" not in run("convert", "-f", "-", stdin=pod).stdout
     proc = run("convert", "--alignment", "pcie", "--alignment-scope", "pod", "-f", "-", stdin=pod)
     assert proc.returncode == 0
     template = next(d for d in yaml.safe_load_all(proc.stdout) if d["kind"] == "ResourceClaimTemplate")
     assert template["spec"]["spec"]["devices"]["constraints"] == [
-        {"requests": ["c-gpu"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]
+        {"requests": ["c-gpu"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}
+    ]
     bad = run("convert", "--alignment", "socket", "-f", "-", stdin=pod)
     assert bad.returncode == 1 and "--alignment" in bad.stderr and not bad.stdout
 
@@ -250,10 +285,21 @@ def test_mig_profiles_given_to_classes_add_to_the_catalog_list() -> None:
 
 
 def test_live_objects_lose_server_fields_and_live_pods_are_left_to_their_owner() -> None:
-    deploy = {"apiVersion": "apps/v1", "kind": "Deployment",
-              "metadata": {"name": "d", "namespace": "n", "uid": "u", "resourceVersion": "7", "generation": 2,
-                           "managedFields": [{"manager": "kubectl"}], "creationTimestamp": "2026-01-01T00:00:00Z"},
-              "spec": {"template": {"spec": _gpu_pod("x")["spec"]}}, "status": {"replicas": 1}}
+    deploy = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "d",
+            "namespace": "n",
+            "uid": "u",
+            "resourceVersion": "7",
+            "generation": 2,
+            "managedFields": [{"manager": "kubectl"}],
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {"template": {"spec": _gpu_pod("x")["spec"]}},
+        "status": {"replicas": 1},
+    }
     (_template, out) = list(yaml.safe_load_all(run("convert", "-f", "-", stdin=json.dumps(deploy)).stdout))
     assert set(out["metadata"]) == {"name", "namespace"} and "status" not in out
     live = _gpu_pod("p")
@@ -263,8 +309,12 @@ def test_live_objects_lose_server_fields_and_live_pods_are_left_to_their_owner()
 
 
 def test_vendor_target_quota_sums_legacy_keys_sharing_one_class() -> None:
-    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "n"},
-             "spec": {"hard": {"requests.nvidia.com/mig-1g.10gb": "4", "requests.nvidia.com/mig-3g.40gb": "2"}}}
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q", "namespace": "n"},
+        "spec": {"hard": {"requests.nvidia.com/mig-1g.10gb": "4", "requests.nvidia.com/mig-3g.40gb": "2"}},
+    }
     proc = run("convert", "--target", "vendor", "-f", "-", stdin=json.dumps(quota))
     (out,) = list(yaml.safe_load_all(proc.stdout))
     assert out["spec"]["hard"]["mig.nvidia.com.deviceclass.resource.k8s.io/devices"] == "6"

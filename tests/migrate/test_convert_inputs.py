@@ -47,8 +47,12 @@ def _dir_without_manifests(tmp: Path) -> str:
     return str(tmp / "d")
 
 
-EMPTY = [pytest.param(_empty_file, id="empty-file"), pytest.param(_only_separators, id="only-separators"),
-         pytest.param(_empty_dir, id="empty-dir"), pytest.param(_dir_without_manifests, id="dir-without-manifests")]
+EMPTY = [
+    pytest.param(_empty_file, id="empty-file"),
+    pytest.param(_only_separators, id="only-separators"),
+    pytest.param(_empty_dir, id="empty-dir"),
+    pytest.param(_dir_without_manifests, id="dir-without-manifests"),
+]
 
 
 @pytest.mark.parametrize("make", EMPTY)

@@ -14,26 +14,71 @@ from tests.factories import gpu, make_container, make_pod
 CATALOG = load_catalog()
 
 
-@pytest.mark.parametrize(("remedy", "subject", "outcome", "flags", "policy"), [
-    (Remedy.DECLARE_DRA_SCHEDULER, "volcano", "kept-legacy", "declare it: --dra-scheduler volcano",
-     "declare it: policy draSchedulers"),
-    (Remedy.HAMI_WHOLE_DEVICES, "", "unsupported", "--hami-slicing whole-devices gives it whole devices",
-     "policy hamiSlicing: whole-devices gives it whole devices"),
-    (Remedy.ADD_MIG_PROFILE_CLASS, "9g.999gb", "partial", "`dra-migrate classes --mig-profile 9g.999gb`",
-     "`dra-migrate classes --mig-profile 9g.999gb`"),
-    (Remedy.INCLUDE_CUSTOM_RESOURCES, "RayCluster", "left-for-webhook", "--include-custom-resources converts it",
-     "--include-custom-resources"),
-    (Remedy.INCLUDE_CUSTOM_RESOURCES, "RayCluster", "partial", "because of --include-custom-resources",
-     "--include-custom-resources"),
-    (Remedy.FAIL_REQUESTS_GREATER_THAN_ONE, "", "unsupported", "because of --fail-requests-greater-than-one",
-     "policy failRequestsGreaterThanOne"),
-    (Remedy.IGNORE_LEGACY_QUOTA, "x.deviceclass.resource.k8s.io/devices", "kept-legacy", "ignoreLegacyQuota: true",
-     "policy ignoreLegacyQuota: true converts it anyway"),
-    (Remedy.IGNORE_LEGACY_QUOTA, "x.deviceclass.resource.k8s.io/devices", "partial", "ignoreLegacyQuota",
-     "policy ignoreLegacyQuota"),
-], ids=lambda v: str(v))
-def test_each_front_end_phrases_every_remedy_in_its_own_words(remedy: Remedy, subject: str, outcome: Outcome,
-                                                               flags: str, policy: str) -> None:
+@pytest.mark.parametrize(
+    ("remedy", "subject", "outcome", "flags", "policy"),
+    [
+        (
+            Remedy.DECLARE_DRA_SCHEDULER,
+            "volcano",
+            "kept-legacy",
+            "declare it: --dra-scheduler volcano",
+            "declare it: policy draSchedulers",
+        ),
+        (
+            Remedy.HAMI_WHOLE_DEVICES,
+            "",
+            "unsupported",
+            "--hami-slicing whole-devices gives it whole devices",
+            "policy hamiSlicing: whole-devices gives it whole devices",
+        ),
+        (
+            Remedy.ADD_MIG_PROFILE_CLASS,
+            "9g.999gb",
+            "partial",
+            "`dra-migrate classes --mig-profile 9g.999gb`",
+            "`dra-migrate classes --mig-profile 9g.999gb`",
+        ),
+        (
+            Remedy.INCLUDE_CUSTOM_RESOURCES,
+            "RayCluster",
+            "left-for-webhook",
+            "--include-custom-resources converts it",
+            "--include-custom-resources",
+        ),
+        (
+            Remedy.INCLUDE_CUSTOM_RESOURCES,
+            "RayCluster",
+            "partial",
+            "because of --include-custom-resources",
+            "--include-custom-resources",
+        ),
+        (
+            Remedy.FAIL_REQUESTS_GREATER_THAN_ONE,
+            "",
+            "unsupported",
+            "because of --fail-requests-greater-than-one",
+            "policy failRequestsGreaterThanOne",
+        ),
+        (
+            Remedy.IGNORE_LEGACY_QUOTA,
+            "x.deviceclass.resource.k8s.io/devices",
+            "kept-legacy",
+            "ignoreLegacyQuota: true",
+            "policy ignoreLegacyQuota: true converts it anyway",
+        ),
+        (
+            Remedy.IGNORE_LEGACY_QUOTA,
+            "x.deviceclass.resource.k8s.io/devices",
+            "partial",
+            "ignoreLegacyQuota",
+            "policy ignoreLegacyQuota",
+        ),
+    ],
+    ids=lambda v: str(v),
+)
+def test_each_front_end_phrases_every_remedy_in_its_own_words(
+    remedy: Remedy, subject: str, outcome: Outcome, flags: str, policy: str
+) -> None:
     finding = Finding("spec", "x", outcome, "why", remedy, subject)
     assert flags in (remedy_text(finding) or "") and policy in (policy_remedy(finding) or "")
     shown = finding.phrased(remedy_text(finding))
@@ -52,9 +97,14 @@ def test_findings_without_a_remedy_are_shown_as_they_are() -> None:
 
 
 def test_dra_migrate_says_the_scheduler_flag_and_the_mig_profile_command() -> None:
-    pods = [make_pod([make_container("c", gpu(1))], schedulerName="volcano"),
-            make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))])]
+    pods = [
+        make_pod([make_container("c", gpu(1))], schedulerName="volcano"),
+        make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]),
+    ]
     reasons = [f.reason for pod in pods for f in phrased(plan_pod(pod, CATALOG).findings)]
     assert any("scheduler 'volcano' may not support DRA" in r and "--dra-scheduler volcano" in r for r in reasons)
-    assert any("create DeviceClass nvidia-mig-9g.999gb.dra-bridge.io" in r
-               and "dra-migrate classes --mig-profile 9g.999gb" in r for r in reasons)
+    assert any(
+        "create DeviceClass nvidia-mig-9g.999gb.dra-bridge.io" in r
+        and "dra-migrate classes --mig-profile 9g.999gb" in r
+        for r in reasons
+    )

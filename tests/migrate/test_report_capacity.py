@@ -35,19 +35,31 @@ def as_json(*argv: str) -> dict[str, Any]:
 
 
 def node(name: str, gpus: int, product: str = H100) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-        "nvidia.com/gpu.product": product}}, "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": product}},
+        "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}},
+    }
 
 
-def deployment(name: str, replicas: int, gpus: int, priority: int | None = None,
-               **spec: Any) -> dict[str, Any]:
-    pod: dict[str, Any] = {"containers": [{"name": "c", "image": "cuda", "resources": {
-        "limits": {"nvidia.com/gpu": str(gpus)}}}], **spec}
+def deployment(name: str, replicas: int, gpus: int, priority: int | None = None, **spec: Any) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "containers": [{"name": "c", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+        **spec,
+    }
     if priority is not None:
         pod["priority"] = priority
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "ml"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod},
+        },
+    }
 
 
 def write(tmp: Path, name: str, *docs: dict[str, Any]) -> str:
@@ -61,8 +73,14 @@ def workloads(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_cumulative_first_fit_in_priority_order_with_reasons(tmp_path: Path) -> None:
-    f = write(tmp_path, "in.yaml", node("n1", 2), node("n2", 2), deployment("big", 3, 2),
-              deployment("urgent", 1, 1, priority=1000))
+    f = write(
+        tmp_path,
+        "in.yaml",
+        node("n1", 2),
+        node("n2", 2),
+        deployment("big", 3, 2),
+        deployment("urgent", 1, 1, priority=1000),
+    )
     doc = as_json("-f", f)
     w = workloads(doc)
     urgent, big = w["urgent"]["capacity"], w["big"]["capacity"]

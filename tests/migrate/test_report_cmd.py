@@ -50,14 +50,17 @@ EXPECTED_136 = {
     "Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml": ("translated", "needs-conversion"),
     "Pod/team-a/init-sidecar-app#09-init-sidecar-app-each-with-gpu.yaml": ("unsupported", "blocked"),
     "StatefulSet/team-a/cuda-vectoradd-1#10-mig-statefulset-limits-only.yaml": ("translated", "needs-conversion"),
-    "Deployment/team-a/example-ollama#13-helm-two-mig-profiles-one-container.yaml": ("translated",
-                                                                                     "needs-conversion"),
+    "Deployment/team-a/example-ollama#13-helm-two-mig-profiles-one-container.yaml": ("translated", "needs-conversion"),
     "Deployment/team-a/example-ollama#14-helm-already-dra-claim.yaml": ("unchanged", "nothing-to-do"),
     "Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml": (
-        "translated", "kep-5004"),
+        "translated",
+        "kep-5004",
+    ),
     "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": ("left-for-webhook", "kep-5004"),
-    "Deployment/team-a/mistral-7b#21-amd-vllm-deployment-requests-limits-hostipc.yaml": ("translated",
-                                                                                         "needs-conversion"),
+    "Deployment/team-a/mistral-7b#21-amd-vllm-deployment-requests-limits-hostipc.yaml": (
+        "translated",
+        "needs-conversion",
+    ),
     "Job/team-a/intelgpu-demo-job#22-intel-i915-job.yaml": ("translated", "needs-conversion"),
     "Pod/team-b/trainer-#pods.yaml": ("translated", "kep-5004"),
     "Pod/team-b/pinned#pods.yaml": ("kept-legacy", "blocked"),
@@ -85,16 +88,23 @@ def test_kep5004_needs_136_and_names_the_newest_class() -> None:
     assert "DeviceClass gpu.nvidia.com" in served["pathReason"] and served["via"] == "node hand-over"
 
 
-@pytest.mark.parametrize(("key", "why"), [
-    pytest.param("Pod/team-b/warmup#pods.yaml", "createDeviceRequests", id="init-container-counts-differ"),
-    pytest.param("Pod/team-b/by-product#pods.yaml", "nodeSelector nvidia.com/gpu.product", id="gfd-selector"),
-    pytest.param("Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml", "HAMi annotation", id="hami"),
-    pytest.param("Job/team-a/pytorch-training#06-job-timesliced-gpu-shared-count-10.yaml", "shared name",
-                 id="shared-name"),
-    pytest.param("StatefulSet/team-a/cuda-vectoradd-1#10-mig-statefulset-limits-only.yaml", "no DeviceClass",
-                 id="mig-without-class"),
-    pytest.param("Pod/team-b/pinned#pods.yaml", "spec.nodeName bypasses the scheduler", id="pinned"),
-])
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        pytest.param("Pod/team-b/warmup#pods.yaml", "createDeviceRequests", id="init-container-counts-differ"),
+        pytest.param("Pod/team-b/by-product#pods.yaml", "nodeSelector nvidia.com/gpu.product", id="gfd-selector"),
+        pytest.param("Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml", "HAMi annotation", id="hami"),
+        pytest.param(
+            "Job/team-a/pytorch-training#06-job-timesliced-gpu-shared-count-10.yaml", "shared name", id="shared-name"
+        ),
+        pytest.param(
+            "StatefulSet/team-a/cuda-vectoradd-1#10-mig-statefulset-limits-only.yaml",
+            "no DeviceClass",
+            id="mig-without-class",
+        ),
+        pytest.param("Pod/team-b/pinned#pods.yaml", "spec.nodeName bypasses the scheduler", id="pinned"),
+    ],
+)
 def test_kep5004_does_not_serve_what_the_mapping_loses(key: str, why: str) -> None:
     w = by_name(report("--kubernetes-version", "1.36"))[key]
     assert w["path"] != "kep-5004" and why in w["pathReason"]
@@ -103,7 +113,9 @@ def test_kep5004_does_not_serve_what_the_mapping_loses(key: str, why: str) -> No
 def test_pods_grouped_by_owner_and_unnamed_pods_marked() -> None:
     doc = by_name(report())
     assert doc["Deployment/team-a/plugin-test#02-deployment-product-label-shared-suffix.yaml"]["pods"] == [
-        "plugin-test-6d4cf56db6-x7k2p", "plugin-test-6d4cf56db6-q9wz4"]
+        "plugin-test-6d4cf56db6-x7k2p",
+        "plugin-test-6d4cf56db6-q9wz4",
+    ]
     trainer = doc["Pod/team-b/trainer-#pods.yaml"]
     assert trainer["notYetNamed"] and trainer["pods"] == ["trainer-(not yet named)"]
     code, out, _ = run("report", "-f", CLUSTER)
@@ -118,9 +130,12 @@ def test_risks() -> None:
         "Pod/team-a/gpu-pod#01-pod-limits-only-toleration.yaml": ["quota-stops-counting"],
         "Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml": ["quota-stops-counting"],
         "Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml": [
-            "quota-stops-counting"],
-        "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": ["operator-reads-limit",
-                                                                            "quota-stops-counting"],
+            "quota-stops-counting"
+        ],
+        "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": [
+            "operator-reads-limit",
+            "quota-stops-counting",
+        ],
         "Pod/team-b/trainer-#pods.yaml": ["gpu-count-in-env"],
         "Pod/team-b/pinned#pods.yaml": ["pinned-to-node"],
         "Pod/team-b/sneaky#pods.yaml": ["visible-devices-by-hand"],
@@ -153,30 +168,42 @@ def test_alignment_lost_without_the_option_and_kept_with_it() -> None:
     mig = "Deployment/team-a/example-ollama#13-helm-two-mig-profiles-one-container.yaml"
     assert by_name(report("--alignment", "numa"))[mig]["alignment"]["status"] == "partial"
     one = by_name(report())["Deployment/team-a/mistral-7b#21-amd-vllm-deployment-requests-limits-hostipc.yaml"]
-    assert one["alignment"] == {"multiDevice": False, "policy": "none", "scope": "container",
-                                "status": "not-applicable", "reason": "one device per container"}
+    assert one["alignment"] == {
+        "multiDevice": False,
+        "policy": "none",
+        "scope": "container",
+        "status": "not-applicable",
+        "reason": "one device per container",
+    }
 
 
 def test_json_carries_templates_inputs_and_totals() -> None:
     doc = report()
-    vllm = by_name(doc)["Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml"]
+    vllm = by_name(doc)[
+        "Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml"
+    ]
     assert vllm["templates"][0]["kind"] == "ResourceClaimTemplate"
     assert doc["inputs"]["objects"]["Node"] == 3 and doc["inputs"]["kubernetesVersion"] == "1.34"
     assert doc["catalog"]["apiVersion"] == "catalog.dra-bridge.io/v1"
 
 
-@pytest.mark.parametrize(("level", "code"), [
-    pytest.param("legacy-request", 3, id="legacy-request"),
-    pytest.param("unsupported", 3, id="unsupported"),
-])
+@pytest.mark.parametrize(
+    ("level", "code"),
+    [
+        pytest.param("legacy-request", 3, id="legacy-request"),
+        pytest.param("unsupported", 3, id="unsupported"),
+    ],
+)
 def test_fail_on(level: str, code: int) -> None:
     assert run("report", "-f", EXAMPLES, "--fail-on", level)[0] == code
 
 
 def test_legacy_request_ranks_below_every_finding_level(tmp_path: Path) -> None:
     served = tmp_path / "pod.yaml"
-    served.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
-                      "    image: x\n    resources: {limits: {nvidia.com/gpu: 1}}\n")
+    served.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+        "    image: x\n    resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
     assert run("report", "-f", str(served), "--fail-on", "left-for-webhook")[0] == 0
     assert run("report", "-f", str(served), "--fail-on", "legacy-request")[0] == 3
     done = tmp_path / "done.yaml"
@@ -184,12 +211,15 @@ def test_legacy_request_ranks_below_every_finding_level(tmp_path: Path) -> None:
     assert run("report", "-f", str(done), "--fail-on", "legacy-request")[0] == 0
 
 
-@pytest.mark.parametrize("argv", [
-    pytest.param(["report", "-f", "/nonexistent"], id="missing-file"),
-    pytest.param(["report", "-f", "-"], id="empty-stdin"),
-    pytest.param(["report", "-f", EXAMPLES, "--kubernetes-version", "two"], id="bad-version"),
-    pytest.param(["report", "-f", EXAMPLES, "-o", "pdf"], id="bad-format"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["report", "-f", "/nonexistent"], id="missing-file"),
+        pytest.param(["report", "-f", "-"], id="empty-stdin"),
+        pytest.param(["report", "-f", EXAMPLES, "--kubernetes-version", "two"], id="bad-version"),
+        pytest.param(["report", "-f", EXAMPLES, "-o", "pdf"], id="bad-format"),
+    ],
+)
 def test_errors_exit_1_with_nothing_on_stdout(argv: list[str]) -> None:
     code, out, err = run(*argv)
     assert code == 1 and out == "" and "error" in err
@@ -205,12 +235,18 @@ def test_markdown_for_a_pull_request() -> None:
 def test_live_mode_pages_through_the_declared_calls_only() -> None:
     fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1"])
     for i in range(7):
-        fake.put(PODS, {"metadata": {"name": f"p{i}", "namespace": "ns"}, "spec": {"containers": [
-            {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}})
+        fake.put(
+            PODS,
+            {
+                "metadata": {"name": f"p{i}", "namespace": "ns"},
+                "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+            },
+        )
     fake.put(NODES, {"metadata": {"name": "n1"}})
     fake.put(DEVICE_CLASSES, {"metadata": {"name": "dc"}, "spec": {}})
     seen: list[tuple[str, int]] = []
     import dra_bridge.migrate.live as live
+
     page, live.PAGE = live.PAGE, 3
     try:
         objects, version = asyncio.run(read_cluster(fake, lambda kind, n: seen.append((kind, n))))
@@ -226,8 +262,11 @@ def test_live_mode_pages_through_the_declared_calls_only() -> None:
 def test_readme_documents_the_live_rbac() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## `dra-migrate report`", 1)[1].split("\n## ", 1)[0]
-    rows = {tuple(c.strip(" `") for c in line.strip("|").split("|")[:2])
-            for line in section.splitlines() if line.startswith("| `")}
+    rows = {
+        tuple(c.strip(" `") for c in line.strip("|").split("|")[:2])
+        for line in section.splitlines()
+        if line.startswith("| `")
+    }
     declared = {(c.group or "core", c.resource) for c in API_CALLS}
     assert {(g, r) for g, r in rows} == declared
 
@@ -238,9 +277,23 @@ def test_live_mode_reads_the_custom_resources_the_cluster_serves() -> None:
 
     ray = Resource("ray.io", "v1", "rayclusters", "RayCluster", True)
     fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1", "ray.io/v1"])
-    fake.put(ray, {"metadata": {"name": "ray", "namespace": "ml"}, "spec": {"headGroupSpec": {"template": {
-        "spec": {"containers": [{"name": "head", "image": "ray", "resources": {
-            "limits": {"nvidia.com/gpu": 1}}}]}}}}})
+    fake.put(
+        ray,
+        {
+            "metadata": {"name": "ray", "namespace": "ml"},
+            "spec": {
+                "headGroupSpec": {
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "head", "image": "ray", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+                            ]
+                        }
+                    }
+                }
+            },
+        },
+    )
     objects, _ = asyncio.run(read_cluster(fake))
     custom = [o for _, o in objects if o["kind"] == "RayCluster"]
     assert len(custom) == 1 and custom[0]["apiVersion"] == "ray.io/v1"

@@ -27,9 +27,22 @@ def _chromium() -> str:
 
 
 def _headless(chromium: str, *args: str, home: Path) -> str:
-    done = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--disable-dev-shm-usage", f"--user-data-dir={home / 'profile'}", *args],
-                          capture_output=True, text=True, timeout=50, env={**os.environ, "HOME": str(home)})
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={home / 'profile'}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env={**os.environ, "HOME": str(home)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -38,9 +51,21 @@ def _headless(chromium: str, *args: str, home: Path) -> str:
 def test_html_page_renders_with_pictures_and_totals(tmp_path: Path) -> None:
     chromium = _chromium()
     out, err = io.StringIO(), io.StringIO()
-    code = main(["report", "-f", str(DATA / "examples"), "-f", str(DATA / "report"), "-o", "html",
-                 "--kubernetes-version", "1.36"],
-                stdout=out, stderr=err)
+    code = main(
+        [
+            "report",
+            "-f",
+            str(DATA / "examples"),
+            "-f",
+            str(DATA / "report"),
+            "-o",
+            "html",
+            "--kubernetes-version",
+            "1.36",
+        ],
+        stdout=out,
+        stderr=err,
+    )
     assert code == 0, err.getvalue()
     page = tmp_path / "report.html"
     page.write_text(out.getvalue())
@@ -53,9 +78,14 @@ def test_html_page_renders_with_pictures_and_totals(tmp_path: Path) -> None:
     assert totals["workloads"] == "18" and totals["blocked"] == "2" and totals["path needs-conversion"] == "9"
     team_b = dom.split('data-name="team-b"', 1)[1].split("</svg>", 1)[0]
     assert re.findall(r'data-category="(\S+)" data-count="(\d+)"', team_b) == [
-        ("migrates", "4"), ("blocked", "1"), ("nothing-to-do", "1")]
-    capacity = {name: dict(re.findall(r'data-bar="([\w-]+)" data-used="(\d+)" data-total="\d+"', body))
-                for name, body in re.findall(r'<svg class="capacity" data-name="([^"]+)"[^>]*>(.*?)</svg>', dom)}
+        ("migrates", "4"),
+        ("blocked", "1"),
+        ("nothing-to-do", "1"),
+    ]
+    capacity = {
+        name: dict(re.findall(r'data-bar="([\w-]+)" data-used="(\d+)" data-total="\d+"', body))
+        for name, body in re.findall(r'<svg class="capacity" data-name="([^"]+)"[^>]*>(.*?)</svg>', dom)
+    }
     h100 = capacity["NVIDIA-H100-80GB-HBM3"]
     assert set(h100) == {"dra-before", "dra-after", "legacy-before", "legacy-after"}
     assert h100["dra-before"] == "0" and int(h100["dra-after"]) > 0 and h100["legacy-before"] == "0"

@@ -12,10 +12,14 @@ import yaml
 
 from dra_bridge.migrate.cli import main
 
-POLICY = {"apiVersion": "policy.dra-bridge.io/v1", "defaults": {"convert": True},
-          "rules": [{"name": "frozen", "match": {"namespaces": ["legacy-*"]}, "convert": False},
-                    {"name": "aligned", "match": {"namespaces": ["train"], "ownerKinds": ["Job"]},
-                     "alignment": "numa"}]}
+POLICY = {
+    "apiVersion": "policy.dra-bridge.io/v1",
+    "defaults": {"convert": True},
+    "rules": [
+        {"name": "frozen", "match": {"namespaces": ["legacy-*"]}, "convert": False},
+        {"name": "aligned", "match": {"namespaces": ["train"], "ownerKinds": ["Job"]}, "alignment": "numa"},
+    ],
+}
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -25,9 +29,21 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 
 def job(name: str, namespace: str, gpus: int) -> dict[str, Any]:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
-                {"name": "c", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+                    ],
+                }
+            }
+        },
+    }
 
 
 def write(path: Path, *docs: Any) -> str:
@@ -55,8 +71,12 @@ def test_policy_rules_apply_per_namespace_and_owner(tmp_path: Path) -> None:
 
 
 def test_policy_configmap_manifest_is_read(tmp_path: Path) -> None:
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dra-webhook-policy"},
-          "data": {"policy.yaml": yaml.safe_dump(POLICY)}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "dra-webhook-policy"},
+        "data": {"policy.yaml": yaml.safe_dump(POLICY)},
+    }
     judged = report(tmp_path, write(tmp_path / "cm.yaml", cm))
     assert judged["a"]["policy"] == {"rule": "frozen", "convert": False}
 
@@ -80,11 +100,17 @@ def test_convert_takes_the_policy_too(tmp_path: Path) -> None:
 
 def test_a_missing_policy_file_fails_before_the_cluster_is_read(tmp_path: Path) -> None:
     # a kubeconfig whose server does not answer: reading the cluster first would fail on that
-    kubeconfig = write(tmp_path / "kubeconfig", {
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]})
+    kubeconfig = write(
+        tmp_path / "kubeconfig",
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        },
+    )
     code, out, err = run("report", "--kubeconfig", kubeconfig, "--policy", str(tmp_path / "missing.yaml"))
     assert (code, out) == (1, "")
     assert "missing.yaml: cannot read" in err and "127.0.0.1:1" not in err, err

@@ -12,22 +12,41 @@ from dra_bridge.migrate.cli import main
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "labels": {"zone": "a"}}}
 OTHER_NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-0"}}
-CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
-         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}
-SLICE = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceSlice", "metadata": {"name": "node-1-gpus"},
-         "spec": {"driver": "gpu.example.com", "nodeName": "node-1", "pool": {"name": "node-1", "generation": 1,
-                                                                              "resourceSliceCount": 1},
-                  "devices": [{"name": "gpu-0", "basic": {"attributes": {"numa": {"int": 0}}}},
-                              {"name": "gpu-1", "basic": {"attributes": {"numa": {"int": 1}},
-                                                          "taints": [{"key": "bad", "effect": "NoSchedule"}]}}]}}
+CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu"},
+    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+}
+SLICE = {
+    "apiVersion": "resource.k8s.io/v1beta1",
+    "kind": "ResourceSlice",
+    "metadata": {"name": "node-1-gpus"},
+    "spec": {
+        "driver": "gpu.example.com",
+        "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [
+            {"name": "gpu-0", "basic": {"attributes": {"numa": {"int": 0}}}},
+            {
+                "name": "gpu-1",
+                "basic": {"attributes": {"numa": {"int": 1}}, "taints": [{"key": "bad", "effect": "NoSchedule"}]},
+            },
+        ],
+    },
+}
 
 
 def _claim(name: str, count: int = 1, version: str = "v1") -> dict[str, Any]:
     request: dict[str, Any] = {"name": "gpus"}
     body = {"deviceClassName": "gpu", "count": count}
     request.update(body if version == "v1beta1" else {"exactly": body})
-    return {"apiVersion": f"resource.k8s.io/{version}", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": "ml"}, "spec": {"devices": {"requests": [request]}}}
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"devices": {"requests": [request]}},
+    }
 
 
 def _run(objects: list[dict[str, Any]], *args: str) -> tuple[int, str, str]:
@@ -44,7 +63,8 @@ def test_claim_allocated_exits_0_and_json_has_the_scheduler_shape() -> None:
     (claim,) = body["claims"]
     assert claim["outcome"] == "allocated" and claim["namespace"] == "ml"
     assert claim["allocation"]["devices"]["results"] == [
-        {"request": "gpus", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}]
+        {"request": "gpus", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}
+    ]
 
 
 def test_tainted_device_is_not_allocated_so_two_devices_exit_2() -> None:
@@ -54,10 +74,18 @@ def test_tainted_device_is_not_allocated_so_two_devices_exit_2() -> None:
 
 
 def test_pod_claims_from_a_template_are_allocated_together_on_the_first_node_that_fits() -> None:
-    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "t", "namespace": "ml"}, "spec": {"spec": _claim("x")["spec"]}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
-           "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t", "namespace": "ml"},
+        "spec": {"spec": _claim("x")["spec"]},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {"containers": [], "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
+    }
     code, out, _ = _run([OTHER_NODE, NODE, CLASS, SLICE, template, pod])
     assert code == 0
     (claim,) = list(yaml.safe_load_all(out))
@@ -67,10 +95,16 @@ def test_pod_claims_from_a_template_are_allocated_together_on_the_first_node_tha
 
 def test_already_allocated_claim_holds_its_device() -> None:
     held = _claim("held")
-    held["status"] = {"allocation": {"devices": {"results": [
-        {"request": "gpus", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}]}}}
-    code, out, _ = _run([NODE, CLASS, SLICE, held, _claim("new")], "-o", "json", "--feature-gates",
-                        "DRADeviceTaints=false")
+    held["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [{"request": "gpus", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}]
+            }
+        }
+    }
+    code, out, _ = _run(
+        [NODE, CLASS, SLICE, held, _claim("new")], "-o", "json", "--feature-gates", "DRADeviceTaints=false"
+    )
     assert code == 0
     claims = {c["name"]: c for c in json.loads(out)["claims"]}
     assert claims["held"]["reason"] == "already allocated"

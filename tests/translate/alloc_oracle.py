@@ -70,10 +70,15 @@ class Oracle:
             "node": next(d for d in docs if d["kind"] == "Node"),
             "classes": [d for d in docs if d["kind"] == "DeviceClass"],
             "slices": [d for d in docs if d["kind"] == "ResourceSlice"],
-            "claims": [{**d, "metadata": {**d["metadata"], "uid": f"uid-{d['metadata']['name']}"}}
-                       for d in docs if d["kind"] == "ResourceClaim" and d["metadata"]["name"] != "held"],
-            "allocated": [dict(zip(("driver", "pool", "device"), held.split("/"), strict=True))
-                          for held in scenario.get("allocated") or []],
+            "claims": [
+                {**d, "metadata": {**d["metadata"], "uid": f"uid-{d['metadata']['name']}"}}
+                for d in docs
+                if d["kind"] == "ResourceClaim" and d["metadata"]["name"] != "held"
+            ],
+            "allocated": [
+                dict(zip(("driver", "pool", "device"), held.split("/"), strict=True))
+                for held in scenario.get("allocated") or []
+            ],
         }
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._proc.stdin.write(json.dumps(request) + "\n")
@@ -137,6 +142,7 @@ def verdict_of_simulation(outcomes: list[Any]) -> tuple[Any, ...]:
 
 # ---------------------------------------------------------------------------------- strategies
 
+
 @st.composite
 def _device(draw: st.DrawFn, name: str) -> dict[str, Any]:
     device: dict[str, Any] = {"name": name}
@@ -157,14 +163,27 @@ def _device(draw: st.DrawFn, name: str) -> dict[str, Any]:
     return device
 
 
-_TARGETS = st.sampled_from([
-    *[{"nodeName": "node-1"}] * 5, {"nodeName": "node-2"},
-    {"allNodes": True},
-    {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "region", "operator": "In", "values": ["region-1"]}]}]}},
-    {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-        {"key": "region", "operator": "In", "values": ["region-2"]}]}]}},
-])
+_TARGETS = st.sampled_from(
+    [
+        *[{"nodeName": "node-1"}] * 5,
+        {"nodeName": "node-2"},
+        {"allNodes": True},
+        {
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "region", "operator": "In", "values": ["region-1"]}]}
+                ]
+            }
+        },
+        {
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "region", "operator": "In", "values": ["region-2"]}]}
+                ]
+            }
+        },
+    ]
+)
 
 
 @st.composite
@@ -181,17 +200,28 @@ def _pool(draw: st.DrawFn, driver: str, pool: str) -> list[dict[str, Any]]:
             duplicate = number > 0 and not draw(st.integers(0, 30))
             devices.append(draw(_device(f"d{number - 1 if duplicate else number}")))
             number += 0 if duplicate else 1
-        out.append({"name": f"{driver}-{pool}-{s}", "driver": driver, "pool": pool, "generation": generation,
-                    "count": count, **draw(_TARGETS), "devices": devices})
+        out.append(
+            {
+                "name": f"{driver}-{pool}-{s}",
+                "driver": driver,
+                "pool": pool,
+                "generation": generation,
+                "count": count,
+                **draw(_TARGETS),
+                "devices": devices,
+            }
+        )
     return out
 
 
-_TOLERATIONS = st.sampled_from([
-    {"key": "k1", "operator": "Exists"},
-    {"key": "k1", "operator": "Equal", "value": "v", "effect": "NoSchedule"},
-    {"operator": "Exists"},
-    {"key": "k2", "operator": "Equal", "value": "", "effect": "NoExecute"},
-])
+_TOLERATIONS = st.sampled_from(
+    [
+        {"key": "k1", "operator": "Exists"},
+        {"key": "k1", "operator": "Equal", "value": "v", "effect": "NoSchedule"},
+        {"operator": "Exists"},
+        {"key": "k2", "operator": "Equal", "value": "", "effect": "NoExecute"},
+    ]
+)
 
 
 @st.composite
@@ -237,8 +267,12 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             slices += draw(_pool(driver, pool))
     devices = sorted({f"{s['driver']}/{s['pool']}/{d['name']}" for s in slices for d in s["devices"]})
     allocated = draw(st.lists(st.sampled_from(devices), unique=True, max_size=2)) if devices else []
-    scenario: dict[str, Any] = {"node": list(NODE), "classes": CLASSES, "slices": slices,
-                                "claims": draw(st.lists(_claim(), min_size=1, max_size=2))}
+    scenario: dict[str, Any] = {
+        "node": list(NODE),
+        "classes": CLASSES,
+        "slices": slices,
+        "claims": draw(st.lists(_claim(), min_size=1, max_size=2)),
+    }
     if allocated:
         scenario["allocated"] = allocated
     return scenario

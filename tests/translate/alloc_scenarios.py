@@ -26,42 +26,77 @@ def load() -> list[dict[str, Any]]:
 
 def _slice(entry: dict[str, Any]) -> dict[str, Any]:
     spec = {k: v for k, v in entry.items() if k not in ("name", "pool", "count", "generation")}
-    spec["pool"] = {"name": entry["pool"], "generation": entry.get("generation", 1),
-                    "resourceSliceCount": entry.get("count", 1)}
+    spec["pool"] = {
+        "name": entry["pool"],
+        "generation": entry.get("generation", 1),
+        "resourceSliceCount": entry.get("count", 1),
+    }
     return {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": entry["name"]}, "spec": spec}
 
 
 def documents(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     """The scenario's objects: Node, DeviceClasses, ResourceSlices, claims, and a Pod for several claims."""
     name, region = scenario.get("node", ["node-1", "region-1"])
-    docs: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Node", "metadata": {
-        "name": name, "labels": {"region": region, "planet": "earth"}}}]
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"region": region, "planet": "earth"}},
+        }
+    ]
     classes = scenario.get("classes")
     if classes is None:
-        classes = [{"name": f"class-{x}", "selectors": [{"cel": {"expression": f'device.driver == "driver-{x}"'}}]}
-                   for x in ("a", "b")]
+        classes = [
+            {"name": f"class-{x}", "selectors": [{"cel": {"expression": f'device.driver == "driver-{x}"'}}]}
+            for x in ("a", "b")
+        ]
     for cls in classes:
-        docs.append({"apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": cls["name"]},
-                     "spec": {k: v for k, v in cls.items() if k != "name"}})
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "DeviceClass",
+                "metadata": {"name": cls["name"]},
+                "spec": {k: v for k, v in cls.items() if k != "name"},
+            }
+        )
     docs += [_slice(s) for s in scenario.get("slices") or []]
     held = scenario.get("allocated") or []
     if held:
         results = [dict(zip(("driver", "pool", "device"), d.split("/"), strict=True), request="held") for d in held]
-        docs.append({"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "held", "namespace": "default"},
-                     "spec": {"devices": {"requests": [{"name": "held", "exactly": {"deviceClassName": "class-a"}}]}},
-                     "status": {"allocation": {"devices": {"results": results}}}})
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaim",
+                "metadata": {"name": "held", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "held", "exactly": {"deviceClassName": "class-a"}}]}},
+                "status": {"allocation": {"devices": {"results": results}}},
+            }
+        )
     names = []
     for i, claim in enumerate(scenario.get("claims") or []):
         claim_name = claim.get("name", f"claim-{i}")
         names.append(claim_name)
         spec = {"devices": {k: v for k, v in claim.items() if k != "name"}}
-        docs.append({"apiVersion": V1, "kind": "ResourceClaim",
-                     "metadata": {"name": claim_name, "namespace": "default"}, "spec": spec})
+        docs.append(
+            {
+                "apiVersion": V1,
+                "kind": "ResourceClaim",
+                "metadata": {"name": claim_name, "namespace": "default"},
+                "spec": spec,
+            }
+        )
     if len(names) > 1:
-        docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod", "namespace": "default"},
-                     "spec": {"containers": [{"name": "c", "image": "x"}],
-                              "resourceClaims": [{"name": f"c{i}", "resourceClaimName": n}
-                                                 for i, n in enumerate(names)]}})
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "pod", "namespace": "default"},
+                "spec": {
+                    "containers": [{"name": "c", "image": "x"}],
+                    "resourceClaims": [{"name": f"c{i}", "resourceClaimName": n} for i, n in enumerate(names)],
+                },
+            }
+        )
     return docs
 
 

@@ -18,8 +18,11 @@ def devices_seen(pod: dict[str, Any], templates: list[dict[str, Any]]) -> dict[t
     """
     by_template = {t["metadata"]["name"]: internal_from_template(t) for t in templates}
     spec = pod["spec"]
-    claims = {c["name"]: c["resourceClaimTemplateName"] for c in spec.get("resourceClaims", [])
-              if "resourceClaimTemplateName" in c}
+    claims = {
+        c["name"]: c["resourceClaimTemplateName"]
+        for c in spec.get("resourceClaims", [])
+        if "resourceClaimTemplateName" in c
+    }
     seen: Counter[tuple[str, str]] = Counter()
     for c in spec.get("initContainers", []) + spec["containers"]:
         refs = (c.get("resources") or {}).get("claims") or []

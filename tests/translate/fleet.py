@@ -38,17 +38,35 @@ VENDOR_CLASSES: dict[str, tuple[str, ...]] = {
     "gpu.intel.com": ('device.driver == "gpu.intel.com"',),
 }
 
-_A100 = NvmlFacts(productName="NVIDIA A100-SXM4-40GB", architecture="Ampere", cudaComputeCapability="8.0",
-                  driverVersion="535.104.05", cudaDriverVersion="12.2", memoryBytes=40 << 30)
-_T4 = NvmlFacts(productName="Tesla T4", architecture="Turing", cudaComputeCapability="7.5",
-                driverVersion="535.104.05", cudaDriverVersion="12.2", memoryBytes=15 << 30)
+_A100 = NvmlFacts(
+    productName="NVIDIA A100-SXM4-40GB",
+    architecture="Ampere",
+    cudaComputeCapability="8.0",
+    driverVersion="535.104.05",
+    cudaDriverVersion="12.2",
+    memoryBytes=40 << 30,
+)
+_T4 = NvmlFacts(
+    productName="Tesla T4",
+    architecture="Turing",
+    cudaComputeCapability="7.5",
+    driverVersion="535.104.05",
+    cudaDriverVersion="12.2",
+    memoryBytes=15 << 30,
+)
 
 
 def _labels(product: str, family: str, major: str, minor: str, memory: str, **extra: str) -> dict[str, str]:
-    return {"nvidia.com/gpu.product": product, "nvidia.com/gpu.family": family,
-            "nvidia.com/gpu.compute.major": major, "nvidia.com/gpu.compute.minor": minor,
-            "nvidia.com/cuda.driver-version.full": "535.104.05", "nvidia.com/cuda.runtime-version.full": "12.2",
-            "nvidia.com/gpu.memory": memory, **{f"nvidia.com/{k.replace('_', '.')}": v for k, v in extra.items()}}
+    return {
+        "nvidia.com/gpu.product": product,
+        "nvidia.com/gpu.family": family,
+        "nvidia.com/gpu.compute.major": major,
+        "nvidia.com/gpu.compute.minor": minor,
+        "nvidia.com/cuda.driver-version.full": "535.104.05",
+        "nvidia.com/cuda.runtime-version.full": "12.2",
+        "nvidia.com/gpu.memory": memory,
+        **{f"nvidia.com/{k.replace('_', '.')}": v for k, v in extra.items()},
+    }
 
 
 @dataclass
@@ -87,8 +105,9 @@ def _fleet(catalog: Catalog) -> list[Node]:
             mixed.add(f"nvidia.com/mig-{p}", f"MIG-{p}-{i}", facts)
         for r in range(MIG_COPIES):
             mixed.add(f"nvidia.com/mig-{p}.shared", f"MIG-{p}-shared::{r}", facts)
-    single = Node("mig-single", _labels("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "ampere", "8", "0", "4864",
-                                        mig_strategy="single"))
+    single = Node(
+        "mig-single", _labels("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "ampere", "8", "0", "4864", mig_strategy="single")
+    )
     for i in range(COPIES):
         facts = NvmlFacts(**_A100)
         facts.update(migProfile="1g.5gb", parentUUID=f"GPU-a100-{i // 7}")
@@ -125,8 +144,16 @@ def vendor_devices(node: Node) -> list[Device]:
         seen.add(uuid)
         out.append((NV, {"name": d["name"], "attributes": attrs, "capacity": d["capacity"]}))
     for i, (driver, attrs) in enumerate(node.others):
-        out.append((driver, {"name": f"dev-{i}", "capacity": {},
-                             "attributes": {f"{driver}/{k}": {"string": v} for k, v in attrs.items()}}))
+        out.append(
+            (
+                driver,
+                {
+                    "name": f"dev-{i}",
+                    "capacity": {},
+                    "attributes": {f"{driver}/{k}": {"string": v} for k, v in attrs.items()},
+                },
+            )
+        )
     return out
 
 
@@ -156,8 +183,9 @@ def _enough(request: Mapping[str, Any], classes: Mapping[str, tuple[str, ...]], 
     return False
 
 
-def allocatable(templates: Iterable[Mapping[str, Any]], shape: Mapping[str, list[Device]],
-                catalog: Catalog = CATALOG) -> bool:
+def allocatable(
+    templates: Iterable[Mapping[str, Any]], shape: Mapping[str, list[Device]], catalog: Catalog = CATALOG
+) -> bool:
     """True when one node of ``shape`` has, for every request of ``templates``, as many devices
     as it counts that its class and its selectors select (requests are checked one by one)."""
     classes = class_selectors(catalog)

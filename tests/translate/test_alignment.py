@@ -22,11 +22,20 @@ PCIE = "resource.kubernetes.io/pcieRoot"
 VERSIONS = {"resource.k8s.io/v1": "1.34.0", "resource.k8s.io/v1beta2": "1.33.0", "resource.k8s.io/v1beta1": "1.32.0"}
 
 
-def _plan(pod: dict[str, Any], policy: str = "numa", scope: str = "container", target: str = "bridge",
-          api_version: str = "resource.k8s.io/v1") -> Plan:
+def _plan(
+    pod: dict[str, Any],
+    policy: str = "numa",
+    scope: str = "container",
+    target: str = "bridge",
+    api_version: str = "resource.k8s.io/v1",
+) -> Plan:
     catalog = CATALOG.with_target("vendor") if target == "vendor" else CATALOG
-    return plan_pod(pod, catalog, Options(api_version=api_version, alignment=Alignment(policy, scope)),  # type: ignore[arg-type]
-                    "team-a")
+    return plan_pod(
+        pod,
+        catalog,
+        Options(api_version=api_version, alignment=Alignment(policy, scope)),  # type: ignore[arg-type]
+        "team-a",
+    )
 
 
 def _constraints(plan: Plan) -> list[list[tuple[str, ...]]]:
@@ -38,8 +47,12 @@ def _constraints(plan: Plan) -> list[list[tuple[str, ...]]]:
     out = []
     for t in plan.templates:
         internal = internal_from_template(t)
-        out.append([(*sorted({u for r in con["requests"] for u in users[r]}), con["matchAttribute"])
-                    for con in internal.get("constraints", [])])
+        out.append(
+            [
+                (*sorted({u for r in con["requests"] for u in users[r]}), con["matchAttribute"])
+                for con in internal.get("constraints", [])
+            ]
+        )
     return out
 
 
@@ -52,8 +65,9 @@ def _requests_of(plan: Plan, container: str) -> list[str]:
 
 @pytest.mark.parametrize("count", [2, 4, 8], ids=["2", "4", "8"])
 @pytest.mark.parametrize("policy,attribute", [("numa", NUMA), ("pcie", PCIE)], ids=["numa", "pcie"])
-def test_a_container_with_several_gpus_gets_one_constraint_over_its_requests(count: int, policy: str,
-                                                                             attribute: str) -> None:
+def test_a_container_with_several_gpus_gets_one_constraint_over_its_requests(
+    count: int, policy: str, attribute: str
+) -> None:
     plan = _plan(make_pod([make_container("main", gpu(count))]), policy)
     internal = internal_from_template(plan.templates[0])
     assert internal["constraints"] == [{"requests": _requests_of(plan, "main"), "matchAttribute": attribute}]
@@ -86,10 +100,14 @@ def test_an_init_container_reusing_app_devices_is_aligned_over_exactly_its_reque
     app, setup = _requests_of(plan, "app"), _requests_of(plan, "setup")
     assert len(app) == 1 and len(setup) == 2 and app[0] in setup
     internal = internal_from_template(plan.templates[0])
-    assert internal["constraints"] == [{"requests": app, "matchAttribute": NUMA},
-                                       {"requests": setup, "matchAttribute": NUMA}]
-    assert devices_seen(plan.pod, list(plan.templates)) == {("app", "nvidia-gpu.dra-bridge.io"): 2,
-                                                            ("setup", "nvidia-gpu.dra-bridge.io"): 4}
+    assert internal["constraints"] == [
+        {"requests": app, "matchAttribute": NUMA},
+        {"requests": setup, "matchAttribute": NUMA},
+    ]
+    assert devices_seen(plan.pod, list(plan.templates)) == {
+        ("app", "nvidia-gpu.dra-bridge.io"): 2,
+        ("setup", "nvidia-gpu.dra-bridge.io"): 4,
+    }
 
 
 def test_an_init_container_reusing_part_of_an_app_container_splits_it_and_both_stay_aligned() -> None:
@@ -102,8 +120,10 @@ def test_an_init_container_reusing_part_of_an_app_container_splits_it_and_both_s
 
 
 def test_sidecars_and_apps_each_get_their_own_constraint() -> None:
-    pod = make_pod([make_container("app", gpu(2))],
-                   init=[make_container("log", gpu(2), restart_policy="Always"), make_container("setup", gpu(3))])
+    pod = make_pod(
+        [make_container("app", gpu(2))],
+        init=[make_container("log", gpu(2), restart_policy="Always"), make_container("setup", gpu(3))],
+    )
     plan = _plan(pod)
     got = {frozenset(c["requests"]) for c in internal_from_template(plan.templates[0])["constraints"]}
     want = {frozenset(_requests_of(plan, n)) for n in ("app", "log", "setup")}
@@ -123,27 +143,39 @@ def test_mig_devices_align_on_the_pcie_root_but_not_the_numa_node() -> None:
 
 
 def test_a_container_mixing_aligned_and_unalignable_resources_gets_no_constraint() -> None:
-    pod = make_pod([make_container("main", {"nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 1}),
-                    make_container("other", gpu(2))])
+    pod = make_pod(
+        [make_container("main", {"nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 1}), make_container("other", gpu(2))]
+    )
     plan = _plan(pod)
     assert _constraints(plan) == [[("other", NUMA)]]
 
 
-@pytest.mark.parametrize("resource,policy,written", [
-    ("nvidia.com/gpu", "numa", True), ("nvidia.com/gpu", "pcie", True),
-    ("nvidia.com/mig-1g.10gb", "numa", False), ("nvidia.com/mig-1g.10gb", "pcie", True),
-    ("amd.com/gpu", "numa", False), ("amd.com/gpu", "pcie", True),
-    ("gpu.intel.com/i915", "pcie", True),
-], ids=lambda v: str(v))
-def test_vendor_target_writes_only_attributes_the_vendor_driver_publishes(resource: str, policy: str,
-                                                                           written: bool) -> None:
+@pytest.mark.parametrize(
+    "resource,policy,written",
+    [
+        ("nvidia.com/gpu", "numa", True),
+        ("nvidia.com/gpu", "pcie", True),
+        ("nvidia.com/mig-1g.10gb", "numa", False),
+        ("nvidia.com/mig-1g.10gb", "pcie", True),
+        ("amd.com/gpu", "numa", False),
+        ("amd.com/gpu", "pcie", True),
+        ("gpu.intel.com/i915", "pcie", True),
+    ],
+    ids=lambda v: str(v),
+)
+def test_vendor_target_writes_only_attributes_the_vendor_driver_publishes(
+    resource: str, policy: str, written: bool
+) -> None:
     plan = _plan(make_pod([make_container("main", gpu(2, resource))]), policy, target="vendor")
     assert bool(_constraints(plan)[0]) is written
     assert any(f.outcome == "partial" and "alignment" in f.reason for f in plan.findings) is not written
 
 
-@pytest.mark.parametrize("resource,policy", [("amd.com/gpu", "pcie"), ("gpu.intel.com/i915", "pcie"),
-                                             ("amd.com/gpu", "numa")], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    "resource,policy",
+    [("amd.com/gpu", "pcie"), ("gpu.intel.com/i915", "pcie"), ("amd.com/gpu", "numa")],
+    ids=lambda v: str(v),
+)
 def test_bridge_target_needs_both_the_bridge_and_the_vendor_to_publish(resource: str, policy: str) -> None:
     # the bridge knows no PCIe root of AMD/Intel devices; the AMD driver publishes no numaNode.
     plan = _plan(make_pod([make_container("main", gpu(2, resource))]), policy)
@@ -197,7 +229,8 @@ def test_alignment_is_recorded_and_the_record_replans_the_same_templates() -> No
 
 def test_a_record_with_a_bad_alignment_is_refused() -> None:
     from dra_bridge.translate.errors import RecordError
-    text = ('{"options":{"alignment":"numa-node"},"plan":"x","templates":["dra-bridge-x"]}')
+
+    text = '{"options":{"alignment":"numa-node"},"plan":"x","templates":["dra-bridge-x"]}'
     with pytest.raises(RecordError, match=r"options\.alignment must be one of none, numa, pcie"):
         ConversionRecord.parse(text, "Pod a/b")
 
@@ -205,8 +238,10 @@ def test_a_record_with_a_bad_alignment_is_refused() -> None:
 @pytest.mark.parametrize("api_version", list(VERSIONS))
 @pytest.mark.parametrize("scope", ["container", "pod"])
 def test_constrained_templates_are_valid_in_every_api_version(api_version: str, scope: str) -> None:
-    pod = make_pod([make_container("app", gpu(2)), make_container("mig", gpu(2, "nvidia.com/mig-1g.10gb"))],
-                   init=[make_container("setup", gpu(3))])
+    pod = make_pod(
+        [make_container("app", gpu(2)), make_container("mig", gpu(2, "nvidia.com/mig-1g.10gb"))],
+        init=[make_container("setup", gpu(3))],
+    )
     plan = _plan(pod, "pcie", scope, api_version=api_version)
     assert any(internal_from_template(t).get("constraints") for t in plan.templates)
     for out in [*plan.templates, plan.pod]:

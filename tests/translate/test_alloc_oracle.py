@@ -38,10 +38,16 @@ def oracle() -> Iterator[Oracle]:
 
 @pytest.mark.property
 def test_the_oracle_runs_the_variant_the_scheduler_runs_by_default(oracle: Oracle) -> None:
-    scenario = {"slices": [{"name": "s", "driver": "driver-a", "pool": "p", "nodeName": "node-1",
-                            "devices": [{"name": "d"}]}],
-                "claims": [{"requests": [{"name": "r", "exactly": {
-                    "deviceClassName": "class-a", "allocationMode": "ExactCount", "count": 1}}]}]}
+    scenario = {
+        "slices": [{"name": "s", "driver": "driver-a", "pool": "p", "nodeName": "node-1", "devices": [{"name": "d"}]}],
+        "claims": [
+            {
+                "requests": [
+                    {"name": "r", "exactly": {"deviceClassName": "class-a", "allocationMode": "ExactCount", "count": 1}}
+                ]
+            }
+        ],
+    }
     answer = oracle.ask(scenario)
     assert answer["variant"] == "incubating", answer
     assert verdict_of_oracle(answer) == verdict_of_simulation(_ours(scenario))

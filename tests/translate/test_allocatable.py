@@ -25,17 +25,19 @@ EXAMPLES = sorted((Path(__file__).parents[1] / "data" / "examples").glob("*.yaml
 TARGETS: tuple[Target, ...] = ("bridge", "vendor")
 
 
-def assert_allocatable_or_flagged(templates: tuple[dict[str, Any], ...], findings: tuple[Finding, ...],
-                                  target: Target) -> None:
+def assert_allocatable_or_flagged(
+    templates: tuple[dict[str, Any], ...], findings: tuple[Finding, ...], target: Target
+) -> None:
     if not templates or worst(findings) >= 2:
         return
     catalog = CATALOG.with_target(target)
     shapes = {"bridge": [BRIDGE_SHAPE, VENDOR_SHAPE], "vendor": [VENDOR_SHAPE]}[target]
-    for shape, name in zip(shapes, ("bridge-published", "vendor-published") if target == "bridge"
-                           else ("vendor-published",), strict=True):
+    for shape, name in zip(
+        shapes, ("bridge-published", "vendor-published") if target == "bridge" else ("vendor-published",), strict=True
+    ):
         assert allocatable(templates, shape, catalog), (
-            f"reported translated, but no {name} sample node can allocate its claims: "
-            f"{[f.as_dict() for f in findings]}")
+            f"reported translated, but no {name} sample node can allocate its claims: {[f.as_dict() for f in findings]}"
+        )
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -59,8 +61,9 @@ def _catalog_names() -> list[str]:
 @pytest.mark.parametrize("count", [1, 2])
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("resource", _catalog_names())
-def test_every_catalog_entry_allocates_on_its_target_or_is_not_translated(resource: str, target: Target,
-                                                                          count: int) -> None:
+def test_every_catalog_entry_allocates_on_its_target_or_is_not_translated(
+    resource: str, target: Target, count: int
+) -> None:
     plan = plan_pod(make_pod([make_container("c", gpu(count, resource))]), CATALOG.with_target(target))
     assert_allocatable_or_flagged(plan.templates, plan.findings, target)
 
@@ -68,14 +71,30 @@ def test_every_catalog_entry_allocates_on_its_target_or_is_not_translated(resour
 A100_MIG = "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
 MIG_SINGLE_PODS = {
     "product-mig-suffix": make_pod(gpus=2, nodeSelector={"nvidia.com/gpu.product": A100_MIG}),
-    "product-mig-suffix-and-strategy": make_pod(gpus=1, nodeSelector={"nvidia.com/gpu.product": A100_MIG,
-                                                                      "nvidia.com/mig.strategy": "single"}),
-    "product-mig-suffix-in-affinity": make_pod(gpus=1, affinity={"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "nvidia.com/gpu.product", "operator": "In", "values": [A100_MIG]}]}]}}}),
+    "product-mig-suffix-and-strategy": make_pod(
+        gpus=1, nodeSelector={"nvidia.com/gpu.product": A100_MIG, "nvidia.com/mig.strategy": "single"}
+    ),
+    "product-mig-suffix-in-affinity": make_pod(
+        gpus=1,
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "nvidia.com/gpu.product", "operator": "In", "values": [A100_MIG]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+    ),
     "strategy-single-only": make_pod(gpus=1, nodeSelector={"nvidia.com/mig.strategy": "single"}),
-    "shared-mig-product": make_pod([make_container("c", gpu(1, "nvidia.com/gpu.shared"))],
-                                   nodeSelector={"nvidia.com/gpu.product": A100_MIG + "-SHARED"}),
+    "shared-mig-product": make_pod(
+        [make_container("c", gpu(1, "nvidia.com/gpu.shared"))],
+        nodeSelector={"nvidia.com/gpu.product": A100_MIG + "-SHARED"},
+    ),
 }
 
 

@@ -57,11 +57,16 @@ def _check(node_objects: Any, workloads: list[WorkloadDemand], slices: Any = (),
 
 def _deployment(name: str, replicas: int, gpus: int, **spec: Any) -> dict[str, Any]:
     pod = gpu_pod("x", gpus, **spec)
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "team-a"},
-            "spec": {"replicas": replicas, "template": {"metadata": {}, "spec": pod["spec"]}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"replicas": replicas, "template": {"metadata": {}, "spec": pod["spec"]}},
+    }
 
 
 # ------------------------------------------------------------------ the mixed cluster, one verdict per pod
+
 
 def test_mixed_cluster_verdicts_and_reasons() -> None:
     workloads = [_demand(p.legacy, priority=len(MIXED_PODS) - i) for i, p in enumerate(MIXED_PODS)]
@@ -73,8 +78,10 @@ def test_mixed_cluster_verdicts_and_reasons() -> None:
     assert len(by_name["h100-four"].devices) == 4
     assert "needs 2 devices of class nvidia-gpu.dra-bridge.io and selector" in by_name["h100-two"].reason
     assert "at most 1 free on one eligible node (h100-1: 4 match there)" in by_name["h100-two"].reason
-    assert "no device of the 3 eligible nodes matches class nvidia-gpu.dra-bridge.io and selector" \
+    assert (
+        "no device of the 3 eligible nodes matches class nvidia-gpu.dra-bridge.io and selector"
         in by_name["b200"].reason
+    )
     assert by_name["l4-tolerating"].node == "l4-0"
     # the legacy model gives the same placements here: nothing differs
     assert [(p.legacy_fits, p.legacy_node) for p in pods] == [(p.fits, p.node) for p in pods]
@@ -103,11 +110,14 @@ def test_pool_label_is_configurable_and_nodes_without_it_pool_together() -> None
 
 # ------------------------------------------------------------------ order
 
+
 def test_order_is_priority_then_namespace_then_name() -> None:
     def workload(ns: str, name: str, priority: int) -> WorkloadDemand:
         return WorkloadDemand(ns, name, "Pod", (), priority)
-    ordered = placement_order([workload("b", "a", 0), workload("a", "z", 0), workload("a", "b", 0),
-                               workload("z", "z", 10)])
+
+    ordered = placement_order(
+        [workload("b", "a", 0), workload("a", "z", 0), workload("a", "b", 0), workload("z", "z", 10)]
+    )
     assert [(w.namespace, w.name) for w in ordered] == [("z", "z"), ("a", "b"), ("a", "z"), ("b", "a")]
 
 
@@ -125,6 +135,7 @@ def test_pod_priority_from_field_class_or_default() -> None:
 
 
 # ------------------------------------------------------------------ where DRA and legacy differ
+
 
 def test_numa_alignment_fits_where_legacy_fits_only_by_count() -> None:
     slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices("numa")]
@@ -156,11 +167,17 @@ def test_inventory_dump_gives_numa_nodes_so_aligned_pods_fit() -> None:
 def test_held_allocations_and_running_pods_count_before() -> None:
     slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices("numa")]
     gpu0 = slices[0]["spec"]["devices"][0]["name"]
-    held = [{"devices": {"results": [{"request": "r", "driver": slices[0]["spec"]["driver"], "pool": "numa",
-                                      "device": gpu0}]}}]
+    held = [
+        {
+            "devices": {
+                "results": [{"request": "r", "driver": slices[0]["spec"]["driver"], "pool": "numa", "device": gpu0}]
+            }
+        }
+    ]
     pod = _demand(gpu_pod("seven", 7))
-    result = _check([gfd_node("numa", H100, 8)], [pod], slices, held_allocations=held,
-                    held_legacy={"numa": {"nvidia.com/gpu": 2}})
+    result = _check(
+        [gfd_node("numa", H100, 8)], [pod], slices, held_allocations=held, held_legacy={"numa": {"nvidia.com/gpu": 2}}
+    )
     fit = result.workloads[0].pods[0]
     assert (fit.fits, fit.legacy_fits, fit.differs) == (True, False, True)
     assert gpu0 not in {d.rsplit("/", 1)[1] for d in fit.devices}
@@ -171,14 +188,36 @@ def test_held_allocations_and_running_pods_count_before() -> None:
 
 # ------------------------------------------------------------------ node filters and other verdicts
 
-@pytest.mark.parametrize(("spec", "fits", "why"), [
-    ({}, False, "1 taint dedicated=inference:NoSchedule"),
-    (TOLERATE, True, ""),
-    ({"nodeSelector": {"zone": "b"}}, False, "1 node selector"),
-    ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["other"]}]}]}}},
-     **TOLERATE}, False, "1 node affinity"),
-], ids=["taint", "tolerated", "selector", "affinity"])
+
+@pytest.mark.parametrize(
+    ("spec", "fits", "why"),
+    [
+        ({}, False, "1 taint dedicated=inference:NoSchedule"),
+        (TOLERATE, True, ""),
+        ({"nodeSelector": {"zone": "b"}}, False, "1 node selector"),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["other"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                **TOLERATE,
+            },
+            False,
+            "1 node affinity",
+        ),
+    ],
+    ids=["taint", "tolerated", "selector", "affinity"],
+)
 def test_node_filters_apply_to_both_models(spec: dict[str, Any], fits: bool, why: str) -> None:
     node = gfd_node("n", H100, 2, taints=[{"key": "dedicated", "value": "inference", "effect": "NoSchedule"}])
     pod = _check([node], [_demand(gpu_pod("p", 1, **spec))]).workloads[0].pods[0]
@@ -210,10 +249,23 @@ def test_unschedulable_node_is_skipped() -> None:
 
 
 def test_cel_runtime_error_is_an_error_verdict() -> None:
-    spec = {"devices": {"requests": [{"name": "r", "exactly": {
-        "deviceClassName": "nvidia-gpu.dra-bridge.io", "allocationMode": "ExactCount", "count": 1,
-        "selectors": [{"cel": {"expression": 'device.attributes["example.com"].missing == 1'}}]}}],
-        "constraints": [], "config": []}}
+    spec = {
+        "devices": {
+            "requests": [
+                {
+                    "name": "r",
+                    "exactly": {
+                        "deviceClassName": "nvidia-gpu.dra-bridge.io",
+                        "allocationMode": "ExactCount",
+                        "count": 1,
+                        "selectors": [{"cel": {"expression": 'device.attributes["example.com"].missing == 1'}}],
+                    },
+                }
+            ],
+            "constraints": [],
+            "config": [],
+        }
+    }
     demand = WorkloadDemand("team-a", "broken", "Pod", (PodDemand("broken", (ClaimDemand("broken-r", spec),), {}),))
     pod = _check([gfd_node("n", H100, 1)], [demand]).workloads[0].pods[0]
     assert (pod.fits, pod.code) == (False, "error")
@@ -227,13 +279,25 @@ def test_unknown_resource_is_not_converted_but_placed_by_the_legacy_model() -> N
     legacy["spec"]["containers"][0]["resources"]["limits"] = {"example.com/fpga": 1}
     pod = _check([node], [_demand(legacy)]).workloads[0].pods[0]
     assert (pod.fits, pod.code, pod.legacy_fits, pod.legacy_node, pod.differs) == (
-        None, "not-converted", True, "n", False)
+        None,
+        "not-converted",
+        True,
+        "n",
+        False,
+    )
 
 
 def test_shared_claim_is_allocated_once_and_its_pods_follow_it() -> None:
-    claim = {"apiVersion": V1, "kind": "ResourceClaim", "metadata": {"name": "shared", "namespace": "team-a"},
-             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                 "deviceClassName": "nvidia-gpu.dra-bridge.io", "count": 2}}]}}}
+    claim = {
+        "apiVersion": V1,
+        "kind": "ResourceClaim",
+        "metadata": {"name": "shared", "namespace": "team-a"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "nvidia-gpu.dra-bridge.io", "count": 2}}]
+            }
+        },
+    }
     pods = []
     for name in ("first", "second"):
         pod = gpu_pod(name, 0)
@@ -273,10 +337,12 @@ def test_single_strategy_mig_node_publishes_mig_devices() -> None:
 
 # ------------------------------------------------------------------ demand and input errors
 
+
 def test_legacy_requests_count_init_containers_and_sidecars_as_the_scheduler_does() -> None:
-    spec = {"initContainers": [make_container("side", gpu(1), restart_policy="Always"),
-                               make_container("setup", gpu(4))],
-            "containers": [make_container("a", gpu(1)), make_container("b", gpu(1))]}
+    spec = {
+        "initContainers": [make_container("side", gpu(1), restart_policy="Always"), make_container("setup", gpu(4))],
+        "containers": [make_container("a", gpu(1)), make_container("b", gpu(1))],
+    }
     assert legacy_requests(spec) == {"nvidia.com/gpu": 5}
     assert legacy_requests({"containers": [make_container("a", gpu(0))]}) == {}
 
@@ -292,8 +358,9 @@ def test_bad_input_names_the_object_and_field() -> None:
     with pytest.raises(InputError, match="Node n: given twice"):
         check_capacity([], nodes * 2, [], CLASSES, FEATURES)
     with pytest.raises(InputError, match=r"Job team-a/j: spec\.parallelism: must be a non-negative integer"):
-        workload_demand({"kind": "Job", "metadata": {"name": "j", "namespace": "team-a"},
-                         "spec": {"parallelism": "2"}}, None, {})
+        workload_demand(
+            {"kind": "Job", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {"parallelism": "2"}}, None, {}
+        )
     with pytest.raises(InputError, match="kind DaemonSet: no pod count rule"):
         workload_demand({"kind": "DaemonSet", "metadata": {"name": "d"}, "spec": {}}, None, {})
 
@@ -306,13 +373,33 @@ def test_node_constraints_default_to_nothing() -> None:
 def test_an_invalid_pool_rules_out_its_node_only() -> None:
     # node a's pool repeats a device name (invalid: upstream's ErrFailedAllocationOnNode), node b's is fine
     def pool(node: str, names: list[str]) -> tuple[str, dict[str, Any]]:
-        return (node, {"driver": "gpu.example.com", "nodeName": node, "devices": [{"name": n} for n in names],
-                       "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}})
-    spec = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount",
-                                                              "count": 2}}], "constraints": [], "config": []}}
+        return (
+            node,
+            {
+                "driver": "gpu.example.com",
+                "nodeName": node,
+                "devices": [{"name": n} for n in names],
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            },
+        )
+
+    spec = {
+        "devices": {
+            "requests": [
+                {"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}}
+            ],
+            "constraints": [],
+            "config": [],
+        }
+    }
     demand = WorkloadDemand("team-a", "p", "Pod", (PodDemand("p", (ClaimDemand("p-r", spec),), {}),))
     classes = {"gpu": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}], "config": []}}
-    result = check_capacity([demand], [ClusterNode("a"), ClusterNode("b")],
-                            [pool("a", ["g0", "g0", "g1"]), pool("b", ["g0", "g1"])], classes, FEATURES)
+    result = check_capacity(
+        [demand],
+        [ClusterNode("a"), ClusterNode("b")],
+        [pool("a", ["g0", "g0", "g1"]), pool("b", ["g0", "g1"])],
+        classes,
+        FEATURES,
+    )
     pod = result.workloads[0].pods[0]
     assert (pod.fits, pod.node, pod.devices) == (True, "b", ("gpu.example.com/b/g0", "gpu.example.com/b/g1"))

@@ -12,24 +12,36 @@ CATALOG = load_catalog()
 HEADER = "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\n"
 
 
-@pytest.mark.parametrize(("name", "kind", "device_class"), [
-    ("nvidia.com/gpu", "gpu", "nvidia-gpu.dra-bridge.io"),
-    ("nvidia.com/mig-1g.10gb", "mig", "nvidia-mig-1g.10gb.dra-bridge.io"),
-    ("nvidia.com/mig-1g.10gb.me", "mig", "nvidia-mig-1g.10gb.me.dra-bridge.io"),
-    ("nvidia.com/gpu.shared", "shared", "nvidia-gpu-shared.dra-bridge.io"),
-    ("nvidia.com/mig-1g.5gb.shared", "shared", "nvidia-mig-1g.5gb-shared.dra-bridge.io"),
-    ("amd.com/gpu", "gpu", "amd-gpu.dra-bridge.io"),
-    ("gpu.intel.com/i915", "gpu", "intel-i915.dra-bridge.io"),
-    ("gpu.intel.com/xe", "gpu", "intel-xe.dra-bridge.io"),
-    ("nvidia.com/gpumem", "slicing", ""),
-])
+@pytest.mark.parametrize(
+    ("name", "kind", "device_class"),
+    [
+        ("nvidia.com/gpu", "gpu", "nvidia-gpu.dra-bridge.io"),
+        ("nvidia.com/mig-1g.10gb", "mig", "nvidia-mig-1g.10gb.dra-bridge.io"),
+        ("nvidia.com/mig-1g.10gb.me", "mig", "nvidia-mig-1g.10gb.me.dra-bridge.io"),
+        ("nvidia.com/gpu.shared", "shared", "nvidia-gpu-shared.dra-bridge.io"),
+        ("nvidia.com/mig-1g.5gb.shared", "shared", "nvidia-mig-1g.5gb-shared.dra-bridge.io"),
+        ("amd.com/gpu", "gpu", "amd-gpu.dra-bridge.io"),
+        ("gpu.intel.com/i915", "gpu", "intel-i915.dra-bridge.io"),
+        ("gpu.intel.com/xe", "gpu", "intel-xe.dra-bridge.io"),
+        ("nvidia.com/gpumem", "slicing", ""),
+    ],
+)
 def test_shipped_resources_map_to_our_classes(name: str, kind: str, device_class: str) -> None:
     m = CATALOG.lookup(name)
     assert m is not None and m.kind == kind and m.device_class == device_class
 
 
-@pytest.mark.parametrize("name", ["nvidia.com/gpu-10gb", "nvidia.com/gpux", "nvidia.com/mig-1g", "nvidia.com/mig-",
-                                  "example.com/gpu", "nvidia.com/mig-1g.10gb.shared.extra"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nvidia.com/gpu-10gb",
+        "nvidia.com/gpux",
+        "nvidia.com/mig-1g",
+        "nvidia.com/mig-",
+        "example.com/gpu",
+        "nvidia.com/mig-1g.10gb.shared.extra",
+    ],
+)
 def test_names_match_exactly_never_by_prefix(name: str) -> None:
     assert CATALOG.lookup(name) is None
 
@@ -45,38 +57,71 @@ def test_mig_profile_aliases_and_me_spelling_reach_the_vendor_form() -> None:
 
 
 def test_user_catalog_adds_resources_and_aliases() -> None:
-    catalog = load_catalog(HEADER + """
+    catalog = load_catalog(
+        HEADER
+        + """
 migProfileAliases: [[3g.40gb, 3g.41gb]]
 resources:
   - name: example.com/accel
     kind: gpu
     deviceClass: example-accel.dra-bridge.io
-""")
+"""
+    )
     assert catalog.lookup("example.com/accel") is not None
     assert catalog.aliases("3g.41gb") == ("3g.39gb", "3g.40gb", "3g.41gb")
 
 
-@pytest.mark.parametrize(("body", "key"), [
-    ("resources:\n  - name: nvidia.com/gpu\n    kind: gpu\n    deviceClass: x.dra-bridge.io\n", "already covered"),
-    ("resources:\n  - name: nvidia.com/mig-1g.5gb\n    kind: gpu\n    deviceClass: sneaky.example.com\n",
-     "already covered by nvidia.com/mig-{profile}"),
-    ("resources:\n  - pattern: 'nvidia.com/mig-{profile}.me'\n    kind: gpu\n    deviceClass: a.b\n", "already covered"),
-    ("bridgeDriver: mine.example.com\n", "bridgeDriver"),
-    ("resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    1: x\n    zz: y\n",
-     "resources[0].1"),
-    ("resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: Not_Valid\n", "resources[0].deviceClass"),
-    ("resources:\n  - name: example.com/a\n    kind: magic\n    deviceClass: a.b\n", "resources[0].kind"),
-    ("resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    colour: red\n",
-     "resources[0].colour"),
-    ("resources:\n  - name: example.com/a\n    pattern: 'x/{profile}'\n    kind: gpu\n    deviceClass: a.b\n",
-     "exactly one of name and pattern"),
-    ("resources:\n  - name: example.com/a\n    kind: slicing\n", "resources[0].reason"),
-    ("target: everywhere\n", "target"),
-    ("migProfiles: [big]\n", "migProfiles"),
-    ("resources: [\n", "mine.yaml:4:1: not valid YAML"),
-], ids=["redefines-shipped-name", "name-inside-shipped-pattern", "redefines-shipped-pattern", "bridge-driver",
-        "non-string-key", "class-not-dns", "unknown-kind", "unknown-key", "name-and-pattern", "slicing-without-reason",
-        "unknown-target", "bad-mig-profile", "yaml-syntax"])
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [
+        ("resources:\n  - name: nvidia.com/gpu\n    kind: gpu\n    deviceClass: x.dra-bridge.io\n", "already covered"),
+        (
+            "resources:\n  - name: nvidia.com/mig-1g.5gb\n    kind: gpu\n    deviceClass: sneaky.example.com\n",
+            "already covered by nvidia.com/mig-{profile}",
+        ),
+        (
+            "resources:\n  - pattern: 'nvidia.com/mig-{profile}.me'\n    kind: gpu\n    deviceClass: a.b\n",
+            "already covered",
+        ),
+        ("bridgeDriver: mine.example.com\n", "bridgeDriver"),
+        (
+            "resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    1: x\n    zz: y\n",
+            "resources[0].1",
+        ),
+        (
+            "resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: Not_Valid\n",
+            "resources[0].deviceClass",
+        ),
+        ("resources:\n  - name: example.com/a\n    kind: magic\n    deviceClass: a.b\n", "resources[0].kind"),
+        (
+            "resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    colour: red\n",
+            "resources[0].colour",
+        ),
+        (
+            "resources:\n  - name: example.com/a\n    pattern: 'x/{profile}'\n    kind: gpu\n    deviceClass: a.b\n",
+            "exactly one of name and pattern",
+        ),
+        ("resources:\n  - name: example.com/a\n    kind: slicing\n", "resources[0].reason"),
+        ("target: everywhere\n", "target"),
+        ("migProfiles: [big]\n", "migProfiles"),
+        ("resources: [\n", "mine.yaml:4:1: not valid YAML"),
+    ],
+    ids=[
+        "redefines-shipped-name",
+        "name-inside-shipped-pattern",
+        "redefines-shipped-pattern",
+        "bridge-driver",
+        "non-string-key",
+        "class-not-dns",
+        "unknown-kind",
+        "unknown-key",
+        "name-and-pattern",
+        "slicing-without-reason",
+        "unknown-target",
+        "bad-mig-profile",
+        "yaml-syntax",
+    ],
+)
 def test_bad_user_catalog_is_refused_naming_the_key(body: str, key: str) -> None:
     with pytest.raises(CatalogError, match=key.replace("[", r"\[").replace("]", r"\]")) as info:
         load_catalog(HEADER + body, "mine.yaml")
@@ -90,8 +135,13 @@ def test_catalog_without_header_is_refused() -> None:
 
 def test_device_classes_cover_every_exact_resource_and_known_profile() -> None:
     names = {c["metadata"]["name"] for c in CATALOG.device_classes()}
-    assert {"nvidia-gpu.dra-bridge.io", "amd-gpu.dra-bridge.io", "intel-xe.dra-bridge.io",
-            "nvidia-mig-1g.5gb.dra-bridge.io", "nvidia-mig-3g.40gb.dra-bridge.io"} <= names
+    assert {
+        "nvidia-gpu.dra-bridge.io",
+        "amd-gpu.dra-bridge.io",
+        "intel-xe.dra-bridge.io",
+        "nvidia-mig-1g.5gb.dra-bridge.io",
+        "nvidia-mig-3g.40gb.dra-bridge.io",
+    } <= names
 
 
 def test_digest_prefix_equals_the_prefix_of_the_whole_digest_in_base32() -> None:

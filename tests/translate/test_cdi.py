@@ -30,9 +30,17 @@ def test_subrequest_suffix_is_stripped() -> None:
     assert (request_name("gpu/small"), request_name("gpu")) == ("gpu", "gpu")
 
 
-@pytest.mark.parametrize(("env", "refused"), [
-    ("NVIDIA_VISIBLE_DEVICES=GPU-a", True), ("CUDA_VISIBLE_DEVICES=0", True), ("FOO_VISIBLE_DEVICES=1", True),
-    ("GPU_DEVICE_ORDINAL=0", True), ("MY_LIST=a,b", True), ("DRA_BRIDGE_NODE=n", False)])
+@pytest.mark.parametrize(
+    ("env", "refused"),
+    [
+        ("NVIDIA_VISIBLE_DEVICES=GPU-a", True),
+        ("CUDA_VISIBLE_DEVICES=0", True),
+        ("FOO_VISIBLE_DEVICES=1", True),
+        ("GPU_DEVICE_ORDINAL=0", True),
+        ("MY_LIST=a,b", True),
+        ("DRA_BRIDGE_NODE=n", False),
+    ],
+)
 def test_no_per_device_edit_sets_a_list_valued_variable(env: str, refused: bool) -> None:
     assert bool(composition_refusals({"env": [env]})) == refused
     if refused:

@@ -8,12 +8,13 @@ from dra_bridge.translate.cel.reads import WHOLE_DEVICE, selector_reads
 
 CASES = [
     ('device.driver == "x"', {("driver",)}),
-    ('device.attributes["gpu.nvidia.com"].productName == "A100"',
-     {("attributes", "gpu.nvidia.com", "productName")}),
+    ('device.attributes["gpu.nvidia.com"].productName == "A100"', {("attributes", "gpu.nvidia.com", "productName")}),
     ('device.attributes[device.driver].model == "a"', {("driver",), ("attributes", None, "model")}),
     ("device.capacity['d.io']['memory'].compareTo(quantity('1Gi')) >= 0", {("capacity", "d.io", "memory")}),
-    ('"numa" in device.attributes["d.io"] && has(device.attributes["d.io"].numa)',
-     {("attributes", "d.io", "*"), ("attributes", "d.io", "numa")}),
+    (
+        '"numa" in device.attributes["d.io"] && has(device.attributes["d.io"].numa)',
+        {("attributes", "d.io", "*"), ("attributes", "d.io", "numa")},
+    ),
     ("device.allowMultipleAllocations", {("allowMultipleAllocations",)}),
     ("true", set()),
 ]

@@ -14,8 +14,13 @@ KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"
 
 
 def _pinned(node: str) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+            }
+        }
+    }
 
 
 def _converted() -> tuple[dict[str, Any], dict[str, Any]]:

@@ -36,10 +36,12 @@ def test_inference_services_are_left_for_the_webhook_by_default() -> None:
     assert (llama.obj, triton.obj) == (KSERVE[0], KSERVE[1]) and llama.templates == triton.templates == ()
     assert _paths(llama.findings, "left-for-webhook") == {
         "spec.predictor.model.resources.limits[nvidia.com/gpu]",
-        "spec.predictor.workerSpec.containers[0].resources.limits[nvidia.com/gpu]"}
+        "spec.predictor.workerSpec.containers[0].resources.limits[nvidia.com/gpu]",
+    }
     assert _paths(triton.findings, "left-for-webhook") == {  # the GFD label becomes a selector too
         "spec.predictor.containers[0].resources.limits[nvidia.com/gpu]",
-        "spec.predictor.nodeSelector[nvidia.com/gpu.product]"}
+        "spec.predictor.nodeSelector[nvidia.com/gpu.product]",
+    }
     assert all(f.remedy == "include-custom-resources" for f in llama.findings + triton.findings)
 
 
@@ -73,31 +75,51 @@ def test_argo_templates_get_a_finding_not_a_conversion(include: bool) -> None:
     assert [r.obj for r in results] == ARGO and all(r.templates == () for r in results)
     workflow, template, cron = (_paths(r.findings, "left-for-webhook") for r in results)
     assert workflow == {"spec.templates[2].container.resources.limits[nvidia.com/gpu]"}
-    assert template == {"spec.templates[0].script.resources.limits[nvidia.com/gpu]",
-                        "spec.templates[1].containerSet.containers[0].resources.limits[nvidia.com/mig-1g.10gb]"}
-    assert cron == {"spec.workflowSpec.templates[0].initContainers[0].resources.limits[nvidia.com/gpu]",
-                    "spec.workflowSpec.templates[0].container.resources.limits[nvidia.com/gpu]"}
+    assert template == {
+        "spec.templates[0].script.resources.limits[nvidia.com/gpu]",
+        "spec.templates[1].containerSet.containers[0].resources.limits[nvidia.com/mig-1g.10gb]",
+    }
+    assert cron == {
+        "spec.workflowSpec.templates[0].initContainers[0].resources.limits[nvidia.com/gpu]",
+        "spec.workflowSpec.templates[0].container.resources.limits[nvidia.com/gpu]",
+    }
     for r in results:
         assert {f.outcome for f in r.findings} == {"left-for-webhook"}
         assert all("resourceClaims" in f.reason and f.remedy is None for f in r.findings)
 
 
 def test_any_custom_resource_asking_for_a_gpu_outside_a_pod_spec_gets_a_finding() -> None:
-    obj = {"apiVersion": "example.com/v1", "kind": "Trainer", "metadata": {"name": "t", "namespace": "n"},
-           "spec": {"worker": {"image": "x", "resources": {"requests": {"nvidia.com/gpu": 1}}}}}
+    obj = {
+        "apiVersion": "example.com/v1",
+        "kind": "Trainer",
+        "metadata": {"name": "t", "namespace": "n"},
+        "spec": {"worker": {"image": "x", "resources": {"requests": {"nvidia.com/gpu": 1}}}},
+    }
     result = convert_object(obj, CATALOG, include_custom_resources=True)
     assert result.obj == obj and _paths(result.findings, "left-for-webhook") == {
-        "spec.worker.resources.requests[nvidia.com/gpu]"}
+        "spec.worker.resources.requests[nvidia.com/gpu]"
+    }
 
 
-@pytest.mark.parametrize("predictor", [
-    {"containers": 5, "model": {"resources": {"limits": {"nvidia.com/gpu": 1}}}},
-    {"containers": "c", "model": "m"}, {"model": {"resources": {"limits": {"nvidia.com/gpu": "x"}}}},
-    {"workerSpec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}, "annotations": 3}, [], "p",
-], ids=["containers-not-a-list", "strings", "bad-count", "unnamed-worker-and-odd-annotations", "list", "string"])
+@pytest.mark.parametrize(
+    "predictor",
+    [
+        {"containers": 5, "model": {"resources": {"limits": {"nvidia.com/gpu": 1}}}},
+        {"containers": "c", "model": "m"},
+        {"model": {"resources": {"limits": {"nvidia.com/gpu": "x"}}}},
+        {"workerSpec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}, "annotations": 3},
+        [],
+        "p",
+    ],
+    ids=["containers-not-a-list", "strings", "bad-count", "unnamed-worker-and-odd-annotations", "list", "string"],
+)
 def test_odd_inference_services_give_findings_not_tracebacks(predictor: Any) -> None:
-    obj = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-           "metadata": {"name": "odd", "namespace": "n"}, "spec": {"predictor": predictor}}
+    obj = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "odd", "namespace": "n"},
+        "spec": {"predictor": predictor},
+    }
     for include in (False, True):
         result = convert_object(obj, CATALOG, include_custom_resources=include)
         assert result.templates == () or include
@@ -107,6 +129,10 @@ def test_odd_inference_services_give_findings_not_tracebacks(predictor: Any) -> 
 @pytest.mark.parametrize("name", ["kserve-inferenceservice.yaml", "argo-workflows.yaml"], ids=["kserve", "argo"])
 def test_fail_on_left_for_webhook_catches_them(name: str) -> None:
     out, err = io.StringIO(), io.StringIO()
-    code = main(["convert", "-f", str(DATA / name), "--fail-on", "left-for-webhook"], stdin=io.StringIO(),
-                stdout=out, stderr=err)
+    code = main(
+        ["convert", "-f", str(DATA / name), "--fail-on", "left-for-webhook"],
+        stdin=io.StringIO(),
+        stdout=out,
+        stderr=err,
+    )
     assert code == EXIT_FINDINGS and "left-for-webhook" in err.getvalue()

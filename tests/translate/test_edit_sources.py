@@ -28,46 +28,90 @@ def two(a: dict[str, Any], b: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return compose({"dev-a": a, "dev-b": b})["devices"]
 
 
-@pytest.mark.parametrize(("a", "b", "kept_a"), [
-    # a variable with the same value everywhere composes; one per device index does not
-    ({"envs": {"VENDOR_DRIVER_CAPS": "compute"}}, {"envs": {"VENDOR_DRIVER_CAPS": "compute"}},
-     {"env": ["VENDOR_DRIVER_CAPS=compute"]}),
-    ({"envs": {"GPU_INDEX": "0"}}, {"envs": {"GPU_INDEX": "1"}}, {}),
-    # a variable whose NAME is per device composes
-    ({"envs": {"VENDOR_DEV_A": "on"}}, {"envs": {"VENDOR_DEV_B": "on"}}, {"env": ["VENDOR_DEV_A=on"]}),
-    # list-valued by name or value, even when both agree
-    ({"envs": {"ROCR_VISIBLE_DEVICES": "0"}}, {"envs": {"ROCR_VISIBLE_DEVICES": "0"}}, {}),
-    ({"envs": {"X_VISIBLE_DEVICES": "a"}}, {}, {}),
-    ({"envs": {"LIST": "a,b"}}, {"envs": {"LIST": "a,b"}}, {}),
-    # device nodes add up; one path with two host devices does not
-    ({"devices": [node("/dev/kfd"), node("/dev/dri/card0")]}, {"devices": [node("/dev/kfd"), node("/dev/dri/card1")]},
-     {"deviceNodes": [{"path": "/dev/dri/card0", "hostPath": "/dev/dri/card0", "permissions": "rw"},
-                      {"path": "/dev/kfd", "hostPath": "/dev/kfd", "permissions": "rw"}]}),
-    ({"devices": [node("/dev/accel", "/dev/accel0")]}, {"devices": [node("/dev/accel", "/dev/accel1")]}, {}),
-    ({"devices": [node("/dev/x", perms="rwx")]}, {}, {}),
-    # mounts add up, read-only kept; MPS mounts and variables are never replayed
-    ({"mounts": [{"container_path": "/etc/v/a", "host_path": "/run/v/a", "read_only": True}]}, {},
-     {"mounts": [{"hostPath": "/run/v/a", "containerPath": "/etc/v/a", "options": ["bind", "ro"]}]}),
-    ({"envs": {"CUDA_MPS_PIPE_DIRECTORY": "/run/x/pipe"},
-      "mounts": [{"container_path": "/run/x/pipe", "host_path": "/run/x/pipe"},
-                 {"container_path": "/dev/shm", "host_path": "/run/x/shm"},
-                 {"container_path": "/opt/z", "host_path": "/run/nvidia/mps/gpu/z"}]}, {}, {}),
-    # the plugin's own CDI names and annotations leave with it
-    ({"cdi_devices": [{"name": "k8s.device-plugin.nvidia.com/gpu=a"}], "annotations": {"cdi.k8s.io/x": "y"}}, {}, {}),
-], ids=["same-value-kept", "per-index-dropped", "per-device-name-kept", "list-name-dropped", "visible-dropped",
-        "comma-dropped", "nodes-add-up", "node-clash-dropped", "bad-permissions-dropped", "mount-kept",
-        "mps-never", "plugin-cdi-never"])
+@pytest.mark.parametrize(
+    ("a", "b", "kept_a"),
+    [
+        # a variable with the same value everywhere composes; one per device index does not
+        (
+            {"envs": {"VENDOR_DRIVER_CAPS": "compute"}},
+            {"envs": {"VENDOR_DRIVER_CAPS": "compute"}},
+            {"env": ["VENDOR_DRIVER_CAPS=compute"]},
+        ),
+        ({"envs": {"GPU_INDEX": "0"}}, {"envs": {"GPU_INDEX": "1"}}, {}),
+        # a variable whose NAME is per device composes
+        ({"envs": {"VENDOR_DEV_A": "on"}}, {"envs": {"VENDOR_DEV_B": "on"}}, {"env": ["VENDOR_DEV_A=on"]}),
+        # list-valued by name or value, even when both agree
+        ({"envs": {"ROCR_VISIBLE_DEVICES": "0"}}, {"envs": {"ROCR_VISIBLE_DEVICES": "0"}}, {}),
+        ({"envs": {"X_VISIBLE_DEVICES": "a"}}, {}, {}),
+        ({"envs": {"LIST": "a,b"}}, {"envs": {"LIST": "a,b"}}, {}),
+        # device nodes add up; one path with two host devices does not
+        (
+            {"devices": [node("/dev/kfd"), node("/dev/dri/card0")]},
+            {"devices": [node("/dev/kfd"), node("/dev/dri/card1")]},
+            {
+                "deviceNodes": [
+                    {"path": "/dev/dri/card0", "hostPath": "/dev/dri/card0", "permissions": "rw"},
+                    {"path": "/dev/kfd", "hostPath": "/dev/kfd", "permissions": "rw"},
+                ]
+            },
+        ),
+        ({"devices": [node("/dev/accel", "/dev/accel0")]}, {"devices": [node("/dev/accel", "/dev/accel1")]}, {}),
+        ({"devices": [node("/dev/x", perms="rwx")]}, {}, {}),
+        # mounts add up, read-only kept; MPS mounts and variables are never replayed
+        (
+            {"mounts": [{"container_path": "/etc/v/a", "host_path": "/run/v/a", "read_only": True}]},
+            {},
+            {"mounts": [{"hostPath": "/run/v/a", "containerPath": "/etc/v/a", "options": ["bind", "ro"]}]},
+        ),
+        (
+            {
+                "envs": {"CUDA_MPS_PIPE_DIRECTORY": "/run/x/pipe"},
+                "mounts": [
+                    {"container_path": "/run/x/pipe", "host_path": "/run/x/pipe"},
+                    {"container_path": "/dev/shm", "host_path": "/run/x/shm"},
+                    {"container_path": "/opt/z", "host_path": "/run/nvidia/mps/gpu/z"},
+                ],
+            },
+            {},
+            {},
+        ),
+        # the plugin's own CDI names and annotations leave with it
+        (
+            {"cdi_devices": [{"name": "k8s.device-plugin.nvidia.com/gpu=a"}], "annotations": {"cdi.k8s.io/x": "y"}},
+            {},
+            {},
+        ),
+    ],
+    ids=[
+        "same-value-kept",
+        "per-index-dropped",
+        "per-device-name-kept",
+        "list-name-dropped",
+        "visible-dropped",
+        "comma-dropped",
+        "nodes-add-up",
+        "node-clash-dropped",
+        "bad-permissions-dropped",
+        "mount-kept",
+        "mps-never",
+        "plugin-cdi-never",
+    ],
+)
 def test_only_what_composes_is_kept(a: dict[str, Any], b: dict[str, Any], kept_a: dict[str, Any]) -> None:
     assert two(a, b)["dev-a"] == kept_a
 
 
 def test_composition_does_not_depend_on_order_and_says_what_it_dropped() -> None:
-    answers = {"d1": {"envs": {"GPU_INDEX": "0", "K": "v"}, "devices": [node("/dev/d1")]},
-               "d0": {"envs": {"GPU_INDEX": "1", "K": "v", "ROCR_VISIBLE_DEVICES": "1"}, "devices": [node("/dev/d0")]}}
+    answers = {
+        "d1": {"envs": {"GPU_INDEX": "0", "K": "v"}, "devices": [node("/dev/d1")]},
+        "d0": {"envs": {"GPU_INDEX": "1", "K": "v", "ROCR_VISIBLE_DEVICES": "1"}, "devices": [node("/dev/d0")]},
+    }
     forward, backward = compose(answers), compose(dict(reversed(list(answers.items()))))
     assert forward == backward
-    assert forward["dropped"] == ["list-valued variable ROCR_VISIBLE_DEVICES (the last device's value would win)",
-                                  "variable GPU_INDEX, set to a different value per device (per index)"]
+    assert forward["dropped"] == [
+        "list-valued variable ROCR_VISIBLE_DEVICES (the last device's value would win)",
+        "variable GPU_INDEX, set to a different value per device (per index)",
+    ]
 
 
 def test_the_shipped_catalog_asks_amd_and_intel_plugins_and_never_nvidias() -> None:
@@ -77,27 +121,39 @@ def test_the_shipped_catalog_asks_amd_and_intel_plugins_and_never_nvidias() -> N
     assert nvidia and nvidia.edits is None
 
 
-@pytest.mark.parametrize(("edits", "message"), [
-    ("[1]", "resources[0].edits: must be a mapping"),
-    ("{recipe: x}", "resources[0].edits.recipe: unknown key"),
-    ("{deviceNodes: [dev/x]}", "resources[0].edits.deviceNodes: must be a list of absolute paths"),
-    ("{deviceNodes: ['/dev/{index}']}", "the only placeholders are {id} and {card}"),
-    ("{specDeviceNodes: ['/dev/{id}']}", "spec-level nodes are the same for every device"),
-    ("{allocate: {sideEffectFree: yes please, socket: a.sock}}", "allocate.sideEffectFree: must be a boolean"),
-    ("{allocate: {sideEffectFree: true, socket: ../kubelet.sock}}", "allocate.socket: must be a socket file name"),
-    ("{allocate: {sideEffectFree: true, socket: a.sock, name: b}}", "must be a mapping with sideEffectFree and socket"),
-])
+@pytest.mark.parametrize(
+    ("edits", "message"),
+    [
+        ("[1]", "resources[0].edits: must be a mapping"),
+        ("{recipe: x}", "resources[0].edits.recipe: unknown key"),
+        ("{deviceNodes: [dev/x]}", "resources[0].edits.deviceNodes: must be a list of absolute paths"),
+        ("{deviceNodes: ['/dev/{index}']}", "the only placeholders are {id} and {card}"),
+        ("{specDeviceNodes: ['/dev/{id}']}", "spec-level nodes are the same for every device"),
+        ("{allocate: {sideEffectFree: yes please, socket: a.sock}}", "allocate.sideEffectFree: must be a boolean"),
+        ("{allocate: {sideEffectFree: true, socket: ../kubelet.sock}}", "allocate.socket: must be a socket file name"),
+        (
+            "{allocate: {sideEffectFree: true, socket: a.sock, name: b}}",
+            "must be a mapping with sideEffectFree and socket",
+        ),
+    ],
+)
 def test_a_bad_edits_block_in_a_user_catalog_is_named(edits: str, message: str) -> None:
-    text = ("apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n"
-            f"  - {{name: example.com/gpu, kind: gpu, deviceClass: example-gpu.example.com, edits: {edits}}}\n")
-    with pytest.raises(CatalogError, match=r"^mine\.yaml: resources\[0\]\.edits.*" + re.escape(message.split(": ")[-1])):
+    text = (
+        "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n"
+        f"  - {{name: example.com/gpu, kind: gpu, deviceClass: example-gpu.example.com, edits: {edits}}}\n"
+    )
+    with pytest.raises(
+        CatalogError, match=r"^mine\.yaml: resources\[0\]\.edits.*" + re.escape(message.split(": ")[-1])
+    ):
         load_catalog(text, "mine.yaml")
 
 
 def test_a_user_catalog_entry_may_bring_its_own_recipe() -> None:
-    text = ("apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n"
-            "  - {name: example.com/gpu, kind: gpu, deviceClass: example-gpu.example.com,\n"
-            "     edits: {allocate: {sideEffectFree: false, socket: example.sock}, deviceNodes: ['/dev/ex/{id}']}}\n")
+    text = (
+        "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n"
+        "  - {name: example.com/gpu, kind: gpu, deviceClass: example-gpu.example.com,\n"
+        "     edits: {allocate: {sideEffectFree: false, socket: example.sock}, deviceNodes: ['/dev/ex/{id}']}}\n"
+    )
     catalog = load_catalog(text, "mine.yaml")
     edits = device_edits("example.com/gpu", "3", {}, catalog)
     assert edits and edits.source == "recipe" and edits.device == {"deviceNodes": [{"path": "/dev/ex/3"}]}
@@ -106,9 +162,13 @@ def test_a_user_catalog_entry_may_bring_its_own_recipe() -> None:
 
 
 RECORDED: dict[str, ResourceEdits] = {
-    "amd.com/gpu": {"devices": {"0000:03:00.0": {"deviceNodes": [{"path": "/dev/dri/card1",
-                                                                  "hostPath": "/dev/dri/card1"}]},
-                                "0000:04:00.0": {}}, "dropped": ["x"]},
+    "amd.com/gpu": {
+        "devices": {
+            "0000:03:00.0": {"deviceNodes": [{"path": "/dev/dri/card1", "hostPath": "/dev/dri/card1"}]},
+            "0000:04:00.0": {},
+        },
+        "dropped": ["x"],
+    },
     "example.com/gpu": {"devices": {"e0": {}}, "dropped": ["list-valued variable EXAMPLE_VISIBLE_DEVICES (...)"]},
 }
 
@@ -124,16 +184,30 @@ def test_a_recorded_answer_comes_before_the_static_recipe() -> None:
 def test_the_spec_is_rewritten_from_the_edits_the_checkpoint_kept() -> None:
     edits = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, CATALOG)
     assert edits is not None
-    device = PreparedDevice(("gpu",), "n", "gpu-amd0", (f"dra-bridge.io/claim={UID}-gpu-amd0",), "amd.com/gpu",
-                            "0000:03:00.0", edits_json(edits))
+    device = PreparedDevice(
+        ("gpu",),
+        "n",
+        "gpu-amd0",
+        (f"dra-bridge.io/claim={UID}-gpu-amd0",),
+        "amd.com/gpu",
+        "0000:03:00.0",
+        edits_json(edits),
+    )
     spec = own_spec(UID, [device], lambda r, i: None)  # no lookup needed: the device keeps its edits
     assert spec and spec["devices"][0]["containerEdits"] == edits.device
 
 
 def test_devices_without_an_edit_source_are_not_published_with_a_reason() -> None:
-    devices = [InventoryDevice(resourceName=r, deviceID=i, numaNodes=[]) for r, i in (
-        ("nvidia.com/gpu", "GPU-ok"), ("nvidia.com/gpu", "GPU-missing"), ("amd.com/gpu", "0000:04:00.0"),
-        ("example.com/gpu", "e0"), ("example.com/gpu", "e1"))]
+    devices = [
+        InventoryDevice(resourceName=r, deviceID=i, numaNodes=[])
+        for r, i in (
+            ("nvidia.com/gpu", "GPU-ok"),
+            ("nvidia.com/gpu", "GPU-missing"),
+            ("amd.com/gpu", "0000:04:00.0"),
+            ("example.com/gpu", "e0"),
+            ("example.com/gpu", "e1"),
+        )
+    ]
     kept, warnings = preparable(devices, CATALOG, RECORDED, lambda ids: {i: i == "nvidia.com/gpu=GPU-ok" for i in ids})
     assert [d["deviceID"] for d in kept] == ["GPU-ok", "0000:04:00.0"]
     assert len(warnings) == 2

@@ -30,18 +30,30 @@ def held(plan: Any) -> int:
     return sum(r["count"] for t in plan.templates for r in internal_from_template(t)["requests"])
 
 
-@pytest.mark.parametrize(("apps", "sidecars", "inits", "total"), [
-    ([2], [], [], 2),
-    ([1], [1], [1], 2),
-    ([4], [], [3], 4),
-    ([4, 1], [], [6], 6),
-    ([], [], [40], 40),
-    ([1], [1, 2], [5], 5),
-    ([1, 1, 1], [], [2, 3], 3),
-], ids=["one-app", "sidecar-init-app", "init-subset", "init-exceeds", "init-only-40", "init-between-sidecars",
-        "two-inits"])
+@pytest.mark.parametrize(
+    ("apps", "sidecars", "inits", "total"),
+    [
+        ([2], [], [], 2),
+        ([1], [1], [1], 2),
+        ([4], [], [3], 4),
+        ([4, 1], [], [6], 6),
+        ([], [], [40], 40),
+        ([1], [1, 2], [5], 5),
+        ([1, 1, 1], [], [2, 3], 3),
+    ],
+    ids=[
+        "one-app",
+        "sidecar-init-app",
+        "init-subset",
+        "init-exceeds",
+        "init-only-40",
+        "init-between-sidecars",
+        "two-inits",
+    ],
+)
 def test_layout_gives_each_container_its_count_and_the_pod_the_legacy_total(
-        apps: list[int], sidecars: list[int], inits: list[int], total: int) -> None:
+    apps: list[int], sidecars: list[int], inits: list[int], total: int
+) -> None:
     demands = [Demand(f"a{i}", "app", i, n) for i, n in enumerate(apps)]
     demands += [Demand(f"s{i}", "sidecar", 2 * i + 1, n) for i, n in enumerate(sidecars)]
     demands += [Demand(f"i{i}", "init", 2 * i, n) for i, n in enumerate(inits)]
@@ -75,12 +87,16 @@ def test_counts_are_read_in_every_spelling(count: Any) -> None:
     assert "nvidia.com/gpu" not in str(plan.pod["spec"]["containers"][0]["resources"])
 
 
-@pytest.mark.parametrize(("limits", "requests", "why"), [
-    (None, gpu(1), "without limits"),
-    (gpu(2), gpu(1), "differ"),
-    (gpu("1.5"), None, "whole number"),
-    (gpu("-1"), None, "quantity"),
-], ids=["requests-only", "requests-differ", "fraction", "negative"])
+@pytest.mark.parametrize(
+    ("limits", "requests", "why"),
+    [
+        (None, gpu(1), "without limits"),
+        (gpu(2), gpu(1), "differ"),
+        (gpu("1.5"), None, "whole number"),
+        (gpu("-1"), None, "quantity"),
+    ],
+    ids=["requests-only", "requests-differ", "fraction", "negative"],
+)
 def test_invalid_device_requests_leave_the_pod_unchanged(limits: Any, requests: Any, why: str) -> None:
     pod = make_pod([make_container("c", limits, requests)])
     plan = plan_pod(pod, CATALOG)
@@ -101,10 +117,14 @@ def test_unknown_resources_stay_beside_converted_ones() -> None:
     assert "ignored" in outcomes(plan) and "translated" in outcomes(plan)
 
 
-@pytest.mark.parametrize(("spec", "why"), [
-    ({"nodeName": "n1"}, "nodeName"),
-    ({"schedulerName": "hami-scheduler"}, "scheduler"),
-], ids=["node-name-set", "other-scheduler"])
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ({"nodeName": "n1"}, "nodeName"),
+        ({"schedulerName": "hami-scheduler"}, "scheduler"),
+    ],
+    ids=["node-name-set", "other-scheduler"],
+)
 def test_pods_that_cannot_use_dra_stay_legacy(spec: dict[str, Any], why: str) -> None:
     pod = make_pod([make_container("c", gpu(1))], **spec)
     plan = plan_pod(pod, CATALOG)
@@ -165,8 +185,10 @@ def test_tolerations_of_the_extended_resource_plugin_are_added_once() -> None:
 
 def test_template_names_do_not_depend_on_the_api_version_or_the_run() -> None:
     pod = make_pod([make_container("c", gpu(2))])
-    names = {plan_pod(pod, CATALOG, Options(api_version=v)).templates[0]["metadata"]["name"]
-             for v in ("v1", "v1beta2", "v1beta1")}
+    names = {
+        plan_pod(pod, CATALOG, Options(api_version=v)).templates[0]["metadata"]["name"]
+        for v in ("v1", "v1beta2", "v1beta1")
+    }
     assert len(names) == 1
     webhook = plan_pod(pod, CATALOG, Options(managed_by="dra-bridge-webhook")).templates[0]
     assert webhook["metadata"]["name"] not in names
@@ -184,13 +206,22 @@ def test_input_is_never_mutated() -> None:
     migrated pod (resources, claims, tolerations, selectors, annotations, labels) is intact
     in the input, however often it is planned."""
     init = [make_container("setup", gpu(1), gpu(1))]
-    pod = make_pod([make_container("c", gpu(2), {"nvidia.com/gpu": 2, "cpu": "1"}), make_container("side")], init=init,
-                   nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"},
-                   tolerations=[{"key": "team", "operator": "Exists"}], resourceClaims=[{"name": "x",
-                                                                                        "resourceClaimName": "x"}],
-                   affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                       {"matchExpressions": [{"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["40000"]}]}
-                   ]}}})
+    pod = make_pod(
+        [make_container("c", gpu(2), {"nvidia.com/gpu": 2, "cpu": "1"}), make_container("side")],
+        init=init,
+        nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"},
+        tolerations=[{"key": "team", "operator": "Exists"}],
+        resourceClaims=[{"name": "x", "resourceClaimName": "x"}],
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["40000"]}]}
+                    ]
+                }
+            }
+        },
+    )
     pod["metadata"].update(labels={"app": "a"}, annotations={"keep": "me"})
     snapshot = repr(pod)
     first = plan_pod(pod, CATALOG)
@@ -205,12 +236,16 @@ counts = st.integers(min_value=0, max_value=12)
 @st.composite
 def pods(draw: st.DrawFn) -> dict[str, Any]:
     resources = ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu"]
+
     def limits() -> dict[str, Any]:
         chosen = draw(st.lists(st.sampled_from(resources), max_size=2, unique=True))
         return {r: draw(st.one_of(counts, counts.map(str))) for r in chosen}
+
     apps = [make_container(f"app-{i}", limits()) for i in range(draw(st.integers(1, 3)))]
-    init = [make_container(f"init-{i}", limits(), restart_policy=draw(st.sampled_from([None, "Always"])))
-            for i in range(draw(st.integers(0, 3)))]
+    init = [
+        make_container(f"init-{i}", limits(), restart_policy=draw(st.sampled_from([None, "Always"])))
+        for i in range(draw(st.integers(0, 3)))
+    ]
     return make_pod(apps, init=init)
 
 
@@ -236,12 +271,27 @@ def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, A
     assert devices_seen(plan.pod, list(plan.templates)) == dict(legacy)
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("resourceClaims", "foo"), ("initContainers", "foo"), ("tolerations", "foo"), ("nodeSelector", "foo"),
-    ("affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": "foo"}}),
-    ("nodeSelector", {"nvidia.com/gpu.product": 5}), ("nodeSelector", {"nvidia.com/gpu.count": None}),
-], ids=["claims-string", "init-string", "tolerations-string", "selector-string", "required-affinity-string",
-        "selector-value-int", "selector-value-null"])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("resourceClaims", "foo"),
+        ("initContainers", "foo"),
+        ("tolerations", "foo"),
+        ("nodeSelector", "foo"),
+        ("affinity", {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": "foo"}}),
+        ("nodeSelector", {"nvidia.com/gpu.product": 5}),
+        ("nodeSelector", {"nvidia.com/gpu.count": None}),
+    ],
+    ids=[
+        "claims-string",
+        "init-string",
+        "tolerations-string",
+        "selector-string",
+        "required-affinity-string",
+        "selector-value-int",
+        "selector-value-null",
+    ],
+)
 def test_fields_of_the_wrong_type_leave_the_pod_unchanged_naming_the_field(field: str, value: Any) -> None:
     pod = make_pod([make_container("c", gpu(1))], **{field: value})
     plan = plan_pod(pod, CATALOG)
@@ -269,8 +319,12 @@ def test_absurd_device_counts_are_refused_without_building_them() -> None:
 
 def test_unknown_mig_profile_is_flagged_as_needing_its_class() -> None:
     plan = plan_pod(make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]), CATALOG)
-    assert plan.changed and any(f.remedy is Remedy.ADD_MIG_PROFILE_CLASS and f.remedy_subject == "9g.999gb"
-                                and "nvidia-mig-9g.999gb.dra-bridge.io" in f.reason for f in plan.findings)
+    assert plan.changed and any(
+        f.remedy is Remedy.ADD_MIG_PROFILE_CLASS
+        and f.remedy_subject == "9g.999gb"
+        and "nvidia-mig-9g.999gb.dra-bridge.io" in f.reason
+        for f in plan.findings
+    )
 
 
 def test_garbage_conversion_annotation_is_reported() -> None:
@@ -280,12 +334,16 @@ def test_garbage_conversion_annotation_is_reported() -> None:
     assert not plan.changed and "converted before" in plan.findings[0].reason
 
 
-@pytest.mark.parametrize("edit", [
-    lambda p: p.update(metadata=None),
-    lambda p: p["metadata"].update(labels=None, annotations=None),
-    lambda p: p["spec"].update(resourceClaims=None, tolerations=None),
-    lambda p: p["spec"]["containers"][0]["resources"].update(claims=None),
-], ids=["metadata-null", "labels-annotations-null", "claims-tolerations-null", "container-claims-null"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda p: p.update(metadata=None),
+        lambda p: p["metadata"].update(labels=None, annotations=None),
+        lambda p: p["spec"].update(resourceClaims=None, tolerations=None),
+        lambda p: p["spec"]["containers"][0]["resources"].update(claims=None),
+    ],
+    ids=["metadata-null", "labels-annotations-null", "claims-tolerations-null", "container-claims-null"],
+)
 def test_null_fields_are_treated_as_absent(edit: Any) -> None:
     pod = make_pod([make_container("c", gpu(1))])
     edit(pod)
@@ -295,16 +353,39 @@ def test_null_fields_are_treated_as_absent(edit: Any) -> None:
     assert devices_seen(plan.pod, list(plan.templates)) == {("c", GPU_CLASS): 1}
 
 
-@pytest.mark.parametrize(("edit", "field"), [
-    (lambda p: p["spec"].update(initContainers=[None]), "spec.initContainers[0]"),
-    (lambda p: p["spec"]["containers"][0].update(name=[]), "spec.containers[0].name"),
-    (lambda p: p["spec"]["containers"][0].update(name=None), "spec.containers[0].name"),
-    (lambda p: p["spec"].update(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [None]}]}}}), "matchExpressions[0]"),
-    (lambda p: p["spec"].update(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In", "values": 5}]}]}}}),
-     "matchExpressions[0].values"),
-], ids=["null-init-container", "list-name", "null-name", "null-expression", "scalar-values"])
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda p: p["spec"].update(initContainers=[None]), "spec.initContainers[0]"),
+        (lambda p: p["spec"]["containers"][0].update(name=[]), "spec.containers[0].name"),
+        (lambda p: p["spec"]["containers"][0].update(name=None), "spec.containers[0].name"),
+        (
+            lambda p: p["spec"].update(
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": [None]}]
+                        }
+                    }
+                }
+            ),
+            "matchExpressions[0]",
+        ),
+        (
+            lambda p: p["spec"].update(
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In", "values": 5}]}]
+                        }
+                    }
+                }
+            ),
+            "matchExpressions[0].values",
+        ),
+    ],
+    ids=["null-init-container", "list-name", "null-name", "null-expression", "scalar-values"],
+)
 def test_malformed_fields_are_findings_not_crashes(edit: Any, field: str) -> None:
     pod = make_pod([make_container("c", gpu(1))])
     edit(pod)
@@ -338,8 +419,10 @@ def test_hami_slicing_finding_carries_the_remedy_that_converts_it() -> None:
 
 
 def test_findings_name_no_front_end_setting() -> None:
-    pods = [make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30})]),
-            make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]),
-            make_pod([make_container("c", gpu(1))], schedulerName="volcano")]
+    pods = [
+        make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30})]),
+        make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]),
+        make_pod([make_container("c", gpu(1))], schedulerName="volcano"),
+    ]
     reasons = [f.reason for pod in pods for f in plan_pod(pod, CATALOG).findings]
     assert reasons and not [r for r in reasons if "--" in r or "policy" in r]

@@ -26,8 +26,11 @@ def held(plan: Any) -> int:
 A100_MIG_1G = "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
 
 
-@pytest.mark.parametrize(("target", "device_class"), [("bridge", "nvidia-mig-1g.5gb.dra-bridge.io"),
-                                                      ("vendor", "mig.nvidia.com")], ids=["bridge", "vendor"])
+@pytest.mark.parametrize(
+    ("target", "device_class"),
+    [("bridge", "nvidia-mig-1g.5gb.dra-bridge.io"), ("vendor", "mig.nvidia.com")],
+    ids=["bridge", "vendor"],
+)
 def test_mig_single_strategy_product_label_requests_the_profile_class(target: Any, device_class: str) -> None:
     pod = make_pod(gpus=2, nodeSelector={"nvidia.com/gpu.product": A100_MIG_1G})
     plan = plan_pod(pod, CATALOG.with_target(target))
@@ -38,14 +41,26 @@ def test_mig_single_strategy_product_label_requests_the_profile_class(target: An
     assert "nvidia.com/gpu" not in plan.pod["spec"]["containers"][0]["resources"].get("limits", {})
 
 
-@pytest.mark.parametrize("products", [
-    [A100_MIG_1G, "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb"],
-    [A100_MIG_1G, "NVIDIA-A100-SXM4-40GB"],
-], ids=["two-profiles", "mig-and-whole-gpus"])
+@pytest.mark.parametrize(
+    "products",
+    [
+        [A100_MIG_1G, "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb"],
+        [A100_MIG_1G, "NVIDIA-A100-SXM4-40GB"],
+    ],
+    ids=["two-profiles", "mig-and-whole-gpus"],
+)
 def test_a_product_selection_no_one_mig_class_serves_stays_legacy(products: list[str]) -> None:
-    pod = make_pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "nvidia.com/gpu.product", "operator": "In", "values": products}]}]}}})
+    pod = make_pod(
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": products}]}
+                    ]
+                }
+            }
+        }
+    )
     plan = plan_pod(pod, CATALOG)
     assert not plan.changed and "unsupported" in outcomes(plan)
 

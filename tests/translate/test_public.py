@@ -7,7 +7,12 @@ from types import ModuleType
 
 import pytest
 
-PACKAGES = ("dra_bridge.translate", "dra_bridge.translate.cel", "dra_bridge.translate.inventory", "dra_bridge.translate.plan")
+PACKAGES = (
+    "dra_bridge.translate",
+    "dra_bridge.translate.cel",
+    "dra_bridge.translate.inventory",
+    "dra_bridge.translate.plan",
+)
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -21,17 +21,22 @@ WEBHOOK = Options(managed_by=MANAGED_BY_WEBHOOK)
 
 def gfd_pod() -> dict[str, Any]:
     """Requests and limits, a GFD node selector beside another, a HAMi annotation."""
-    pod = make_pod([make_container("main", gpu(2), {"nvidia.com/gpu": "2"})], name="old",
-                   nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"})
+    pod = make_pod(
+        [make_container("main", gpu(2), {"nvidia.com/gpu": "2"})],
+        name="old",
+        nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "zone": "a"},
+    )
     pod["metadata"]["annotations"] = {"nvidia.com/use-gputype": "A100"}
     return pod
 
 
 #: What the code before versioned records wrote for gfd_pod() (webhook, resource.k8s.io/v1):
 #: converted pods in clusters carry exactly this.
-UNVERSIONED = ('{"original":{"annotations":{"nvidia.com/use-gputype":"A100"},"containers":{"main":{"limits":'
-               '{"nvidia.com/gpu":2},"requests":{"nvidia.com/gpu":"2"}}},"nodeSelector":{"nvidia.com/gpu.product":'
-               '"NVIDIA-A100-SXM4-80GB"}},"plan":"t7beiiggmlr5","templates":["dra-bridge-cfv6gkpyzgi5"]}')
+UNVERSIONED = (
+    '{"original":{"annotations":{"nvidia.com/use-gputype":"A100"},"containers":{"main":{"limits":'
+    '{"nvidia.com/gpu":2},"requests":{"nvidia.com/gpu":"2"}}},"nodeSelector":{"nvidia.com/gpu.product":'
+    '"NVIDIA-A100-SXM4-80GB"}},"plan":"t7beiiggmlr5","templates":["dra-bridge-cfv6gkpyzgi5"]}'
+)
 
 
 def with_record(pod: dict[str, Any], text: Any) -> dict[str, Any]:
@@ -45,15 +50,24 @@ def test_the_plan_writes_a_versioned_record_that_reads_back_equal() -> None:
     assert plan.record is not None and ConversionRecord.read(plan.pod) == plan.record
     doc = json.loads(plan.pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
     assert doc["apiVersion"] == RECORD_API_VERSION
-    assert doc["options"] == {"managedBy": MANAGED_BY_WEBHOOK, "kubernetesMinor": 34, "target": "bridge",
-                              "hamiSlicing": "unsupported", "draSchedulers": [],
-                              "failRequestsGreaterThanOne": False}
+    assert doc["options"] == {
+        "managedBy": MANAGED_BY_WEBHOOK,
+        "kubernetesMinor": 34,
+        "target": "bridge",
+        "hamiSlicing": "unsupported",
+        "draSchedulers": [],
+        "failRequestsGreaterThanOne": False,
+    }
     assert plan.pod["metadata"]["labels"][CONVERTED_LABEL] == "true"
 
 
 def test_the_plan_says_what_it_converted_without_reading_the_annotation() -> None:
-    pod = make_pod([make_container("a", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}),
-                    make_container("b", gpu(1, "amd.com/gpu"))])
+    pod = make_pod(
+        [
+            make_container("a", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}),
+            make_container("b", gpu(1, "amd.com/gpu")),
+        ]
+    )
     plan = plan_pod(pod, CATALOG, Options(hami_slicing="whole-devices"))
     assert plan.converted == {"nvidia.com/gpu", "nvidia.com/gpumem", "amd.com/gpu"}
     assert plan_pod(make_pod([make_container("c")]), CATALOG).converted == frozenset()
@@ -75,20 +89,27 @@ def test_a_pod_without_the_annotation_has_no_record() -> None:
     assert ConversionRecord.read({"metadata": None}) is None
 
 
-@pytest.mark.parametrize(("text", "rule"), [
-    ("{garbage", "not JSON"),
-    (7, "must be a string"),
-    ("[]", "must be a JSON object"),
-    ('{"plan":"x"}', "templates must be a non-empty list"),
-    ('{"templates":["t"]}', "plan must be a non-empty string"),
-    ('{"apiVersion":"conversion.dra-bridge.io/v2","plan":"x","templates":["t"]}', "is not conversion.dra-bridge.io/v1"),
-    ('{"plan":"x","templates":["t"],"extra":1}', "unknown key 'extra'"),
-    ('{"plan":"x","templates":["t"],"original":{"containers":{"c":{"limits":3}}}}', "original.containers must map"),
-    ('{"plan":"x","templates":["t"],"original":{"nodeSelector":{"a":1}}}', "original.nodeSelector must map"),
-    ('{"plan":"x","templates":["t"],"options":{"hamiSlicing":"halves"}}', "options.hamiSlicing must be"),
-    ('{"plan":"x","templates":["t"],"options":{"kubernetesMinor":"34"}}', "options.kubernetesMinor must be"),
-    ('{"plan":"x","templates":["t"],"options":{"target":"other"}}', "options.target must be"),
-], ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("{garbage", "not JSON"),
+        (7, "must be a string"),
+        ("[]", "must be a JSON object"),
+        ('{"plan":"x"}', "templates must be a non-empty list"),
+        ('{"templates":["t"]}', "plan must be a non-empty string"),
+        (
+            '{"apiVersion":"conversion.dra-bridge.io/v2","plan":"x","templates":["t"]}',
+            "is not conversion.dra-bridge.io/v1",
+        ),
+        ('{"plan":"x","templates":["t"],"extra":1}', "unknown key 'extra'"),
+        ('{"plan":"x","templates":["t"],"original":{"containers":{"c":{"limits":3}}}}', "original.containers must map"),
+        ('{"plan":"x","templates":["t"],"original":{"nodeSelector":{"a":1}}}', "original.nodeSelector must map"),
+        ('{"plan":"x","templates":["t"],"options":{"hamiSlicing":"halves"}}', "options.hamiSlicing must be"),
+        ('{"plan":"x","templates":["t"],"options":{"kubernetesMinor":"34"}}', "options.kubernetesMinor must be"),
+        ('{"plan":"x","templates":["t"],"options":{"target":"other"}}', "options.target must be"),
+    ],
+    ids=lambda v: str(v)[:40],
+)
 def test_a_malformed_record_is_an_error_naming_the_pod_the_annotation_and_the_rule(text: Any, rule: str) -> None:
     pod = with_record(make_pod([make_container("c")], name="web-1"), text)
     with pytest.raises(RecordError) as info:
@@ -97,12 +118,18 @@ def test_a_malformed_record_is_an_error_naming_the_pod_the_annotation_and_the_ru
     assert "Pod team-a/web-1" in message and CONVERSION_ANNOTATION in message and rule in message, message
 
 
-@pytest.mark.parametrize("pod", [
-    make_pod([make_container("main", gpu(1))], tolerations=[{"key": "x", "operator": "Exists"}]),
-    gfd_pod(),
-    make_pod([make_container("app", gpu(1, "nvidia.com/mig-1g.10gb")), make_container("side", gpu(2))],
-             init=[make_container("init", gpu(1))]),
-], ids=["plain", "gfd-selector-and-hami-annotation", "init-and-mig"])
+@pytest.mark.parametrize(
+    "pod",
+    [
+        make_pod([make_container("main", gpu(1))], tolerations=[{"key": "x", "operator": "Exists"}]),
+        gfd_pod(),
+        make_pod(
+            [make_container("app", gpu(1, "nvidia.com/mig-1g.10gb")), make_container("side", gpu(2))],
+            init=[make_container("init", gpu(1))],
+        ),
+    ],
+    ids=["plain", "gfd-selector-and-hami-annotation", "init-and-mig"],
+)
 def test_revert_restores_the_legacy_pod(pod: dict[str, Any]) -> None:
     plan = plan_pod(pod, CATALOG, WEBHOOK, "team-a")
     assert plan.record is not None
@@ -120,8 +147,7 @@ def test_revert_restores_the_legacy_pod(pod: dict[str, Any]) -> None:
 
 
 def test_recorded_options_replay_the_conversion() -> None:
-    pod = make_pod([make_container("main", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000})],
-                   schedulerName="volcano")
+    pod = make_pod([make_container("main", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000})], schedulerName="volcano")
     used = Options(managed_by=MANAGED_BY_WEBHOOK, hami_slicing="whole-devices", dra_schedulers=("volcano",))
     vendor = CATALOG.with_target("vendor")
     plan = plan_pod(pod, vendor, used, "team-a")
@@ -153,8 +179,10 @@ def test_an_option_a_newer_release_records_is_ignored_so_an_older_reader_still_r
     this release's reconciler must still read the record (its repair re-creates a template only
     when its own re-plan names exactly the recorded templates, so an ignored option cannot
     create a wrong one)."""
-    text = ('{"plan":"x","templates":["t"],"options":{"hamiSlicing":"whole-devices","draSchedulers":["volcano"],'
-            '"optionFromTheFuture":{"any":"shape"}}}')
+    text = (
+        '{"plan":"x","templates":["t"],"options":{"hamiSlicing":"whole-devices","draSchedulers":["volcano"],'
+        '"optionFromTheFuture":{"any":"shape"}}}'
+    )
     record = ConversionRecord.read(with_record(make_pod([make_container("c")], name="web-1"), text))
     assert record is not None
     assert record.options.hami_slicing == "whole-devices" and record.options.dra_schedulers == ("volcano",)

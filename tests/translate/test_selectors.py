@@ -33,15 +33,36 @@ def nvidia_device(name: str = "gpu-0", **attrs: Any) -> dict[str, Any]:
     return {"name": name, "attributes": out, "capacity": cap}
 
 
-A100 = nvidia_device(type="gpu", productName="NVIDIA A100-SXM4-40GB", architecture="Ampere",
-                     cudaComputeCapability=("version", "8.0.0"), driverVersion=("version", "550.107.2"),
-                     cudaDriverVersion=("version", "12.5.0"), memory="40960Mi", uuid="GPU-aaaa")
-T4_FROM_LABELS = nvidia_device(type="gpu", productName="Tesla-T4", architecture="turing",
-                               cudaComputeCapability=("version", "7.5.0"), memory="15360Mi", uuid="GPU-bbbb")
+A100 = nvidia_device(
+    type="gpu",
+    productName="NVIDIA A100-SXM4-40GB",
+    architecture="Ampere",
+    cudaComputeCapability=("version", "8.0.0"),
+    driverVersion=("version", "550.107.2"),
+    cudaDriverVersion=("version", "12.5.0"),
+    memory="40960Mi",
+    uuid="GPU-aaaa",
+)
+T4_FROM_LABELS = nvidia_device(
+    type="gpu",
+    productName="Tesla-T4",
+    architecture="turing",
+    cudaComputeCapability=("version", "7.5.0"),
+    memory="15360Mi",
+    uuid="GPU-bbbb",
+)
 MIG = nvidia_device(type="mig", productName="NVIDIA A100-SXM4-40GB", profile="1g.5gb", parentUUID="GPU-aaaa")
 BARE = {"name": "bare", "attributes": {}, "capacity": {}}
-ODD_TYPES = nvidia_device(type=1, productName=7, architecture=True, profile=3, uuid=5,
-                          cudaComputeCapability="8.0", driverVersion=550, cudaDriverVersion=True)
+ODD_TYPES = nvidia_device(
+    type=1,
+    productName=7,
+    architecture=True,
+    profile=3,
+    uuid=5,
+    cudaComputeCapability="8.0",
+    driverVersion=550,
+    cudaDriverVersion=True,
+)
 OTHER_DRIVER = {"name": "nic-0", "attributes": {"model": {"string": "x"}}, "capacity": {}}
 DEVICES = {"a100": A100, "t4-labels": T4_FROM_LABELS, "mig": MIG, "bare": BARE, "odd-types": ODD_TYPES}
 
@@ -61,7 +82,13 @@ CASES = [
     ("product-mig-other-model", "nvidia.com/gpu.product", "In", ["NVIDIA-A100-SXM4-40GB-MIG-1g.6gb"], set()),
     ("product-notin", "nvidia.com/gpu.product", "NotIn", ["Tesla-T4"], {"a100", "mig", "bare", "odd-types"}),
     ("product-exists", "nvidia.com/gpu.product", "Exists", [], {"a100", "t4-labels", "mig", "odd-types"}),
-    ("driver-notin", "nvidia.com/cuda.driver-version.full", "NotIn", ["550.107.02"], {"t4-labels", "mig", "bare", "odd-types"}),
+    (
+        "driver-notin",
+        "nvidia.com/cuda.driver-version.full",
+        "NotIn",
+        ["550.107.02"],
+        {"t4-labels", "mig", "bare", "odd-types"},
+    ),
     ("product-doesnotexist", "nvidia.com/gpu.product", "DoesNotExist", [], {"bare"}),
     ("memory-in-mib", "nvidia.com/gpu.memory", "In", ["15360"], {"t4-labels"}),
     ("memory-gt", "nvidia.com/gpu.memory", "Gt", ["20000"], {"a100"}),
@@ -79,15 +106,24 @@ CASES = [
 
 
 @pytest.mark.parametrize(("key", "op", "values", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_gfd_requirement_selects_the_right_devices_and_never_errors(key: str, op: str, values: list[str],
-                                                                     expected: set[str]) -> None:
+def test_gfd_requirement_selects_the_right_devices_and_never_errors(
+    key: str, op: str, values: list[str], expected: set[str]
+) -> None:
     expr = selector_for(Requirement(key, op, tuple(values)), 34, CATALOG.aliases)
     assert expr is not None
     assert matching(expr) == expected
 
 
-@pytest.mark.parametrize("key", ["nvidia.com/gpu.count", "nvidia.com/gpu.machine", "kubernetes.io/hostname",
-                                 "nvidia.com/gpu.replicas", "nvidia.com/mig.capable"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "nvidia.com/gpu.count",
+        "nvidia.com/gpu.machine",
+        "kubernetes.io/hostname",
+        "nvidia.com/gpu.replicas",
+        "nvidia.com/mig.capable",
+    ],
+)
 def test_labels_without_device_meaning_give_no_selector(key: str) -> None:
     assert selector_for(Requirement(key, "In", ("x",)), 34, CATALOG.aliases) is None
 
@@ -113,20 +149,35 @@ def test_hami_gputype_is_a_case_insensitive_substring_of_the_product() -> None:
 
 def test_affinity_terms_with_equal_non_gpu_parts_collapse_into_one_or_selector() -> None:
     host = {"key": "pool", "operator": "In", "values": ["gpu"]}
-    terms = [{"matchExpressions": [host, {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["Tesla-T4"]}]},
-             {"matchExpressions": [host, {"key": "nvidia.com/gpu.family", "operator": "In", "values": ["ampere"]}]}]
-    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}
+    terms = [
+        {"matchExpressions": [host, {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["Tesla-T4"]}]},
+        {"matchExpressions": [host, {"key": "nvidia.com/gpu.family", "operator": "In", "values": ["ampere"]}]},
+    ]
+    spec = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    }
     placed = place(spec, {}, "", 34, CATALOG.aliases)
     assert matching(placed.selectors[0]) == {"a100", "t4-labels"}
-    assert placed.affinity == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [host]}]}}}
+    assert placed.affinity == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [host]}]}
+        }
+    }
 
 
 def test_affinity_terms_that_differ_outside_gpu_labels_are_kept_with_a_finding() -> None:
-    terms = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]},
-                                   {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["Tesla-T4"]}]},
-             {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]
-    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}
+    terms = [
+        {
+            "matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["a"]},
+                {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["Tesla-T4"]},
+            ]
+        },
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+    ]
+    spec = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    }
     placed = place(spec, {}, "", 34, CATALOG.aliases)
     assert placed.selectors == []
     assert placed.affinity == spec["affinity"]
@@ -134,8 +185,21 @@ def test_affinity_terms_that_differ_outside_gpu_labels_are_kept_with_a_finding()
 
 
 def test_single_term_loses_only_its_gpu_expressions() -> None:
-    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["Tesla-T4"]}]}]}}}}
+    spec = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["Tesla-T4"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    }
     placed = place(spec, {}, "", 34, CATALOG.aliases)
     assert placed.affinity is None
     assert matching(placed.selectors[0]) == {"t4-labels"}

@@ -54,8 +54,9 @@ def make_inventory(*items: tuple[str, str, list[int]]) -> list[InventoryDevice]:
     return [InventoryDevice(resourceName=r, deviceID=d, numaNodes=n) for r, d, n in items]
 
 
-def only_device(inventory: list[InventoryDevice], labels: dict[str, str] | None = None,
-                nvml: dict[str, NvmlFacts] | None = None) -> dict[str, Any]:
+def only_device(
+    inventory: list[InventoryDevice], labels: dict[str, str] | None = None, nvml: dict[str, NvmlFacts] | None = None
+) -> dict[str, Any]:
     build = build_slices("node-a", inventory, CATALOG, labels, nvml)
     devices = build.slices[0]["spec"]["devices"]
     assert len(devices) == 1
@@ -70,15 +71,24 @@ def attr(device: dict[str, Any], name: str) -> Any:
 
 
 def test_numa_duplicates_are_grouped_into_one_device_with_both_nodes() -> None:
-    response = {"devices": [make_entry("nvidia.com/gpu", "GPU-a", 0), make_entry("nvidia.com/gpu", "GPU-a", 1),
-                            make_entry("nvidia.com/gpu", "GPU-b", None)]}
+    response = {
+        "devices": [
+            make_entry("nvidia.com/gpu", "GPU-a", 0),
+            make_entry("nvidia.com/gpu", "GPU-a", 1),
+            make_entry("nvidia.com/gpu", "GPU-b", None),
+        ]
+    }
     assert group_allocatable(response) == make_inventory(
-        ("nvidia.com/gpu", "GPU-a", [0, 1]), ("nvidia.com/gpu", "GPU-b", []))
+        ("nvidia.com/gpu", "GPU-a", [0, 1]), ("nvidia.com/gpu", "GPU-b", [])
+    )
 
 
 def test_proto_field_names_and_numeric_ids_are_accepted() -> None:
-    response = {"devices": [{"resource_name": "amd.com/gpu", "device_ids": ["0000:03:00.0"],
-                             "topology": {"nodes": [{"ID": 3}]}}]}
+    response = {
+        "devices": [
+            {"resource_name": "amd.com/gpu", "device_ids": ["0000:03:00.0"], "topology": {"nodes": [{"ID": 3}]}}
+        ]
+    }
     assert group_allocatable(response) == make_inventory(("amd.com/gpu", "0000:03:00.0", [3]))
 
 
@@ -87,13 +97,19 @@ def test_replicas_sort_numerically() -> None:
     assert [d["deviceID"] for d in group_allocatable(response)] == ["GPU-a::0", "GPU-a::2", "GPU-a::10"]
 
 
-@pytest.mark.parametrize(("response", "field"), [
-    ({"devices": {}}, "devices"),
-    ({"devices": [{"deviceIds": ["x"]}]}, "devices[0].resourceName"),
-    ({"devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": "GPU-a"}]}, "devices[0].deviceIds"),
-    ({"devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": ["a"], "topology": {"nodes": [{"ID": "x"}]}}]},
-     "devices[0].topology.nodes[0].ID"),
-], ids=["devices-not-list", "no-resource-name", "ids-not-list", "numa-not-int"])
+@pytest.mark.parametrize(
+    ("response", "field"),
+    [
+        ({"devices": {}}, "devices"),
+        ({"devices": [{"deviceIds": ["x"]}]}, "devices[0].resourceName"),
+        ({"devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": "GPU-a"}]}, "devices[0].deviceIds"),
+        (
+            {"devices": [{"resourceName": "nvidia.com/gpu", "deviceIds": ["a"], "topology": {"nodes": [{"ID": "x"}]}}]},
+            "devices[0].topology.nodes[0].ID",
+        ),
+    ],
+    ids=["devices-not-list", "no-resource-name", "ids-not-list", "numa-not-int"],
+)
 def test_malformed_inventory_names_the_field(response: dict[str, Any], field: str) -> None:
     with pytest.raises(InventoryError, match=field.replace("[", r"\[").replace("]", r"\]")):
         group_allocatable(response)
@@ -102,31 +118,52 @@ def test_malformed_inventory_names_the_field(response: dict[str, Any], field: st
 # --- attribute formats --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("raw", "want"), [
-    ("8.0", "8.0.0"), ("550.107.02", "550.107.2"), ("12", "12.0.0"), ("535.104.05", "535.104.5"),
-    ("1.2.3.4", None), ("v1.2", None), ("", None),
-], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        ("8.0", "8.0.0"),
+        ("550.107.02", "550.107.2"),
+        ("12", "12.0.0"),
+        ("535.104.05", "535.104.5"),
+        ("1.2.3.4", None),
+        ("v1.2", None),
+        ("", None),
+    ],
+    ids=lambda v: str(v),
+)
 def test_versions_are_normalised_to_semver(raw: str, want: str | None) -> None:
     assert semver(raw) == want
 
 
-@pytest.mark.parametrize(("value", "want"), [
-    (0, "0"), (1000, "1000"), (1024, "1Ki"), (40960 * 1024 * 1024, "40Gi"), (4864 * 1024 * 1024, "4864Mi"),
-    (1024 * 1024 + 1, "1048577"),
-], ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        (0, "0"),
+        (1000, "1000"),
+        (1024, "1Ki"),
+        (40960 * 1024 * 1024, "40Gi"),
+        (4864 * 1024 * 1024, "4864Mi"),
+        (1024 * 1024 + 1, "1048577"),
+    ],
+    ids=lambda v: str(v),
+)
 def test_memory_is_a_canonical_binary_quantity(value: int, want: str) -> None:
     assert binary_quantity(value) == want
 
 
-@pytest.mark.parametrize(("name", "value", "ok"), [
-    ("gpu.nvidia.com/uuid", {"string": "x" * 64}, True),
-    ("gpu.nvidia.com/uuid", {"string": "x" * 65}, False),
-    ("gpu.nvidia.com/driverVersion", {"version": "535.104.05"}, False),
-    ("gpu.nvidia.com/driverVersion", {"version": "535.104.5"}, True),
-    ("bad name/x", {"int": 1}, False),
-    ("a" * 33, {"int": 1}, False),
-    ("gpu.nvidia.com/x", {"int": 1, "bool": True}, False),
-], ids=["string-64", "string-65", "leading-zero", "semver", "bad-domain", "long-id", "two-kinds"])
+@pytest.mark.parametrize(
+    ("name", "value", "ok"),
+    [
+        ("gpu.nvidia.com/uuid", {"string": "x" * 64}, True),
+        ("gpu.nvidia.com/uuid", {"string": "x" * 65}, False),
+        ("gpu.nvidia.com/driverVersion", {"version": "535.104.05"}, False),
+        ("gpu.nvidia.com/driverVersion", {"version": "535.104.5"}, True),
+        ("bad name/x", {"int": 1}, False),
+        ("a" * 33, {"int": 1}, False),
+        ("gpu.nvidia.com/x", {"int": 1, "bool": True}, False),
+    ],
+    ids=["string-64", "string-65", "leading-zero", "semver", "bad-domain", "long-id", "two-kinds"],
+)
 def test_attribute_rules(name: str, value: Any, ok: bool) -> None:
     assert (check_attribute(name, value) is None) == ok
 
@@ -158,10 +195,17 @@ def test_split_version_labels_and_ada_architecture() -> None:
 
 
 def test_nvml_facts_win_over_labels() -> None:
-    facts: NvmlFacts = {"productName": "NVIDIA A100-SXM4-40GB", "architecture": "Ampere",
-                        "cudaComputeCapability": "8.0", "driverVersion": "580.126.20", "cudaDriverVersion": "13.0",
-                        "memoryBytes": 40536 << 20, "pciBusID": "0000:65:00.0", "pcieRoot": "pci0000:64",
-                        "numaNode": 0}
+    facts: NvmlFacts = {
+        "productName": "NVIDIA A100-SXM4-40GB",
+        "architecture": "Ampere",
+        "cudaComputeCapability": "8.0",
+        "driverVersion": "580.126.20",
+        "cudaDriverVersion": "13.0",
+        "memoryBytes": 40536 << 20,
+        "pciBusID": "0000:65:00.0",
+        "pcieRoot": "pci0000:64",
+        "numaNode": 0,
+    }
     dev = only_device(make_inventory(("nvidia.com/gpu", "GPU-a", [0])), A100_LABELS, {"GPU-a": facts})
     assert attr(dev, "gpu.nvidia.com/productName") == {"string": "NVIDIA A100-SXM4-40GB"}
     assert attr(dev, "resource.kubernetes.io/pciBusID") == {"string": "0000:65:00.0"}
@@ -170,14 +214,24 @@ def test_nvml_facts_win_over_labels() -> None:
     assert attr(dev, "dra-bridge.io/source") == {"string": "nvml"}
 
 
-@pytest.mark.parametrize(("resource", "device_id", "labels", "profile", "memory"), [
-    ("nvidia.com/mig-1g.5gb", "MIG-1", A100_LABELS, "1g.5gb", "4864Mi"),
-    ("nvidia.com/mig-1g.10gb.me", "MIG-2", A100_LABELS, "1g.10gb+me", "9856Mi"),
-    ("nvidia.com/gpu", "MIG-3", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
-                                 "nvidia.com/gpu.memory": "4864"}, "1g.5gb", "4864Mi"),
-], ids=["mixed", "mixed-me", "single-strategy"])
-def test_mig_devices_carry_type_profile_and_memory(resource: str, device_id: str, labels: dict[str, str],
-                                                   profile: str, memory: str) -> None:
+@pytest.mark.parametrize(
+    ("resource", "device_id", "labels", "profile", "memory"),
+    [
+        ("nvidia.com/mig-1g.5gb", "MIG-1", A100_LABELS, "1g.5gb", "4864Mi"),
+        ("nvidia.com/mig-1g.10gb.me", "MIG-2", A100_LABELS, "1g.10gb+me", "9856Mi"),
+        (
+            "nvidia.com/gpu",
+            "MIG-3",
+            {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "nvidia.com/gpu.memory": "4864"},
+            "1g.5gb",
+            "4864Mi",
+        ),
+    ],
+    ids=["mixed", "mixed-me", "single-strategy"],
+)
+def test_mig_devices_carry_type_profile_and_memory(
+    resource: str, device_id: str, labels: dict[str, str], profile: str, memory: str
+) -> None:
     dev = only_device(make_inventory((resource, device_id, [0])), labels)
     assert attr(dev, "gpu.nvidia.com/type") == {"string": "mig"}
     assert attr(dev, "gpu.nvidia.com/profile") == {"string": profile}
@@ -230,8 +284,11 @@ def test_overlong_device_id_is_an_error() -> None:
 
 
 def test_attribute_count_limit_is_enforced() -> None:
-    device = {"name": "d", "attributes": {f"x.io/a{i}": {"int": i} for i in range(32)},
-              "capacity": {"x.io/c": {"value": "1"}}}
+    device = {
+        "name": "d",
+        "attributes": {f"x.io/a{i}": {"int": i} for i in range(32)},
+        "capacity": {"x.io/c": {"value": "1"}},
+    }
     with pytest.raises(InventoryError, match="32"):
         pool_slices("node-a", "dra-bridge.io", [device])  # type: ignore[list-item]
 

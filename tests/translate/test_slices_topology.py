@@ -22,8 +22,10 @@ def _device(resource: str, device_id: str, numa: list[int], nvml: dict[str, Nvml
     return dict(device["attributes"])
 
 
-@pytest.mark.parametrize("resource", ["amd.com/gpu", "gpu.intel.com/i915", "nvidia.com/gpu",
-                                      "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"])
+@pytest.mark.parametrize(
+    "resource",
+    ["amd.com/gpu", "gpu.intel.com/i915", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"],
+)
 def test_every_device_on_one_numa_node_carries_the_standard_attribute(resource: str) -> None:
     device_id = "GPU-a::1" if resource.endswith(".shared") else "dev-1"
     assert _device(resource, device_id, [1])[NUMA] == {"int": 1}
@@ -47,17 +49,24 @@ def test_nvml_numa_node_wins_over_the_kubelets() -> None:
     assert attrs[NUMA] == {"int": 1} and attrs[PCIE] == {"string": "pci0000:80"}
 
 
-@pytest.mark.parametrize("path,root", [
-    ("/sys/devices/pci0000:64/0000:64:01.0/0000:65:00.0", "pci0000:64"),
-    ("/sys/devices/pci0001:c0/0001:c0:03.1/0001:c1:00.0/0001:c2:00.0", "pci0001:c0"),
-    ("/sys/devices/platform/soc/0000:01:00.0", None),
-    ("", None),
-], ids=["root-port", "behind-switch", "no-root-complex", "empty"])
+@pytest.mark.parametrize(
+    "path,root",
+    [
+        ("/sys/devices/pci0000:64/0000:64:01.0/0000:65:00.0", "pci0000:64"),
+        ("/sys/devices/pci0001:c0/0001:c0:03.1/0001:c1:00.0/0001:c2:00.0", "pci0001:c0"),
+        ("/sys/devices/platform/soc/0000:01:00.0", None),
+        ("", None),
+    ],
+    ids=["root-port", "behind-switch", "no-root-complex", "empty"],
+)
 def test_the_pcie_root_is_the_root_complex_directory_of_the_resolved_sysfs_path(path: str, root: str | None) -> None:
     assert pcie_root(path) == root
 
 
-@pytest.mark.parametrize("text,node", [("0\n", 0), ("3", 3), ("-1\n", None), ("", None), ("x", None)],
-                         ids=["zero", "three", "unknown", "empty", "garbage"])
+@pytest.mark.parametrize(
+    "text,node",
+    [("0\n", 0), ("3", 3), ("-1\n", None), ("", None), ("x", None)],
+    ids=["zero", "three", "unknown", "empty", "garbage"],
+)
 def test_numa_node_file_values(text: str, node: int | None) -> None:
     assert numa_node(text) == node

@@ -16,8 +16,11 @@ NODE = "numa"
 
 
 def _ids(case: TopologyCase, names: tuple[str, ...]) -> list[str]:
-    by_name = {d["name"]: d["attributes"]["dra-bridge.io/deviceID"]["string"]
-               for s in case.node.slices(NODE) for d in s["spec"]["devices"]}
+    by_name = {
+        d["name"]: d["attributes"]["dra-bridge.io/deviceID"]["string"]
+        for s in case.node.slices(NODE)
+        for d in s["spec"]["devices"]
+    }
     return [by_name[n] for n in names]
 
 

@@ -29,8 +29,15 @@ def example(name: str, kind: str = "Pod") -> dict[str, Any]:
     raise LookupError(f"{name} has no {kind}")
 
 
-def make_admission_review(obj: Any, *, operation: str = "CREATE", dry_run: bool = False,
-                          namespace: str = "team-a", kind: str = "Pod", uid: str | None = None) -> dict[str, Any]:
+def make_admission_review(
+    obj: Any,
+    *,
+    operation: str = "CREATE",
+    dry_run: bool = False,
+    namespace: str = "team-a",
+    kind: str = "Pod",
+    uid: str | None = None,
+) -> dict[str, Any]:
     """An AdmissionReview admission.k8s.io/v1 request for ``obj``."""
     group, version = ("", "v1") if kind == "Pod" else ("apps", "v1")
     return {
@@ -118,4 +125,3 @@ current-context: x
 
 def body(review: Any) -> bytes:
     return json.dumps(review).encode()
-

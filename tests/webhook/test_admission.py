@@ -43,7 +43,8 @@ async def client(aiohttp_client: ClientFactory, app: web.Application) -> Client:
 
 
 async def test_legacy_pod_is_patched_into_the_planned_pod_and_its_template_ensured(
-        client: Client, ensurer: FakeEnsurer) -> None:
+    client: Client, ensurer: FakeEnsurer
+) -> None:
     pod = example("01-pod-limits-only-toleration.yaml")
     review = make_admission_review(pod, uid="uid-1")
     status, answer = await post(client, review)
@@ -59,19 +60,22 @@ async def test_legacy_pod_is_patched_into_the_planned_pod_and_its_template_ensur
 async def test_patch_paths_escape_slashes_in_resource_names(client: Client) -> None:
     _, answer = await post(client, make_admission_review(make_pod(gpus=2)))
     paths = [op["path"] for op in patch_of(answer)]
-    assert any("nvidia.com~1gpu" in p for p in paths) or any(
-        p.endswith("/limits") for p in paths)
+    assert any("nvidia.com~1gpu" in p for p in paths) or any(p.endswith("/limits") for p in paths)
     assert all("nvidia.com/gpu" not in p for p in paths)
 
 
-@pytest.mark.parametrize("pod", [
-    example("01-pod-limits-only-toleration.yaml"),
-    make_pod(gpus="2"),
-    make_pod(name=None, gpus=3, generate_name="trainer-7d9f-"),
-    make_pod(gpus=1, nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}),
-    example("09-init-sidecar-app-each-with-gpu.yaml"),
-    example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
-], ids=["example-01", "quoted-count", "generate-name", "gfd-selector", "init-sidecar-app-kept-legacy", "two-mig"])
+@pytest.mark.parametrize(
+    "pod",
+    [
+        example("01-pod-limits-only-toleration.yaml"),
+        make_pod(gpus="2"),
+        make_pod(name=None, gpus=3, generate_name="trainer-7d9f-"),
+        make_pod(gpus=1, nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}),
+        example("09-init-sidecar-app-each-with-gpu.yaml"),
+        example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
+    ],
+    ids=["example-01", "quoted-count", "generate-name", "gfd-selector", "init-sidecar-app-kept-legacy", "two-mig"],
+)
 async def test_every_patch_applied_to_the_original_gives_the_migrated_pod(client: Client, pod: dict[str, Any]) -> None:
     _, answer = await post(client, make_admission_review(pod))
     plan = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a")
@@ -111,7 +115,8 @@ async def test_already_dra_pod_is_left_alone(client: Client) -> None:
 
 
 async def test_audit_mode_admits_unchanged_with_warnings_annotations_and_an_owner_event(
-        client: Client, ensurer: FakeEnsurer, audit: FakeAudit) -> None:
+    client: Client, ensurer: FakeEnsurer, audit: FakeAudit
+) -> None:
     pod = make_pod(name=None, gpus=2, generate_name="web-")
     owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8c7", "uid": "rs-uid", "controller": True}
     pod["metadata"]["ownerReferences"] = [owner]
@@ -138,30 +143,47 @@ async def test_non_pod_object_is_allowed_unchanged_with_a_warning(client: Client
     assert "patch" not in answer["response"] and "not a Pod" in answer["response"]["warnings"][0]
 
 
-@pytest.mark.parametrize("obj", [None, "a string", {"metadata": "x"}, {"spec": {"containers": "nope"}},
-                                 {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "many"}}}]}}],
-                         ids=["null", "string", "bad-metadata", "bad-containers", "bad-quantity"])
+@pytest.mark.parametrize(
+    "obj",
+    [
+        None,
+        "a string",
+        {"metadata": "x"},
+        {"spec": {"containers": "nope"}},
+        {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "many"}}}]}},
+    ],
+    ids=["null", "string", "bad-metadata", "bad-containers", "bad-quantity"],
+)
 async def test_odd_pods_are_allowed_unchanged(client: Client, obj: Any) -> None:
     status, answer = await post(client, make_admission_review(obj))
     assert status == 200 and answer["response"]["allowed"] is True and "patch" not in answer["response"]
 
 
-@pytest.mark.parametrize(("raw", "code"), [
-    (b"{not json", 400),
-    (b"[]", 400),
-    (json.dumps({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "u"}})
-     .encode(), 400),
-    (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}).encode(), 400),
-    (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(), 400),
-], ids=["malformed-json", "not-an-object", "v1beta1", "missing-uid", "missing-request"])
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"{not json", 400),
+        (b"[]", 400),
+        (
+            json.dumps(
+                {"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "u"}}
+            ).encode(),
+            400,
+        ),
+        (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}).encode(), 400),
+        (json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}).encode(), 400),
+    ],
+    ids=["malformed-json", "not-an-object", "v1beta1", "missing-uid", "missing-request"],
+)
 async def test_bodies_that_are_not_reviews_get_a_json_error(client: Client, raw: bytes, code: int) -> None:
     resp = await client.post("/mutate/enforce", data=raw, headers={"Content-Type": "application/json"})
     assert resp.status == code
     assert "error" in await resp.json()
 
 
-@pytest.mark.parametrize("uid", [42, "", None, ["u"], {"u": 1}, True],
-                         ids=["int", "empty", "null", "list", "object", "bool"])
+@pytest.mark.parametrize(
+    "uid", [42, "", None, ["u"], {"u": 1}, True], ids=["int", "empty", "null", "list", "object", "bool"]
+)
 async def test_a_uid_that_is_not_a_non_empty_string_is_named_in_the_400(client: Client, uid: Any) -> None:
     review = make_admission_review(make_pod())
     review["request"]["uid"] = uid
@@ -192,10 +214,16 @@ async def test_template_failure_admits_unchanged_by_default(client: Client, ensu
 
 async def test_daemonset_pod_stays_legacy_until_its_node_is_handed_over(client: Client, runtime: Any) -> None:
     pod = make_pod(name=None, gpus=1, generate_name="agent-")
-    pod["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "agent", "controller": True,
-                                           "apiVersion": "apps/v1", "uid": "u"}]
-    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}
+    pod["metadata"]["ownerReferences"] = [
+        {"kind": "DaemonSet", "name": "agent", "controller": True, "apiVersion": "apps/v1", "uid": "u"}
+    ]
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]
+            }
+        }
+    }
     _, answer = await post(client, make_admission_review(pod))
     assert "patch" not in answer["response"] and "n1" in answer["response"]["warnings"][0]
     runtime.node_mode = lambda name: "dra" if name == "n1" else None
@@ -209,15 +237,17 @@ async def test_quota_on_the_legacy_resource_only_keeps_the_pod_legacy(client: Cl
     runtime._context = None
     _, answer = await post(client, make_admission_review(make_pod()))
     assert "patch" not in answer["response"] and "ResourceQuota" in answer["response"]["warnings"][0]
-    runtime.quota_keys = lambda ns: frozenset({"requests.nvidia.com/gpu",
-                                               "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"})
+    runtime.quota_keys = lambda ns: frozenset(
+        {"requests.nvidia.com/gpu", "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"}
+    )
     runtime._context = None
     _, answer = await post(client, make_admission_review(make_pod()))
     assert patch_of(answer) and any("Pending" in w for w in answer["response"]["warnings"])
 
 
 async def test_audit_of_a_pod_the_cluster_keeps_legacy_still_records_an_owner_event(
-        client: Client, runtime: Any, audit: FakeAudit) -> None:
+    client: Client, runtime: Any, audit: FakeAudit
+) -> None:
     """MIGRATION.md step 1: each audited GPU pod's plan is an Event on its owner, also when a
     legacy-only ResourceQuota would keep it legacy (the warnings of a Deployment's pods go to
     the controller-manager, which nobody reads)."""
@@ -225,14 +255,16 @@ async def test_audit_of_a_pod_the_cluster_keeps_legacy_still_records_an_owner_ev
     runtime._context = None
     pod = make_pod(name=None, generate_name="web-")
     pod["metadata"]["ownerReferences"] = [
-        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8c7", "uid": "rs-uid", "controller": True}]
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8c7", "uid": "rs-uid", "controller": True}
+    ]
     _, answer = await post(client, make_admission_review(pod), "audit")
     assert "patch" not in answer["response"] and "ResourceQuota" in answer["response"]["warnings"][0]
     assert set(answer["response"]["auditAnnotations"]) == {"kept-legacy"}
     ((namespace, owner, message),) = audit.events
     assert namespace == "team-a" and owner["name"] == "web-5d8c7", audit.events
-    assert message.startswith("dra-bridge audit: pod web-* stays legacy: (quota) a ResourceQuota limits "
-                              "requests.nvidia.com/gpu"), message
+    assert message.startswith(
+        "dra-bridge audit: pod web-* stays legacy: (quota) a ResourceQuota limits requests.nvidia.com/gpu"
+    ), message
     audit.events.clear()
     _, answer = await post(client, make_admission_review(pod, dry_run=True), "audit")
     assert not audit.events  # a dry run records nothing
@@ -251,11 +283,17 @@ async def test_probes_and_metrics_answer(client: Client) -> None:
     assert "dra_webhook_request_seconds_bucket" in text
 
 
-@pytest.mark.parametrize("pod", [
-    example("01-pod-limits-only-toleration.yaml"),
-    make_pod(name=None, gpus=3, generate_name="g-", nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}),
-    example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
-], ids=["example-01", "gfd-and-other-selector", "two-mig"])
+@pytest.mark.parametrize(
+    "pod",
+    [
+        example("01-pod-limits-only-toleration.yaml"),
+        make_pod(
+            name=None, gpus=3, generate_name="g-", nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}
+        ),
+        example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
+    ],
+    ids=["example-01", "gfd-and-other-selector", "two-mig"],
+)
 def test_pruned_diff_equals_the_full_document_diff(pod: dict[str, Any]) -> None:
     from dra_bridge.webhook.patch import PatchMemo, diff
 
@@ -307,12 +345,25 @@ async def test_each_admission_logs_one_structured_line(client: Client, caplog: p
     await post(client, make_admission_review(make_pod(name=None, gpus=2, generate_name="web-"), uid="u-42"))
     lines = [r.getMessage() for r in caplog.records if r.name == "dra_bridge.webhook.handler"]
     assert len(lines) == 1
-    assert all(f in lines[0] for f in ("uid=u-42", "namespace=team-a", "name=web-*", "mode=enforce",
-                                        "outcome=patched", "translated=nvidia.com/gpu", "duration_ms="))
+    assert all(
+        f in lines[0]
+        for f in (
+            "uid=u-42",
+            "namespace=team-a",
+            "name=web-*",
+            "mode=enforce",
+            "outcome=patched",
+            "translated=nvidia.com/gpu",
+            "duration_ms=",
+        )
+    )
 
 
-@pytest.mark.parametrize("settings", [{}, {"keepLegacy": True}, {"hamiSlicing": "whole-devices"}],
-                         ids=["defaults", "keep-legacy", "hami-whole-devices"])
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"keepLegacy": True}, {"hamiSlicing": "whole-devices"}],
+    ids=["defaults", "keep-legacy", "hami-whole-devices"],
+)
 def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> None:
     """Warnings are clipped at MAX_WARNING_CHARS (the API server may cut longer ones): the
     findings the shipped examples produce must fit whole, advice included."""
@@ -358,8 +409,10 @@ def test_long_paths_are_shortened_so_the_advice_stays_whole() -> None:
     from dra_bridge.webhook.decision import _warning
     from dra_bridge.webhook.review import MAX_WARNING_CHARS
 
-    reason = "HAMi memory slicing (percent per container) has no DRA equivalent: the pod stays legacy " \
-             "(policy hamiSlicing: whole-devices gives it whole devices)"
+    reason = (
+        "HAMi memory slicing (percent per container) has no DRA equivalent: the pod stays legacy "
+        "(policy hamiSlicing: whole-devices gives it whole devices)"
+    )
     path = "spec.initContainers[12].resources.limits[example.vendor.io/gpumem-percentage-per-container]"
     text = _warning(Finding(path, "50", "unsupported", reason))
     assert len(text) <= MAX_WARNING_CHARS and text.endswith(reason) and "..." in text, text
@@ -367,8 +420,7 @@ def test_long_paths_are_shortened_so_the_advice_stays_whole() -> None:
     assert _warning(Finding(".", "", "kept-legacy", "kept")) == "dra-bridge: kept-legacy: kept"
 
 
-async def test_zero_count_requests_are_removed_and_no_template_is_ensured(client: Client,
-                                                                          ensurer: FakeEnsurer) -> None:
+async def test_zero_count_requests_are_removed_and_no_template_is_ensured(client: Client, ensurer: FakeEnsurer) -> None:
     pod = make_pod(gpus="0")
     _, answer = await post(client, make_admission_review(pod))
     patched = jsonpatch.apply_patch(pod, patch_of(answer))

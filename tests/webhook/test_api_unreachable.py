@@ -76,8 +76,7 @@ def runtime_with(tmp_path: Path, on_error: str) -> Runtime:
 
 
 async def admit(api: ApiServer, runtime: Runtime) -> tuple[int, dict[str, Any]]:
-    admitter = Admitter(runtime.context, KubeTemplateEnsurer(api, "resource.k8s.io/v1", deadline=5.0),
-                        runtime.metrics)
+    admitter = Admitter(runtime.context, KubeTemplateEnsurer(api, "resource.k8s.io/v1", deadline=5.0), runtime.metrics)
     return await admitter.handle(body(make_admission_review(make_pod())), "enforce")
 
 
@@ -89,7 +88,8 @@ def assert_one_warning_without_traceback(caplog: pytest.LogCaptureFixture) -> No
 
 
 async def test_on_error_deny_refuses_the_pod_when_the_api_server_is_unreachable(
-        api: ApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    api: ApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     runtime = runtime_with(tmp_path, "deny")
     status, answer = await admit(api, runtime)
     resp = answer["response"]
@@ -103,7 +103,8 @@ async def test_on_error_deny_refuses_the_pod_when_the_api_server_is_unreachable(
 
 
 async def test_on_error_admit_unchanged_warns_when_the_api_server_is_unreachable(
-        api: ApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    api: ApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     runtime = runtime_with(tmp_path, "admit-unchanged")
     status, answer = await admit(api, runtime)
     resp = answer["response"]
@@ -116,8 +117,7 @@ async def test_on_error_admit_unchanged_warns_when_the_api_server_is_unreachable
     assert_one_warning_without_traceback(caplog)
 
 
-async def test_the_template_watch_backs_off_exponentially(api: ApiServer,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+async def test_the_template_watch_backs_off_exponentially(api: ApiServer, caplog: pytest.LogCaptureFixture) -> None:
     stop = asyncio.Event()
     delays: list[float] = []
 

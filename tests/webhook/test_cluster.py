@@ -35,8 +35,10 @@ def test_node_mode_follows_label_changes_and_deletion() -> None:
 
 def test_quota_keys_are_the_union_of_a_namespaces_quotas() -> None:
     view = ClusterView()
-    view.replace("ResourceQuota", [quota("a", "q1", "requests.nvidia.com/gpu"), quota("a", "q2", "pods"),
-                                   quota("b", "q1", "cpu")])
+    view.replace(
+        "ResourceQuota",
+        [quota("a", "q1", "requests.nvidia.com/gpu"), quota("a", "q2", "pods"), quota("b", "q1", "cpu")],
+    )
     assert view.quota_keys("a") == {"requests.nvidia.com/gpu", "pods"}
     view.apply("ResourceQuota", "DELETED", quota("a", "q1"))
     assert view.quota_keys("a") == {"pods"}
@@ -50,22 +52,34 @@ def test_relist_forgets_objects_deleted_while_disconnected() -> None:
 
 
 def kep_class(name: str, expression: str) -> dict[str, object]:
-    return {"metadata": {"name": name},
-            "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": expression}}]}}
+    return {
+        "metadata": {"name": name},
+        "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": expression}}]},
+    }
 
 
 def gpu_slice(node_name: str, product: str) -> dict[str, object]:
-    return {"metadata": {"name": f"{node_name}-gpu"},
-            "spec": {"driver": "gpu.nvidia.com", "nodeName": node_name,
-                     "devices": [{"name": "gpu-0", "attributes": {"productName": {"string": product}}}]}}
+    return {
+        "metadata": {"name": f"{node_name}-gpu"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node_name,
+            "devices": [{"name": "gpu-0", "attributes": {"productName": {"string": product}}}],
+        },
+    }
 
 
 def test_kep5004_counts_classes_that_select_a_device_on_a_dra_node() -> None:
     view = ClusterView()
     view.replace("Node", [node("n1", "dra"), node("n2", None)])
     view.replace("ResourceSlice", [gpu_slice("n1", "A100"), gpu_slice("n2", "T4")])
-    view.replace("DeviceClass", [kep_class("t4-only", 'device.attributes["gpu.nvidia.com"].productName == "T4"'),
-                                 {"metadata": {"name": "plain"}, "spec": {}}])
+    view.replace(
+        "DeviceClass",
+        [
+            kep_class("t4-only", 'device.attributes["gpu.nvidia.com"].productName == "T4"'),
+            {"metadata": {"name": "plain"}, "spec": {}},
+        ],
+    )
     assert dict(view.kep5004()) == {}  # T4 devices exist only on a legacy node
     view.apply("DeviceClass", "ADDED", kep_class("gpu.nvidia.com", 'device.driver == "gpu.nvidia.com"'))
     assert dict(view.kep5004()) == {"nvidia.com/gpu": "gpu.nvidia.com"}
@@ -94,8 +108,9 @@ class Recorder:
             self.stop.set()
 
 
-async def feed_with_script(script: list[BaseException | bool], limit: int,
-                           monkeypatch: pytest.MonkeyPatch) -> list[float]:
+async def feed_with_script(
+    script: list[BaseException | bool], limit: int, monkeypatch: pytest.MonkeyPatch
+) -> list[float]:
     """Run one ClusterView feed whose list-and-watch attempts follow ``script``
     (an exception is raised, a bool is returned; unreachable after the script)."""
     stop = asyncio.Event()
@@ -115,15 +130,22 @@ async def feed_with_script(script: list[BaseException | bool], limit: int,
 
 
 async def test_an_unreachable_api_server_is_retried_with_exponential_backoff_capped_at_30s(
-        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     delays = await feed_with_script([], 8, monkeypatch)
     assert delays == [1, 2, 4, 8, 16, 30, 30, 30]
     assert "relisting in 16s" in caplog.text
 
 
 async def test_backoff_resets_after_a_watch_that_worked(monkeypatch: pytest.MonkeyPatch) -> None:
-    script: list[BaseException | bool] = [Unavailable("refused"), Unavailable("refused"), Unavailable("refused"), True,
-                                          Unavailable("server disconnected"), Unavailable("503", 503)]
+    script: list[BaseException | bool] = [
+        Unavailable("refused"),
+        Unavailable("refused"),
+        Unavailable("refused"),
+        True,
+        Unavailable("server disconnected"),
+        Unavailable("503", 503),
+    ]
     assert await feed_with_script(script, 4, monkeypatch) == [1, 2, 4, 1]
 
 

@@ -60,18 +60,22 @@ def test_admission_handler_never_answers_5xx(body: bytes, mode: Any) -> None:
 
 docs = st.recursive(
     st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["a", "b", "nvidia.com/gpu"]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["a", "b", "c/d", "~"]), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["a", "b", "c/d", "~"]), inner, max_size=4)
+    ),
     max_leaves=25,
 )
 
 
 @pytest.mark.property
 @settings(max_examples=400, deadline=None)
-@given(src=st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), docs, max_size=3),
-       dst=st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), docs, max_size=3))
+@given(
+    src=st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), docs, max_size=3),
+    dst=st.dictionaries(st.sampled_from(["metadata", "spec", "x"]), docs, max_size=3),
+)
 def test_pruned_diff_always_turns_the_original_into_the_migrated_document(
-        src: dict[str, Any], dst: dict[str, Any]) -> None:
+    src: dict[str, Any], dst: dict[str, Any]
+) -> None:
     import copy
 
     import jsonpatch

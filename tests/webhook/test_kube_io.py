@@ -20,9 +20,18 @@ V1 = "resource.k8s.io/v1"
 
 async def test_the_reconciler_takes_the_lease_and_collects_an_unused_template() -> None:
     fake = FakeKube(allowed=API_CALLS)
-    fake.put(RESOURCE_CLAIM_TEMPLATES, {"metadata": {"name": "t", "namespace": "team-a",
-                                                     "creationTimestamp": "2020-01-01T00:00:00Z",
-                                                     "labels": {MANAGED_BY: MANAGED_BY_WEBHOOK}}, "spec": {}})
+    fake.put(
+        RESOURCE_CLAIM_TEMPLATES,
+        {
+            "metadata": {
+                "name": "t",
+                "namespace": "team-a",
+                "creationTimestamp": "2020-01-01T00:00:00Z",
+                "labels": {MANAGED_BY: MANAGED_BY_WEBHOOK},
+            },
+            "spec": {},
+        },
+    )
     rec = Reconciler(fake, V1, load_catalog, "replica-a", "dra-bridge", grace=0)
     report = await rec.run_once()
     assert report.leader and report.deleted == [("team-a", "t")]

@@ -39,8 +39,7 @@ async def test_sixty_seconds_at_concurrency_64_with_rotation_and_reload_has_zero
     tls = TlsReloader(live_cert, live_key)
     runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(policy), tls=tls)
     admitter = Admitter(runtime.context, FakeEnsurer(), runtime.metrics)
-    runner = web.AppRunner(make_app(runtime, admitter, [functools.partial(reload_loop, runtime, 0.1)]),
-                           access_log=None)
+    runner = web.AppRunner(make_app(runtime, admitter, [functools.partial(reload_loop, runtime, 0.1)]), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.context)
     await site.start()
@@ -69,12 +68,15 @@ async def test_sixty_seconds_at_concurrency_64_with_rotation_and_reload_has_zero
         shutil.copy(new.key, live_key)  # the reloader may see the new key before the new certificate:
         shutil.copy(new.cert, live_cert)  # it keeps the old pair until both match
         await asyncio.sleep(SECONDS / 6)
-        policy.write_text("defaults: {onError: admit-unchanged}\nrules: [{name: other, match: {namespaces: [x]}, "
-                          "keepLegacy: true}]\n")
+        policy.write_text(
+            "defaults: {onError: admit-unchanged}\nrules: [{name: other, match: {namespaces: [x]}, keepLegacy: true}]\n"
+        )
 
     # Half the clients keep connections alive, half handshake on every request (so rotation is exercised).
-    sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=CONCURRENCY // 2,
-                                                                     force_close=close)) for close in (False, True)]
+    sessions = [
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=CONCURRENCY // 2, force_close=close))
+        for close in (False, True)
+    ]
     try:
         await asyncio.gather(churn(), *(worker(sessions[i % 2]) for i in range(CONCURRENCY)))
     finally:

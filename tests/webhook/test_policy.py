@@ -23,36 +23,41 @@ from tests.webhook.conftest import FakeEnsurer, body, make_admission_review
 Client = TestClient[web.Request, web.Application]
 
 
-@pytest.mark.parametrize(("text", "key"), [
-    ("defaults: {onError: maybe}", "defaults.onError"),
-    ("defaults: {keepLegacy: 'yes'}", "defaults.keepLegacy"),
-    ("defaults: {hamiSlicing: halves}", "defaults.hamiSlicing"),
-    ("defaults: {failRequestsGreaterThanOne: 1}", "defaults.failRequestsGreaterThanOne"),
-    ("defaults: {mode: enforce}", "defaults.mode"),
-    ("defaults: {alignment: socket}", "defaults.alignment"),
-    ("rules: [{match: {}, alignmentScope: node}]", "rules[0].alignmentScope"),
-    ("rules: [{name: a}]", "rules[0].match"),
-    ("rules: [{match: {namespace: [x]}}]", "rules[0].match.namespace"),
-    ("rules: [{match: {podLabels: {a: 1}}}]", "rules[0].match.podLabels"),
-    ("rules: [{match: {}, deferToKEP5004: 3}]", "rules[0].deferToKEP5004"),
-    ("rules: {}", "rules"),
-    ("defaults: {draSchedulers: volcano}", "defaults.draSchedulers"),
-    ("rules: [{match: {}, draSchedulers: ['']}]", "rules[0].draSchedulers"),
-    ("defaults: {draSchedulers: [' ']}", "defaults.draSchedulers"),
-    ("defaults: {keepLegacy: true, keepLegacy: false}", "not valid YAML"),
-    ("kind: Policy", "kind"),
-    ("apiVersion: policy.dra-bridge.io/v2", "apiVersion"),
-    ("extra: 1", "extra"),
-    ("[1, 2]", "(top level)"),
-    ("defaults: [", "not valid YAML"),
-], ids=lambda v: v if len(v) < 30 else None)
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("defaults: {onError: maybe}", "defaults.onError"),
+        ("defaults: {keepLegacy: 'yes'}", "defaults.keepLegacy"),
+        ("defaults: {hamiSlicing: halves}", "defaults.hamiSlicing"),
+        ("defaults: {failRequestsGreaterThanOne: 1}", "defaults.failRequestsGreaterThanOne"),
+        ("defaults: {mode: enforce}", "defaults.mode"),
+        ("defaults: {alignment: socket}", "defaults.alignment"),
+        ("rules: [{match: {}, alignmentScope: node}]", "rules[0].alignmentScope"),
+        ("rules: [{name: a}]", "rules[0].match"),
+        ("rules: [{match: {namespace: [x]}}]", "rules[0].match.namespace"),
+        ("rules: [{match: {podLabels: {a: 1}}}]", "rules[0].match.podLabels"),
+        ("rules: [{match: {}, deferToKEP5004: 3}]", "rules[0].deferToKEP5004"),
+        ("rules: {}", "rules"),
+        ("defaults: {draSchedulers: volcano}", "defaults.draSchedulers"),
+        ("rules: [{match: {}, draSchedulers: ['']}]", "rules[0].draSchedulers"),
+        ("defaults: {draSchedulers: [' ']}", "defaults.draSchedulers"),
+        ("defaults: {keepLegacy: true, keepLegacy: false}", "not valid YAML"),
+        ("kind: Policy", "kind"),
+        ("apiVersion: policy.dra-bridge.io/v2", "apiVersion"),
+        ("extra: 1", "extra"),
+        ("[1, 2]", "(top level)"),
+        ("defaults: [", "not valid YAML"),
+    ],
+    ids=lambda v: v if len(v) < 30 else None,
+)
 def test_invalid_policy_is_refused_naming_the_key(text: str, key: str) -> None:
     with pytest.raises(PolicyError, match=re.escape(f"policy.yaml: {key}")):
         load_policy(text, "policy.yaml")
 
 
 def test_first_matching_rule_overrides_the_defaults() -> None:
-    policy = load_policy("""
+    policy = load_policy(
+        """
 defaults: {onError: deny}
 rules:
   - name: ml-jobs
@@ -67,7 +72,9 @@ rules:
   - name: labelled
     match: {podLabels: {tier: gpu}}
     onError: admit-unchanged
-""", "p")
+""",
+        "p",
+    )
     job = policy.settings_for(Subject("ml-train", {}, "Job"))
     assert (job.rule, job.keep_legacy, job.on_error) == ("ml-jobs", True, "deny")
     assert policy.settings_for(Subject("ml-train", {}, "ReplicaSet")).rule == ""
@@ -76,8 +83,10 @@ rules:
     assert volcano.fail_requests_greater_than_one is True
     assert volcano.alignment == Alignment("numa", "pod")
     assert Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).alignment == Alignment()
-    assert Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).fail_requests_greater_than_one \
+    assert (
+        Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).fail_requests_greater_than_one
         is False
+    )
     assert policy.settings_for(Subject("x", {"tier": "gpu"})).on_error == "admit-unchanged"
     assert policy.settings_for(Subject("x", {"tier": "cpu"})).on_error == "deny"
     assert Policy().settings_for(Subject("x")).on_error == "admit-unchanged"
@@ -94,7 +103,7 @@ def test_a_bad_new_file_keeps_the_last_good_policy_and_says_why(tmp_path: Path) 
     ready, detail = runtime.readiness()
     assert ready is True and "defaults.onError" in detail["policy"]
     assert detail["policy"].count(str(path)) == 1, detail["policy"]
-    assert "dra_webhook_config_reload_failures_total{file=\"policy\"} 1.0" in runtime.metrics.render().decode()
+    assert 'dra_webhook_config_reload_failures_total{file="policy"} 1.0' in runtime.metrics.render().decode()
     assert 'dra_webhook_config_valid{file="policy"} 0.0' in runtime.metrics.render().decode()
     path.write_text("defaults: {onError: admit-unchanged}\n")
     runtime.check_files()
@@ -112,8 +121,9 @@ def test_a_bad_policy_at_startup_is_a_config_error(tmp_path: Path) -> None:
 MakeClient = Callable[[web.Application], Awaitable[Client]]
 
 
-async def policy_client(aiohttp_client: MakeClient, tmp_path: Path, policy: str, ensurer: FakeEnsurer | None = None,
-                        **runtime: Any) -> Client:
+async def policy_client(
+    aiohttp_client: MakeClient, tmp_path: Path, policy: str, ensurer: FakeEnsurer | None = None, **runtime: Any
+) -> Client:
     """A test client of the webhook app serving ``policy`` (YAML text) from a watched file."""
     path = tmp_path / "policy.yaml"
     path.write_text(policy)
@@ -139,46 +149,60 @@ async def test_on_error_deny_refuses_the_pod_with_a_clear_message(aiohttp_client
 
 
 async def test_keep_legacy_rule_leaves_partial_translations_alone(aiohttp_client: MakeClient, tmp_path: Path) -> None:
-    client = await policy_client(aiohttp_client, tmp_path,
-                                 "rules: [{name: strict, match: {namespaces: [team-a]}, keepLegacy: true}]\n")
+    client = await policy_client(
+        aiohttp_client, tmp_path, "rules: [{name: strict, match: {namespaces: [team-a]}, keepLegacy: true}]\n"
+    )
     pod = make_pod(priorityClassName="high")  # priority makes the translation partial
     assert "patch" not in await enforce(client, pod)
     assert "patch" in await enforce(client, pod, "team-b")
 
 
 async def test_defer_to_kep5004_leaves_count_only_pods_to_the_serving_class(
-        aiohttp_client: MakeClient, tmp_path: Path) -> None:
-    client = await policy_client(aiohttp_client, tmp_path,
-                                 "rules: [{name: kep, match: {namespaces: [team-a]}, deferToKEP5004: true}]\n",
-                                 kep5004=lambda: {"nvidia.com/gpu": "gpu.nvidia.com"})
+    aiohttp_client: MakeClient, tmp_path: Path
+) -> None:
+    client = await policy_client(
+        aiohttp_client,
+        tmp_path,
+        "rules: [{name: kep, match: {namespaces: [team-a]}, deferToKEP5004: true}]\n",
+        kep5004=lambda: {"nvidia.com/gpu": "gpu.nvidia.com"},
+    )
     assert "patch" not in await enforce(client, make_pod())
     assert "patch" in await enforce(client, make_pod(), "team-b")
 
 
 async def test_ignore_legacy_quota_converts_with_a_warning(aiohttp_client: MakeClient, tmp_path: Path) -> None:
-    client = await policy_client(aiohttp_client, tmp_path, "defaults: {ignoreLegacyQuota: true}\n",
-                                 quota_keys=lambda _ns: frozenset({"requests.nvidia.com/gpu"}))
+    client = await policy_client(
+        aiohttp_client,
+        tmp_path,
+        "defaults: {ignoreLegacyQuota: true}\n",
+        quota_keys=lambda _ns: frozenset({"requests.nvidia.com/gpu"}),
+    )
     answer = await enforce(client, make_pod())
     assert "patch" in answer and any("ignoreLegacyQuota" in w for w in answer["warnings"])
 
 
 async def test_dra_schedulers_lets_pods_of_a_declared_scheduler_convert(
-        aiohttp_client: MakeClient, tmp_path: Path) -> None:
-    client = await policy_client(aiohttp_client, tmp_path,
-                                 "rules: [{name: batch, match: {namespaces: [team-a]}, draSchedulers: [volcano]}]\n")
+    aiohttp_client: MakeClient, tmp_path: Path
+) -> None:
+    client = await policy_client(
+        aiohttp_client, tmp_path, "rules: [{name: batch, match: {namespaces: [team-a]}, draSchedulers: [volcano]}]\n"
+    )
     pod = make_pod(schedulerName="volcano")
     assert "patch" in await enforce(client, pod)
     answer = await enforce(client, pod, "team-b")
     assert "patch" not in answer
-    assert any("'volcano'" in w and "policy draSchedulers" in w and "--dra-scheduler" not in w
-               for w in answer["warnings"]), answer["warnings"]
+    assert any(
+        "'volcano'" in w and "policy draSchedulers" in w and "--dra-scheduler" not in w for w in answer["warnings"]
+    ), answer["warnings"]
 
 
-async def test_an_alignment_rule_ensures_templates_with_the_constraint(aiohttp_client: MakeClient,
-                                                                       tmp_path: Path) -> None:
+async def test_an_alignment_rule_ensures_templates_with_the_constraint(
+    aiohttp_client: MakeClient, tmp_path: Path
+) -> None:
     ensurer = FakeEnsurer()
-    client = await policy_client(aiohttp_client, tmp_path, "rules: [{name: training, match: {namespaces: [team-a]}, "
-                                                           "alignment: numa}]\n", ensurer)
+    client = await policy_client(
+        aiohttp_client, tmp_path, "rules: [{name: training, match: {namespaces: [team-a]}, alignment: numa}]\n", ensurer
+    )
     assert "patch" in await enforce(client, make_pod(gpus=2))
     assert "patch" in await enforce(client, make_pod(gpus=2), "team-b")
     aligned, plain = (calls[0][0]["spec"]["spec"]["devices"] for calls in ensurer.calls)

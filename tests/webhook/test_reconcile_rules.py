@@ -14,16 +14,26 @@ from tests.factories import make_pod
 from tests.webhook.conftest import example
 
 
-def tpl(name: str, managed_by: str = "dra-bridge-webhook", ns: str = "a", created: str = "2026-01-01T00:00:00Z",
-        **meta: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns, "creationTimestamp": created,
-                         "labels": {"app.kubernetes.io/managed-by": managed_by}, **meta}}
+def tpl(
+    name: str, managed_by: str = "dra-bridge-webhook", ns: str = "a", created: str = "2026-01-01T00:00:00Z", **meta: Any
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "creationTimestamp": created,
+            "labels": {"app.kubernetes.io/managed-by": managed_by},
+            **meta,
+        }
+    }
 
 
 def pod_using(*names: str, ns: str = "a", converted: bool = True) -> dict[str, Any]:
     labels = {"dra-bridge.io/converted": "true"} if converted else {}
-    return {"metadata": {"name": "p", "namespace": ns, "labels": labels},
-            "spec": {"resourceClaims": [{"name": f"c{i}", "resourceClaimTemplateName": n} for i, n in enumerate(names)]}}
+    return {
+        "metadata": {"name": "p", "namespace": ns, "labels": labels},
+        "spec": {"resourceClaims": [{"name": f"c{i}", "resourceClaimTemplateName": n} for i, n in enumerate(names)]},
+    }
 
 
 T0 = 1767225600.0  # 2026-01-01T00:00:00Z
@@ -51,8 +61,11 @@ def test_recently_created_templates_are_kept_for_admissions_in_flight() -> None:
 
 
 def test_live_converted_pods_naming_absent_templates_are_missing() -> None:
-    pods = [pod_using("gone", "there"), pod_using("other", converted=False),
-            {**pod_using("done"), "status": {"phase": "Succeeded"}}]
+    pods = [
+        pod_using("gone", "there"),
+        pod_using("other", converted=False),
+        {**pod_using("done"), "status": {"phase": "Succeeded"}},
+    ]
     assert [(p["metadata"]["name"], names) for p, names in missing([tpl("there")], pods)] == [("p", ["gone"])]
     assert [names for _, names in missing([tpl("gone", deletionTimestamp="x"), tpl("there")], pods)] == [["gone"]]
 
@@ -61,11 +74,15 @@ def names_of(templates: tuple[dict[str, Any], ...]) -> list[str]:
     return [t["metadata"]["name"] for t in templates]
 
 
-@pytest.mark.parametrize("pod", [
-    example("01-pod-limits-only-toleration.yaml"),
-    make_pod(gpus=2, nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}),
-    example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
-], ids=["example-01", "gfd-selector", "two-mig"])
+@pytest.mark.parametrize(
+    "pod",
+    [
+        example("01-pod-limits-only-toleration.yaml"),
+        make_pod(gpus=2, nodeSelector={"nvidia.com/gpu.product": "Tesla-T4", "zone": "a"}),
+        example("13-helm-two-mig-profiles-one-container.yaml", "Deployment")["spec"]["template"],
+    ],
+    ids=["example-01", "gfd-selector", "two-mig"],
+)
 def test_a_missing_template_is_planned_again_from_the_record(pod: dict[str, Any]) -> None:
     pod = {**pod, "metadata": {**pod["metadata"], "namespace": "team-a"}}  # as listed from the API
     plan = plan_pod(pod, load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a")
@@ -84,13 +101,18 @@ def test_a_missing_template_is_planned_with_the_recorded_options_not_the_catalog
     assert fix.create[0]["apiVersion"] == "resource.k8s.io/v1beta2"  # rendered in the version served now
 
 
-@pytest.mark.parametrize(("annotation", "problem"), [
-    ("{garbage", "Pod team-a/gpu-pod: annotation dra-bridge.io/conversion: not JSON"),
-    (None, "pod team-a/gpu-pod has no conversion record"),
-    ('{"plan":"x","templates":["t"],"options":{"managedBy":"dra-migrate"}}', "converted by dra-migrate"),
-], ids=["malformed", "absent", "by-dra-migrate"])
-def test_a_pod_whose_record_cannot_be_replayed_is_a_problem_not_an_exception(annotation: str | None,
-                                                                             problem: str) -> None:
+@pytest.mark.parametrize(
+    ("annotation", "problem"),
+    [
+        ("{garbage", "Pod team-a/gpu-pod: annotation dra-bridge.io/conversion: not JSON"),
+        (None, "pod team-a/gpu-pod has no conversion record"),
+        ('{"plan":"x","templates":["t"],"options":{"managedBy":"dra-migrate"}}', "converted by dra-migrate"),
+    ],
+    ids=["malformed", "absent", "by-dra-migrate"],
+)
+def test_a_pod_whose_record_cannot_be_replayed_is_a_problem_not_an_exception(
+    annotation: str | None, problem: str
+) -> None:
     pod = make_pod()
     if annotation is not None:
         pod["metadata"]["annotations"] = {"dra-bridge.io/conversion": annotation}

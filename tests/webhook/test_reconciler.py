@@ -45,13 +45,18 @@ def _gpumem_pod() -> dict[str, Any]:
     return pod
 
 
-@pytest.mark.parametrize(("pod", "policy"), [
-    (make_pod(gpus=2), "{}"),
-    (make_pod(gpus=1, schedulerName="volcano"), '{"defaults": {"draSchedulers": ["volcano"]}}'),
-    (_gpumem_pod(), '{"rules": [{"name": "hami", "match": {}, "hamiSlicing": "whole-devices"}]}'),
-], ids=["defaults", "dra-schedulers", "hami-whole-devices"])
+@pytest.mark.parametrize(
+    ("pod", "policy"),
+    [
+        (make_pod(gpus=2), "{}"),
+        (make_pod(gpus=1, schedulerName="volcano"), '{"defaults": {"draSchedulers": ["volcano"]}}'),
+        (_gpumem_pod(), '{"rules": [{"name": "hami", "match": {}, "hamiSlicing": "whole-devices"}]}'),
+    ],
+    ids=["defaults", "dra-schedulers", "hami-whole-devices"],
+)
 async def test_a_deleted_template_is_recreated_with_the_options_that_converted_the_pod(
-        pod: dict[str, Any], policy: str) -> None:
+    pod: dict[str, Any], policy: str
+) -> None:
     fake = FakeKube(allowed=API_CALLS)
     stored = converted(pod, policy)
     fake.put(PODS, stored)

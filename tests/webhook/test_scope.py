@@ -55,8 +55,11 @@ async def _client(aiohttp_client: ClientFactory, runtime: Runtime, ensurer: Fake
 
 
 async def _answer(client: Client, pod: dict[str, Any], namespace: str, mode: str = "enforce") -> dict[str, Any]:
-    resp = await client.post(f"/mutate/{mode}", data=body(make_admission_review(pod, namespace=namespace)),
-                             headers={"Content-Type": "application/json"})
+    resp = await client.post(
+        f"/mutate/{mode}",
+        data=body(make_admission_review(pod, namespace=namespace)),
+        headers={"Content-Type": "application/json"},
+    )
     assert resp.status == 200
     answer: dict[str, Any] = (await resp.json())["response"]
     return answer
@@ -69,30 +72,36 @@ def test_a_rule_can_switch_conversion_off() -> None:
     assert policy.defaults.convert is True
 
 
-@pytest.mark.parametrize("text", ["defaults: {convert: 'no'}", "rules: [{match: {}, convert: 0}]"],
-                         ids=["defaults-string", "rule-number"])
+@pytest.mark.parametrize(
+    "text", ["defaults: {convert: 'no'}", "rules: [{match: {}, convert: 0}]"], ids=["defaults-string", "rule-number"]
+)
 def test_convert_must_be_a_boolean(text: str) -> None:
     key = "defaults.convert" if text.startswith("defaults") else "rules[0].convert"
     with pytest.raises(PolicyError, match=re.escape(f"policy.yaml: {key}: must be true or false")):
         load_policy(text, "policy.yaml")
 
 
-@pytest.mark.parametrize(("pod", "namespace"), [
-    (make_pod(namespace="legacy-a"), "legacy-a"),
-    (make_pod(), "team-a"),
-    (make_pod(), "team-a"),
-    (make_pod(schedulerName="volcano"), "team-a"),
-], ids=["namespace-pattern", "pod-label", "owner-kind", "scheduler-name"])
+@pytest.mark.parametrize(
+    ("pod", "namespace"),
+    [
+        (make_pod(namespace="legacy-a"), "legacy-a"),
+        (make_pod(), "team-a"),
+        (make_pod(), "team-a"),
+        (make_pod(schedulerName="volcano"), "team-a"),
+    ],
+    ids=["namespace-pattern", "pod-label", "owner-kind", "scheduler-name"],
+)
 @pytest.mark.parametrize("mode", ["enforce", "audit"])
 async def test_pods_a_convert_false_rule_matches_are_admitted_untouched(
-        aiohttp_client: ClientFactory, pod: dict[str, Any], namespace: str, mode: str,
-        request: pytest.FixtureRequest) -> None:
+    aiohttp_client: ClientFactory, pod: dict[str, Any], namespace: str, mode: str, request: pytest.FixtureRequest
+) -> None:
     case = request.node.callspec.id
     if "pod-label" in case:
         pod["metadata"]["labels"] = {"dra-bridge.io/skip": "true"}
     if "owner-kind" in case:
-        pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d",
-                                               "uid": "u", "controller": True}]
+        pod["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "u", "controller": True}
+        ]
     ensurer = FakeEnsurer()
     runtime = _policy_runtime(OFF_RULES)
     client = await _client(aiohttp_client, runtime, ensurer)
@@ -116,10 +125,12 @@ async def test_conversion_can_be_opt_in_with_defaults_off(aiohttp_client: Client
 
 @pytest.mark.parametrize("namespace", ["kube-system", "gpu-system"], ids=["kube-system", "own-namespace"])
 async def test_kube_system_and_the_webhooks_own_namespace_are_never_converted(
-        aiohttp_client: ClientFactory, namespace: str) -> None:
+    aiohttp_client: ClientFactory, namespace: str
+) -> None:
     ensurer = FakeEnsurer()
-    runtime = _policy_runtime("rules: [{name: all, match: {}, convert: true}]",
-                              exempt=frozenset({"kube-system", "gpu-system"}))
+    runtime = _policy_runtime(
+        "rules: [{name: all, match: {}, convert: true}]", exempt=frozenset({"kube-system", "gpu-system"})
+    )
     client = await _client(aiohttp_client, runtime, ensurer)
     answer = await _answer(client, make_pod(namespace=namespace), namespace)
     assert "patch" not in answer and "warnings" not in answer and ensurer.calls == []
@@ -133,7 +144,8 @@ async def test_kube_system_is_left_alone_by_default(aiohttp_client: ClientFactor
 
 
 def test_the_own_namespace_comes_from_the_flag_else_the_service_account_else_dra_bridge(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import dra_bridge.webhook.settings as settings_module
 
     pair = ["--tls-cert-file", "c", "--tls-key-file", "k"]

@@ -34,24 +34,39 @@ def now() -> datetime.datetime:
     """The time of the check (never the module's import time: collection may run minutes earlier)."""
     return datetime.datetime.now(datetime.UTC)
 
+
 SERVICE = "webhook.dra.svc"
 
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory: pytest.TempPathFactory) -> tuple[CertPaths, CertPaths]:
     base = tmp_path_factory.mktemp("certs")
-    return (write_certs(base / "a", "dra", "webhook", ("127.0.0.1",)),
-            write_certs(base / "b", "dra", "webhook", ("127.0.0.1",)))
+    return (
+        write_certs(base / "a", "dra", "webhook", ("127.0.0.1",)),
+        write_certs(base / "b", "dra", "webhook", ("127.0.0.1",)),
+    )
 
 
-def _issue(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Certificate | None,
-           issuer_key: ec.EllipticCurvePrivateKey, *, ca: bool, sans: tuple[str, ...] = ()) -> x509.Certificate:
+def _issue(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Certificate | None,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool,
+    sans: tuple[str, ...] = (),
+) -> x509.Certificate:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    builder = (x509.CertificateBuilder().subject_name(name)
-               .issuer_name(issuer.subject if issuer else name).public_key(key.public_key())
-               .serial_number(x509.random_serial_number()).not_valid_before(now() - datetime.timedelta(hours=1))
-               .not_valid_after(now() + datetime.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(issuer.subject if issuer else name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now() - datetime.timedelta(hours=1))
+        .not_valid_after(now() + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in sans]), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
@@ -92,16 +107,21 @@ def test_a_chain_through_an_intermediate_passes_and_a_wildcard_covers_one_label(
     assert "CA bundle" in check_serving_certificate(leaf_only, root, SERVICE, now())
 
 
-@pytest.mark.parametrize(("bundle", "name", "at", "says"), [
-    ("other", SERVICE, 0, "does not chain to the CA bundle"),
-    ("own", "webhook.elsewhere.svc", 0, "does not cover webhook.elsewhere.svc"),
-    ("own", "10.0.0.1", 0, "does not cover 10.0.0.1"),
-    ("own", SERVICE, 400, "expired"),
-    ("own", SERVICE, -1, "not valid before"),
-    ("garbage", SERVICE, 0, "no PEM certificate"),
-], ids=["another-ca", "another-name", "another-ip", "expired", "not-yet-valid", "bundle-not-pem"])
-def test_a_mismatch_is_one_line_saying_what(pairs: tuple[CertPaths, CertPaths], bundle: str, name: str, at: int,
-                                            says: str) -> None:
+@pytest.mark.parametrize(
+    ("bundle", "name", "at", "says"),
+    [
+        ("other", SERVICE, 0, "does not chain to the CA bundle"),
+        ("own", "webhook.elsewhere.svc", 0, "does not cover webhook.elsewhere.svc"),
+        ("own", "10.0.0.1", 0, "does not cover 10.0.0.1"),
+        ("own", SERVICE, 400, "expired"),
+        ("own", SERVICE, -1, "not valid before"),
+        ("garbage", SERVICE, 0, "no PEM certificate"),
+    ],
+    ids=["another-ca", "another-name", "another-ip", "expired", "not-yet-valid", "bundle-not-pem"],
+)
+def test_a_mismatch_is_one_line_saying_what(
+    pairs: tuple[CertPaths, CertPaths], bundle: str, name: str, at: int, says: str
+) -> None:
     a, b = pairs
     raw = {"own": a.ca_cert.read_bytes(), "other": b.ca_cert.read_bytes(), "garbage": b"not a certificate"}[bundle]
     reason = check_serving_certificate(a.cert.read_bytes(), raw, name, now() + datetime.timedelta(days=at))
@@ -116,7 +136,8 @@ def _live(tmp_path: Path, pair: CertPaths, ca: CertPaths) -> CertPaths:
 
 
 def test_a_pair_from_another_ca_at_start_is_served_but_not_ready(
-        pairs: tuple[CertPaths, CertPaths], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    pairs: tuple[CertPaths, CertPaths], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     a, b = pairs
     live = _live(tmp_path, a, b)
     with caplog.at_level(logging.ERROR):
@@ -167,8 +188,10 @@ async def test_readyz_over_https_says_503_and_why(served_mismatch: str, pairs: t
     import ssl
 
     ctx = ssl.create_default_context(cafile=str(pairs[0].ca_cert))
-    async with (aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s,
-                s.get(f"{served_mismatch}/readyz") as resp):
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s,
+        s.get(f"{served_mismatch}/readyz") as resp,
+    ):
         assert resp.status == 503 and "does not chain to the CA bundle" in (await resp.json())["tls"]
 
 

@@ -14,8 +14,12 @@ from tests.webhook.conftest import write_kubeconfig
 
 
 def test_flags_win_over_env_twins_and_defaults_fill_the_rest() -> None:
-    env = {"DRA_WEBHOOK_TLS_CERT_FILE": "/env/tls.crt", "DRA_WEBHOOK_TLS_KEY_FILE": "/env/tls.key",
-           "DRA_WEBHOOK_PORT": "9443", "DRA_WEBHOOK_API_VERSION": "v1beta1"}
+    env = {
+        "DRA_WEBHOOK_TLS_CERT_FILE": "/env/tls.crt",
+        "DRA_WEBHOOK_TLS_KEY_FILE": "/env/tls.key",
+        "DRA_WEBHOOK_PORT": "9443",
+        "DRA_WEBHOOK_API_VERSION": "v1beta1",
+    }
     s = Settings.from_args(["--port", "10443", "--policy", "/p.yaml"], env)
     assert s.port == 10443 and s.tls_cert_file == Path("/env/tls.crt") and s.policy_file == Path("/p.yaml")
     assert s.api_version == "resource.k8s.io/v1beta1" and s.kubeconfig is None and s.host == "0.0.0.0"
@@ -27,8 +31,9 @@ def test_missing_certificate_names_the_alternatives() -> None:
         Settings.from_args([], {})
 
 
-@pytest.mark.parametrize("argv", [["--port", "0"], ["--port", "x"], ["--api-version", "v2"],
-                                  ["--reload-interval", "-1"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv", [["--port", "0"], ["--port", "x"], ["--api-version", "v2"], ["--reload-interval", "-1"]], ids=" ".join
+)
 def test_bad_values_are_config_errors(argv: list[str]) -> None:
     with pytest.raises(ConfigError):
         Settings.from_args(["--tls-cert-file", "c", "--tls-key-file", "k", *argv], {})
@@ -45,10 +50,25 @@ def test_a_service_link_in_the_port_twin_names_its_cause() -> None:
     assert "enableServiceLinks: false" in message, message
 
 
-def test_certs_command_writes_a_ca_and_a_serving_certificate(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["certs", "--namespace", "gpu-system", "--service", "dra-webhook", "--out", str(tmp_path),
-                 "--ip", "127.0.0.1"]) == 0
+def test_certs_command_writes_a_ca_and_a_serving_certificate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            [
+                "certs",
+                "--namespace",
+                "gpu-system",
+                "--service",
+                "dra-webhook",
+                "--out",
+                str(tmp_path),
+                "--ip",
+                "127.0.0.1",
+            ]
+        )
+        == 0
+    )
     said = capsys.readouterr().out
     assert all(str(tmp_path / f) in said for f in ("ca.crt", "tls.crt", "tls.key", "ca.key")), said
     assert "keep it private" in said
@@ -75,19 +95,32 @@ def test_every_serve_flag_explains_itself_and_names_its_env_twin() -> None:
         assert action.help and env in action.help and len(action.help) > len(env) + 10, action.option_strings
 
 
-@pytest.mark.parametrize(("extra", "flag"), [
-    (["--ip", "notanip"], "--ip"),
-    (["--days", "-5"], "--days"),
-    (["--days", "0"], "--days"),
-    (["--days", "soon"], "--days"),
-    (["--namespace", "Bad NS"], "--namespace"),
-    (["--service", "x/y"], "--service"),
-    (["--service", "svc-"], "--service"),
-    (["--namespace", "a" * 64], "--namespace"),
-], ids=["ip-not-an-address", "days-negative", "days-zero", "days-not-a-number", "namespace-not-dns", "service-slash",
-        "service-trailing-dash", "namespace-64-characters"])
+@pytest.mark.parametrize(
+    ("extra", "flag"),
+    [
+        (["--ip", "notanip"], "--ip"),
+        (["--days", "-5"], "--days"),
+        (["--days", "0"], "--days"),
+        (["--days", "soon"], "--days"),
+        (["--namespace", "Bad NS"], "--namespace"),
+        (["--service", "x/y"], "--service"),
+        (["--service", "svc-"], "--service"),
+        (["--namespace", "a" * 64], "--namespace"),
+    ],
+    ids=[
+        "ip-not-an-address",
+        "days-negative",
+        "days-zero",
+        "days-not-a-number",
+        "namespace-not-dns",
+        "service-slash",
+        "service-trailing-dash",
+        "namespace-64-characters",
+    ],
+)
 def test_certs_bad_values_exit_1_with_one_line_naming_the_flag(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], flag: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], flag: str
+) -> None:
     argv = ["certs", "--namespace", "gpu-system", "--service", "dra-webhook", "--out", str(tmp_path / "out")]
     assert main([*argv, *extra]) == 1
     err = capsys.readouterr().err
@@ -120,15 +153,29 @@ def test_every_certs_flag_has_help() -> None:
 
 
 def test_serve_without_api_version_exits_1_when_discovery_cannot_reach_the_api_server(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.webhook.test_api_unreachable import closed_port
 
     for var in ("DRA_WEBHOOK_API_VERSION", "DRA_WEBHOOK_KUBECONFIG"):
         monkeypatch.delenv(var, raising=False)
     assert main(["certs", "--namespace", "ns", "--service", "svc", "--out", str(tmp_path)]) == 0
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port()}")
-    assert main(["--tls-cert-file", str(tmp_path / "tls.crt"), "--tls-key-file", str(tmp_path / "tls.key"),
-                 "--kubeconfig", str(kubeconfig), "--port", str(closed_port())]) == 1
+    assert (
+        main(
+            [
+                "--tls-cert-file",
+                str(tmp_path / "tls.crt"),
+                "--tls-key-file",
+                str(tmp_path / "tls.key"),
+                "--kubeconfig",
+                str(kubeconfig),
+                "--port",
+                str(closed_port()),
+            ]
+        )
+        == 1
+    )
 
 
 async def test_discovery_through_a_server_that_drops_the_connection_is_a_configuration_error() -> None:

@@ -61,26 +61,46 @@ def _one_error_line(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixt
     return line
 
 
-@pytest.mark.parametrize("discovery", [
-    pytest.param(b'{"versions": [nope', id="not-json"),
-    pytest.param(b'["resource.k8s.io/v1"]', id="a-list"),
-    pytest.param(b'{"versions": "v1"}', id="versions-not-a-list"),
-    pytest.param(b'{"versions": [{"version": "v1"}]}', id="version-without-groupVersion"),
-], indirect=True)
+@pytest.mark.parametrize(
+    "discovery",
+    [
+        pytest.param(b'{"versions": [nope', id="not-json"),
+        pytest.param(b'["resource.k8s.io/v1"]', id="a-list"),
+        pytest.param(b'{"versions": "v1"}', id="versions-not-a-list"),
+        pytest.param(b'{"versions": [{"version": "v1"}]}', id="version-without-groupVersion"),
+    ],
+    indirect=True,
+)
 def test_a_malformed_discovery_answer_exits_1_with_one_line(
-        discovery: Path, pair: CertPaths, caplog: pytest.LogCaptureFixture,
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    discovery: Path,
+    pair: CertPaths,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("DRA_WEBHOOK_API_VERSION", raising=False)
-    code = main(["--tls-cert-file", str(pair.cert), "--tls-key-file", str(pair.key), "--kubeconfig",
-                 str(discovery), "--host", "127.0.0.1", "--port", "1"])
+    code = main(
+        [
+            "--tls-cert-file",
+            str(pair.cert),
+            "--tls-key-file",
+            str(pair.key),
+            "--kubeconfig",
+            str(discovery),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "1",
+        ]
+    )
     line = _one_error_line(caplog, capsys)
     assert code == 1
     assert "API discovery failed" in line and "/apis/resource.k8s.io" in line and "--api-version" in line, line
 
 
 def test_a_port_already_in_use_exits_1_with_one_line(
-        pair: CertPaths, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    pair: CertPaths, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.webhook.test_api_unreachable import closed_port
 
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port()}")
@@ -88,8 +108,22 @@ def test_a_port_already_in_use_exits_1_with_one_line(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        code = main(["--tls-cert-file", str(pair.cert), "--tls-key-file", str(pair.key), "--kubeconfig",
-                     str(kubeconfig), "--host", "127.0.0.1", "--port", str(port), "--api-version", "v1"])
+        code = main(
+            [
+                "--tls-cert-file",
+                str(pair.cert),
+                "--tls-key-file",
+                str(pair.key),
+                "--kubeconfig",
+                str(kubeconfig),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--api-version",
+                "v1",
+            ]
+        )
     line = _one_error_line(caplog, capsys)
     assert code == 1
     assert f"127.0.0.1:{port}" in line and "--port" in line and "in use" in line, line

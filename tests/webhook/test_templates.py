@@ -38,8 +38,9 @@ class Clock:
 
 
 def template(gpus: int = 1) -> dict[str, Any]:
-    return dict(plan_pod(make_pod(gpus=gpus), load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK),
-                         "team-a").templates[0])
+    return dict(
+        plan_pod(make_pod(gpus=gpus), load_catalog(), Options(managed_by=MANAGED_BY_WEBHOOK), "team-a").templates[0]
+    )
 
 
 @pytest.fixture
@@ -64,7 +65,8 @@ async def test_creates_once_then_serves_from_cache(ensurer: KubeTemplateEnsurer,
 
 
 async def test_already_exists_with_an_equal_spec_after_defaulting_is_success(
-        ensurer: KubeTemplateEnsurer, fake: FakeKube, clock: Clock) -> None:
+    ensurer: KubeTemplateEnsurer, fake: FakeKube, clock: Clock
+) -> None:
     tpl = template()
     await ensurer.ensure([tpl], dry_run=False)
     for req in stored(fake, tpl)["spec"]["spec"]["devices"]["requests"]:  # what API defaulting adds

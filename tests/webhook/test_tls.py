@@ -26,8 +26,10 @@ from tests.webhook.conftest import FakeEnsurer, body, make_admission_review
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory: pytest.TempPathFactory) -> tuple[CertPaths, CertPaths]:
     base = tmp_path_factory.mktemp("certs")
-    return (write_certs(base / "a", "dra", "webhook", ("127.0.0.1",)),
-            write_certs(base / "b", "dra", "webhook", ("127.0.0.1",)))
+    return (
+        write_certs(base / "a", "dra", "webhook", ("127.0.0.1",)),
+        write_certs(base / "b", "dra", "webhook", ("127.0.0.1",)),
+    )
 
 
 def client_ctx(ca: Path) -> ssl.SSLContext:
@@ -88,7 +90,8 @@ async def test_ready_over_tls_and_admits(served: Served, pairs: tuple[CertPaths,
 
 
 async def test_rotated_certificate_is_served_without_dropping_open_connections(
-        served: Served, pairs: tuple[CertPaths, CertPaths]) -> None:
+    served: Served, pairs: tuple[CertPaths, CertPaths]
+) -> None:
     old, new = pairs
     conn = aiohttp.TCPConnector(ssl=client_ctx(old.ca_cert), limit=1)
     async with aiohttp.ClientSession(connector=conn) as keep_alive:
@@ -102,8 +105,10 @@ async def test_rotated_certificate_is_served_without_dropping_open_connections(
         async with keep_alive.post(f"{served.url}/mutate/enforce", data=body(make_admission_review(make_pod()))) as r:
             assert r.status == 200
     # New handshakes present the new certificate: the old CA no longer verifies it.
-    async with (aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_ctx(new.ca_cert))) as s,
-                s.get(f"{served.url}/healthz") as resp):
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_ctx(new.ca_cert))) as s,
+        s.get(f"{served.url}/healthz") as resp,
+    ):
         assert resp.status == 200
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_ctx(old.ca_cert))) as s:
         with pytest.raises(aiohttp.ClientConnectorCertificateError):
@@ -111,12 +116,15 @@ async def test_rotated_certificate_is_served_without_dropping_open_connections(
 
 
 async def test_a_mismatched_new_pair_keeps_the_old_certificate(
-        served: Served, pairs: tuple[CertPaths, CertPaths]) -> None:
+    served: Served, pairs: tuple[CertPaths, CertPaths]
+) -> None:
     shutil.copy(pairs[1].cert, served.live.cert)  # new certificate, old key
     served.runtime.check_files()
     assert served.runtime.tls is not None and served.runtime.tls.error
     ready, detail = served.runtime.readiness()
     assert ready and "refused" in detail["tls"]
-    async with (aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_ctx(pairs[0].ca_cert))) as s,
-                s.get(f"{served.url}/healthz") as resp):
+    async with (
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_ctx(pairs[0].ca_cert))) as s,
+        s.get(f"{served.url}/healthz") as resp,
+    ):
         assert resp.status == 200

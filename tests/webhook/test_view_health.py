@@ -40,8 +40,16 @@ Client = TestClient[Any, Any]
 class StallingFake(FakeKube):
     """A fake whose ResourceQuota list never answers (a network fault, not an API answer)."""
 
-    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> dict[str, Any]:
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> dict[str, Any]:
         if resource.plural == RESOURCE_QUOTAS.plural:
             await asyncio.Event().wait()
         return await super().list(resource, namespace, label_selector=label_selector, field_selector=field_selector)
@@ -67,7 +75,8 @@ async def run_view(fake: FakeKube, health: ApiHealth, check: Callable[[ClusterVi
 
 
 async def test_without_list_resourcequotas_quota_stays_unknown_and_one_line_names_the_permission(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     fake = FakeKube(allowed=[c for c in API_CALLS if c != LIST_QUOTAS])
     health = ApiHealth()
     caplog.set_level(logging.INFO)
@@ -122,9 +131,11 @@ def app_with(runtime: Runtime) -> Application:
 
 
 async def test_a_pod_whose_namespace_quota_is_unknown_stays_legacy_with_warning_audit_and_metric(
-        aiohttp_client: Any) -> None:
-    runtime = Runtime(V1, require_tls=False,
-                      quota_keys=lambda _ns: QuotaUnknown("missing permission list core/resourcequotas"))
+    aiohttp_client: Any,
+) -> None:
+    runtime = Runtime(
+        V1, require_tls=False, quota_keys=lambda _ns: QuotaUnknown("missing permission list core/resourcequotas")
+    )
     client: Client = await aiohttp_client(app_with(runtime))
     resp = await client.post("/mutate/enforce", data=body(make_admission_review(make_pod())))
     answer = (await resp.json())["response"]
@@ -169,8 +180,16 @@ class StallOnceFake(FakeKube):
         super().__init__(**kwargs)
         self.quota_lists = 0
 
-    async def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str = "",
-                   field_selector: str = "", limit: int = 0, continue_token: str = "") -> dict[str, Any]:
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> dict[str, Any]:
         if resource.plural == RESOURCE_QUOTAS.plural:
             self.quota_lists += 1
             if self.quota_lists == 1:

@@ -61,8 +61,11 @@ def _by_policy(requested: Amount | None, capacity: Mapping[str, Any], where: str
         return requested if requested is not None else (total, _text(capacity))
     if requested is None:
         default = policy.get("default")
-        return (quantity(default, f"{where}.requestPolicy.default"), str(default)) if default is not None \
+        return (
+            (quantity(default, f"{where}.requestPolicy.default"), str(default))
+            if default is not None
             else (total, _text(capacity))
+        )
     amount = requested[0]
     if policy.get("validValues"):
         values = sorted((quantity(v, f"{where}.requestPolicy.validValues"), str(v)) for v in policy["validValues"])
@@ -84,8 +87,9 @@ def _by_policy(requested: Amount | None, capacity: Mapping[str, Any], where: str
     return requested
 
 
-def consumption(device: Mapping[str, Any], driver: str, requests: Mapping[str, Any], multiple: bool,
-                used: Mapping[str, Fraction]) -> dict[str, Amount] | None:
+def consumption(
+    device: Mapping[str, Any], driver: str, requests: Mapping[str, Any], multiple: bool, used: Mapping[str, Fraction]
+) -> dict[str, Amount] | None:
     """What the request consumes of ``device`` (``{capacity name: amount}``), or None if it does not fit.
 
     ``multiple``: the device allows multiple allocations (and the gate is on); ``used``: the

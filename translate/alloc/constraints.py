@@ -70,8 +70,14 @@ class Constraint:
             return True
         return request in self.requests or (bool(sub) and f"{request}/{sub}" in self.requests)
 
-    def add(self, request: str, sub: str, device: Mapping[str, Any], driver: str,
-            memo: dict[tuple[str, bool], frozenset[Any] | None] | None = None) -> bool:
+    def add(
+        self,
+        request: str,
+        sub: str,
+        device: Mapping[str, Any],
+        driver: str,
+        memo: dict[tuple[str, bool], frozenset[Any] | None] | None = None,
+    ) -> bool:
         """Whether the device may join; if so it is counted until :meth:`remove`.
 
         ``memo``: the device's attribute values by (name, lists), kept between calls.

@@ -82,8 +82,15 @@ def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
 class NodeAllocator:
     """Allocates sets of claims on one node; reuse it for every set tried there."""
 
-    def __init__(self, node: Node, pools: list[Pool], classes: Mapping[str, Mapping[str, Any]],
-                 features: Features, state: AllocatedState, cache: SelectorCache | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        pools: list[Pool],
+        classes: Mapping[str, Mapping[str, Any]],
+        features: Features,
+        state: AllocatedState,
+        cache: SelectorCache | None = None,
+    ) -> None:
         self.node, self.pools, self.classes = node, pools, classes
         self.features, self.state = features, state
         self.cache = cache or SelectorCache()
@@ -96,40 +103,62 @@ class NodeAllocator:
     def _request(self, claim: str, spec: Mapping[str, Any], name: str, parent: str, key: tuple[int, ...]) -> Request:
         for i, selector in enumerate(spec.get("selectors") or []):
             if not isinstance(selector.get("cel"), Mapping):
-                raise AllocationError(f"claim {claim}, request {name}, selector #{i}: CEL expression empty "
-                                      "(unsupported selector type?)")
+                raise AllocationError(
+                    f"claim {claim}, request {name}, selector #{i}: CEL expression empty (unsupported selector type?)"
+                )
         if spec.get("adminAccess") is not None and not self.features.admin_access:
-            raise AllocationError(f"claim {claim}, request {name}: admin access is requested, "
-                                  "but the feature is disabled")
+            raise AllocationError(
+                f"claim {claim}, request {name}: admin access is requested, but the feature is disabled"
+            )
         class_name = str(spec.get("deviceClassName") or "")
         if not class_name:
-            raise AllocationError(f"claim {claim}, request {name}: missing device class name "
-                                  "(unsupported request type?)")
+            raise AllocationError(
+                f"claim {claim}, request {name}: missing device class name (unsupported request type?)"
+            )
         device_class = self.classes.get(class_name)
         if device_class is None:
-            raise AllocationError(f"claim {claim}, request {name}: could not retrieve device class {class_name}: "
-                                  f'deviceclass.resource.k8s.io "{class_name}" not found')
-        request = Request(name, parent, class_name, device_class, list(spec.get("selectors") or []),
-                          str(spec.get("allocationMode")), int(spec.get("count") or 0), bool(spec.get("adminAccess")),
-                          list(spec.get("tolerations") or []), dict((spec.get("capacity") or {}).get("requests") or {}),
-                          key)
+            raise AllocationError(
+                f"claim {claim}, request {name}: could not retrieve device class {class_name}: "
+                f'deviceclass.resource.k8s.io "{class_name}" not found'
+            )
+        request = Request(
+            name,
+            parent,
+            class_name,
+            device_class,
+            list(spec.get("selectors") or []),
+            str(spec.get("allocationMode")),
+            int(spec.get("count") or 0),
+            bool(spec.get("adminAccess")),
+            list(spec.get("tolerations") or []),
+            dict((spec.get("capacity") or {}).get("requests") or {}),
+            key,
+        )
         if request.mode == "All":
             for pool in self.pools:
                 if pool.incomplete:
-                    raise AllocationError(f"claim {claim}, request {name}: asks for all devices, but resource pool "
-                                          f"{pool.label} is currently being updated")
+                    raise AllocationError(
+                        f"claim {claim}, request {name}: asks for all devices, but resource pool "
+                        f"{pool.label} is currently being updated"
+                    )
                 if pool.invalid:
-                    raise AllocationError(f"claim {claim}, request {name}: asks for all devices, but resource pool "
-                                          f"{pool.label} is currently invalid")
-                request.all_devices += [d for d in pool.devices if self._selectable(claim, request, d)
-                                        and self._capacity(request, d, {}) is not None]
+                    raise AllocationError(
+                        f"claim {claim}, request {name}: asks for all devices, but resource pool "
+                        f"{pool.label} is currently invalid"
+                    )
+                request.all_devices += [
+                    d
+                    for d in pool.devices
+                    if self._selectable(claim, request, d) and self._capacity(request, d, {}) is not None
+                ]
             request.count = len(request.all_devices)
         elif request.mode != "ExactCount":
             raise AllocationError(f"claim {claim}, request {name}: unsupported count mode {request.mode}")
         return request
 
-    def _claim(self, index: int, label: str, spec: Mapping[str, Any],
-               known: tuple[list[list[Request]], list[bool]] | None) -> _Claim:
+    def _claim(
+        self, index: int, label: str, spec: Mapping[str, Any], known: tuple[list[list[Request]], list[bool]] | None
+    ) -> _Claim:
         devices = spec.get("devices") or {}
         if known is not None:
             return _Claim(label, spec, known[0], known[1], self._constraints(label, devices), [0] * len(known[0]))
@@ -140,10 +169,13 @@ class NodeAllocator:
             subs = request.get("firstAvailable")
             if subs:
                 if not self.features.prioritized_list:
-                    raise AllocationError(f"claim {label}, request {request['name']}: has subrequests, "
-                                          "but the DRAPrioritizedList feature is disabled")
-                entry = [self._checked(label, sub, sub["name"], request["name"], (index, r, s))
-                         for s, sub in enumerate(subs)]
+                    raise AllocationError(
+                        f"claim {label}, request {request['name']}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
+                entry = [
+                    self._checked(label, sub, sub["name"], request["name"], (index, r, s)) for s, sub in enumerate(subs)
+                ]
                 minimum += min(req.count for req in entry)
             else:
                 entry = [self._checked(label, request["exactly"], request["name"], "", (index, r, 0))]
@@ -151,8 +183,10 @@ class NodeAllocator:
             requests.append(entry)
             subrequests.append(bool(subs))
         if minimum > MAX_DEVICES_PER_CLAIM:
-            raise AllocationError(f"claim {label}: number of requested devices {minimum} exceeds the claim limit "
-                                  f"of {MAX_DEVICES_PER_CLAIM}")
+            raise AllocationError(
+                f"claim {label}: number of requested devices {minimum} exceeds the claim limit "
+                f"of {MAX_DEVICES_PER_CLAIM}"
+            )
         return _Claim(label, spec, requests, subrequests, self._constraints(label, devices), [0] * len(requests))
 
     def _constraints(self, label: str, devices: Mapping[str, Any]) -> list[Constraint]:
@@ -160,17 +194,26 @@ class NodeAllocator:
         for i, constraint in enumerate(devices.get("constraints") or []):
             kind = next((k for k in ("matchAttribute", "distinctAttribute") if constraint.get(k)), None)
             if kind is None or (kind == "distinctAttribute" and not self.features.consumable_capacity):
-                raise AllocationError(f"claim {label}, constraint #{i}: empty constraint "
-                                      "(unsupported constraint type?)")
-            constraints.append(Constraint(kind, str(constraint[kind]), list(constraint.get("requests") or []),
-                                          self.features.list_type_attributes))
+                raise AllocationError(
+                    f"claim {label}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                )
+            constraints.append(
+                Constraint(
+                    kind,
+                    str(constraint[kind]),
+                    list(constraint.get("requests") or []),
+                    self.features.list_type_attributes,
+                )
+            )
         return constraints
 
     def _checked(self, claim: str, spec: Mapping[str, Any], name: str, parent: str, key: tuple[int, ...]) -> Request:
         if spec.get("capacity") and not self.features.consumable_capacity:
             what = "subrequest" if parent else "request"
-            raise AllocationError(f"claim {claim}, {what} {name}: has capacity requests, but the "
-                                  "DRAConsumableCapacity feature is disabled")
+            raise AllocationError(
+                f"claim {claim}, {what} {name}: has capacity requests, but the "
+                "DRAConsumableCapacity feature is disabled"
+            )
         return self._request(claim, spec, name, parent, key)
 
     # ------------------------------------------------------------------ device checks
@@ -184,13 +227,15 @@ class NodeAllocator:
             return cached
         if request.selector_key is None:
             own = request.device_class.get("selectors") or []
-            request.selector_key = (tuple(str(s["cel"]["expression"]) for s in own),
-                                    tuple(str(s["cel"]["expression"]) for s in request.selectors))
+            request.selector_key = (
+                tuple(str(s["cel"]["expression"]) for s in own),
+                tuple(str(s["cel"]["expression"]) for s in request.selectors),
+            )
         result = device.selector_results.get(request.selector_key)
         if result is None:  # the class's selectors, then the request's: one dict lookup when known
-            result = (self.cache.matches(request.device_class.get("selectors") or [], device,
-                                         f"class {request.class_name}")
-                      and self.cache.matches(request.selectors, device, f"claim {claim}"))
+            result = self.cache.matches(
+                request.device_class.get("selectors") or [], device, f"class {request.class_name}"
+            ) and self.cache.matches(request.selectors, device, f"claim {claim}")
             device.selector_results[request.selector_key] = result
         if result and device.slice.per_device:
             result = node_matches(self.node, spec.get("nodeName"), bool(spec.get("allNodes")), spec.get("nodeSelector"))
@@ -200,8 +245,9 @@ class NodeAllocator:
     def _multiple(self, device: Candidate) -> bool:
         return self.features.consumable_capacity and bool(device.spec.get("allowMultipleAllocations"))
 
-    def _capacity(self, request: Request, device: Candidate,
-                  allocating: Mapping[str, Fraction]) -> dict[str, Amount] | None:
+    def _capacity(
+        self, request: Request, device: Candidate, allocating: Mapping[str, Fraction]
+    ) -> dict[str, Amount] | None:
         if not self.features.consumable_capacity:
             return {}
         multiple = self._multiple(device)
@@ -227,8 +273,11 @@ class NodeAllocator:
                 counter_set[name] = counter_set.get(name, Fraction(0)) + sign * quantity(value, f"counters[{name!r}]")
         if sign < 0:
             return True
-        return all(consumed.get(s, {}).get(n, Fraction(0)) <= available
-                   for s, counters in pool.counters.items() for n, available in counters.items())
+        return all(
+            consumed.get(s, {}).get(n, Fraction(0)) <= available
+            for s, counters in pool.counters.items()
+            for n, available in counters.items()
+        )
 
     def _allocated_counters(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
         out: dict[str, dict[str, Fraction]] = {}
@@ -243,8 +292,9 @@ class NodeAllocator:
 
     # ------------------------------------------------------------------ search
 
-    def allocate(self, claims: Sequence[tuple[str, Mapping[str, Any]]],
-                 signature: str | None = None) -> list[dict[str, Any]] | None:
+    def allocate(
+        self, claims: Sequence[tuple[str, Mapping[str, Any]]], signature: str | None = None
+    ) -> list[dict[str, Any]] | None:
         """Allocate ``(label, v1 spec)`` claims together; one allocation per claim, or None.
 
         ``label`` is ``namespace/name`` as upstream's messages print it. Raises AllocationError.
@@ -256,10 +306,14 @@ class NodeAllocator:
         self._capacity_in_flight: dict[DeviceID, dict[str, Fraction]] = {}
         self._counters: dict[str, dict[str, dict[str, Fraction]]] = {}
         known = self._validated.get(signature) if signature is not None else None
-        self._claims = [self._claim(i, label, spec, known[i] if known else None)
-                        for i, (label, spec) in enumerate(claims)]
-        if signature is not None and known is None and all(r.mode != "All" for c in self._claims
-                                                           for entry in c.requests for r in entry):
+        self._claims = [
+            self._claim(i, label, spec, known[i] if known else None) for i, (label, spec) in enumerate(claims)
+        ]
+        if (
+            signature is not None
+            and known is None
+            and all(r.mode != "All" for c in self._claims for entry in c.requests for r in entry)
+        ):
             self._validated[signature] = [(c.requests, c.subrequests) for c in self._claims]
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 20000))
@@ -273,8 +327,12 @@ class NodeAllocator:
             if any(pool.invalid for pool in self.pools):
                 raise AllocationError("invalid resource pools were encountered")
             return None
-        return [allocation_result(claim.spec, claim.requests, claim.subrequests, claim.selected, claim.picked,
-                                  self.node, self.features) for claim in self._claims]
+        return [
+            allocation_result(
+                claim.spec, claim.requests, claim.subrequests, claim.selected, claim.picked, self.node, self.features
+            )
+            for claim in self._claims
+        ]
 
     def _one(self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
         if ci >= len(self._claims):
@@ -340,8 +398,9 @@ class NodeAllocator:
         uses_counters = bool(device.spec.get("consumesCounters"))
         if uses_counters and not self.features.partitionable_devices:
             return None
-        skip_counters = self._multiple(device) and bool(self.state.capacity.get(device.id)
-                                                        or self._capacity_in_flight.get(device.id))
+        skip_counters = self._multiple(device) and bool(
+            self.state.capacity.get(device.id) or self._capacity_in_flight.get(device.id)
+        )
         consumed = self._capacity(request, device, self._capacity_in_flight.get(device.id, {}))
         if consumed is None:
             return None
@@ -365,8 +424,10 @@ class NodeAllocator:
                 if reserved:
                     self._counters_fit(device, -1)
                 if must:
-                    raise AllocationError(f"claim {claim.label}, request {request.name}: cannot add device "
-                                          f"{device.label} because a claim constraint would not be satisfied")
+                    raise AllocationError(
+                        f"claim {claim.label}, request {request.name}: cannot add device "
+                        f"{device.label} because a claim constraint would not be satisfied"
+                    )
                 return None
         self._allocating.setdefault(device.id, []).append(ci)
         in_flight = self._capacity_in_flight.setdefault(device.id, {})

@@ -37,11 +37,18 @@ DEFAULT_GATES: Final[dict[str, bool]] = {
     "DRAResourceClaimDeviceStatus": True,
     "DRAListTypeAttributes": False,
 }
-_IGNORED: Final = frozenset({
-    "DynamicResourceAllocation", "DRAExtendedResource", "DRASchedulerFilterTimeout", "DRADeviceTaintRules",
-    "DRANodeAllocatableResources", "DRAWorkloadResourceClaims", "DRAOptionalNodeOperations",
-    "DRAFractionalCapacityRange",
-})
+_IGNORED: Final = frozenset(
+    {
+        "DynamicResourceAllocation",
+        "DRAExtendedResource",
+        "DRASchedulerFilterTimeout",
+        "DRADeviceTaintRules",
+        "DRANodeAllocatableResources",
+        "DRAWorkloadResourceClaims",
+        "DRAOptionalNodeOperations",
+        "DRAFractionalCapacityRange",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,10 @@ def _requirement(req: Mapping[str, Any], value: str | None) -> bool:
         except (ValueError, IndexError):
             return False
         return have > want if operator == "Gt" else have < want
-    raise InputError(f"node selector requirement {req.get('key')!r}: unknown operator {operator!r} "
-                     "(In, NotIn, Exists, DoesNotExist, Gt, Lt)")
+    raise InputError(
+        f"node selector requirement {req.get('key')!r}: unknown operator {operator!r} "
+        "(In, NotIn, Exists, DoesNotExist, Gt, Lt)"
+    )
 
 
 def selector_matches(selector: Mapping[str, Any], node: Node) -> bool:

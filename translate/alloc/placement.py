@@ -77,9 +77,15 @@ class FirstFit:
     """Cumulative first fit over ``nodes`` (see the module docstring); ``held``: allocations
     (``status.allocation``) that hold their devices from the start."""
 
-    def __init__(self, nodes: Sequence[Node], slices: Sequence[tuple[str, Mapping[str, Any]]],
-                 classes: Mapping[str, Mapping[str, Any]], features: Features,
-                 cache: SelectorCache | None = None, held: Iterable[Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        slices: Sequence[tuple[str, Mapping[str, Any]]],
+        classes: Mapping[str, Mapping[str, Any]],
+        features: Features,
+        cache: SelectorCache | None = None,
+        held: Iterable[Mapping[str, Any]] = (),
+    ) -> None:
         self.nodes, self.classes, self.features = list(nodes), classes, features
         self.cache = cache or SelectorCache()
         self.state = AllocatedState()
@@ -114,8 +120,9 @@ class FirstFit:
             self._allocators[index] = allocator
         return allocator
 
-    def first_fit(self, claims: Claims, candidates: Sequence[int] | None = None,
-                  hold: bool = True) -> tuple[int, list[dict[str, Any]]] | None:
+    def first_fit(
+        self, claims: Claims, candidates: Sequence[int] | None = None, hold: bool = True
+    ) -> tuple[int, list[dict[str, Any]]] | None:
         """The first node index (of ``candidates``, ascending; every node when None) where
         ``claims`` fit together and their allocations, which then hold their devices unless
         ``hold`` is false; None when none fits (:attr:`last_node_error` says whether a per-node
@@ -153,9 +160,15 @@ class FirstFit:
             self._ruled_out[signature] = (cursor, beyond)
 
 
-def place(pods: Sequence[tuple[str, Claims]], nodes: Sequence[Node], slices: Sequence[tuple[str, Mapping[str, Any]]],
-          classes: Mapping[str, Mapping[str, Any]], features: Features,
-          cache: SelectorCache | None = None, cumulative: bool = True) -> list[PodPlacement]:
+def place(
+    pods: Sequence[tuple[str, Claims]],
+    nodes: Sequence[Node],
+    slices: Sequence[tuple[str, Mapping[str, Any]]],
+    classes: Mapping[str, Mapping[str, Any]],
+    features: Features,
+    cache: SelectorCache | None = None,
+    cumulative: bool = True,
+) -> list[PodPlacement]:
     """Place every pod ``(label, claims)`` in order (see the module docstring); one
     :class:`PodPlacement` per pod. ``cumulative=False``: every pod against the starting state,
     nothing held (the report's per-pod question "does it fit the cluster as it is", as the

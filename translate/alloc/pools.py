@@ -114,13 +114,22 @@ def _relevant(spec: Mapping[str, Any], node: Node, partitionable: bool) -> bool:
     if spec.get("perDeviceNodeSelection"):
         return partitionable and any(
             node_matches(node, d.get("nodeName"), bool(d.get("allNodes")), d.get("nodeSelector"))
-            for d in spec.get("devices") or [])
+            for d in spec.get("devices") or []
+        )
     return False
 
 
 def _content_key(driver: str, device: Mapping[str, Any]) -> str:
-    return json.dumps([driver, device.get("attributes") or {}, device.get("capacity") or {},
-                       bool(device.get("allowMultipleAllocations"))], sort_keys=True, default=str)
+    return json.dumps(
+        [
+            driver,
+            device.get("attributes") or {},
+            device.get("capacity") or {},
+            bool(device.get("allowMultipleAllocations")),
+        ],
+        sort_keys=True,
+        default=str,
+    )
 
 
 def _counters(slices: Iterable[SliceView], label: str) -> dict[str, dict[str, Fraction]]:
@@ -129,8 +138,9 @@ def _counters(slices: Iterable[SliceView], label: str) -> dict[str, dict[str, Fr
         for i, counter_set in enumerate(view.spec.get("sharedCounters") or []):
             where = f"ResourceSlice {view.name}: spec.sharedCounters[{i}]"
             counters = counter_set.get("counters") or {}
-            out[str(counter_set.get("name"))] = {name: quantity(c, f"{where}.counters[{name!r}]")
-                                                 for name, c in counters.items()}
+            out[str(counter_set.get("name"))] = {
+                name: quantity(c, f"{where}.counters[{name!r}]") for name, c in counters.items()
+            }
     return out
 
 
@@ -180,8 +190,9 @@ def gather_pools(slices: Iterable[tuple[str, Mapping[str, Any]]], node: Node, pa
         pool.counters = _counters([v for v in views if v.spec.get("sharedCounters")], pool.label)
         for view in device_views:
             for device in view.spec.get("devices") or []:
-                pool.devices.append(Candidate((driver, pool_name, device["name"]), device, view,
-                                              _content_key(driver, device)))
+                pool.devices.append(
+                    Candidate((driver, pool_name, device["name"]), device, view, _content_key(driver, device))
+                )
                 pool.binding = pool.binding or bool(device.get("bindingConditions"))
         pools.append(pool)
     pools.sort(key=lambda p: (p.binding, p.driver.encode(), p.name.encode()))

@@ -71,8 +71,12 @@ class Picked:
 
 def _result(picked: Picked, features: Features) -> dict[str, Any]:
     request, device = picked.request, picked.device
-    out: dict[str, Any] = {"request": request.full_name, "driver": device.id[0], "pool": device.id[1],
-                           "device": device.id[2]}
+    out: dict[str, Any] = {
+        "request": request.full_name,
+        "driver": device.id[0],
+        "pool": device.id[1],
+        "device": device.id[2],
+    }
     if request.admin:
         out["adminAccess"] = True
     if request.tolerations:
@@ -87,8 +91,9 @@ def _result(picked: Picked, features: Features) -> dict[str, Any]:
     return out
 
 
-def _config(spec: Mapping[str, Any], requests: Sequence[Sequence[Request]], subrequests: Sequence[bool],
-            selected: Sequence[int]) -> list[dict[str, Any]]:
+def _config(
+    spec: Mapping[str, Any], requests: Sequence[Sequence[Request]], subrequests: Sequence[bool], selected: Sequence[int]
+) -> list[dict[str, Any]]:
     chosen = [entry[selected[i]] if subrequests[i] else entry[0] for i, entry in enumerate(requests)]
     out: list[dict[str, Any]] = []
     by_class: dict[str, list[dict[str, Any]]] = {}
@@ -97,8 +102,10 @@ def _config(spec: Mapping[str, Any], requests: Sequence[Sequence[Request]], subr
             for entry in by_class[request.class_name]:
                 entry["requests"].append(request.full_name)
             continue
-        entries = [{"source": "FromClass", "requests": [request.full_name], **dict(config)}
-                   for config in request.device_class.get("config") or []]
+        entries = [
+            {"source": "FromClass", "requests": [request.full_name], **dict(config)}
+            for config in request.device_class.get("config") or []
+        ]
         by_class[request.class_name] = entries
         out += entries
     for config in (spec.get("devices") or {}).get("config") or []:
@@ -127,8 +134,9 @@ def node_selector(picked: Sequence[Picked], node: Node) -> dict[str, Any] | None
         if item.device.spec.get("bindsToNode"):
             name = node.name
         if name:
-            return {"nodeSelectorTerms": [{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": [name]}]}]}
+            return {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}]
+            }
         selector = source.get("nodeSelector")
         terms = (selector or {}).get("nodeSelectorTerms") or []
         if len(terms) > 1:
@@ -141,9 +149,15 @@ def node_selector(picked: Sequence[Picked], node: Node) -> dict[str, Any] | None
     return {"nodeSelectorTerms": [compact]} if compact else None
 
 
-def allocation_result(spec: Mapping[str, Any], requests: Sequence[Sequence[Request]], subrequests: Sequence[bool],
-                      selected: Sequence[int], picked: Sequence[Picked], node: Node,
-                      features: Features) -> dict[str, Any]:
+def allocation_result(
+    spec: Mapping[str, Any],
+    requests: Sequence[Sequence[Request]],
+    subrequests: Sequence[bool],
+    selected: Sequence[int],
+    picked: Sequence[Picked],
+    node: Node,
+    features: Features,
+) -> dict[str, Any]:
     """The ``status.allocation`` of one claim."""
     devices: dict[str, Any] = {"results": [_result(p, features) for p in picked]}
     config = _config(spec, requests, subrequests, selected)

@@ -29,8 +29,15 @@ from dra_bridge.translate.names import API_VERSIONS
 __all__ = ["DRA_KINDS", "claim_spec", "class_spec", "object_label", "slice_spec"]
 
 DRA_KINDS: Final = frozenset({"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"})
-_EXACT_FIELDS: Final = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
-                        "tolerations", "capacity")
+_EXACT_FIELDS: Final = (
+    "deviceClassName",
+    "selectors",
+    "allocationMode",
+    "count",
+    "adminAccess",
+    "tolerations",
+    "capacity",
+)
 
 
 def object_label(obj: Mapping[str, Any]) -> str:
@@ -131,8 +138,12 @@ def claim_spec(obj: Mapping[str, Any], spec: Any, where: str) -> dict[str, Any]:
             subs = []
             for j, sub in enumerate(_list(first, f"{at}.firstAvailable")):
                 sub = _map(sub, f"{at}.firstAvailable[{j}]", optional=False)
-                subs.append({"name": _name(sub.get("name"), f"{at}.firstAvailable[{j}].name"),
-                             **_exact(sub, f"{at}.firstAvailable[{j}]", sub=True)})
+                subs.append(
+                    {
+                        "name": _name(sub.get("name"), f"{at}.firstAvailable[{j}].name"),
+                        **_exact(sub, f"{at}.firstAvailable[{j}]", sub=True),
+                    }
+                )
             requests.append({"name": name, "firstAvailable": subs})
             continue
         body = request if version.endswith("v1beta1") else request.get("exactly")
@@ -140,10 +151,14 @@ def claim_spec(obj: Mapping[str, Any], spec: Any, where: str) -> dict[str, Any]:
             raise InputError(f"{at}: exactly one of exactly or firstAvailable must be set")
         body = _map(body, f"{at}.exactly", optional=False)
         requests.append({"name": name, "exactly": _exact(body, f"{at}.exactly", sub=False)})
-    constraints = [_map(c, f"{where}.devices.constraints[{i}]", optional=False)
-                   for i, c in enumerate(_list(devices.get("constraints"), f"{where}.devices.constraints"))]
-    config = [_map(c, f"{where}.devices.config[{i}]", optional=False)
-              for i, c in enumerate(_list(devices.get("config"), f"{where}.devices.config"))]
+    constraints = [
+        _map(c, f"{where}.devices.constraints[{i}]", optional=False)
+        for i, c in enumerate(_list(devices.get("constraints"), f"{where}.devices.constraints"))
+    ]
+    config = [
+        _map(c, f"{where}.devices.config[{i}]", optional=False)
+        for i, c in enumerate(_list(devices.get("config"), f"{where}.devices.config"))
+    ]
     out: dict[str, Any] = {"requests": requests, "constraints": constraints, "config": config}
     return {"devices": out}
 
@@ -153,8 +168,10 @@ def class_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
     label = object_label(obj)
     _version(obj, label)
     spec = _map(obj.get("spec"), f"{label}: spec")
-    return {"selectors": _selectors(spec.get("selectors"), f"{label}: spec.selectors"),
-            "config": _list(spec.get("config"), f"{label}: spec.config")}
+    return {
+        "selectors": _selectors(spec.get("selectors"), f"{label}: spec.selectors"),
+        "config": _list(spec.get("config"), f"{label}: spec.config"),
+    }
 
 
 def _device(device: Any, where: str) -> dict[str, Any]:
@@ -190,12 +207,19 @@ def slice_spec(obj: Mapping[str, Any]) -> dict[str, Any]:
         out.pop("nodeName")
     if out.get("allNodes") is False:
         out.pop("allNodes")
-    set_fields = [key for key in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
-                  if out.get(key) not in (None, False)]
+    set_fields = [
+        key
+        for key in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+        if out.get(key) not in (None, False)
+    ]
     if len(set_fields) > 1:
-        raise InputError(f"{label}: spec: at most one of nodeName, nodeSelector, allNodes and "
-                         f"perDeviceNodeSelection may be set (found {', '.join(set_fields)})")
-    out["devices"] = [_device(d, f"{label}: spec.devices[{i}]")
-                      for i, d in enumerate(_list(spec.get("devices"), f"{label}: spec.devices"))]
+        raise InputError(
+            f"{label}: spec: at most one of nodeName, nodeSelector, allNodes and "
+            f"perDeviceNodeSelection may be set (found {', '.join(set_fields)})"
+        )
+    out["devices"] = [
+        _device(d, f"{label}: spec.devices[{i}]")
+        for i, d in enumerate(_list(spec.get("devices"), f"{label}: spec.devices"))
+    ]
     out["sharedCounters"] = _list(spec.get("sharedCounters"), f"{label}: spec.sharedCounters")
     return out

@@ -39,8 +39,13 @@ from dra_bridge.translate.errors import AllocationError, InputError
 
 __all__ = ["ClaimOutcome", "Simulation", "simulate"]
 
-_WORKLOADS: Final = {"Deployment": "replicas", "ReplicaSet": "replicas", "StatefulSet": "replicas",
-                     "Job": "parallelism", "CronJob": ""}
+_WORKLOADS: Final = {
+    "Deployment": "replicas",
+    "ReplicaSet": "replicas",
+    "StatefulSet": "replicas",
+    "Job": "parallelism",
+    "CronJob": "",
+}
 
 
 @dataclass
@@ -55,8 +60,13 @@ class ClaimOutcome:
     claim: dict[str, Any]
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "namespace": self.namespace, "outcome": self.outcome, "reason": self.reason,
-                "allocation": self.allocation}
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "allocation": self.allocation,
+        }
 
 
 @dataclass
@@ -149,18 +159,24 @@ class _Inputs:
                 if entry.get("resourceClaimName"):
                     key = (namespace, str(entry["resourceClaimName"]))
                     if key not in self.claims:
-                        raise InputError(f"{where}.resourceClaimName: ResourceClaim {key[0]}/{key[1]} is not in "
-                                         "the input")
+                        raise InputError(
+                            f"{where}.resourceClaimName: ResourceClaim {key[0]}/{key[1]} is not in the input"
+                        )
                 elif entry.get("resourceClaimTemplateName"):
                     template = self.templates.get((namespace, str(entry["resourceClaimTemplateName"])))
                     if template is None:
-                        raise InputError(f"{where}.resourceClaimTemplateName: ResourceClaimTemplate {namespace}/"
-                                         f"{entry['resourceClaimTemplateName']} is not in the input (put it before "
-                                         "the objects that use it, as convert writes it)")
+                        raise InputError(
+                            f"{where}.resourceClaimTemplateName: ResourceClaimTemplate {namespace}/"
+                            f"{entry['resourceClaimTemplateName']} is not in the input (put it before "
+                            "the objects that use it, as convert writes it)"
+                        )
                     key = (namespace, f"{pod_name}-{entry.get('name')}")
                     label = object_label(template)
-                    obj_claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                                 "metadata": {"name": key[1], "namespace": namespace}}
+                    obj_claim = {
+                        "apiVersion": "resource.k8s.io/v1",
+                        "kind": "ResourceClaim",
+                        "metadata": {"name": key[1], "namespace": namespace},
+                    }
                     spec_v1 = claim_spec(template, (template.get("spec") or {}).get("spec"), f"{label}: spec.spec")
                     self.claims[key] = _Claim(key, obj_claim, spec_v1, None)
                 else:
@@ -186,11 +202,15 @@ def _try_node(inputs: _Inputs, node: Node, features: Features, cache: SelectorCa
         todo = list(dict.fromkeys(k for k in group if not inputs.claims[k].allocation and k not in done))
         if not todo:
             continue
-        excluded = [c for c in held if (c.allocation or {}).get("nodeSelector")
-                    and not selector_matches(c.allocation["nodeSelector"], node)]  # type: ignore[index]
+        excluded = [
+            c
+            for c in held
+            if (c.allocation or {}).get("nodeSelector") and not selector_matches(c.allocation["nodeSelector"], node)
+        ]  # type: ignore[index]
         try:
-            results = None if excluded else allocator.allocate(
-                [(f"{k[0]}/{k[1]}", inputs.claims[k].spec) for k in todo])
+            results = (
+                None if excluded else allocator.allocate([(f"{k[0]}/{k[1]}", inputs.claims[k].spec) for k in todo])
+            )
         except AllocationError as exc:
             for k in todo:
                 done[k] = exc
@@ -210,25 +230,32 @@ def _outcome(claim: _Claim, result: Any, node: str) -> ClaimOutcome:
     if isinstance(result, AllocationError):
         return ClaimOutcome(name, namespace, "error", str(result), None, out)
     if result is None:
-        return ClaimOutcome(name, namespace, "unsatisfiable",
-                            f"cannot allocate all claims of its pod on node {node}", None, out)
+        return ClaimOutcome(
+            name, namespace, "unsatisfiable", f"cannot allocate all claims of its pod on node {node}", None, out
+        )
     out.setdefault("status", {})["allocation"] = result
     return ClaimOutcome(name, namespace, "allocated", "", result, out)
 
 
-def simulate(objects: Sequence[Mapping[str, Any]], features: Features, node: str | None = None,
-             cache: SelectorCache | None = None) -> Simulation:
+def simulate(
+    objects: Sequence[Mapping[str, Any]],
+    features: Features,
+    node: str | None = None,
+    cache: SelectorCache | None = None,
+) -> Simulation:
     """Allocate every claim of ``objects`` (see the module docstring). Raises InputError."""
     inputs = _Inputs(objects)
     nodes = inputs.nodes
     if node is not None:
         nodes = [n for n in nodes if n.name == node]
         if not nodes:
-            raise InputError(f"--node {node}: no Node object of that name in the input (its labels decide "
-                             "which slices reach it)")
+            raise InputError(
+                f"--node {node}: no Node object of that name in the input (its labels decide which slices reach it)"
+            )
     if not nodes:
-        raise InputError("no Node object in the input: simulate allocates on a node (add `kubectl get node NAME "
-                         "-o yaml`)")
+        raise InputError(
+            "no Node object in the input: simulate allocates on a node (add `kubectl get node NAME -o yaml`)"
+        )
     cache = cache or SelectorCache()
     best: tuple[int, str, dict[tuple[str, str], Any]] | None = None
     for candidate in nodes:

@@ -39,8 +39,12 @@ from dra_bridge.translate.plan.request_layout import Demand, legacy_total
 
 __all__ = ["legacy_requests", "node_constraints", "pod_demand", "pod_priority", "workload_demand"]
 
-_COUNT_FIELD: Final = {"Deployment": "replicas", "ReplicaSet": "replicas", "StatefulSet": "replicas",
-                       "Job": "parallelism"}
+_COUNT_FIELD: Final = {
+    "Deployment": "replicas",
+    "ReplicaSet": "replicas",
+    "StatefulSet": "replicas",
+    "Job": "parallelism",
+}
 
 
 def _requests(container: Mapping[str, Any], where: str) -> Counter[str]:
@@ -70,19 +74,21 @@ def node_constraints(spec: Mapping[str, Any], extended_tolerations: bool = False
     """The node constraints of a pod spec; ``extended_tolerations`` adds the
     ExtendedResourceToleration plugin's tolerations for the spec's extended resources."""
     affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     terms = None if affinity is None else tuple(affinity.get("nodeSelectorTerms") or [])
     tolerations = list(spec.get("tolerations") or [])
     if extended_tolerations:
-        tolerations += [{"key": name, "operator": "Exists", "effect": "NoSchedule"}
-                        for name in legacy_requests(spec)]
+        tolerations += [{"key": name, "operator": "Exists", "effect": "NoSchedule"} for name in legacy_requests(spec)]
     selector = spec.get("nodeSelector") or {}
-    return NodeConstraints(spec.get("nodeName") or None, {str(k): str(v) for k, v in selector.items()}, terms,
-                           tuple(tolerations))
+    return NodeConstraints(
+        spec.get("nodeName") or None, {str(k): str(v) for k, v in selector.items()}, terms, tuple(tolerations)
+    )
 
 
-def pod_priority(spec: Mapping[str, Any], priority_classes: Mapping[str, int] | None = None,
-                 global_default: int = 0) -> int:
+def pod_priority(
+    spec: Mapping[str, Any], priority_classes: Mapping[str, int] | None = None, global_default: int = 0
+) -> int:
     """The pod's priority (see the module docstring); ``priority_classes``: value by class name."""
     if isinstance(spec.get("priority"), int) and not isinstance(spec.get("priority"), bool):
         return int(spec["priority"])
@@ -92,9 +98,14 @@ def pod_priority(spec: Mapping[str, Any], priority_classes: Mapping[str, int] | 
     return global_default
 
 
-def pod_demand(namespace: str, name: str, legacy_spec: Mapping[str, Any], converted_spec: Mapping[str, Any] | None,
-               templates: Mapping[str, Mapping[str, Any]],
-               claims: Mapping[str, Mapping[str, Any]] | None = None) -> PodDemand:
+def pod_demand(
+    namespace: str,
+    name: str,
+    legacy_spec: Mapping[str, Any],
+    converted_spec: Mapping[str, Any] | None,
+    templates: Mapping[str, Mapping[str, Any]],
+    claims: Mapping[str, Mapping[str, Any]] | None = None,
+) -> PodDemand:
     """One pod. ``converted_spec`` None: not converted (no claims). ``templates`` and ``claims``:
     ResourceClaimTemplate and ResourceClaim objects of the namespace by name."""
     demands: list[ClaimDemand] = []
@@ -103,23 +114,31 @@ def pod_demand(namespace: str, name: str, legacy_spec: Mapping[str, Any], conver
         if entry.get("resourceClaimTemplateName"):
             template = templates.get(str(entry["resourceClaimTemplateName"]))
             if template is None:
-                raise InputError(f"{where}.resourceClaimTemplateName: ResourceClaimTemplate {namespace}/"
-                                 f"{entry['resourceClaimTemplateName']} is not in the input")
+                raise InputError(
+                    f"{where}.resourceClaimTemplateName: ResourceClaimTemplate {namespace}/"
+                    f"{entry['resourceClaimTemplateName']} is not in the input"
+                )
             label = f"{object_label(template)}: spec.spec"
             spec = claim_spec(template, (template.get("spec") or {}).get("spec"), label)
             demands.append(ClaimDemand(f"{name}-{entry.get('name')}", spec))
         elif entry.get("resourceClaimName"):
             claim = (claims or {}).get(str(entry["resourceClaimName"]))
             if claim is None:
-                raise InputError(f"{where}.resourceClaimName: ResourceClaim {namespace}/{entry['resourceClaimName']} "
-                                 "is not in the input")
+                raise InputError(
+                    f"{where}.resourceClaimName: ResourceClaim {namespace}/{entry['resourceClaimName']} "
+                    "is not in the input"
+                )
             spec = claim_spec(claim, claim.get("spec"), f"{object_label(claim)}: spec")
             demands.append(ClaimDemand(str(entry["resourceClaimName"]), spec, shared=True))
         else:
             raise InputError(f"{where}: one of resourceClaimName or resourceClaimTemplateName must be set")
-    return PodDemand(name, tuple(demands), legacy_requests(legacy_spec),
-                     node_constraints(converted_spec if converted_spec is not None else legacy_spec),
-                     node_constraints(legacy_spec, extended_tolerations=True))
+    return PodDemand(
+        name,
+        tuple(demands),
+        legacy_requests(legacy_spec),
+        node_constraints(converted_spec if converted_spec is not None else legacy_spec),
+        node_constraints(legacy_spec, extended_tolerations=True),
+    )
 
 
 def _pods(obj: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]]:
@@ -135,17 +154,23 @@ def _pods(obj: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]]:
         count, template = spec.get(_COUNT_FIELD[kind]), spec.get("template") or {}
         field_path = f"spec.{_COUNT_FIELD[kind]}"
     else:
-        raise InputError(f"{object_label(obj)}: kind {kind}: no pod count rule (Pod, Deployment, ReplicaSet, "
-                         "StatefulSet, Job, CronJob)")
+        raise InputError(
+            f"{object_label(obj)}: kind {kind}: no pod count rule (Pod, Deployment, ReplicaSet, "
+            "StatefulSet, Job, CronJob)"
+        )
     count = 1 if count is None else count
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise InputError(f"{object_label(obj)}: {field_path}: must be a non-negative integer")
     return count, template.get("spec") or {}
 
 
-def workload_demand(legacy: Mapping[str, Any], converted: Mapping[str, Any] | None,
-                    templates: Mapping[str, Mapping[str, Any]], priority: int = 0,
-                    claims: Mapping[str, Mapping[str, Any]] | None = None) -> WorkloadDemand:
+def workload_demand(
+    legacy: Mapping[str, Any],
+    converted: Mapping[str, Any] | None,
+    templates: Mapping[str, Mapping[str, Any]],
+    priority: int = 0,
+    claims: Mapping[str, Mapping[str, Any]] | None = None,
+) -> WorkloadDemand:
     """A workload's demand from its legacy object and converted object (None: not converted)."""
     meta = legacy.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
@@ -157,5 +182,6 @@ def workload_demand(legacy: Mapping[str, Any], converted: Mapping[str, Any] | No
     else:
         names = [f"{name}-{i}" for i in range(count)]
     pods = tuple(pod_demand(namespace, pod, legacy_spec, converted_spec, templates, claims) for pod in names)
-    return WorkloadDemand(namespace, name or str(meta.get("generateName") or ""), str(legacy.get("kind")), pods,
-                          priority)
+    return WorkloadDemand(
+        namespace, name or str(meta.get("generateName") or ""), str(legacy.get("kind")), pods, priority
+    )

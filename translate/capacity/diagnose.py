@@ -54,14 +54,26 @@ class _Option:
 def _options(claim: ClaimDemand) -> list[list[_Option]]:
     out = []
     for request in (claim.spec.get("devices") or {}).get("requests") or []:
-        bodies = ([(f"{request['name']}/{s['name']}", s) for s in request["firstAvailable"]]
-                  if request.get("firstAvailable") else [(request["name"], request["exactly"])])
+        bodies = (
+            [(f"{request['name']}/{s['name']}", s) for s in request["firstAvailable"]]
+            if request.get("firstAvailable")
+            else [(request["name"], request["exactly"])]
+        )
         entry = []
         for name, body in bodies:
             class_name = str(body.get("deviceClassName"))
             selectors = tuple(str(s["cel"]["expression"]) for s in body.get("selectors") or [])
-            entry.append(_Option(claim.name, name, class_name, selectors, int(body.get("count") or 0),
-                                 body.get("allocationMode") == "All", json.dumps([class_name, selectors])))
+            entry.append(
+                _Option(
+                    claim.name,
+                    name,
+                    class_name,
+                    selectors,
+                    int(body.get("count") or 0),
+                    body.get("allocationMode") == "All",
+                    json.dumps([class_name, selectors]),
+                )
+            )
         out.append(entry)
     return out
 
@@ -70,27 +82,47 @@ MatchCache = dict[tuple[str, str], frozenset[DeviceID]]
 """The devices of a node (by name) that match a class and selectors (by option key): static."""
 
 
-def _count(allocator: NodeAllocator, option: _Option, classes: Mapping[str, Mapping[str, Any]],
-           state: AllocatedState, cache: SelectorCache, namespace: str, known: MatchCache) -> tuple[int, int]:
+def _count(
+    allocator: NodeAllocator,
+    option: _Option,
+    classes: Mapping[str, Mapping[str, Any]],
+    state: AllocatedState,
+    cache: SelectorCache,
+    namespace: str,
+    known: MatchCache,
+) -> tuple[int, int]:
     """(matching, free) devices of ``option`` on the allocator's node."""
     ids = known.get((allocator.node.name, option.key))
     if ids is None:
         class_selectors = (classes.get(option.class_name) or {}).get("selectors") or []
         own = [{"cel": {"expression": s}} for s in option.selectors]
-        ids = frozenset(device.id for pool in allocator.pools if not (pool.incomplete or pool.invalid)
-                        for device in pool.devices
-                        if _matches(allocator, device, class_selectors, own, option, cache, namespace))
+        ids = frozenset(
+            device.id
+            for pool in allocator.pools
+            if not (pool.incomplete or pool.invalid)
+            for device in pool.devices
+            if _matches(allocator, device, class_selectors, own, option, cache, namespace)
+        )
         known[(allocator.node.name, option.key)] = ids
     return len(ids), sum(1 for i in ids if i not in state.devices)
 
 
-def _matches(allocator: NodeAllocator, device: Candidate, class_selectors: Sequence[Mapping[str, Any]],
-             own: Sequence[Mapping[str, Any]], option: _Option, cache: SelectorCache, namespace: str) -> bool:
-    if device.slice.per_device and not node_matches(allocator.node, device.spec.get("nodeName"),
-                                                    bool(device.spec.get("allNodes")), device.spec.get("nodeSelector")):
+def _matches(
+    allocator: NodeAllocator,
+    device: Candidate,
+    class_selectors: Sequence[Mapping[str, Any]],
+    own: Sequence[Mapping[str, Any]],
+    option: _Option,
+    cache: SelectorCache,
+    namespace: str,
+) -> bool:
+    if device.slice.per_device and not node_matches(
+        allocator.node, device.spec.get("nodeName"), bool(device.spec.get("allNodes")), device.spec.get("nodeSelector")
+    ):
         return False
-    return (cache.matches(class_selectors, device, f"class {option.class_name}")
-            and cache.matches(own, device, f"claim {namespace}/{option.claim}"))
+    return cache.matches(class_selectors, device, f"class {option.class_name}") and cache.matches(
+        own, device, f"claim {namespace}/{option.claim}"
+    )
 
 
 def _constraints(claims: Sequence[ClaimDemand]) -> str:
@@ -103,24 +135,34 @@ def _constraints(claims: Sequence[ClaimDemand]) -> str:
     return "; ".join(parts)
 
 
-def diagnose(namespace: str, claims: Sequence[ClaimDemand], allocators: Sequence[NodeAllocator],
-             classes: Mapping[str, Mapping[str, Any]], state: AllocatedState,
-             cache: SelectorCache, known: MatchCache | None = None) -> tuple[Code, str]:
+def diagnose(
+    namespace: str,
+    claims: Sequence[ClaimDemand],
+    allocators: Sequence[NodeAllocator],
+    classes: Mapping[str, Mapping[str, Any]],
+    state: AllocatedState,
+    cache: SelectorCache,
+    known: MatchCache | None = None,
+) -> tuple[Code, str]:
     """The code and reason (see the module docstring) for claims that fit on none of ``allocators``;
     ``known`` keeps the matching devices per node and selectors across calls (devices do not
     change during a check)."""
     requests = [entry for claim in claims for entry in _options(claim)]
     known = {} if known is None else known
     try:
-        counts = [{o: _count(a, o, classes, state, cache, namespace, known) for entry in requests for o in entry}
-                  for a in allocators]
+        counts = [
+            {o: _count(a, o, classes, state, cache, namespace, known) for entry in requests for o in entry}
+            for a in allocators
+        ]
     except AllocationError as exc:
         return "error", str(exc)
     for entry in requests:
         if all(counts[n][o][0] == 0 for n in range(len(allocators)) for o in entry):
             first = entry[0]
-            return "no-matching-device", (f"claim {first.claim}, request {first.request}: no device of the "
-                                          f"{len(allocators)} eligible nodes matches {first.what()}")
+            return "no-matching-device", (
+                f"claim {first.claim}, request {first.request}: no device of the "
+                f"{len(allocators)} eligible nodes matches {first.what()}"
+            )
     best: tuple[int, int, _Option, str] | None = None  # (free, matching, option, node)
     for n, allocator in enumerate(allocators):
         need: dict[str, int] = {}
@@ -134,13 +176,19 @@ def diagnose(namespace: str, claims: Sequence[ClaimDemand], allocators: Sequence
                 best = (counts[n][option][1], matching, option, allocator.node.name)
         if all(free[key] >= count for key, count in need.items()):
             why = _constraints(claims)
-            detail = (f"a claim constraint cannot be satisfied ({why})" if why
-                      else "device taints, consumable capacity or shared counters refuse them")
-            return "constraint", (f"node {allocator.node.name} has enough free devices for each request, "
-                                  f"but not together: {detail}")
+            detail = (
+                f"a claim constraint cannot be satisfied ({why})"
+                if why
+                else "device taints, consumable capacity or shared counters refuse them"
+            )
+            return "constraint", (
+                f"node {allocator.node.name} has enough free devices for each request, but not together: {detail}"
+            )
     assert best is not None
     free_count, matching, option, node = best
     need_count = matching if option.all_devices else option.count
-    return "not-enough-devices", (f"claim {option.claim}, request {option.request} needs {need_count} devices of "
-                                  f"{option.what()}: at most {free_count} free on one eligible node "
-                                  f"({node}: {matching} match there)")
+    return "not-enough-devices", (
+        f"claim {option.claim}, request {option.request} needs {need_count} devices of "
+        f"{option.what()}: at most {free_count} free on one eligible node "
+        f"({node}: {matching} match there)"
+    )

@@ -43,9 +43,15 @@ def _devices(allocation: Mapping[str, Any]) -> list[str]:
 class DraModel:
     """Converted pods placed cumulatively on ``slices`` (``(name, v1 spec)``)."""
 
-    def __init__(self, nodes: Sequence[ClusterNode], slices: Sequence[tuple[str, Mapping[str, Any]]],
-                 classes: Mapping[str, Mapping[str, Any]], features: Features,
-                 held: Sequence[Mapping[str, Any]] = (), cache: SelectorCache | None = None) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[ClusterNode],
+        slices: Sequence[tuple[str, Mapping[str, Any]]],
+        classes: Mapping[str, Mapping[str, Any]],
+        features: Features,
+        held: Sequence[Mapping[str, Any]] = (),
+        cache: SelectorCache | None = None,
+    ) -> None:
         self.nodes, self.classes, self.features = list(nodes), classes, features
         self.views = [Node(node.name, node.labels) for node in self.nodes]
         self.fit = FirstFit(self.views, slices, classes, features, cache, held)

@@ -57,8 +57,9 @@ def device_classes(objects: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, 
     return out
 
 
-def _pools(nodes: Sequence[ClusterNode], dra: DraModel, before: set[tuple[str, str, str]], legacy: LegacyModel,
-           label: str) -> tuple[PoolUsage, ...]:
+def _pools(
+    nodes: Sequence[ClusterNode], dra: DraModel, before: set[tuple[str, str, str]], legacy: LegacyModel, label: str
+) -> tuple[PoolUsage, ...]:
     after = dra.state.devices | set(dra.state.capacity)
     grouped: dict[str, list[ClusterNode]] = {}
     for node in nodes:
@@ -74,16 +75,33 @@ def _pools(nodes: Sequence[ClusterNode], dra: DraModel, before: set[tuple[str, s
             allocatable.update(node.allocatable)
             used_before.update(legacy.before[node.name])
             used_after.update(legacy.used[node.name])
-        out.append(PoolUsage(pool, len(members), len(local), len(local & before), len(local & after),
-                             dict(allocatable), dict(used_before), dict(used_after)))
+        out.append(
+            PoolUsage(
+                pool,
+                len(members),
+                len(local),
+                len(local & before),
+                len(local & after),
+                dict(allocatable),
+                dict(used_before),
+                dict(used_after),
+            )
+        )
     return tuple(out)
 
 
-def check_capacity(workloads: Sequence[WorkloadDemand], nodes: Sequence[ClusterNode],
-                   slices: Sequence[tuple[str, Mapping[str, Any]]], classes: Mapping[str, Mapping[str, Any]],
-                   features: Features, *, held_allocations: Sequence[Mapping[str, Any]] = (),
-                   held_legacy: Mapping[str, Mapping[str, int]] | None = None,
-                   pool_label: str = DEFAULT_POOL_LABEL, cache: SelectorCache | None = None) -> CapacityResult:
+def check_capacity(
+    workloads: Sequence[WorkloadDemand],
+    nodes: Sequence[ClusterNode],
+    slices: Sequence[tuple[str, Mapping[str, Any]]],
+    classes: Mapping[str, Mapping[str, Any]],
+    features: Features,
+    *,
+    held_allocations: Sequence[Mapping[str, Any]] = (),
+    held_legacy: Mapping[str, Mapping[str, int]] | None = None,
+    pool_label: str = DEFAULT_POOL_LABEL,
+    cache: SelectorCache | None = None,
+) -> CapacityResult:
     """Place every workload under both models (see the module docstring)."""
     nodes = sorted(nodes, key=lambda n: n.name.encode())
     names = [n.name for n in nodes]
@@ -103,7 +121,21 @@ def check_capacity(workloads: Sequence[WorkloadDemand], nodes: Sequence[ClusterN
             node, code, reason, devices = placed
             verdict = None if code == "not-converted" else code == "fits"
             legacy_node, legacy_code, legacy_reason = legacy.place(pod.legacy_requests, pod.legacy)
-            pods.append(PodFit(workload.namespace, workload.name, pod.name, verdict, node, code, reason, devices,
-                               legacy_code == "fits", legacy_node, legacy_code, legacy_reason))
+            pods.append(
+                PodFit(
+                    workload.namespace,
+                    workload.name,
+                    pod.name,
+                    verdict,
+                    node,
+                    code,
+                    reason,
+                    devices,
+                    legacy_code == "fits",
+                    legacy_node,
+                    legacy_code,
+                    legacy_reason,
+                )
+            )
         fits.append(WorkloadFit(workload.namespace, workload.name, workload.kind, workload.priority, tuple(pods)))
     return CapacityResult(pool_label, tuple(fits), _pools(nodes, dra, before, legacy, pool_label))

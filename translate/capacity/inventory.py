@@ -75,15 +75,17 @@ def cluster_node(obj: Mapping[str, Any]) -> ClusterNode:
     if not isinstance(taints, list) or not all(isinstance(t, Mapping) for t in taints):
         raise InputError(f"{label}: spec.taints: must be a list of objects")
     allocatable: dict[str, int] = {}
-    for key, value in _map(_map(obj.get("status"), f"{label}: status").get("allocatable"),
-                           f"{label}: status.allocatable").items():
+    for key, value in _map(
+        _map(obj.get("status"), f"{label}: status").get("allocatable"), f"{label}: status.allocatable"
+    ).items():
         if is_extended(str(key)):
             try:
                 allocatable[str(key)] = parse_count(value)
             except ValueError as exc:
                 raise InputError(f"{label}: status.allocatable[{key}]: {exc}") from exc
-    return ClusterNode(name, {str(k): str(v) for k, v in labels.items()}, tuple(taints),
-                       bool(spec.get("unschedulable")), allocatable)
+    return ClusterNode(
+        name, {str(k): str(v) for k, v in labels.items()}, tuple(taints), bool(spec.get("unschedulable")), allocatable
+    )
 
 
 def synthetic_inventory(node: ClusterNode, catalog: Catalog) -> list[InventoryDevice]:
@@ -104,8 +106,9 @@ def synthetic_inventory(node: ClusterNode, catalog: Catalog) -> list[InventoryDe
     return out
 
 
-def _bridge(node: ClusterNode, inventory: Sequence[InventoryDevice], catalog: Catalog,
-            warnings: list[str]) -> list[tuple[str, dict[str, Any]]]:
+def _bridge(
+    node: ClusterNode, inventory: Sequence[InventoryDevice], catalog: Catalog, warnings: list[str]
+) -> list[tuple[str, dict[str, Any]]]:
     try:
         build = build_slices(node.name, inventory, catalog, node.labels, driver=catalog.bridge_driver)
     except TranslateError as exc:
@@ -118,8 +121,12 @@ def _bridge(node: ClusterNode, inventory: Sequence[InventoryDevice], catalog: Ca
     return out
 
 
-def cluster_devices(nodes: Sequence[ClusterNode], slices: Sequence[Mapping[str, Any]], catalog: Catalog,
-                    inventories: Mapping[str, Sequence[InventoryDevice]] | None = None) -> ClusterDevices:
+def cluster_devices(
+    nodes: Sequence[ClusterNode],
+    slices: Sequence[Mapping[str, Any]],
+    catalog: Catalog,
+    inventories: Mapping[str, Sequence[InventoryDevice]] | None = None,
+) -> ClusterDevices:
     """The devices of the cluster, per the rules of the module docstring.
 
     ``slices``: ResourceSlice objects (any served version); ``inventories``: grouped inventory

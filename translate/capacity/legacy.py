@@ -51,13 +51,13 @@ def refusal(node: ClusterNode, pod: NodeConstraints) -> str | None:
         return "nodeName"
     if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
         return "node selector"
-    if pod.required_terms is not None and not selector_matches({"nodeSelectorTerms": list(pod.required_terms)},
-                                                               Node(node.name, node.labels)):
+    if pod.required_terms is not None and not selector_matches(
+        {"nodeSelectorTerms": list(pod.required_terms)}, Node(node.name, node.labels)
+    ):
         return "node affinity"
     taints = [*node.taints, *([_UNSCHEDULABLE] if node.unschedulable else [])]
     for taint in taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint)
-                                                                           for t in pod.tolerations):
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in pod.tolerations):
             value = f"={taint['value']}" if taint.get("value") else ""
             return f"taint {taint.get('key')}{value}:{taint.get('effect')}"
     return None
@@ -127,10 +127,20 @@ class LegacyModel:
                 return node.name, "fits", ""
             shortfall, resource = max(missing)
             if best is None or shortfall < best[0]:
-                best = (shortfall, resource, node.allocatable.get(resource, 0) - used[resource],
-                        node.allocatable.get(resource, 0))
+                best = (
+                    shortfall,
+                    resource,
+                    node.allocatable.get(resource, 0) - used[resource],
+                    node.allocatable.get(resource, 0),
+                )
         assert best is not None
         _, resource, left, allocatable = best
-        return None, "not-enough-devices", (f"needs {requests[resource]} {resource}: at most {left} left on one "
-                                            f"eligible node (of {allocatable} allocatable; {len(candidates)} "
-                                            "eligible nodes)")
+        return (
+            None,
+            "not-enough-devices",
+            (
+                f"needs {requests[resource]} {resource}: at most {left} left on one "
+                f"eligible node (of {allocatable} allocatable; {len(candidates)} "
+                "eligible nodes)"
+            ),
+        )

@@ -34,11 +34,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CapacityResult", "ClaimDemand", "ClusterNode", "Code", "NodeConstraints", "PodDemand", "PodFit",
-           "PoolUsage", "WorkloadDemand", "WorkloadFit", "placement_order"]
+__all__ = [
+    "CapacityResult",
+    "ClaimDemand",
+    "ClusterNode",
+    "Code",
+    "NodeConstraints",
+    "PodDemand",
+    "PodFit",
+    "PoolUsage",
+    "WorkloadDemand",
+    "WorkloadFit",
+    "placement_order",
+]
 
-Code = Literal["fits", "node-selection", "no-matching-device", "not-enough-devices", "constraint", "error",
-               "not-converted"]
+Code = Literal[
+    "fits", "node-selection", "no-matching-device", "not-enough-devices", "constraint", "error", "not-converted"
+]
 
 
 @dataclass(frozen=True)
@@ -130,9 +142,19 @@ class PodFit:
         return self.fits is not None and (self.fits != self.legacy_fits or self.node != self.legacy_node)
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "fits": self.fits, "node": self.node, "code": self.code, "reason": self.reason,
-                "devices": list(self.devices), "legacyFits": self.legacy_fits, "legacyNode": self.legacy_node,
-                "legacyCode": self.legacy_code, "legacyReason": self.legacy_reason, "differs": self.differs}
+        return {
+            "name": self.name,
+            "fits": self.fits,
+            "node": self.node,
+            "code": self.code,
+            "reason": self.reason,
+            "devices": list(self.devices),
+            "legacyFits": self.legacy_fits,
+            "legacyNode": self.legacy_node,
+            "legacyCode": self.legacy_code,
+            "legacyReason": self.legacy_reason,
+            "differs": self.differs,
+        }
 
 
 @dataclass(frozen=True)
@@ -159,9 +181,16 @@ class WorkloadFit:
         return any(p.differs for p in self.pods)
 
     def as_json(self) -> dict[str, Any]:
-        return {"namespace": self.namespace, "name": self.name, "kind": self.kind, "priority": self.priority,
-                "fits": self.fits, "legacyFits": self.legacy_fits, "differs": self.differs,
-                "pods": [p.as_json() for p in self.pods]}
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "kind": self.kind,
+            "priority": self.priority,
+            "fits": self.fits,
+            "legacyFits": self.legacy_fits,
+            "differs": self.differs,
+            "pods": [p.as_json() for p in self.pods],
+        }
 
 
 @dataclass(frozen=True)
@@ -181,9 +210,16 @@ class PoolUsage:
     legacy_used_after: Mapping[str, int]
 
     def as_json(self) -> dict[str, Any]:
-        return {"pool": self.pool, "nodes": self.nodes, "devices": self.devices, "usedBefore": self.used_before,
-                "usedAfter": self.used_after, "legacyAllocatable": dict(self.legacy_allocatable),
-                "legacyUsedBefore": dict(self.legacy_used_before), "legacyUsedAfter": dict(self.legacy_used_after)}
+        return {
+            "pool": self.pool,
+            "nodes": self.nodes,
+            "devices": self.devices,
+            "usedBefore": self.used_before,
+            "usedAfter": self.used_after,
+            "legacyAllocatable": dict(self.legacy_allocatable),
+            "legacyUsedBefore": dict(self.legacy_used_before),
+            "legacyUsedAfter": dict(self.legacy_used_after),
+        }
 
 
 @dataclass(frozen=True)
@@ -196,10 +232,16 @@ class CapacityResult:
 
     def as_json(self) -> dict[str, Any]:
         pods = [p for w in self.workloads for p in w.pods]
-        return {"poolLabel": self.pool_label, "workloads": [w.as_json() for w in self.workloads],
-                "pools": [p.as_json() for p in self.pools],
-                "totals": {"pods": len(pods), "fit": sum(1 for p in pods if p.fits),
-                           "unschedulable": sum(1 for p in pods if p.fits is False),
-                           "notConverted": sum(1 for p in pods if p.fits is None),
-                           "legacyFit": sum(1 for p in pods if p.legacy_fits),
-                           "differ": sum(1 for p in pods if p.differs)}}
+        return {
+            "poolLabel": self.pool_label,
+            "workloads": [w.as_json() for w in self.workloads],
+            "pools": [p.as_json() for p in self.pools],
+            "totals": {
+                "pods": len(pods),
+                "fit": sum(1 for p in pods if p.fits),
+                "unschedulable": sum(1 for p in pods if p.fits is False),
+                "notConverted": sum(1 for p in pods if p.fits is None),
+                "legacyFit": sum(1 for p in pods if p.legacy_fits),
+                "differ": sum(1 for p in pods if p.differs),
+            },
+        }

@@ -84,7 +84,7 @@ def normalized_string_expr(ref: str) -> str:
     """CEL that normalises a string expression like :func:`normalized_product`."""
     out = f"{ref}.lowerAscii()"
     for ch in PRODUCT_NAME_NOISE:
-        out += f".replace({literal(ch)}, \"\")"
+        out += f'.replace({literal(ch)}, "")'
     return out
 
 
@@ -93,10 +93,7 @@ def product_in(domain: str, name: str, values: Iterable[str]) -> str:
     normal = sorted({normalized_product(v) for v in values})
     ref = attribute(domain, name)
     listed = ", ".join(literal(v) for v in normal)
-    return (
-        f"({has_attribute(domain, name)} && type({ref}) in [string] && "
-        f"{normalized_string_expr(ref)} in [{listed}])"
-    )
+    return f"({has_attribute(domain, name)} && type({ref}) in [string] && {normalized_string_expr(ref)} in [{listed}])"
 
 
 def is_version(ref: str) -> str:

@@ -20,9 +20,18 @@ from dra_bridge.translate.names import GFD_PREFIX
 MIB = 1024 * 1024
 #: GFD ``gpu.family`` (lower case, vendors.md 1.5) -> the DRA driver's ``architecture`` (2.4).
 ARCHITECTURES: dict[str, str] = {
-    "tesla": "Tesla", "fermi": "Fermi", "kepler": "Kepler", "maxwell": "Maxwell", "pascal": "Pascal",
-    "volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada-lovelace": "Ada Lovelace",
-    "hopper": "Hopper", "blackwell": "Blackwell", "rubin": "Rubin",
+    "tesla": "Tesla",
+    "fermi": "Fermi",
+    "kepler": "Kepler",
+    "maxwell": "Maxwell",
+    "pascal": "Pascal",
+    "volta": "Volta",
+    "turing": "Turing",
+    "ampere": "Ampere",
+    "ada-lovelace": "Ada Lovelace",
+    "hopper": "Hopper",
+    "blackwell": "Blackwell",
+    "rubin": "Rubin",
 }
 
 

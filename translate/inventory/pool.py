@@ -47,8 +47,13 @@ def slice_name(node: str, driver: str, index: int) -> str:
     return f"{head}-{digest(node, 10)}{tail}"
 
 
-def pool_slices(node: str, driver: str, devices: Sequence[SliceDevice], generation: int = 0,
-                max_devices: int = MAX_DEVICES_PER_SLICE) -> list[dict[str, Any]]:
+def pool_slices(
+    node: str,
+    driver: str,
+    devices: Sequence[SliceDevice],
+    generation: int = 0,
+    max_devices: int = MAX_DEVICES_PER_SLICE,
+) -> list[dict[str, Any]]:
     """Split a node's devices into the slices of one pool (internal form).
 
     Devices keep their order (the scheduler tries slices in name order, first fit). An empty
@@ -62,28 +67,32 @@ def pool_slices(node: str, driver: str, devices: Sequence[SliceDevice], generati
     names = [d["name"] for d in devices]
     if len(set(names)) != len(names):
         raise InventoryError("device names in a pool must be unique")
-    chunks = [list(devices[i:i + max_devices]) for i in range(0, len(devices), max_devices)] or [[]]
+    chunks = [list(devices[i : i + max_devices]) for i in range(0, len(devices), max_devices)] or [[]]
     out = []
     for index, chunk in enumerate(chunks):
         for device in chunk:
             check_device(device)
-        out.append({
-            "metadata": {"name": slice_name(node, driver, index), "labels": {MANAGED_BY: MANAGED_BY_BRIDGE}},
-            "spec": {
-                "driver": driver,
-                "nodeName": node,
-                "pool": {"name": node, "generation": generation, "resourceSliceCount": len(chunks)},
-                "devices": [_copy_device(d) for d in chunk],
-            },
-        })
+        out.append(
+            {
+                "metadata": {"name": slice_name(node, driver, index), "labels": {MANAGED_BY: MANAGED_BY_BRIDGE}},
+                "spec": {
+                    "driver": driver,
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": generation, "resourceSliceCount": len(chunks)},
+                    "devices": [_copy_device(d) for d in chunk],
+                },
+            }
+        )
     return out
 
 
 def _copy_device(device: SliceDevice) -> SliceDevice:
     """A new device dict (the value dicts are one level deep, so this is a full copy)."""
-    return SliceDevice(name=device["name"],
-                       attributes={k: AttributeValue(**v) for k, v in device["attributes"].items()},
-                       capacity={k: Capacity(value=v["value"]) for k, v in device["capacity"].items()})
+    return SliceDevice(
+        name=device["name"],
+        attributes={k: AttributeValue(**v) for k, v in device["attributes"].items()},
+        capacity={k: Capacity(value=v["value"]) for k, v in device["capacity"].items()},
+    )
 
 
 def render_slice(internal: Mapping[str, Any], api_version: str) -> dict[str, Any]:

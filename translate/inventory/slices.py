@@ -89,8 +89,11 @@ class _Device:
             self.put(name, {"version": value})
 
     def done(self) -> SliceDevice:
-        return SliceDevice(name=self.name, attributes=dict(sorted(self.attributes.items())),
-                           capacity=dict(sorted(self.capacity.items())))
+        return SliceDevice(
+            name=self.name,
+            attributes=dict(sorted(self.attributes.items())),
+            capacity=dict(sorted(self.capacity.items())),
+        )
 
 
 def _nvidia(dev: _Device, facts: NvmlFacts, uuid: str, mig: bool) -> None:
@@ -116,8 +119,12 @@ def _nvidia(dev: _Device, facts: NvmlFacts, uuid: str, mig: bool) -> None:
             dev.put(s + key, {"string": str(facts[key])})  # type: ignore[literal-required]
 
 
-def build_devices(inventory: Sequence[InventoryDevice], catalog: Catalog, labels: Mapping[str, str] | None = None,
-                  nvml: Mapping[str, NvmlFacts] | None = None) -> tuple[list[SliceDevice], list[str]]:
+def build_devices(
+    inventory: Sequence[InventoryDevice],
+    catalog: Catalog,
+    labels: Mapping[str, str] | None = None,
+    nvml: Mapping[str, NvmlFacts] | None = None,
+) -> tuple[list[SliceDevice], list[str]]:
     """The slice devices for a grouped inventory, in inventory order, plus warnings.
 
     Resources the catalog lacks, or marks ``slicing``, are left out with a warning. Raises
@@ -177,9 +184,15 @@ def _with_parent_topology(facts: NvmlFacts, nvml: Mapping[str, NvmlFacts]) -> Nv
     return out
 
 
-def build_slices(node: str, inventory: Sequence[InventoryDevice], catalog: Catalog,
-                 labels: Mapping[str, str] | None = None, nvml: Mapping[str, NvmlFacts] | None = None,
-                 driver: str = BRIDGE_DRIVER, generation: int = 0) -> SliceBuild:
+def build_slices(
+    node: str,
+    inventory: Sequence[InventoryDevice],
+    catalog: Catalog,
+    labels: Mapping[str, str] | None = None,
+    nvml: Mapping[str, NvmlFacts] | None = None,
+    driver: str = BRIDGE_DRIVER,
+    generation: int = 0,
+) -> SliceBuild:
     """The desired ResourceSlices (internal form) of ``node``'s pool for ``driver``.
 
     One pool named after the node, split every 128 devices, each slice with ``spec.nodeName``;

@@ -45,9 +45,12 @@ ATTRIBUTES: dict[str, str] = {"numa": "numaNode", "pcie": "pcieRoot"}
 #: (vendor driver, device type) -> {standard attribute: caveat ("" when none)} it publishes
 #: (vendors.md 2.4, 3.1, 3.2). A MIG device carries its parent GPU's PCIe root.
 VENDOR_PUBLISHES: dict[tuple[str, str], dict[str, str]] = {
-    (NVIDIA_DRIVER, "gpu"): {"pcieRoot": "", "numaNode": "the NVIDIA DRA driver publishes numaNode for GPUs "
-                                                         "only in recent versions: nodes with an older one offer "
-                                                         "no device to this request"},
+    (NVIDIA_DRIVER, "gpu"): {
+        "pcieRoot": "",
+        "numaNode": "the NVIDIA DRA driver publishes numaNode for GPUs "
+        "only in recent versions: nodes with an older one offer "
+        "no device to this request",
+    },
     (NVIDIA_DRIVER, "mig"): {"pcieRoot": ""},
     (AMD_DRIVER, "gpu"): {"pcieRoot": ""},
     (INTEL_DRIVER, "gpu"): {"pcieRoot": ""},
@@ -122,8 +125,9 @@ def not_written(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.code == NOT_WRITTEN]
 
 
-def unalignable(demands: Sequence[tuple[ResourceMapping, int, str, str, str]], target: Target,
-                alignment: Alignment, pod_path: str) -> list[Finding]:
+def unalignable(
+    demands: Sequence[tuple[ResourceMapping, int, str, str, str]], target: Target, alignment: Alignment, pod_path: str
+) -> list[Finding]:
     """``partial`` findings for the devices alignment cannot cover.
 
     ``demands``: (mapping, count, container, path, legacy value) per container and resource.
@@ -139,15 +143,26 @@ def unalignable(demands: Sequence[tuple[ResourceMapping, int, str, str, str]], t
             continue
         why, _ = missing(mapping, target, alignment)
         if why is not None:
-            hint = "; alignment pcie is published for them" if alignment.policy == "numa" and missing(
-                mapping, target, Alignment("pcie"))[0] is None else ""
-            out.append(Finding(path or f"{pod_path}spec", legacy, "partial",
-                               f"{alignment.policy} alignment not written: {why}{hint}", code=NOT_WRITTEN))
+            hint = (
+                "; alignment pcie is published for them"
+                if alignment.policy == "numa" and missing(mapping, target, Alignment("pcie"))[0] is None
+                else ""
+            )
+            out.append(
+                Finding(
+                    path or f"{pod_path}spec",
+                    legacy,
+                    "partial",
+                    f"{alignment.policy} alignment not written: {why}{hint}",
+                    code=NOT_WRITTEN,
+                )
+            )
     return out
 
 
-def groups(users: Sequence[tuple[str, ...]], counts: Sequence[int], alignable: Sequence[bool],
-           alignment: Alignment) -> list[tuple[str, tuple[int, ...]]]:
+def groups(
+    users: Sequence[tuple[str, ...]], counts: Sequence[int], alignable: Sequence[bool], alignment: Alignment
+) -> list[tuple[str, tuple[int, ...]]]:
     """(container, request indices) each constraint covers ("" for the pod with pod scope): the
     requests a container (or the pod) references, when they hold more than one device and all
     can be aligned. A duplicate (an init container reusing exactly an app container's
@@ -166,8 +181,13 @@ def groups(users: Sequence[tuple[str, ...]], counts: Sequence[int], alignable: S
     return out
 
 
-def outcome(together: Sequence[tuple[str, tuple[int, ...]]], lost: set[int], notes: Sequence[str],
-            where: Mapping[str, tuple[str, str]], alignment: Alignment) -> list[Finding]:
+def outcome(
+    together: Sequence[tuple[str, tuple[int, ...]]],
+    lost: set[int],
+    notes: Sequence[str],
+    where: Mapping[str, tuple[str, str]],
+    alignment: Alignment,
+) -> list[Finding]:
     """A finding per constraint: ``translated`` with the drivers' caveats (``notes`` per request)
     when written, ``partial`` when its requests did not fit in one claim. ``where``: container
     name ("" for the pod) -> (finding path, legacy value)."""
@@ -176,18 +196,32 @@ def outcome(together: Sequence[tuple[str, tuple[int, ...]]], lost: set[int], not
         path, legacy = where[who]
         devices = f"container {who}'s devices" if who else "the pod's devices"
         if g in lost:
-            out.append(Finding(path, legacy, "partial", f"{alignment.policy} alignment not written: {devices} "
-                                                        f"need more than one claim (32 devices, 32 requests)",
-                               code=NOT_WRITTEN))
+            out.append(
+                Finding(
+                    path,
+                    legacy,
+                    "partial",
+                    f"{alignment.policy} alignment not written: {devices} "
+                    f"need more than one claim (32 devices, 32 requests)",
+                    code=NOT_WRITTEN,
+                )
+            )
             continue
         caveats = "; ".join(dict.fromkeys(n for i in group if (n := notes[i])))
-        out.append(Finding(path, legacy, "translated", f"aligned: {devices} share {alignment.attribute}"
-                                                       + (f" ({caveats})" if caveats else "")))
+        out.append(
+            Finding(
+                path,
+                legacy,
+                "translated",
+                f"aligned: {devices} share {alignment.attribute}" + (f" ({caveats})" if caveats else ""),
+            )
+        )
     return out
 
 
-def pack_claims(counts: Sequence[int],
-                together: Sequence[tuple[str, tuple[int, ...]]]) -> tuple[list[list[int]], set[int]]:
+def pack_claims(
+    counts: Sequence[int], together: Sequence[tuple[str, tuple[int, ...]]]
+) -> tuple[list[list[int]], set[int]]:
     """Requests (by index, in order) into claims of at most 32 devices and 32 requests, each
     group of ``together`` (overlapping groups merged) in one claim where it fits; returns the
     claims and the indices of the groups that did not fit (their constraints are not written).
@@ -212,23 +246,31 @@ def pack_claims(counts: Sequence[int],
         current = claims[-1]
         if len(members) > 1 and (size > MAX_DEVICES_PER_CLAIM or len(members) > MAX_REQUESTS_PER_CLAIM):
             split.update(members)
-        elif current and (sum(counts[i] for i in current) + size > MAX_DEVICES_PER_CLAIM
-                          or len(current) + len(members) > MAX_REQUESTS_PER_CLAIM):
+        elif current and (
+            sum(counts[i] for i in current) + size > MAX_DEVICES_PER_CLAIM
+            or len(current) + len(members) > MAX_REQUESTS_PER_CLAIM
+        ):
             claims.append([])
         for i in members:
             current = claims[-1]
-            if current and (sum(counts[j] for j in current) + counts[i] > MAX_DEVICES_PER_CLAIM
-                            or len(current) >= MAX_REQUESTS_PER_CLAIM):
+            if current and (
+                sum(counts[j] for j in current) + counts[i] > MAX_DEVICES_PER_CLAIM
+                or len(current) >= MAX_REQUESTS_PER_CLAIM
+            ):
                 claims.append([])
             claims[-1].append(i)
     lost = {g for g, (_, group) in enumerate(together) if split.intersection(group)}
     return claims, lost
 
 
-def claim_constraints(claim: Sequence[int], together: Sequence[tuple[str, tuple[int, ...]]], names: Sequence[str],
-                      attribute: str) -> list[dict[str, Any]]:
+def claim_constraints(
+    claim: Sequence[int], together: Sequence[tuple[str, tuple[int, ...]]], names: Sequence[str], attribute: str
+) -> list[dict[str, Any]]:
     """The constraints (internal form: ``{"requests": [name, ...], "matchAttribute": attr}``) of
     the groups lying wholly in ``claim``, in group order."""
     inside = set(claim)
-    return [{"requests": [names[i] for i in group], "matchAttribute": attribute}
-            for _, group in together if inside.issuperset(group)]
+    return [
+        {"requests": [names[i] for i in group], "matchAttribute": attribute}
+        for _, group in together
+        if inside.issuperset(group)
+    ]

@@ -36,8 +36,9 @@ def _request(req: Mapping[str, Any], api_version: str) -> dict[str, Any]:
     return {"name": req["name"], "exactly": body}
 
 
-def render_template(internal: Mapping[str, Any], name: str, namespace: str | None, api_version: str,
-                    managed_by: str) -> dict[str, Any]:
+def render_template(
+    internal: Mapping[str, Any], name: str, namespace: str | None, api_version: str, managed_by: str
+) -> dict[str, Any]:
     """A ResourceClaimTemplate object for ``internal`` in ``api_version``.
 
     Its generated claims carry the ``dra-bridge.io/converted`` label so they can be found.
@@ -45,8 +46,9 @@ def render_template(internal: Mapping[str, Any], name: str, namespace: str | Non
     metadata: dict[str, Any] = {"name": name, "labels": {MANAGED_BY: managed_by}}
     devices: dict[str, Any] = {"requests": [_request(r, api_version) for r in internal["requests"]]}
     if internal.get("constraints"):
-        devices["constraints"] = [{"requests": list(c["requests"]), "matchAttribute": c["matchAttribute"]}
-                                  for c in internal["constraints"]]
+        devices["constraints"] = [
+            {"requests": list(c["requests"]), "matchAttribute": c["matchAttribute"]} for c in internal["constraints"]
+        ]
     if namespace:
         metadata["namespace"] = namespace
     return {
@@ -66,12 +68,16 @@ def internal_from_template(template: Mapping[str, Any]) -> dict[str, Any]:
     requests = []
     for req in template["spec"]["spec"]["devices"]["requests"]:
         body = req.get("exactly", req)
-        requests.append({
-            "name": req["name"],
-            "deviceClassName": body["deviceClassName"],
-            "count": int(body.get("count", 1)),
-            "selectors": [s["cel"]["expression"] for s in body.get("selectors") or []],
-        })
-    constraints = [{"requests": list(c.get("requests") or []), "matchAttribute": c["matchAttribute"]}
-                   for c in template["spec"]["spec"]["devices"].get("constraints") or []]
+        requests.append(
+            {
+                "name": req["name"],
+                "deviceClassName": body["deviceClassName"],
+                "count": int(body.get("count", 1)),
+                "selectors": [s["cel"]["expression"] for s in body.get("selectors") or []],
+            }
+        )
+    constraints = [
+        {"requests": list(c.get("requests") or []), "matchAttribute": c["matchAttribute"]}
+        for c in template["spec"]["spec"]["devices"].get("constraints") or []
+    ]
     return {"requests": requests, **({"constraints": constraints} if constraints else {})}

@@ -65,9 +65,15 @@ def converted_resources(pod: Mapping[str, Any]) -> set[str]:
     return set(record.resources) if record else set()
 
 
-def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: str,
-              node_mode: Callable[[str], str | None], quota_keys: QuotaKeys, catalog: Catalog,
-              ignore_legacy_quota: bool = False) -> list[Finding]:
+def held_back(
+    migrated: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    owner_kind: str,
+    node_mode: Callable[[str], str | None],
+    quota_keys: QuotaKeys,
+    catalog: Catalog,
+    ignore_legacy_quota: bool = False,
+) -> list[Finding]:
     """Cluster-state findings for a pod ``plan_pod`` converted into ``migrated``.
 
     ``node_mode(node)`` gives a node's ``dra-bridge.io/mode`` label (None when unset);
@@ -77,17 +83,22 @@ def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: 
     because they name cluster state, not a field of the pod.
     """
     out: list[Finding] = []
-    pinned = daemonset_node_not_handed_over(owner_kind, daemonset_node(spec) if owner_kind == "DaemonSet" else None,
-                                            node_mode)
+    pinned = daemonset_node_not_handed_over(
+        owner_kind, daemonset_node(spec) if owner_kind == "DaemonSet" else None, node_mode
+    )
     if pinned is not None:
         out.append(pinned)
     if isinstance(quota_keys, QuotaUnknown):
         resources = sorted(converted_resources(migrated))
         unknown = quota_not_known(resources, quota_keys.cause, ignore_legacy_quota)
         if unknown is None and resources:
-            unknown = Finding("(quota-view)", ", ".join(resources), "partial",
-                              f"converted without knowing this namespace's ResourceQuotas ({quota_keys.cause})",
-                              Remedy.IGNORE_LEGACY_QUOTA)
+            unknown = Finding(
+                "(quota-view)",
+                ", ".join(resources),
+                "partial",
+                f"converted without knowing this namespace's ResourceQuotas ({quota_keys.cause})",
+                Remedy.IGNORE_LEGACY_QUOTA,
+            )
         return [*out, unknown] if unknown else out
     if not quota_keys:
         return out
@@ -101,11 +112,25 @@ def held_back(migrated: Mapping[str, Any], spec: Mapping[str, Any], owner_kind: 
         if lifted is not None:
             out.append(lifted)
         elif dra_key in quota_keys:
-            out.append(Finding("(quota)", resource, "partial",
-                               "DRA quota is charged when the claim is created: an over-quota pod now waits "
-                               "Pending instead of being refused"))
+            out.append(
+                Finding(
+                    "(quota)",
+                    resource,
+                    "partial",
+                    "DRA quota is charged when the claim is created: an over-quota pod now waits "
+                    "Pending instead of being refused",
+                )
+            )
         else:
-            out.append(Finding("(quota)", resource, "partial",
-                               f"converted although no ResourceQuota limits {dra_key}: the legacy quota no longer "
-                               "applies to this pod", Remedy.IGNORE_LEGACY_QUOTA, dra_key))
+            out.append(
+                Finding(
+                    "(quota)",
+                    resource,
+                    "partial",
+                    f"converted although no ResourceQuota limits {dra_key}: the legacy quota no longer "
+                    "applies to this pod",
+                    Remedy.IGNORE_LEGACY_QUOTA,
+                    dra_key,
+                )
+            )
     return out

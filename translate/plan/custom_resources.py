@@ -41,8 +41,19 @@ Path = tuple[str | int, ...]
 KSERVE_GROUP = "serving.kserve.io/"
 #: InferenceService component -> the keys that hold its single model-server container.
 KSERVE_COMPONENTS: dict[str, tuple[str, ...]] = {
-    "predictor": ("model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx", "huggingface", "pmml",
-                  "lightgbm", "paddle"),
+    "predictor": (
+        "model",
+        "sklearn",
+        "xgboost",
+        "tensorflow",
+        "pytorch",
+        "triton",
+        "onnx",
+        "huggingface",
+        "pmml",
+        "lightgbm",
+        "paddle",
+    ),
     "transformer": (),
     "explainer": ("art", "alibi"),
 }
@@ -99,7 +110,7 @@ class PodSpecSite:
         for key, container in zip(singles, containers, strict=False):
             site[key] = {k: v for k, v in container.items() if k != "name" or "name" in site[key]}
         if "containers" in site or len(containers) > len(singles):
-            site["containers"] = containers[len(singles):]
+            site["containers"] = containers[len(singles) :]
         planned = {**pod["spec"], **(pod.get("metadata") or {})}
         for key in {*before["spec"], *before["metadata"], *planned} - {"containers"}:
             if key in planned and (key not in POD_METADATA or self.pod_metadata):
@@ -117,7 +128,7 @@ class PodSpecSite:
             return replace(finding, path=f"{base}{where}{match[2]}")
         for prefix in ("spec.", "metadata."):
             if finding.path.startswith(prefix):
-                return replace(finding, path=base + finding.path[len(prefix):])
+                return replace(finding, path=base + finding.path[len(prefix) :])
         return replace(finding, path=base or ".")
 
 
@@ -140,7 +151,7 @@ def pod_spec_sites(obj: Mapping[str, Any]) -> list[PodSpecSite]:
 
 def _requests(node: Any, path: Path, covered: Sequence[Path]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
     """(path, resources block) of every mapping with a ``resources`` mapping outside ``covered``."""
-    if any(path[:len(c)] == c for c in covered):
+    if any(path[: len(c)] == c for c in covered):
         return
     if isinstance(node, Mapping):
         if isinstance(node.get("resources"), Mapping):
@@ -157,11 +168,15 @@ def stray_gpu_requests(obj: Mapping[str, Any], catalog: Catalog, covered: Sequen
     (pod templates and sites), once per container and resource (limits, else requests)."""
     kind = str(obj.get("kind", ""))
     if str(obj.get("apiVersion", "")).startswith(ARGO_GROUP):
-        reason = (f"an Argo {kind} template runs this container in a pod Argo builds, and a template has no "
-                  "pod-level resourceClaims to carry the claims: left for the webhook, which converts those pods")
+        reason = (
+            f"an Argo {kind} template runs this container in a pod Argo builds, and a template has no "
+            "pod-level resourceClaims to carry the claims: left for the webhook, which converts those pods"
+        )
     else:
-        reason = (f"{kind} asks for a device outside any pod spec dra-migrate knows, so there are no pod-level "
-                  "resourceClaims to carry the claims: left for the webhook, which converts the pods it creates")
+        reason = (
+            f"{kind} asks for a device outside any pod spec dra-migrate knows, so there are no pod-level "
+            "resourceClaims to carry the claims: left for the webhook, which converts the pods it creates"
+        )
     out: list[Finding] = []
     for path, resources in _requests(obj, (), covered):
         seen: set[str] = set()
@@ -173,6 +188,9 @@ def stray_gpu_requests(obj: Mapping[str, Any], catalog: Catalog, covered: Sequen
                 if str(name) in seen or catalog.lookup(str(name)) is None:
                     continue
                 seen.add(str(name))
-                out.append(Finding(f"{path_text(path)}resources.{block}[{name}]", f"{name}: {value}",
-                                   "left-for-webhook", reason))
+                out.append(
+                    Finding(
+                        f"{path_text(path)}resources.{block}[{name}]", f"{name}: {value}", "left-for-webhook", reason
+                    )
+                )
     return out

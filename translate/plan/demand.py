@@ -41,8 +41,7 @@ class ContainerDemand:
 
 def is_extended(name: str) -> bool:
     """True for an extended resource name (``vendor.example/name``) outside kubernetes.io."""
-    return "/" in name and not name.startswith(_NOT_EXTENDED) and not name.split("/", 1)[0].endswith(
-        "kubernetes.io")
+    return "/" in name and not name.startswith(_NOT_EXTENDED) and not name.split("/", 1)[0].endswith("kubernetes.io")
 
 
 def containers(spec: Mapping[str, Any]) -> list[tuple[str, int, Role, Mapping[str, Any]]]:
@@ -57,8 +56,7 @@ def containers(spec: Mapping[str, Any]) -> list[tuple[str, int, Role, Mapping[st
     return out
 
 
-def collect(spec: Mapping[str, Any], catalog: Catalog, path: str,
-            findings: list[Finding]) -> list[ContainerDemand]:
+def collect(spec: Mapping[str, Any], catalog: Catalog, path: str, findings: list[Finding]) -> list[ContainerDemand]:
     """Every catalogued device demand (count may be 0), appending findings for unknown
     resources and invalid quantities."""
     out: list[ContainerDemand] = []
@@ -80,14 +78,19 @@ def collect(spec: Mapping[str, Any], catalog: Catalog, path: str,
             if mapping is None:
                 findings.append(Finding(vpath, legacy, "ignored", "not in the translation catalog: left as it is"))
                 continue
-            problem = (requests_without_limits(name, limits, vpath, legacy)
-                       or invalid_quantity(limits[name], vpath, legacy)
-                       or (invalid_quantity(requests[name], vpath, legacy) if name in requests else None)
-                       or requests_differ_from_limits(name, limits, requests, vpath, legacy))
+            problem = (
+                requests_without_limits(name, limits, vpath, legacy)
+                or invalid_quantity(limits[name], vpath, legacy)
+                or (invalid_quantity(requests[name], vpath, legacy) if name in requests else None)
+                or requests_differ_from_limits(name, limits, requests, vpath, legacy)
+            )
             if problem is not None:
                 findings.append(problem)
                 continue
             count = parse_count(limits[name])
-            out.append(ContainerDemand(str(c.get("name", "")), role, fld, index, mapping, count, legacy,
-                                       f"{rpath}.limits[{name}]"))
+            out.append(
+                ContainerDemand(
+                    str(c.get("name", "")), role, fld, index, mapping, count, legacy, f"{rpath}.limits[{name}]"
+                )
+            )
     return out

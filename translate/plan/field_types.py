@@ -13,8 +13,12 @@ from typing import Any
 from dra_bridge.translate.findings import Finding
 
 _SPEC_FIELDS: dict[str, type] = {
-    "containers": list, "initContainers": list, "resourceClaims": list, "tolerations": list,
-    "nodeSelector": dict, "affinity": dict,
+    "containers": list,
+    "initContainers": list,
+    "resourceClaims": list,
+    "tolerations": list,
+    "nodeSelector": dict,
+    "affinity": dict,
 }
 
 
@@ -27,8 +31,14 @@ def _check(value: Any, want: type, path: str, out: list[Finding], optional: bool
         return True
     ok = isinstance(value, Mapping) if want is dict else isinstance(value, want)
     if not ok:
-        out.append(Finding(path, repr(value)[:60], "unsupported",
-                           f"{path} must be {_kind(want)} (core/v1 schema): the pod is left unchanged"))
+        out.append(
+            Finding(
+                path,
+                repr(value)[:60],
+                "unsupported",
+                f"{path} must be {_kind(want)} (core/v1 schema): the pod is left unchanged",
+            )
+        )
     return ok
 
 

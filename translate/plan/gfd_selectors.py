@@ -88,8 +88,13 @@ def _product_selector(values: Sequence[str], aliases: Callable[[str], tuple[str,
             raise Untranslatable(f"{value!r} marks a node whose MIG configuration is invalid")
         test = ex.product_in(NVIDIA_DRIVER, "productName", [base])
         if profile is not None:
-            test = ex.all_of([test, ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"]),
-                              ex.string_attribute_in(NVIDIA_DRIVER, "profile", aliases(profile))])
+            test = ex.all_of(
+                [
+                    test,
+                    ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"]),
+                    ex.string_attribute_in(NVIDIA_DRIVER, "profile", aliases(profile)),
+                ]
+            )
         parts.append(test)
     return ex.any_of(parts)
 
@@ -145,17 +150,25 @@ def _version_selector(req: Requirement, attr: str, part: str | None) -> str:
 
 
 _VERSION_LABELS: dict[str, tuple[str, str | None]] = {}
-for _prefix, _attribute in (("cuda.driver-version", "driverVersion"), ("cuda.driver", "driverVersion"),
-                            ("cuda.runtime-version", "cudaDriverVersion"), ("cuda.runtime", "cudaDriverVersion")):
-    for _suffix, _part in (("major", "major"), ("minor", "minor"), ("revision", "patch"), ("rev", "patch"),
-                           ("full", None)):
+for _prefix, _attribute in (
+    ("cuda.driver-version", "driverVersion"),
+    ("cuda.driver", "driverVersion"),
+    ("cuda.runtime-version", "cudaDriverVersion"),
+    ("cuda.runtime", "cudaDriverVersion"),
+):
+    for _suffix, _part in (
+        ("major", "major"),
+        ("minor", "minor"),
+        ("revision", "patch"),
+        ("rev", "patch"),
+        ("full", None),
+    ):
         _VERSION_LABELS[f"nvidia.com/{_prefix}.{_suffix}"] = (_attribute, _part)
 _VERSION_LABELS["nvidia.com/gpu.compute.major"] = ("cudaComputeCapability", "major")
 _VERSION_LABELS["nvidia.com/gpu.compute.minor"] = ("cudaComputeCapability", "minor")
 
 
-def selector_for(req: Requirement, kubernetes_minor: int,
-                 aliases: Callable[[str], tuple[str, ...]]) -> str | None:
+def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str], tuple[str, ...]]) -> str | None:
     """The selector for one requirement, or None for labels without device meaning.
 
     Raises Untranslatable for a device label this target cannot express (version selectors
@@ -191,8 +204,10 @@ def selector_for(req: Requirement, kubernetes_minor: int,
             return test if op == "Exists" else ex.negate(test)
         ref = _attr("architecture")
         names = ", ".join(ex.literal(v.lower()) for v in req.values)
-        test = (f"({ex.has_attribute(NVIDIA_DRIVER, 'architecture')} && type({ref}) in [string] && "
-                f"{ref}.lowerAscii().replace(\" \", \"-\") in [{names}])")
+        test = (
+            f"({ex.has_attribute(NVIDIA_DRIVER, 'architecture')} && type({ref}) in [string] && "
+            f'{ref}.lowerAscii().replace(" ", "-") in [{names}])'
+        )
         return test if op == "In" else ex.negate(test)
     if key == "nvidia.com/mig.strategy":
         if op == "In" and list(req.values) == ["single"]:
@@ -206,6 +221,7 @@ def selector_for(req: Requirement, kubernetes_minor: int,
         if kubernetes_minor < SEMVER_MIN_MINOR:
             raise Untranslatable(
                 f"{key} needs the CEL semver library, usable in selectors from Kubernetes 1.{SEMVER_MIN_MINOR} "
-                f"(target is 1.{kubernetes_minor})")
+                f"(target is 1.{kubernetes_minor})"
+            )
         return _version_selector(req, attr, part)
     return None

@@ -40,8 +40,12 @@ def mig_mapping(catalog: Catalog, whole: ResourceMapping, profile: str | None) -
     if whole.vendor is None:
         return None
     for entry in catalog.entries:
-        if entry.kind != "mig" or entry.pattern is None or entry.vendor is None or (
-                entry.vendor.driver != whole.vendor.driver):
+        if (
+            entry.kind != "mig"
+            or entry.pattern is None
+            or entry.vendor is None
+            or (entry.vendor.driver != whole.vendor.driver)
+        ):
             continue
         if profile is not None:
             found = catalog.lookup(entry.pattern.replace("{profile}", profile))
@@ -49,34 +53,67 @@ def mig_mapping(catalog: Catalog, whole: ResourceMapping, profile: str | None) -
         if catalog.target != "vendor":
             return None
         tests = [ex.string_attribute_in(entry.vendor.driver, k, [v]) for k, v in entry.vendor.match]
-        return replace(whole, kind="mig", device_class=entry.vendor.device_class, selectors=(ex.all_of(tests),),
-                       vendor=entry.vendor, gfd=entry.gfd)
+        return replace(
+            whole,
+            kind="mig",
+            device_class=entry.vendor.device_class,
+            selectors=(ex.all_of(tests),),
+            vendor=entry.vendor,
+            gfd=entry.gfd,
+        )
     return None
 
 
-def serve(mapping: ResourceMapping, placement: Placement, catalog: Catalog, path: str,
-          legacy: str) -> tuple[ResourceMapping, list[Finding]]:
+def serve(
+    mapping: ResourceMapping, placement: Placement, catalog: Catalog, path: str, legacy: str
+) -> tuple[ResourceMapping, list[Finding]]:
     """The mapping to request ``mapping``'s devices with under ``placement``, and findings
     (``unsupported`` keeps the pod legacy; see the module docstring)."""
-    applies = mapping.gfd is not None and (mapping.kind == "gpu" or (mapping.kind == "shared"
-                                                                     and catalog.target == "vendor"))
+    applies = mapping.gfd is not None and (
+        mapping.kind == "gpu" or (mapping.kind == "shared" and catalog.target == "vendor")
+    )
     if not applies or not (placement.mig_profiles or placement.mig_single):
         return mapping, []
     profiles = {catalog.aliases(p) for p in placement.mig_profiles}
     if len(profiles) > 1 or (profiles and placement.whole_products):
         what = ", ".join(placement.mig_profiles) + (" and whole GPUs" if placement.whole_products else "")
-        return mapping, [Finding(path, legacy, "unsupported",
-                                 f"the GPU product selection spans MIG profiles {what}: no one DeviceClass serves "
-                                 "them (one pod per profile converts)")]
+        return mapping, [
+            Finding(
+                path,
+                legacy,
+                "unsupported",
+                f"the GPU product selection spans MIG profiles {what}: no one DeviceClass serves "
+                "them (one pod per profile converts)",
+            )
+        ]
     profile = placement.mig_profiles[0] if placement.mig_profiles else None
     found = mig_mapping(catalog, mapping, profile)
     if found is None and profile is not None:
-        return mapping, [Finding(path, legacy, "unsupported",
-                                 f"the node counts MIG devices of profile {profile}, which has no MIG DeviceClass")]
+        return mapping, [
+            Finding(
+                path,
+                legacy,
+                "unsupported",
+                f"the node counts MIG devices of profile {profile}, which has no MIG DeviceClass",
+            )
+        ]
     if found is None:
-        return mapping, [Finding(path, legacy, "partial",
-                                 "MIG single strategy without a profile: allocates on the bridge, never on the vendor "
-                                 "driver; select nodes by nvidia.com/gpu.product <model>-MIG-<profile> too")]
-    return found, [Finding(path, legacy, "translated",
-                           f"MIG single strategy: {mapping.resource_name} counts MIG devices"
-                           + (f" of profile {profile}" if profile else "") + f", served by {found.device_class}")]
+        return mapping, [
+            Finding(
+                path,
+                legacy,
+                "partial",
+                "MIG single strategy without a profile: allocates on the bridge, never on the vendor "
+                "driver; select nodes by nvidia.com/gpu.product <model>-MIG-<profile> too",
+            )
+        ]
+    return found, [
+        Finding(
+            path,
+            legacy,
+            "translated",
+            f"MIG single strategy: {mapping.resource_name} counts MIG devices"
+            + (f" of profile {profile}" if profile else "")
+            + f", served by {found.device_class}",
+        )
+    ]

@@ -77,8 +77,9 @@ def _describe(req: Requirement) -> str:
     return f"{req.key} {req.operator} {list(req.values)}" if req.values else f"{req.key} {req.operator}"
 
 
-def _translate(req: Requirement, path: str, minor: int, aliases: Callable[[str], tuple[str, ...]],
-               out: Placement) -> str | None:
+def _translate(
+    req: Requirement, path: str, minor: int, aliases: Callable[[str], tuple[str, ...]], out: Placement
+) -> str | None:
     """Selector for a requirement (recording findings), or None when it stays on the pod."""
     if not is_gpu_label(req.key):
         return None
@@ -88,21 +89,34 @@ def _translate(req: Requirement, path: str, minor: int, aliases: Callable[[str],
         out.findings.append(Finding(path, _describe(req), "unsupported", str(exc)))
         return None
     if sel is None:
-        out.findings.append(Finding(path, _describe(req), "ignored",
-                                    "node-level GPU label without a device attribute: stays on the pod"))
+        out.findings.append(
+            Finding(
+                path, _describe(req), "ignored", "node-level GPU label without a device attribute: stays on the pod"
+            )
+        )
         return None
-    out.findings.append(Finding(path, _describe(req), "translated",
-                                f"device selector over {NVIDIA_DRIVER} attributes"))
+    out.findings.append(Finding(path, _describe(req), "translated", f"device selector over {NVIDIA_DRIVER} attributes"))
     out.note_mig(req)
     if req.key == "nvidia.com/gpu.product" and any(v.endswith("-SHARED") for v in req.values):
-        out.findings.append(Finding(path, _describe(req), "partial",
-                                    "the node shares each GPU by time-slicing: on the bridge the claim gets one "
-                                    "replica as before; after the move to the vendor driver it gets a whole GPU"))
+        out.findings.append(
+            Finding(
+                path,
+                _describe(req),
+                "partial",
+                "the node shares each GPU by time-slicing: on the bridge the claim gets one "
+                "replica as before; after the move to the vendor driver it gets a whole GPU",
+            )
+        )
     return sel
 
 
-def place(spec: Mapping[str, Any], annotations: Mapping[str, str], path: str, kubernetes_minor: int,
-          aliases: Callable[[str], tuple[str, ...]]) -> Placement:
+def place(
+    spec: Mapping[str, Any],
+    annotations: Mapping[str, str],
+    path: str,
+    kubernetes_minor: int,
+    aliases: Callable[[str], tuple[str, ...]],
+) -> Placement:
     """Translate a pod spec's GPU node selection and HAMi annotations (pure)."""
     out = Placement()
     node_selector = dict(spec.get("nodeSelector") or {})
@@ -118,8 +132,9 @@ def place(spec: Mapping[str, Any], annotations: Mapping[str, str], path: str, ku
     return out
 
 
-def _affinity(affinity: Any, path: str, minor: int, aliases: Callable[[str], tuple[str, ...]],
-              out: Placement) -> dict[str, Any] | None:
+def _affinity(
+    affinity: Any, path: str, minor: int, aliases: Callable[[str], tuple[str, ...]], out: Placement
+) -> dict[str, Any] | None:
     if not isinstance(affinity, Mapping):
         return None
     result = clone_mapping(affinity)
@@ -136,8 +151,9 @@ def _affinity(affinity: Any, path: str, minor: int, aliases: Callable[[str], tup
         rest = clone_mapping(term) if isinstance(term, Mapping) else {}
         kept = []
         for e, expr in enumerate(rest.get("matchExpressions") or []):
-            req = Requirement(str(expr.get("key", "")), str(expr.get("operator", "")),
-                              tuple(str(v) for v in expr.get("values") or ()))
+            req = Requirement(
+                str(expr.get("key", "")), str(expr.get("operator", "")), tuple(str(v) for v in expr.get("values") or ())
+            )
             sel = _translate(req, f"{base}[{t}].matchExpressions[{e}]", minor, aliases, scratch)
             if sel is None:
                 kept.append(expr)
@@ -154,9 +170,15 @@ def _affinity(affinity: Any, path: str, minor: int, aliases: Callable[[str], tup
         return result
     if len(terms) > 1 and len({json.dumps(r, sort_keys=True) for r in rests}) > 1:
         out.findings += [f for f in scratch.findings if f.outcome != "translated"]
-        out.findings.append(Finding(base, f"{len(terms)} terms", "partial",
-                                    "node affinity terms are OR-ed and differ outside their GPU labels: the "
-                                    "affinity stays as it is and the devices are not constrained by it"))
+        out.findings.append(
+            Finding(
+                base,
+                f"{len(terms)} terms",
+                "partial",
+                "node affinity terms are OR-ed and differ outside their GPU labels: the "
+                "affinity stays as it is and the devices are not constrained by it",
+            )
+        )
         return result
     out.findings += scratch.findings
     out.take_mig(scratch)

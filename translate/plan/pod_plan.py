@@ -113,8 +113,9 @@ def _unchanged(pod: Mapping[str, Any], findings: list[Finding]) -> Plan:
     return Plan((), pod if isinstance(pod, dict) else dict(pod), tuple(findings), False)
 
 
-def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Options(),
-             namespace: str | None = None, path: str = "") -> Plan:
+def plan_pod(
+    pod: Mapping[str, Any], catalog: Catalog, options: Options = Options(), namespace: str | None = None, path: str = ""
+) -> Plan:
     """Plan the migration of one pod or pod template (pure; see the module docstring).
 
     ``path`` prefixes finding paths (``spec.template.`` for a Deployment). Never raises for
@@ -136,14 +137,22 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     again = stay_legacy.converted_before(annotations, path)
     if again is not None:
         return _unchanged(pod, [again])
-    too_many = stay_legacy.too_many_devices(sum(d.count for d in wanted if d.mapping.kind != "slicing"),
-                                            wanted[0].path)
+    too_many = stay_legacy.too_many_devices(sum(d.count for d in wanted if d.mapping.kind != "slicing"), wanted[0].path)
     if too_many is not None:
         return _unchanged(pod, [*findings, too_many])
-    findings += [f for f in (stay_legacy.pinned_to_node(spec, path),
-                             stay_legacy.scheduler_without_dra(spec, options.dra_schedulers, path)) if f is not None]
-    if options.kep5004 and all(d.mapping.resource_name in options.kep5004 for d in wanted) and not (
-            _has_gpu_placement(spec, annotations)):
+    findings += [
+        f
+        for f in (
+            stay_legacy.pinned_to_node(spec, path),
+            stay_legacy.scheduler_without_dra(spec, options.dra_schedulers, path),
+        )
+        if f is not None
+    ]
+    if (
+        options.kep5004
+        and all(d.mapping.resource_name in options.kep5004 for d in wanted)
+        and not (_has_gpu_placement(spec, annotations))
+    ):
         for d in wanted:
             dclass = options.kep5004[d.mapping.resource_name]
             findings.append(Finding(d.path, d.legacy, "ignored", f"served by KEP-5004 DeviceClass {dclass}"))
@@ -155,19 +164,38 @@ def plan_pod(pod: Mapping[str, Any], catalog: Catalog, options: Options = Option
     if uses_gfd:
         findings += placement.findings
     if spec.get("priorityClassName") or spec.get("priority"):
-        findings.append(Finding(f"{path}spec.priorityClassName", str(spec.get("priorityClassName", "")), "partial",
-                                "the pod may rely on preemption, and the scheduler may not preempt lower-priority "
-                                "pods to free DRA devices: check your release's DRA preemption support before "
-                                "converting high-priority workloads"))
-    findings += alignment.unalignable([(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted],
-                                      target, options.alignment, path)
+        findings.append(
+            Finding(
+                f"{path}spec.priorityClassName",
+                str(spec.get("priorityClassName", "")),
+                "partial",
+                "the pod may rely on preemption, and the scheduler may not preempt lower-priority "
+                "pods to free DRA devices: check your release's DRA preemption support before "
+                "converting high-priority workloads",
+            )
+        )
+    findings += alignment.unalignable(
+        [(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted], target, options.alignment, path
+    )
     verdict = stay_legacy.translation_not_faithful(findings, options.keep_legacy_partial, path)
     if verdict is not None:
         return _unchanged(pod, [*findings, verdict])
     findings += [_zero_dropped(d) for d in zeros]
     dropped |= {d.mapping.resource_name for d in zeros}
-    return _build(pod, spec, annotations, wanted, dropped, placement if uses_gfd else None, options,
-                  api_version, namespace, findings, RecordedOptions.of(options, catalog), target)
+    return _build(
+        pod,
+        spec,
+        annotations,
+        wanted,
+        dropped,
+        placement if uses_gfd else None,
+        options,
+        api_version,
+        namespace,
+        findings,
+        RecordedOptions.of(options, catalog),
+        target,
+    )
 
 
 def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> bool:
@@ -175,8 +203,9 @@ def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) 
     return GFD_PREFIX in text or any(str(k).startswith(GFD_PREFIX) for k in annotations)
 
 
-def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Options, placement: Placement,
-                 findings: list[Finding]) -> tuple[list[ContainerDemand], set[str]]:
+def _apply_kinds(
+    wanted: list[ContainerDemand], catalog: Catalog, options: Options, placement: Placement, findings: list[Finding]
+) -> tuple[list[ContainerDemand], set[str]]:
     """Apply per-kind rules; returns the demands to translate and the resource names to drop
     without a request (HAMi slicing converted to whole devices). MIG single-strategy nodes:
     :mod:`~translate.plan.mig_single`."""
@@ -184,15 +213,16 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
     dropped: set[str] = set()
     for d in wanted:
         m = d.mapping
-        kept = (stay_legacy.hami_slicing_kept(m, options.hami_slicing == "whole-devices", d.path, d.legacy)
-                or stay_legacy.shared_count_over_one(m, d.count, options.fail_requests_greater_than_one, d.path,
-                                                     d.legacy))
+        kept = stay_legacy.hami_slicing_kept(
+            m, options.hami_slicing == "whole-devices", d.path, d.legacy
+        ) or stay_legacy.shared_count_over_one(m, d.count, options.fail_requests_greater_than_one, d.path, d.legacy)
         if kept is not None:
             findings.append(kept)
             continue
         if m.kind == "slicing":
-            findings.append(Finding(d.path, d.legacy, "partial",
-                                    f"{m.reason}; dropped: the container gets whole devices"))
+            findings.append(
+                Finding(d.path, d.legacy, "partial", f"{m.reason}; dropped: the container gets whole devices")
+            )
             dropped.add(m.resource_name)
             continue
         if m.kind == "shared":
@@ -203,17 +233,35 @@ def _apply_kinds(wanted: list[ContainerDemand], catalog: Catalog, options: Optio
         findings += notes
         d = replace(d, mapping=m)
         if m.profile and m.profile not in catalog.mig_profiles and catalog.target == "bridge":
-            findings.append(Finding(d.path, d.legacy, "partial",
-                                    f"MIG profile {m.profile} is not in the catalog's profile list: create DeviceClass "
-                                    f"{m.device_class}", Remedy.ADD_MIG_PROFILE_CLASS, m.profile))
+            findings.append(
+                Finding(
+                    d.path,
+                    d.legacy,
+                    "partial",
+                    f"MIG profile {m.profile} is not in the catalog's profile list: create DeviceClass "
+                    f"{m.device_class}",
+                    Remedy.ADD_MIG_PROFILE_CLASS,
+                    m.profile,
+                )
+            )
         out.append(d)
     return out, dropped
 
 
-def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
-           wanted: list[ContainerDemand], dropped: set[str], placement: Placement | None, options: Options,
-           api_version: str, namespace: str | None, findings: list[Finding], recorded: RecordedOptions,
-           target: Target) -> Plan:
+def _build(
+    pod: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    annotations: Mapping[str, Any],
+    wanted: list[ContainerDemand],
+    dropped: set[str],
+    placement: Placement | None,
+    options: Options,
+    api_version: str,
+    namespace: str | None,
+    findings: list[Finding],
+    recorded: RecordedOptions,
+    target: Target,
+) -> Plan:
     # Requests, resource by resource in first-seen order.
     requests: list[dict[str, Any]] = []
     users: list[tuple[str, ...]] = []
@@ -230,10 +278,14 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
             owners.append(to_label(f"{part.owner}-{resource_label(name)}"))
             requests.append({"deviceClassName": mapping.device_class, "count": part.count, "selectors": sels})
             users.append(part.users)
-            verdicts.append(alignment.missing(mapping, target, options.alignment) if options.alignment.policy != "none"
-                            else ("none", ""))
-        findings += [Finding(d.path, d.legacy, "translated", f"DRA request for DeviceClass {mapping.device_class}")
-                     for d in ds]
+            verdicts.append(
+                alignment.missing(mapping, target, options.alignment)
+                if options.alignment.policy != "none"
+                else ("none", "")
+            )
+        findings += [
+            Finding(d.path, d.legacy, "translated", f"DRA request for DeviceClass {mapping.device_class}") for d in ds
+        ]
     for req, name in zip(requests, unique_labels(owners), strict=True):
         req["name"] = name
     # Claims: at most 32 devices and 32 requests each (resource.k8s.io/v1 limits), the requests
@@ -248,15 +300,19 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
     claim_names = unique_labels(["gpu" if len(claims) == 1 else f"gpu-{n}" for n in range(len(claims))], existing)
     internals: list[dict[str, Any]] = [
         {"requests": [{k: requests[i][k] for k in ("name", "deviceClassName", "count", "selectors")} for i in idx]}
-        for idx in claims]
+        for idx in claims
+    ]
     for internal, idx in zip(internals, claims, strict=True):
-        constraints = alignment.claim_constraints(idx, together, [r["name"] for r in requests],
-                                                  options.alignment.attribute)
+        constraints = alignment.claim_constraints(
+            idx, together, [r["name"] for r in requests], options.alignment.attribute
+        )
         if constraints:
             internal["constraints"] = constraints
     template_names = [f"dra-bridge-{digest({'managedBy': options.managed_by, 'spec': s}, 12)}" for s in internals]
-    templates = tuple(render_template(s, n, namespace, api_version, options.managed_by)
-                      for s, n in zip(internals, template_names, strict=True))
+    templates = tuple(
+        render_template(s, n, namespace, api_version, options.managed_by)
+        for s, n in zip(internals, template_names, strict=True)
+    )
     claim_of = {i: c for c, idx in enumerate(claims) for i in idx}
 
     new = _writable(pod, spec)
@@ -270,15 +326,20 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
             kept = _remove_legacy(res, removed)
             if kept:
                 original["containers"][c.get("name", "")] = kept
-            refs = [{"name": claim_names[claim_of[i]], "request": requests[i]["name"]}
-                    for i, u in enumerate(users) if c.get("name") in u]
+            refs = [
+                {"name": claim_names[claim_of[i]], "request": requests[i]["name"]}
+                for i, u in enumerate(users)
+                if c.get("name") in u
+            ]
             if refs:
                 c["resources"] = res
                 res["claims"] = [*(res.get("claims") or []), *refs]
             elif kept and not res:
                 del c["resources"]
-    nspec["resourceClaims"] = [*(nspec.get("resourceClaims") or []), *(
-        {"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True))]
+    nspec["resourceClaims"] = [
+        *(nspec.get("resourceClaims") or []),
+        *({"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True)),
+    ]
     _apply_placement(new, spec, annotations, placement, original)
     _add_tolerations(nspec, sorted(converted))
     plan_hash = digest({"templates": template_names, "original": original}, 12)
@@ -287,12 +348,17 @@ def _build(pod: Mapping[str, Any], spec: Mapping[str, Any], annotations: Mapping
 
 
 def _zero_dropped(d: ContainerDemand) -> Finding:
-    return Finding(d.path, d.legacy, "translated", "a zero count asks for no device (the scheduler and the kubelet "
-                                                   "treat it as nothing): dropped, no claim")
+    return Finding(
+        d.path,
+        d.legacy,
+        "translated",
+        "a zero count asks for no device (the scheduler and the kubelet treat it as nothing): dropped, no claim",
+    )
 
 
-def _drop_zero_counts(pod: Mapping[str, Any], spec: Mapping[str, Any], zeros: list[ContainerDemand],
-                      findings: list[Finding]) -> Plan:
+def _drop_zero_counts(
+    pod: Mapping[str, Any], spec: Mapping[str, Any], zeros: list[ContainerDemand], findings: list[Finding]
+) -> Plan:
     """A pod whose only legacy requests count zero: they go, with a finding each, and nothing
     else changes (no claim, no record: there is nothing to undo or to re-create). A finding
     that forbids rewriting the pod (an invalid request) leaves it as it was."""
@@ -350,8 +416,13 @@ def _writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]
     return new
 
 
-def _apply_placement(new: dict[str, Any], spec: Mapping[str, Any], annotations: Mapping[str, Any],
-                     placement: Placement | None, original: dict[str, Any]) -> None:
+def _apply_placement(
+    new: dict[str, Any],
+    spec: Mapping[str, Any],
+    annotations: Mapping[str, Any],
+    placement: Placement | None,
+    original: dict[str, Any],
+) -> None:
     if placement is None:
         return
     nspec = new["spec"]
@@ -380,7 +451,9 @@ def _add_tolerations(spec: dict[str, Any], resource_names: list[str]) -> None:
     tolerations = list(spec.get("tolerations") or [])
     for name in resource_names:
         covered = any(
-            isinstance(t, Mapping) and t.get("operator") == "Exists" and t.get("key") in (name, None, "")
+            isinstance(t, Mapping)
+            and t.get("operator") == "Exists"
+            and t.get("key") in (name, None, "")
             and t.get("effect") in (None, "", "NoSchedule")
             for t in tolerations
         )

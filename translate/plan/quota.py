@@ -41,7 +41,7 @@ def convert_quota(obj: Mapping[str, Any], catalog: Catalog) -> tuple[dict[str, A
     for key in list(hard):
         if not isinstance(key, str) or not key.startswith("requests."):
             continue
-        mapping = catalog.lookup(key[len("requests."):])
+        mapping = catalog.lookup(key[len("requests.") :])
         if mapping is None or mapping.kind == "slicing":
             continue
         dra_key = dra_quota_key(mapping)
@@ -58,7 +58,13 @@ def convert_quota(obj: Mapping[str, Any], catalog: Catalog) -> tuple[dict[str, A
         hard[dra_key] = str(total + count)
     for dra_key, (total, keys) in sums.items():
         merged = f" (the sum of {', '.join(keys)}: per-resource limits become one limit)" if len(keys) > 1 else ""
-        findings.append(Finding(f"spec.hard[{keys[0]}]", ", ".join(f"{k}: {hard[k]}" for k in keys), "partial",
-                                f"converted pods are charged to {dra_key} = {total}{merged}; until the legacy "
-                                "keys go, the namespace's total allowance is doubled"))
+        findings.append(
+            Finding(
+                f"spec.hard[{keys[0]}]",
+                ", ".join(f"{k}: {hard[k]}" for k in keys),
+                "partial",
+                f"converted pods are charged to {dra_key} = {total}{merged}; until the legacy "
+                "keys go, the namespace's total allowance is doubled",
+            )
+        )
     return new, tuple(findings)

@@ -84,20 +84,29 @@ class RecordedOptions:
     @classmethod
     def of(cls, options: Options, catalog: Catalog) -> RecordedOptions:
         """What to record for a plan made with ``options`` and ``catalog``."""
-        return cls(options.managed_by, options.minor, catalog.target, options.hami_slicing,
-                   tuple(options.dra_schedulers), options.fail_requests_greater_than_one, options.alignment)
+        return cls(
+            options.managed_by,
+            options.minor,
+            catalog.target,
+            options.hami_slicing,
+            tuple(options.dra_schedulers),
+            options.fail_requests_greater_than_one,
+            options.alignment,
+        )
 
     def apply(self, options: Options) -> Options:
         """``options`` with the recorded values in place of their own."""
-        return replace(options,
-                       managed_by=options.managed_by if self.managed_by is None else self.managed_by,
-                       kubernetes_minor=options.kubernetes_minor if self.kubernetes_minor is None
-                       else self.kubernetes_minor,
-                       hami_slicing=options.hami_slicing if self.hami_slicing is None else self.hami_slicing,
-                       dra_schedulers=options.dra_schedulers if self.dra_schedulers is None else self.dra_schedulers,
-                       fail_requests_greater_than_one=options.fail_requests_greater_than_one
-                       if self.fail_requests_greater_than_one is None else self.fail_requests_greater_than_one,
-                       alignment=self.alignment)
+        return replace(
+            options,
+            managed_by=options.managed_by if self.managed_by is None else self.managed_by,
+            kubernetes_minor=options.kubernetes_minor if self.kubernetes_minor is None else self.kubernetes_minor,
+            hami_slicing=options.hami_slicing if self.hami_slicing is None else self.hami_slicing,
+            dra_schedulers=options.dra_schedulers if self.dra_schedulers is None else self.dra_schedulers,
+            fail_requests_greater_than_one=options.fail_requests_greater_than_one
+            if self.fail_requests_greater_than_one is None
+            else self.fail_requests_greater_than_one,
+            alignment=self.alignment,
+        )
 
     def aim(self, catalog: Catalog) -> Catalog:
         """``catalog`` aimed at the recorded target (bridge or vendor classes)."""
@@ -105,10 +114,14 @@ class RecordedOptions:
 
     def to_wire(self) -> dict[str, Any]:
         """The ``options`` object of the annotation (recorded values only)."""
-        wire = {"managedBy": self.managed_by, "kubernetesMinor": self.kubernetes_minor, "target": self.target,
-                "hamiSlicing": self.hami_slicing,
-                "draSchedulers": list(self.dra_schedulers) if self.dra_schedulers is not None else None,
-                "failRequestsGreaterThanOne": self.fail_requests_greater_than_one}
+        wire = {
+            "managedBy": self.managed_by,
+            "kubernetesMinor": self.kubernetes_minor,
+            "target": self.target,
+            "hamiSlicing": self.hami_slicing,
+            "draSchedulers": list(self.dra_schedulers) if self.dra_schedulers is not None else None,
+            "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
+        }
         if self.alignment.policy != "none":
             wire |= {"alignment": self.alignment.policy, "alignmentScope": self.alignment.scope}
         return {k: v for k, v in wire.items() if v is not None}
@@ -127,13 +140,22 @@ class ConversionRecord:
     @property
     def resources(self) -> frozenset[str]:
         """The legacy resource names the conversion removed from the containers."""
-        return frozenset(name for sections in (self.original.get("containers") or {}).values()
-                         for block in sections.values() for name in block)
+        return frozenset(
+            name
+            for sections in (self.original.get("containers") or {}).values()
+            for block in sections.values()
+            for name in block
+        )
 
     def to_json(self) -> str:
         """The annotation's value (canonical JSON)."""
-        doc = {"apiVersion": RECORD_API_VERSION, "options": self.options.to_wire(), "original": self.original,
-               "plan": self.plan, "templates": list(self.templates)}
+        doc = {
+            "apiVersion": RECORD_API_VERSION,
+            "options": self.options.to_wire(),
+            "original": self.original,
+            "plan": self.plan,
+            "templates": list(self.templates),
+        }
         return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
     def write(self, pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -157,6 +179,7 @@ class ConversionRecord:
     @classmethod
     def parse(cls, text: object, where: str = "") -> ConversionRecord:
         """A record from the annotation's value; RecordError naming ``where`` otherwise."""
+
         def fail(rule: str) -> RecordError:
             return RecordError(f"{where or 'object'}: annotation {CONVERSION_ANNOTATION}: {rule}")
 
@@ -179,8 +202,9 @@ class ConversionRecord:
             raise fail("plan must be a non-empty string (the plan hash)")
         if not isinstance(templates, list) or not templates or not all(isinstance(t, str) and t for t in templates):
             raise fail("templates must be a non-empty list of template names")
-        return cls(plan, tuple(templates), _original(doc.get("original", {}), fail),
-                   _options(doc.get("options", {}), fail))
+        return cls(
+            plan, tuple(templates), _original(doc.get("original", {}), fail), _options(doc.get("options", {}), fail)
+        )
 
     def revert(self, pod: Mapping[str, Any]) -> dict[str, Any]:
         """``pod`` as it was before this conversion (a deep copy): the record, the label, the
@@ -200,10 +224,16 @@ class ConversionRecord:
         _set_or_drop(meta, "annotations", {**annotations, **(self.original.get("annotations") or {})})
         if "labels" in meta:
             _set_or_drop(meta, "labels", {k: v for k, v in (meta["labels"] or {}).items() if k != CONVERTED_LABEL})
-        ours = {c.get("name") for c in spec.get("resourceClaims") or []
-                if isinstance(c, Mapping) and c.get("resourceClaimTemplateName") in self.templates}
-        _set_or_drop(spec, "resourceClaims", [c for c in spec.get("resourceClaims") or []
-                                              if not (isinstance(c, Mapping) and c.get("name") in ours)])
+        ours = {
+            c.get("name")
+            for c in spec.get("resourceClaims") or []
+            if isinstance(c, Mapping) and c.get("resourceClaimTemplateName") in self.templates
+        }
+        _set_or_drop(
+            spec,
+            "resourceClaims",
+            [c for c in spec.get("resourceClaims") or [] if not (isinstance(c, Mapping) and c.get("name") in ours)],
+        )
         moved = self.original.get("containers") or {}
         for fld in ("initContainers", "containers"):
             for c in spec.get(fld) or []:
@@ -211,8 +241,11 @@ class ConversionRecord:
                     continue
                 if isinstance(c.get("resources"), dict):
                     res = c["resources"]
-                    _set_or_drop(res, "claims", [r for r in res.get("claims") or []
-                                                 if not (isinstance(r, Mapping) and r.get("name") in ours)])
+                    _set_or_drop(
+                        res,
+                        "claims",
+                        [r for r in res.get("claims") or [] if not (isinstance(r, Mapping) and r.get("name") in ours)],
+                    )
                 for section, block in (moved.get(c.get("name", "")) or {}).items():
                     c.setdefault("resources", {}).setdefault(section, {}).update(block)
         if self.original.get("nodeSelector"):
@@ -226,8 +259,11 @@ def _pod_name(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     name = str(meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "?"))
-    return f"{pod.get('kind') or 'Pod'} {meta['namespace']}/{name}" if meta.get("namespace") else \
-        f"{pod.get('kind') or 'Pod'} {name}"
+    return (
+        f"{pod.get('kind') or 'Pod'} {meta['namespace']}/{name}"
+        if meta.get("namespace")
+        else f"{pod.get('kind') or 'Pod'} {name}"
+    )
 
 
 def _set_or_drop(obj: dict[str, Any], key: str, value: Mapping[str, Any] | list[Any]) -> None:
@@ -249,9 +285,10 @@ def _original(raw: object, fail: Any) -> OriginalValues:
         raise fail(f"original: unknown key {unknown[0]!r} (known: containers, nodeSelector, affinity, annotations)")
     containers = raw.get("containers", {})
     if not isinstance(containers, dict) or not all(
-            isinstance(sections, dict) and all(s in ("limits", "requests") and isinstance(b, dict)
-                                               for s, b in sections.items())
-            for sections in containers.values()):
+        isinstance(sections, dict)
+        and all(s in ("limits", "requests") and isinstance(b, dict) for s, b in sections.items())
+        for sections in containers.values()
+    ):
         raise fail("original.containers must map container names to {limits: {...}, requests: {...}}")
     for key in ("nodeSelector", "annotations"):
         if key in raw and not _string_map(raw[key]):
@@ -285,5 +322,12 @@ def _options(raw: object, fail: Any) -> RecordedOptions:
         raise fail("options.draSchedulers must be a list of scheduler names")
     if fail_gt_one is not None and not isinstance(fail_gt_one, bool):
         raise fail("options.failRequestsGreaterThanOne must be true or false")
-    return RecordedOptions(managed_by, minor, target, hami, None if schedulers is None else tuple(schedulers),
-                           fail_gt_one, Alignment(policy, scope))
+    return RecordedOptions(
+        managed_by,
+        minor,
+        target,
+        hami,
+        None if schedulers is None else tuple(schedulers),
+        fail_gt_one,
+        Alignment(policy, scope),
+    )

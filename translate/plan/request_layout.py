@@ -66,13 +66,14 @@ def layout(demands: Sequence[Demand], max_count: int = MAX_DEVICES_PER_CLAIM) ->
 
     app_total = sum(d.count for d in apps)
     side_total = sum(d.count for d in sidecars)
-    effective_init = max(
-        (i.count + sum(s.count for s in sidecars if s.order < i.order) for i in inits), default=0
-    )
+    effective_init = max((i.count + sum(s.count for s in sidecars if s.order < i.order) for i in inits), default=0)
     extra = max(0, effective_init - app_total - side_total)
     extra_owner = next(
-        (i.container for i in inits
-         if i.count + sum(s.count for s in sidecars if s.order < i.order) > app_total + side_total),
+        (
+            i.container
+            for i in inits
+            if i.count + sum(s.count for s in sidecars if s.order < i.order) > app_total + side_total
+        ),
         "",
     )
 

@@ -27,14 +27,17 @@ VENDOR_SHARING: dict[str, str] = {
 }
 
 
-def shared_request(mapping: ResourceMapping, count: int, target: Target, path: str,
-                   legacy: str) -> tuple[int, Finding]:
+def shared_request(mapping: ResourceMapping, count: int, target: Target, path: str, legacy: str) -> tuple[int, Finding]:
     """The device count to request for ``count`` shared replicas on ``target``, and the finding
     that says what changes (see the module docstring)."""
     if target == "vendor":
         driver = mapping.vendor.driver if mapping.vendor else ""
         how = VENDOR_SHARING.get(driver, f"see the {driver or 'vendor'} driver's sharing options")
         return 1, Finding(path, legacy, "partial", f"one whole vendor device (no replicas); to share it: {how}")
-    return count, Finding(path, legacy, "partial",
-                          f"{count} time-slicing replica{'s' if count != 1 else ''} of the bridge, maybe of "
-                          "different GPUs as with the plugin; the vendor driver has none: re-plan before moving")
+    return count, Finding(
+        path,
+        legacy,
+        "partial",
+        f"{count} time-slicing replica{'s' if count != 1 else ''} of the bridge, maybe of "
+        "different GPUs as with the plugin; the vendor driver has none: re-plan before moving",
+    )

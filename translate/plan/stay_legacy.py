@@ -45,8 +45,12 @@ def requests_without_limits(name: str, limits: Mapping[str, Any], path: str, leg
     """An extended resource in requests only: an invalid pod that the API server rejects."""
     if name in limits:
         return None
-    return Finding(path, legacy, "unsupported", "an extended resource in requests without limits is an invalid pod "
-                                                "(the API server rejects it): left unchanged")
+    return Finding(
+        path,
+        legacy,
+        "unsupported",
+        "an extended resource in requests without limits is an invalid pod (the API server rejects it): left unchanged",
+    )
 
 
 def invalid_quantity(value: object, path: str, legacy: str) -> Finding | None:
@@ -58,25 +62,27 @@ def invalid_quantity(value: object, path: str, legacy: str) -> Finding | None:
     return None
 
 
-def requests_differ_from_limits(name: str, limits: Mapping[str, Any], requests: Mapping[str, Any], path: str,
-                                legacy: str) -> Finding | None:
+def requests_differ_from_limits(
+    name: str, limits: Mapping[str, Any], requests: Mapping[str, Any], path: str, legacy: str
+) -> Finding | None:
     """Requests that differ from limits, which extended resources forbid (both must parse)."""
     if name not in requests or parse_count(requests[name]) == parse_count(limits[name]):
         return None
-    return Finding(path, legacy, "unsupported", "requests differ from limits, which extended resources forbid: "
-                                                "left unchanged")
+    return Finding(
+        path, legacy, "unsupported", "requests differ from limits, which extended resources forbid: left unchanged"
+    )
 
 
 def hami_slicing_kept(mapping: ResourceMapping, whole_devices: bool, path: str, legacy: str) -> Finding | None:
     """HAMi memory/core slicing has no DRA form: legacy, unless converted to whole devices."""
     if mapping.kind != "slicing" or whole_devices:
         return None
-    return Finding(path, legacy, "unsupported", f"{mapping.reason}: the pod stays legacy",
-                   Remedy.HAMI_WHOLE_DEVICES)
+    return Finding(path, legacy, "unsupported", f"{mapping.reason}: the pod stays legacy", Remedy.HAMI_WHOLE_DEVICES)
 
 
-def shared_count_over_one(mapping: ResourceMapping, count: int, fail_by_option: bool, path: str,
-                          legacy: str) -> Finding | None:
+def shared_count_over_one(
+    mapping: ResourceMapping, count: int, fail_by_option: bool, path: str, legacy: str
+) -> Finding | None:
     """A shared GPU whose device plugin fails requests greater than one (its sharing config's
     ``failRequestsGreaterThanOne``, vendors.md 1.2: the pod gets UnexpectedAdmissionError)
     stays as it is: a claim would give it what the plugin refused. Set on the catalog entry
@@ -84,9 +90,13 @@ def shared_count_over_one(mapping: ResourceMapping, count: int, fail_by_option: 
     remedy code), for every shared resource."""
     if mapping.kind != "shared" or count <= 1 or not (mapping.fail_requests_greater_than_one or fail_by_option):
         return None
-    return Finding(path, legacy, "unsupported", "the device plugin fails shared requests greater than one "
-                                                "(failRequestsGreaterThanOne): the pod stays as it is",
-                   None if mapping.fail_requests_greater_than_one else Remedy.FAIL_REQUESTS_GREATER_THAN_ONE)
+    return Finding(
+        path,
+        legacy,
+        "unsupported",
+        "the device plugin fails shared requests greater than one (failRequestsGreaterThanOne): the pod stays as it is",
+        None if mapping.fail_requests_greater_than_one else Remedy.FAIL_REQUESTS_GREATER_THAN_ONE,
+    )
 
 
 # ------------------------------------------------------------------ per pod
@@ -96,9 +106,13 @@ def converted_before(annotations: Mapping[str, Any], path: str) -> Finding | Non
     """A converted pod that asks for legacy devices again would hold them twice."""
     if CONVERSION_ANNOTATION not in annotations:
         return None
-    return Finding(f"{path}metadata.annotations[{CONVERSION_ANNOTATION}]", "", "kept-legacy",
-                   "converted before, yet asks for legacy devices again (they would be held twice): re-convert "
-                   "the original, or drop the annotation and claims")
+    return Finding(
+        f"{path}metadata.annotations[{CONVERSION_ANNOTATION}]",
+        "",
+        "kept-legacy",
+        "converted before, yet asks for legacy devices again (they would be held twice): re-convert "
+        "the original, or drop the annotation and claims",
+    )
 
 
 def too_many_devices(total: int, path: str) -> Finding | None:
@@ -112,9 +126,13 @@ def pinned_to_node(spec: Mapping[str, Any], path: str) -> Finding | None:
     """``spec.nodeName`` skips the scheduler, so no claim of the pod could ever be allocated."""
     if not spec.get("nodeName"):
         return None
-    return Finding(f"{path}spec.nodeName", str(spec["nodeName"]), "kept-legacy",
-                   "a pod with spec.nodeName skips the scheduler, so its claims could never be allocated: it stays "
-                   "on the device plugin")
+    return Finding(
+        f"{path}spec.nodeName",
+        str(spec["nodeName"]),
+        "kept-legacy",
+        "a pod with spec.nodeName skips the scheduler, so its claims could never be allocated: it stays "
+        "on the device plugin",
+    )
 
 
 def scheduler_without_dra(spec: Mapping[str, Any], dra_schedulers: Sequence[str], path: str) -> Finding | None:
@@ -122,17 +140,23 @@ def scheduler_without_dra(spec: Mapping[str, Any], dra_schedulers: Sequence[str]
     scheduler = str(spec.get("schedulerName") or "")
     if scheduler in DEFAULT_SCHEDULERS or scheduler in dra_schedulers:
         return None
-    return Finding(f"{path}spec.schedulerName", scheduler, "kept-legacy",
-                   f"scheduler {scheduler!r} may not support DRA: the pod stays on the device plugin",
-                   Remedy.DECLARE_DRA_SCHEDULER, scheduler)
+    return Finding(
+        f"{path}spec.schedulerName",
+        scheduler,
+        "kept-legacy",
+        f"scheduler {scheduler!r} may not support DRA: the pod stays on the device plugin",
+        Remedy.DECLARE_DRA_SCHEDULER,
+        scheduler,
+    )
 
 
 def translation_not_faithful(findings: Sequence[Finding], keep_legacy_partial: bool, path: str) -> Finding | None:
     """The pod-level verdict: a finding forbids rewriting the pod, or policy keeps partial ones legacy."""
     if not blocks_conversion(findings) and not (keep_legacy_partial and worst(findings) >= 2):
         return None
-    return Finding(path or ".", "", "kept-legacy",
-                   "kept on the device plugin: a finding above forbids a faithful translation")
+    return Finding(
+        path or ".", "", "kept-legacy", "kept on the device plugin: a finding above forbids a faithful translation"
+    )
 
 
 def live_pod(meta: Mapping[str, Any]) -> Finding | None:
@@ -142,34 +166,49 @@ def live_pod(meta: Mapping[str, Any]) -> Finding | None:
     if not (meta.get("uid") or meta.get("ownerReferences")):
         return None
     what = "a live Pod (read back from the API server)" if meta.get("uid") else "a controller-owned Pod"
-    return Finding(".", f"Pod {meta.get('name', '')}", "kept-legacy",
-                   f"{what} cannot change its spec: convert its owner (Deployment, Job, ...) instead, or the "
-                   "manifest it was created from")
+    return Finding(
+        ".",
+        f"Pod {meta.get('name', '')}",
+        "kept-legacy",
+        f"{what} cannot change its spec: convert its owner (Deployment, Job, ...) instead, or the "
+        "manifest it was created from",
+    )
 
 
 # ------------------------------------------------------------------ cluster state
 
 
-def daemonset_node_not_handed_over(owner_kind: str, node: str | None,
-                                   node_mode: Callable[[str], str | None]) -> Finding | None:
+def daemonset_node_not_handed_over(
+    owner_kind: str, node: str | None, node_mode: Callable[[str], str | None]
+) -> Finding | None:
     """A DaemonSet pod converts only once its node is handed over to DRA (design decision 6)."""
     if owner_kind != "DaemonSet":
         return None
     if node and node_mode(node) == "dra":
         return None
-    return Finding("(daemonset)", node or "", "kept-legacy",
-                   f"DaemonSet pod for node {node or '?'}: converted only once that node is handed over to DRA "
-                   f"({NODE_MODE_LABEL}=dra)")
+    return Finding(
+        "(daemonset)",
+        node or "",
+        "kept-legacy",
+        f"DaemonSet pod for node {node or '?'}: converted only once that node is handed over to DRA "
+        f"({NODE_MODE_LABEL}=dra)",
+    )
 
 
-def legacy_quota_only(resource: str, legacy_keys: Sequence[str], dra_key: str, quota_keys: frozenset[str],
-                      ignore_legacy_quota: bool) -> Finding | None:
+def legacy_quota_only(
+    resource: str, legacy_keys: Sequence[str], dra_key: str, quota_keys: frozenset[str], ignore_legacy_quota: bool
+) -> Finding | None:
     """A ResourceQuota limits the legacy resource but not the DRA class key: converting would lift it."""
     if not legacy_keys or dra_key in quota_keys or ignore_legacy_quota:
         return None
-    return Finding("(quota)", resource, "kept-legacy",
-                   f"a ResourceQuota limits {sorted(legacy_keys)[0]} but not {dra_key}: converting would lift the "
-                   "limit", Remedy.IGNORE_LEGACY_QUOTA, dra_key)
+    return Finding(
+        "(quota)",
+        resource,
+        "kept-legacy",
+        f"a ResourceQuota limits {sorted(legacy_keys)[0]} but not {dra_key}: converting would lift the limit",
+        Remedy.IGNORE_LEGACY_QUOTA,
+        dra_key,
+    )
 
 
 def quota_not_known(resources: Sequence[str], cause: str, ignore_legacy_quota: bool) -> Finding | None:
@@ -178,6 +217,11 @@ def quota_not_known(resources: Sequence[str], cause: str, ignore_legacy_quota: b
     resource that was never seen, so the whole pod stays legacy (quota safety fails closed)."""
     if not resources or ignore_legacy_quota:
         return None
-    return Finding("(quota-view)", ", ".join(sorted(resources)), "kept-legacy",
-                   f"this namespace's ResourceQuotas are not known yet ({cause}): converting could lift a limit on "
-                   "the legacy resource", Remedy.IGNORE_LEGACY_QUOTA)
+    return Finding(
+        "(quota-view)",
+        ", ".join(sorted(resources)),
+        "kept-legacy",
+        f"this namespace's ResourceQuotas are not known yet ({cause}): converting could lift a limit on "
+        "the legacy resource",
+        Remedy.IGNORE_LEGACY_QUOTA,
+    )

@@ -79,8 +79,9 @@ def find_pod_templates(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[
             yield from find_pod_templates(value, (*path, i))
 
 
-def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
-                   include_custom_resources: bool = False) -> Converted:
+def convert_object(
+    obj: Any, catalog: Catalog, options: Options = Options(), include_custom_resources: bool = False
+) -> Converted:
     """Convert one object (see the module docstring); never mutates ``obj``."""
     if not isinstance(obj, Mapping):
         return Converted(clone(obj), (), (Finding(".", "", "ignored", "not an object"),))
@@ -118,16 +119,32 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
             findings += planned
             continue
         if kind == "DaemonSet":
-            findings += [Finding(f.path, f.legacy, "left-for-webhook", "a DaemonSet spans legacy and DRA node "
-                                 "pools: the webhook converts its pods node by node")
-                         for f in planned if f.outcome == "translated"]
+            findings += [
+                Finding(
+                    f.path,
+                    f.legacy,
+                    "left-for-webhook",
+                    "a DaemonSet spans legacy and DRA node pools: the webhook converts its pods node by node",
+                )
+                for f in planned
+                if f.outcome == "translated"
+            ]
             findings += [f for f in planned if f.outcome != "translated"]
             continue
         if not builtin and not include_custom_resources:
-            findings += [Finding(f.path, f.legacy, "left-for-webhook", f"{kind} is a custom resource whose operator "
-                                 "may derive settings from the GPU limit: left for the webhook",
-                                 Remedy.INCLUDE_CUSTOM_RESOURCES, kind)
-                         for f in planned if f.outcome == "translated"]
+            findings += [
+                Finding(
+                    f.path,
+                    f.legacy,
+                    "left-for-webhook",
+                    f"{kind} is a custom resource whose operator "
+                    "may derive settings from the GPU limit: left for the webhook",
+                    Remedy.INCLUDE_CUSTOM_RESOURCES,
+                    kind,
+                )
+                for f in planned
+                if f.outcome == "translated"
+            ]
             findings += [f for f in planned if f.outcome != "translated"]
             continue
         if site:
@@ -138,10 +155,18 @@ def convert_object(obj: Any, catalog: Catalog, options: Options = Options(),
         templates += plan.templates
         findings += planned
         if not builtin:
-            findings.append(Finding(path_text(path) or ".", kind, "partial",
-                                    f"{kind} converted on request: check that its operator does not derive settings "
-                                    "(process counts, ...) from the GPU limit, which the converted template no "
-                                    "longer carries", Remedy.INCLUDE_CUSTOM_RESOURCES, kind))
+            findings.append(
+                Finding(
+                    path_text(path) or ".",
+                    kind,
+                    "partial",
+                    f"{kind} converted on request: check that its operator does not derive settings "
+                    "(process counts, ...) from the GPU limit, which the converted template no "
+                    "longer carries",
+                    Remedy.INCLUDE_CUSTOM_RESOURCES,
+                    kind,
+                )
+            )
     if not builtin:
         findings += stray_gpu_requests(obj, catalog, [*paths, *(s.path for s in sites)])
     if templates:

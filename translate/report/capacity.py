@@ -69,8 +69,11 @@ def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _by_kind(objects: Sequence[tuple[str, Any]], kind: str) -> _Named:
-    return {(str(meta(o).get("namespace") or "default"), str(meta(o).get("name") or "")): o for _, o in objects
-            if isinstance(o, Mapping) and o.get("kind") == kind}
+    return {
+        (str(meta(o).get("namespace") or "default"), str(meta(o).get("name") or "")): o
+        for _, o in objects
+        if isinstance(o, Mapping) and o.get("kind") == kind
+    }
 
 
 def _priorities(objects: Sequence[tuple[str, Any]]) -> tuple[dict[str, int], int]:
@@ -84,8 +87,9 @@ def _priorities(objects: Sequence[tuple[str, Any]]) -> tuple[dict[str, int], int
     return values, default
 
 
-def _demand(w: WorkloadReport, templates: _Named, claims: _Named, priorities: tuple[dict[str, int], int]
-            ) -> WorkloadDemand | None:
+def _demand(
+    w: WorkloadReport, templates: _Named, claims: _Named, priorities: tuple[dict[str, int], int]
+) -> WorkloadDemand | None:
     """The workload's demand; None when it is not placed (DaemonSet, nothing converted, no
     device asked for: such pods are no part of the capacity totals)."""
     u, converted = w.unit, w.converted
@@ -96,8 +100,13 @@ def _demand(w: WorkloadReport, templates: _Named, claims: _Named, priorities: tu
     local = {n: t for (ns, n), t in templates.items() if ns == namespace} | own
     named = {n: c for (ns, n), c in claims.items() if ns == namespace}
     kind = str(u.obj.get("kind"))
-    pairs = list(zip(pod_templates(u.obj), pod_templates(converted.obj) if isinstance(converted.obj, Mapping)
-                     else [], strict=False))
+    pairs = list(
+        zip(
+            pod_templates(u.obj),
+            pod_templates(converted.obj) if isinstance(converted.obj, Mapping) else [],
+            strict=False,
+        )
+    )
     if not pairs:
         return None
     first = _spec(pairs[0][0][1])
@@ -109,8 +118,10 @@ def _demand(w: WorkloadReport, templates: _Named, claims: _Named, priorities: tu
         legacy_spec, converted_spec = first, _spec(converted.obj)
         pods = [pod_demand(namespace, name, legacy_spec, converted_spec, local, named) for name in u.pods]
     else:
-        pods = [pod_demand(namespace, f"{u.name}-{i}", _spec(old), _spec(new), local, named)
-                for i, ((_, old), (_, new)) in enumerate(pairs)]
+        pods = [
+            pod_demand(namespace, f"{u.name}-{i}", _spec(old), _spec(new), local, named)
+            for i, ((_, old), (_, new)) in enumerate(pairs)
+        ]
     return _asking(WorkloadDemand(namespace, u.name, u.kind, tuple(pods), priority))
 
 
@@ -139,16 +150,30 @@ def _workload_section(fit: WorkloadFit, order: int) -> dict[str, Any]:
     legacy_placed = [p for p in fit.pods if p.legacy_fits]
     legacy_unplaced = [p for p in fit.pods if not p.legacy_fits]
     code = unplaced[0].code if unplaced else ("fits" if placed else "not-converted")
-    return {"fits": fit.fits, "node": placed[0].node if placed else None, "code": code,
-            "reason": unplaced[0].reason if unplaced else "",
-            "legacyFits": fit.legacy_fits, "legacyNode": legacy_placed[0].legacy_node if legacy_placed else None,
-            "legacyReason": legacy_unplaced[0].legacy_reason if legacy_unplaced else "",
-            "placesDifferently": fit.differs, "order": order, "priority": fit.priority,
-            "podsFit": len(placed), "legacyPodsFit": len(legacy_placed), "pods": [p.as_json() for p in fit.pods]}
+    return {
+        "fits": fit.fits,
+        "node": placed[0].node if placed else None,
+        "code": code,
+        "reason": unplaced[0].reason if unplaced else "",
+        "legacyFits": fit.legacy_fits,
+        "legacyNode": legacy_placed[0].legacy_node if legacy_placed else None,
+        "legacyReason": legacy_unplaced[0].legacy_reason if legacy_unplaced else "",
+        "placesDifferently": fit.differs,
+        "order": order,
+        "priority": fit.priority,
+        "podsFit": len(placed),
+        "legacyPodsFit": len(legacy_placed),
+        "pods": [p.as_json() for p in fit.pods],
+    }
 
 
-def report_capacity(report: Report, catalog: Catalog, inventories: Mapping[str, Sequence[InventoryDevice]],
-                    features: Features | None = None, objects: Sequence[tuple[str, Any]] = ()) -> None:
+def report_capacity(
+    report: Report,
+    catalog: Catalog,
+    inventories: Mapping[str, Sequence[InventoryDevice]],
+    features: Features | None = None,
+    objects: Sequence[tuple[str, Any]] = (),
+) -> None:
     """Run the capacity check over ``report`` and fill its capacity sections (module docstring).
     ``objects``: the input's other objects (ResourceClaimTemplates, ResourceClaims,
     PriorityClasses), as ``(source, object)`` pairs."""
@@ -174,19 +199,34 @@ def report_capacity(report: Report, catalog: Catalog, inventories: Mapping[str, 
     devices = cluster_devices(nodes, inv.slices, catalog, inventories)
     ours = [{**c, "apiVersion": "resource.k8s.io/v1"} for c in catalog.device_classes()]
     classes = device_classes(ours) | device_classes(inv.classes)
-    held = [c["status"]["allocation"] for c in claims.values()
-            if isinstance(c.get("status"), Mapping) and isinstance(c["status"].get("allocation"), Mapping)]
+    held = [
+        c["status"]["allocation"]
+        for c in claims.values()
+        if isinstance(c.get("status"), Mapping) and isinstance(c["status"].get("allocation"), Mapping)
+    ]
     label = report.settings.pool_label
-    result = check_capacity(demands, nodes, devices.slices, classes, features or Features(), held_allocations=held,
-                            held_legacy=_held_legacy(unplaced_units), pool_label=label)
+    result = check_capacity(
+        demands,
+        nodes,
+        devices.slices,
+        classes,
+        features or Features(),
+        held_allocations=held,
+        held_legacy=_held_legacy(unplaced_units),
+        pool_label=label,
+    )
     per_workload: dict[int, dict[str, Any]] = {}
     for order, (demand, fit) in enumerate(zip(placement_order(demands), result.workloads, strict=True)):
         per_workload[index[id(demand)]] = _workload_section(fit, order)
     pools = {(p.pool or ANY_POOL): {**p.as_json(), "pool": p.pool or ANY_POOL} for p in result.pools}
-    summary = {"poolLabel": label, "deviceSources": dict(sorted(devices.sources.items())),
-               "warnings": list(devices.warnings), "notPlaced": not_placed, "totals": result.as_json()["totals"]}
+    summary = {
+        "poolLabel": label,
+        "deviceSources": dict(sorted(devices.sources.items())),
+        "warnings": list(devices.warnings),
+        "notPlaced": not_placed,
+        "totals": result.as_json()["totals"],
+    }
     attach_capacity(report, per_workload, pools, summary)
     for w in report.workloads:
         if w.capacity is not None and w.alignment.get("status") in ("kept", "partial"):
             w.alignment["placementFits"] = w.capacity["fits"]
-

@@ -33,10 +33,26 @@ from dra_bridge.translate.plan.workloads import find_pod_templates
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "PodTemplate")
 FACT_KINDS = ("Node", "ResourceSlice", "DeviceClass", "ResourceQuota")
 #: Built-in API groups: their other kinds never hold pod templates.
-BUILTIN_GROUPS = ("", "apps", "batch", "resource.k8s.io", "rbac.authorization.k8s.io", "networking.k8s.io",
-                  "policy", "storage.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
-                  "autoscaling", "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "scheduling.k8s.io",
-                  "node.k8s.io", "certificates.k8s.io", "flowcontrol.apiserver.k8s.io")
+BUILTIN_GROUPS = (
+    "",
+    "apps",
+    "batch",
+    "resource.k8s.io",
+    "rbac.authorization.k8s.io",
+    "networking.k8s.io",
+    "policy",
+    "storage.k8s.io",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "autoscaling",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "scheduling.k8s.io",
+    "node.k8s.io",
+    "certificates.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+)
 #: The owner kinds a controller chain climbs: a pod's owner -> that owner's usual owner.
 CHAIN = {"ReplicaSet": "Deployment", "Job": "CronJob"}
 NOT_YET_NAMED = "(not yet named)"
@@ -110,8 +126,13 @@ def _mentions_gpu(obj: Any) -> bool:
     return False
 
 
-def _owner_of(kind: str, name: str, pod: Mapping[str, Any], owners: Mapping[tuple[str, str, str], Mapping[str, Any]],
-              namespace: str) -> tuple[str, str]:
+def _owner_of(
+    kind: str,
+    name: str,
+    pod: Mapping[str, Any],
+    owners: Mapping[tuple[str, str, str], Mapping[str, Any]],
+    namespace: str,
+) -> tuple[str, str]:
     """Climb from a pod's controller to the top of its chain."""
     while kind in CHAIN:
         obj = owners.get((kind, namespace, name))
@@ -132,24 +153,35 @@ def group(objects: Iterable[tuple[str, Any]]) -> Inventory:
     """Sort input objects into units and cluster facts (see the module docstring)."""
     inv = Inventory()
     listed = [(s, o) for s, o in objects if isinstance(o, Mapping) and isinstance(o.get("kind"), str)]
-    owners = {(str(o["kind"]), str(meta(o).get("namespace") or ""), str(meta(o).get("name") or "")): o
-              for _, o in listed if o["kind"] in WORKLOAD_KINDS or _group(o) not in BUILTIN_GROUPS}
+    owners = {
+        (str(o["kind"]), str(meta(o).get("namespace") or ""), str(meta(o).get("name") or "")): o
+        for _, o in listed
+        if o["kind"] in WORKLOAD_KINDS or _group(o) not in BUILTIN_GROUPS
+    }
     by_key: dict[tuple[str, str, str], Unit] = {}
     pods: list[tuple[int, str, Mapping[str, Any]]] = []
     for order, (source, obj) in enumerate(listed):
         kind, m = str(obj["kind"]), meta(obj)
         namespace = str(m.get("namespace") or "")
         if kind in FACT_KINDS and _group(obj) in ("", "resource.k8s.io"):
-            {"Node": inv.nodes, "ResourceSlice": inv.slices, "DeviceClass": inv.classes,
-             "ResourceQuota": inv.quotas}[kind].append(obj)
+            {"Node": inv.nodes, "ResourceSlice": inv.slices, "DeviceClass": inv.classes, "ResourceQuota": inv.quotas}[
+                kind
+            ].append(obj)
         elif kind == "Pod" and _group(obj) == "":
             pods.append((order, source, obj))
         elif (kind in WORKLOAD_KINDS and _group(obj) in ("apps", "batch", "")) or _is_custom_workload(obj):
             up = controller(obj)
             if kind in CHAIN and up is not None and up[0] == CHAIN[kind] and (up[0], namespace, up[1]) in owners:
                 continue  # a Deployment's ReplicaSet, a CronJob's Job: the owner is the unit
-            unit = Unit(kind, namespace, str(m.get("name") or m.get("generateName") or "?"), source, obj,
-                        custom=kind not in WORKLOAD_KINDS, order=order)
+            unit = Unit(
+                kind,
+                namespace,
+                str(m.get("name") or m.get("generateName") or "?"),
+                source,
+                obj,
+                custom=kind not in WORKLOAD_KINDS,
+                order=order,
+            )
             by_key.setdefault(unit.key, unit)
             inv.units.append(unit)
     for order, source, pod in pods:
@@ -158,8 +190,15 @@ def group(objects: Iterable[tuple[str, Any]]) -> Inventory:
         name = str(m.get("name") or "")
         owner = controller(pod)
         if owner is None:
-            unit = Unit("Pod", namespace, name or str(m.get("generateName") or "?"), source, pod,
-                        not_yet_named=not name, order=order)
+            unit = Unit(
+                "Pod",
+                namespace,
+                name or str(m.get("generateName") or "?"),
+                source,
+                pod,
+                not_yet_named=not name,
+                order=order,
+            )
             unit.pods.append(name or f"{unit.name}{NOT_YET_NAMED}")
             unit.pod_objects.append(pod)
             inv.units.append(unit)
@@ -167,8 +206,7 @@ def group(objects: Iterable[tuple[str, Any]]) -> Inventory:
         kind, oname = _owner_of(*owner, pod, owners, namespace)
         key = (kind, namespace, oname)
         if key not in by_key:
-            by_key[key] = Unit(kind, namespace, oname, source, pod, custom=kind not in WORKLOAD_KINDS,
-                               order=order)
+            by_key[key] = Unit(kind, namespace, oname, source, pod, custom=kind not in WORKLOAD_KINDS, order=order)
             inv.units.append(by_key[key])
         by_key[key].pods.append(name or f"{m.get('generateName', '')}{NOT_YET_NAMED}")
         by_key[key].pod_objects.append(pod)

@@ -116,10 +116,19 @@ class WorkloadReport:
         """The ``workloads[]`` entry of the JSON document."""
         u = self.unit
         return {
-            "kind": u.kind, "namespace": u.namespace, "name": u.name, "source": u.source,
-            "notYetNamed": u.not_yet_named, "pods": list(u.pods), "pools": list(self.pools),
-            "outcome": self.outcome, "severity": self.severity, "category": self.category,
-            "path": self.path.path, "via": self.path.via, "pathReason": self.path.reason,
+            "kind": u.kind,
+            "namespace": u.namespace,
+            "name": u.name,
+            "source": u.source,
+            "notYetNamed": u.not_yet_named,
+            "pods": list(u.pods),
+            "pools": list(self.pools),
+            "outcome": self.outcome,
+            "severity": self.severity,
+            "category": self.category,
+            "path": self.path.path,
+            "via": self.path.via,
+            "pathReason": self.path.reason,
             "legacy": [{"container": c, "resource": r, "count": n, "kind": k} for c, r, n, k in self.legacy],
             "findings": [f.as_dict() for f in self.findings],
             "templates": list(self.templates),
@@ -147,11 +156,16 @@ class PoolReport:
 
     def as_json(self) -> dict[str, Any]:
         """The ``nodePools[]`` entry of the JSON document."""
-        return {"name": self.name, "nodes": self.nodes, "legacyDevices": dict(sorted(self.legacy_devices.items())),
-                "draDevices": self.dra_devices, "mixedAllocators": self.mixed_allocators,
-                "workloads": {c: self.categories[c] for c in CATEGORIES},
-                "paths": {p: self.paths[p] for p in ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")},
-                "capacity": self.capacity}
+        return {
+            "name": self.name,
+            "nodes": self.nodes,
+            "legacyDevices": dict(sorted(self.legacy_devices.items())),
+            "draDevices": self.dra_devices,
+            "mixedAllocators": self.mixed_allocators,
+            "workloads": {c: self.categories[c] for c in CATEGORIES},
+            "paths": {p: self.paths[p] for p in ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")},
+            "capacity": self.capacity,
+        }
 
 
 @dataclass
@@ -176,12 +190,13 @@ class Report:
         return {
             "workloads": len(self.workloads),
             "pods": sum(len(w.unit.pods) for w in self.workloads),
-            "paths": {p: sum(w.path.path == p for w in self.workloads)
-                      for p in ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")},
+            "paths": {
+                p: sum(w.path.path == p for w in self.workloads)
+                for p in ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")
+            },
             "categories": {c: sum(w.category == c for w in self.workloads) for c in CATEGORIES},
             "outcomes": dict(sorted(Counter(w.outcome for w in self.workloads).items())),
-            "risks": sum(len(w.risks) for w in self.workloads)
-                     + sum(len(p.mixed_allocators) for p in self.pools),
+            "risks": sum(len(w.risks) for w in self.workloads) + sum(len(p.mixed_allocators) for p in self.pools),
             "alignmentLost": sum(w.alignment["status"] == "lost" for w in self.workloads),
             "legacyDevices": sum(n for w in self.workloads for _, _, n, k in w.legacy if k != "slicing"),
         }
@@ -190,13 +205,26 @@ class Report:
         """The ``report.dra-bridge.io/v1`` document."""
         s = self.settings
         return {
-            "apiVersion": REPORT_API_VERSION, "kind": "MigrationReport",
-            "inputs": {"sources": list(s.sources), "live": s.live, "kubernetesVersion": s.kubernetes_version,
-                       "objects": dict(sorted(self.object_counts.items())), "inventories": self.inventories},
-            "catalog": {"apiVersion": CATALOG_API_VERSION, "userCatalog": s.user_catalog,
-                        "resources": self.catalog_resources},
-            "options": {"apiVersion": s.options.api_version, "poolLabel": s.pool_label,
-                        "alignment": s.options.alignment.policy, "alignmentScope": s.options.alignment.scope},
+            "apiVersion": REPORT_API_VERSION,
+            "kind": "MigrationReport",
+            "inputs": {
+                "sources": list(s.sources),
+                "live": s.live,
+                "kubernetesVersion": s.kubernetes_version,
+                "objects": dict(sorted(self.object_counts.items())),
+                "inventories": self.inventories,
+            },
+            "catalog": {
+                "apiVersion": CATALOG_API_VERSION,
+                "userCatalog": s.user_catalog,
+                "resources": self.catalog_resources,
+            },
+            "options": {
+                "apiVersion": s.options.api_version,
+                "poolLabel": s.pool_label,
+                "alignment": s.options.alignment.policy,
+                "alignmentScope": s.options.alignment.scope,
+            },
             "workloads": [w.as_json() for w in self.workloads],
             "nodePools": [p.as_json() for p in self.pools],
             "totals": self.totals(),
@@ -226,20 +254,29 @@ def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]
     return out
 
 
-def _alignment(demands: Sequence[ContainerDemand], findings: Sequence[Finding], alignment: Alignment,
-               path: PathName) -> dict[str, Any]:
+def _alignment(
+    demands: Sequence[ContainerDemand], findings: Sequence[Finding], alignment: Alignment, path: PathName
+) -> dict[str, Any]:
     # The plan drops slicing requests (no DRA request, so nothing to align).
-    most = max(devices_per_constraint((((d.field, d.index), d.count if d.mapping.kind != "slicing" else 0)
-                                       for d in demands), alignment.scope).values(), default=0)
+    most = max(
+        devices_per_constraint(
+            (((d.field, d.index), d.count if d.mapping.kind != "slicing" else 0) for d in demands), alignment.scope
+        ).values(),
+        default=0,
+    )
     multi = most > 1
     base = {"multiDevice": multi, "policy": alignment.policy, "scope": alignment.scope}
     if not multi or path != "needs-conversion":
         why = "one device per container" if not multi else f"path {path}: the legacy pod keeps its alignment"
         return {**base, "status": "not-applicable", "reason": why}
     if alignment.policy == "none":
-        return {**base, "status": "lost", "reason": f"{most} devices "
-                "the Topology Manager kept on one NUMA node may come from two once converted: --alignment numa|pcie "
-                "keeps them together"}
+        return {
+            **base,
+            "status": "lost",
+            "reason": f"{most} devices "
+            "the Topology Manager kept on one NUMA node may come from two once converted: --alignment numa|pcie "
+            "keeps them together",
+        }
     lost = not_written(findings)
     if lost:
         return {**base, "status": "partial", "reason": lost[0].reason}
@@ -259,15 +296,25 @@ def _pools_of(pods: Sequence[Mapping[str, Any]], node_pool: Mapping[str, str], l
     return list(dict.fromkeys(pools)) or [ANY_POOL]
 
 
-def _workload(unit: Unit, inv: Inventory, catalog: Catalog, settings: Settings, classes: Mapping[str, str],
-              node_pool: Mapping[str, str]) -> WorkloadReport:
+def _workload(
+    unit: Unit,
+    inv: Inventory,
+    catalog: Catalog,
+    settings: Settings,
+    classes: Mapping[str, str],
+    node_pool: Mapping[str, str],
+) -> WorkloadReport:
     templates = pod_templates(unit.obj)
     options, translation = settings.options, None
     if settings.policy is not None and templates:
-        options, translation = workload_options(templates[0][1], unit.obj, unit.namespace, settings.policy,
-                                                settings.options, classes)
-    converted = (switched_off(unit.obj, translation) if translation is not None and not translation.convert
-                 else convert_object(unit.obj, catalog, options))
+        options, translation = workload_options(
+            templates[0][1], unit.obj, unit.namespace, settings.policy, settings.options, classes
+        )
+    converted = (
+        switched_off(unit.obj, translation)
+        if translation is not None and not translation.convert
+        else convert_object(unit.obj, catalog, options)
+    )
     demands: list[ContainerDemand] = []
     blockers: list[str] = []
     risks: list[Risk] = []
@@ -282,10 +329,18 @@ def _workload(unit: Unit, inv: Inventory, catalog: Catalog, settings: Settings, 
     if verdict.path != "needs-conversion":  # the legacy request stays: the legacy quota still counts it
         risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
-    return WorkloadReport(unit, verdict, converted.findings, converted.templates, tuple(risks), legacy,
-                          _alignment(demands, converted.findings, options.alignment, verdict.path),
-                          tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool,
-                                          settings.pool_label)), converted=converted, policy=translation)
+    return WorkloadReport(
+        unit,
+        verdict,
+        converted.findings,
+        converted.templates,
+        tuple(risks),
+        legacy,
+        _alignment(demands, converted.findings, options.alignment, verdict.path),
+        tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool, settings.pool_label)),
+        converted=converted,
+        policy=translation,
+    )
 
 
 def _node_pools(inv: Inventory, catalog: Catalog, label: str) -> tuple[dict[str, str], dict[str, PoolReport]]:
@@ -328,12 +383,22 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
             p.categories[w.category] += 1
             p.paths[w.path.path] += 1
     counts = Counter(str(o.get("kind")) for _, o in listed if isinstance(o, Mapping) and o.get("kind"))
-    return Report(settings, workloads, sorted(pools.values(), key=lambda p: (p.name == ANY_POOL, p.name)), counts,
-                  len(catalog.device_classes()), inv)
+    return Report(
+        settings,
+        workloads,
+        sorted(pools.values(), key=lambda p: (p.name == ANY_POOL, p.name)),
+        counts,
+        len(catalog.device_classes()),
+        inv,
+    )
 
 
-def attach_capacity(report: Report, workloads: Mapping[int, dict[str, Any]], pools: Mapping[str, dict[str, Any]],
-                    summary: dict[str, Any]) -> None:
+def attach_capacity(
+    report: Report,
+    workloads: Mapping[int, dict[str, Any]],
+    pools: Mapping[str, dict[str, Any]],
+    summary: dict[str, Any],
+) -> None:
     """Fill the optional capacity sections from a capacity engine's answers: per workload (by its
     index in ``report.workloads``) ``{fits, node, reason, legacyFits, legacyNode,
     placesDifferently, ...}``, per pool name ``{devices, usedBefore, usedAfter, ...}``, and the

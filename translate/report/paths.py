@@ -84,8 +84,9 @@ def _gpu_placement(spec: Mapping[str, Any]) -> str:
     return "node affinity on GFD labels" if f'"{GFD_PREFIX}' in json.dumps(spec.get("affinity"), default=str) else ""
 
 
-def kep5004_blockers(pod: Mapping[str, Any], demands: Sequence[ContainerDemand], classes: Mapping[str, str],
-                     minor: int) -> list[str]:
+def kep5004_blockers(
+    pod: Mapping[str, Any], demands: Sequence[ContainerDemand], classes: Mapping[str, str], minor: int
+) -> list[str]:
     """Why KEP-5004's mapping does not serve this pod as it is (empty: it does); see the module
     docstring. ``demands``: the pod's legacy demands with a count above zero."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
@@ -99,8 +100,10 @@ def kep5004_blockers(pod: Mapping[str, Any], demands: Sequence[ContainerDemand],
         out.append(f"no DeviceClass has extendedResourceName {', '.join(missing)}")
     for d in demands:
         if d.mapping.kind in ("mig", "shared", "slicing") or d.mapping.profile is not None:
-            out.append(f"{d.mapping.resource_name} is a {d.mapping.kind} name: the mapping's claim asks for whole "
-                       "devices of the class")
+            out.append(
+                f"{d.mapping.resource_name} is a {d.mapping.kind} name: the mapping's claim asks for whole "
+                "devices of the class"
+            )
             break
     placement = _gpu_placement(spec)
     if placement:
@@ -112,9 +115,11 @@ def kep5004_blockers(pod: Mapping[str, Any], demands: Sequence[ContainerDemand],
     inits = [d for d in demands if d.role == "init"]
     if inits:
         held = sum(d.count for d in demands)
-        out.append(f"init container {inits[0].container!r} asks for {inits[0].mapping.resource_name}: the "
-                   f"scheduler's claim (createDeviceRequests) gives every init container its own devices, {held} "
-                   "in all, where the device plugin reused the app containers'")
+        out.append(
+            f"init container {inits[0].container!r} asks for {inits[0].mapping.resource_name}: the "
+            f"scheduler's claim (createDeviceRequests) gives every init container its own devices, {held} "
+            "in all, where the device plugin reused the app containers'"
+        )
     if spec.get("nodeName"):
         out.append("spec.nodeName bypasses the scheduler, which creates the mapping's claim")
     scheduler = spec.get("schedulerName")
@@ -123,20 +128,28 @@ def kep5004_blockers(pod: Mapping[str, Any], demands: Sequence[ContainerDemand],
     return out
 
 
-def choose_path(demands: Sequence[ContainerDemand], findings: Sequence[Finding], blockers: Sequence[str],
-                classes: Mapping[str, str]) -> PathVerdict:
+def choose_path(
+    demands: Sequence[ContainerDemand], findings: Sequence[Finding], blockers: Sequence[str], classes: Mapping[str, str]
+) -> PathVerdict:
     """The path of one planned pod template (see the module docstring). ``demands``: legacy
     demands with a count above zero; ``findings``: the plan's (convert's, phrased)."""
     if not demands:
-        return PathVerdict("nothing-to-do", "", "no legacy device request" + (
-            " (zero counts are dropped)" if any(f.outcome == "translated" for f in findings) else ""))
+        return PathVerdict(
+            "nothing-to-do",
+            "",
+            "no legacy device request"
+            + (" (zero counts are dropped)" if any(f.outcome == "translated" for f in findings) else ""),
+        )
     resources = sorted({d.mapping.resource_name for d in demands})
     if not blockers:
         served = ", ".join(f"{r} by DeviceClass {classes[r]}" for r in resources)
-        return PathVerdict("kep-5004", "node hand-over",
-                           f"served as it is ({served}) once its nodes are handed over: the scheduler uses the "
-                           "mapping only on nodes whose allocatable for the resource is 0 or absent and where a "
-                           "DRA driver serves the class")
+        return PathVerdict(
+            "kep-5004",
+            "node hand-over",
+            f"served as it is ({served}) once its nodes are handed over: the scheduler uses the "
+            "mapping only on nodes whose allocatable for the resource is 0 or absent and where a "
+            "DRA driver serves the class",
+        )
     kep_note = ""
     if classes:  # the cluster maps some extended resource: say why it does not map this one
         kep_note = f"; KEP-5004 does not serve it: {'; '.join(blockers)}"

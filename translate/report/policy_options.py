@@ -45,22 +45,38 @@ def pod_owner_kind(obj: Mapping[str, Any]) -> str:
     return POD_OWNER.get(kind, kind)
 
 
-def workload_options(pod: Mapping[str, Any], obj: Mapping[str, Any], namespace: str, policy: Policy, base: Options,
-                     kep5004: Mapping[str, str]) -> tuple[Options, Translation]:
+def workload_options(
+    pod: Mapping[str, Any],
+    obj: Mapping[str, Any],
+    namespace: str,
+    policy: Policy,
+    base: Options,
+    kep5004: Mapping[str, str],
+) -> tuple[Options, Translation]:
     """The options for workload ``obj`` whose first pod template (or pod) is ``pod``."""
     labels = {str(k): str(v) for k, v in _map(_map(pod.get("metadata")).get("labels")).items()}
     scheduler = str(_map(pod.get("spec")).get("schedulerName") or "")
     settings = policy.settings_for(Subject(namespace or "default", labels, pod_owner_kind(obj), scheduler))
     options = settings.plan_options(base.api_version, kep5004)
     schedulers = tuple(dict.fromkeys((*options.dra_schedulers, *base.dra_schedulers)))
-    return replace(options, kubernetes_minor=base.kubernetes_minor, managed_by=base.managed_by,
-                   dra_schedulers=schedulers), settings
+    return replace(
+        options, kubernetes_minor=base.kubernetes_minor, managed_by=base.managed_by, dra_schedulers=schedulers
+    ), settings
 
 
 def switched_off(obj: Any, settings: Translation) -> Converted:
     """The workload as the webhook leaves it where the policy says ``convert: false``: unchanged,
     with one ``kept-legacy`` finding naming the rule."""
     rule = f"rule {settings.rule}" if settings.rule else "defaults"
-    return Converted(obj, (), (Finding(".", "", "kept-legacy",
-                                       f"policy {rule}: convert: false: the webhook leaves its pods on the device "
-                                       "plugin"),))
+    return Converted(
+        obj,
+        (),
+        (
+            Finding(
+                ".",
+                "",
+                "kept-legacy",
+                f"policy {rule}: convert: false: the webhook leaves its pods on the device plugin",
+            ),
+        ),
+    )

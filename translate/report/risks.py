@@ -56,25 +56,30 @@ class Risk:
         return {"code": self.code, "path": self.path, "detail": self.detail}
 
 
-def _quota_risks(namespace: str, demands: Sequence[ContainerDemand], quotas: Sequence[Mapping[str, Any]]
-                 ) -> list[Risk]:
+def _quota_risks(namespace: str, demands: Sequence[ContainerDemand], quotas: Sequence[Mapping[str, Any]]) -> list[Risk]:
     out: list[Risk] = []
     for q in quotas:
         meta = q.get("metadata") if isinstance(q.get("metadata"), Mapping) else {}
         if not isinstance(meta, Mapping) or str(meta.get("namespace") or "") != namespace:
             continue
         spec = q.get("spec") if isinstance(q.get("spec"), Mapping) else {}
-        hard: Mapping[str, Any] = spec["hard"] if isinstance(spec, Mapping) and isinstance(spec.get("hard"),
-                                                                                              Mapping) else {}
+        hard: Mapping[str, Any] = (
+            spec["hard"] if isinstance(spec, Mapping) and isinstance(spec.get("hard"), Mapping) else {}
+        )
         for mapping in {d.mapping.resource_name: d.mapping for d in demands}.values():
             resource, key = mapping.resource_name, dra_quota_key(mapping)
             legacy = [k for k in (f"requests.{resource}", resource) if k in hard]
             if legacy and key not in hard:
-                out.append(Risk("quota-stops-counting", f"ResourceQuota/{meta.get('name')}.spec.hard[{legacy[0]}]",
-                                f"limits {resource} but not {key}: converted pods would not count against it, "
-                                f"so the webhook keeps this namespace's pods legacy until {key} is added "
-                                "(policy ignoreLegacyQuota: true converts them anyway); convert writes the key "
-                                "beside the legacy one"))
+                out.append(
+                    Risk(
+                        "quota-stops-counting",
+                        f"ResourceQuota/{meta.get('name')}.spec.hard[{legacy[0]}]",
+                        f"limits {resource} but not {key}: converted pods would not count against it, "
+                        f"so the webhook keeps this namespace's pods legacy until {key} is added "
+                        "(policy ignoreLegacyQuota: true converts them anyway); convert writes the key "
+                        "beside the legacy one",
+                    )
+                )
     return out
 
 
@@ -87,38 +92,71 @@ def _env_risks(spec: Mapping[str, Any], demands: Sequence[ContainerDemand], path
         where = f"{path}spec.{fld}[{index}]"
         asks = counts.get((fld, index), 0)
         resources = c.get("resources") if isinstance(c.get("resources"), Mapping) else {}
-        asks_any = any(is_extended(str(k)) for part in ("limits", "requests")
-                       for k in (resources.get(part) or {} if isinstance(resources, Mapping) else {}))
+        asks_any = any(
+            is_extended(str(k))
+            for part in ("limits", "requests")
+            for k in (resources.get(part) or {} if isinstance(resources, Mapping) else {})
+        )
         for j, env in enumerate(c.get("env") or []):
             if not isinstance(env, Mapping):
                 continue
             name, value = str(env.get("name", "")), env.get("value")
-            ref = ((env.get("valueFrom") or {}).get("resourceFieldRef") or {}) if isinstance(
-                env.get("valueFrom"), Mapping) else {}
+            ref = (
+                ((env.get("valueFrom") or {}).get("resourceFieldRef") or {})
+                if isinstance(env.get("valueFrom"), Mapping)
+                else {}
+            )
             if isinstance(ref, Mapping) and is_extended(str(ref.get("resource", "")).split(".", 1)[-1]):
-                out.append(Risk("gpu-count-in-env", f"{where}.env[{j}]", f"{name} reads {ref.get('resource')} "
-                                "through the downward API: 0 once the limit moves to a claim"))
+                out.append(
+                    Risk(
+                        "gpu-count-in-env",
+                        f"{where}.env[{j}]",
+                        f"{name} reads {ref.get('resource')} "
+                        "through the downward API: 0 once the limit moves to a claim",
+                    )
+                )
             elif name in VISIBLE_DEVICES and not asks_any and value not in (None, "", "void", "none"):
-                out.append(Risk("visible-devices-by-hand", f"{where}.env[{j}]",
-                                f"{name}={value} set without a device request: the container sees GPUs nobody "
-                                "allocated to it"))
+                out.append(
+                    Risk(
+                        "visible-devices-by-hand",
+                        f"{where}.env[{j}]",
+                        f"{name}={value} set without a device request: the container sees GPUs nobody allocated to it",
+                    )
+                )
             elif asks and _GPU_ENV.search(name) and isinstance(value, str) and value.isdigit() and int(value) == asks:
-                out.append(Risk("gpu-count-in-env", f"{where}.env[{j}]",
-                                f"{name}={value} copies the GPU count: keep it in step with the claim"))
+                out.append(
+                    Risk(
+                        "gpu-count-in-env",
+                        f"{where}.env[{j}]",
+                        f"{name}={value} copies the GPU count: keep it in step with the claim",
+                    )
+                )
     volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
     for i, vol in enumerate(volumes or []):
         items = ((vol.get("downwardAPI") or {}).get("items") or []) if isinstance(vol, Mapping) else []
         for item in items if isinstance(items, list) else []:
             ref = item.get("resourceFieldRef") if isinstance(item, Mapping) else None
             if isinstance(ref, Mapping) and is_extended(str(ref.get("resource", "")).split(".", 1)[-1]):
-                out.append(Risk("gpu-count-in-env", f"{path}spec.volumes[{i}]",
-                                f"downwardAPI file {item.get('path')} reads {ref.get('resource')}: 0 once the limit "
-                                "moves to a claim"))
+                out.append(
+                    Risk(
+                        "gpu-count-in-env",
+                        f"{path}spec.volumes[{i}]",
+                        f"downwardAPI file {item.get('path')} reads {ref.get('resource')}: 0 once the limit "
+                        "moves to a claim",
+                    )
+                )
     return out
 
 
-def workload_risks(obj: Mapping[str, Any], pod: Mapping[str, Any], demands: Sequence[ContainerDemand],
-                   quotas: Sequence[Mapping[str, Any]], catalog: Catalog, custom: bool, path: str = "") -> list[Risk]:
+def workload_risks(
+    obj: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    demands: Sequence[ContainerDemand],
+    quotas: Sequence[Mapping[str, Any]],
+    catalog: Catalog,
+    custom: bool,
+    path: str = "",
+) -> list[Risk]:
     """The risks of one planned pod template ``pod`` (found at ``path`` in ``obj``); ``demands``:
     its legacy demands with a count above zero."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
@@ -128,16 +166,28 @@ def workload_risks(obj: Mapping[str, Any], pod: Mapping[str, Any], demands: Sequ
     if demands:
         out += _quota_risks(str(meta.get("namespace") or ""), demands, quotas)
         if spec.get("nodeName"):
-            out.append(Risk("pinned-to-node", f"{path}spec.nodeName", f"pinned to {spec['nodeName']}: the "
-                            "scheduler never sees it, so no claim is allocated"))
+            out.append(
+                Risk(
+                    "pinned-to-node",
+                    f"{path}spec.nodeName",
+                    f"pinned to {spec['nodeName']}: the scheduler never sees it, so no claim is allocated",
+                )
+            )
         if custom:
-            out.append(Risk("operator-reads-limit", path or ".", f"{obj.get('kind')}'s operator builds its pods "
-                            "and may derive settings (process counts) from the GPU limit"))
+            out.append(
+                Risk(
+                    "operator-reads-limit",
+                    path or ".",
+                    f"{obj.get('kind')}'s operator builds its pods "
+                    "and may derive settings (process counts) from the GPU limit",
+                )
+            )
     return out
 
 
-def mixed_allocator_nodes(nodes: Sequence[Mapping[str, Any]], slices: Sequence[Mapping[str, Any]],
-                          catalog: Catalog) -> dict[str, list[str]]:
+def mixed_allocator_nodes(
+    nodes: Sequence[Mapping[str, Any]], slices: Sequence[Mapping[str, Any]], catalog: Catalog
+) -> dict[str, list[str]]:
     """Nodes offering a catalogued legacy resource (``status.allocatable`` above 0) that also
     have a ResourceSlice (``spec.nodeName``) with devices: node name -> those resources."""
     with_slices = set()
