@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +50,21 @@ def service_account_user(namespace: str, name: str) -> str:
     return f"system:serviceaccount:{namespace}:{name}"
 
 
-def observed_calls(log: Path, user: str) -> set[Observed]:
+def observed_calls(log: Path, user: str, *, until: datetime | None = None) -> set[Observed]:
     """Resource requests of ``user`` in the audit log (non-resource URLs such as discovery and
-    /version are every authenticated user's, granted by the built-in system:discovery role)."""
+    /version are every authenticated user's, granted by the built-in system:discovery role).
+
+    ``until`` (timezone-aware) keeps only requests the API server received before it: the
+    moment a test began to revoke the account's grants while its pods may still run (``helm
+    uninstall`` deletes the RBAC and the pods together), after which a refused call says
+    nothing about what the service declares."""
     found: set[Observed] = set()
     for line in log.read_text(errors="replace").splitlines():
         event: dict[str, Any] = json.loads(line)
         ref = event.get("objectRef")
         if event.get("user", {}).get("username") != user or not ref or "resource" not in ref:
+            continue
+        if until is not None and datetime.fromisoformat(event["requestReceivedTimestamp"]) >= until:
             continue
         resource = ref["resource"] + (f"/{ref['subresource']}" if ref.get("subresource") else "")
         found.add(
@@ -69,6 +77,21 @@ def observed_calls(log: Path, user: str) -> set[Observed]:
             )
         )
     return found
+
+
+#: Resources whose objects run a service's pods: deleted (and waited for) before its grants.
+WORKLOADS = ("/pods/", "/deployments/", "/daemonsets/", "/replicasets/", "/statefulsets/", "/jobs/")
+
+
+def workloads_first(created: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Objects a test created (API paths, in creation order) split for teardown: the workloads
+    (newest first), to delete and wait out before the rest (newest first: bindings before roles
+    and accounts). A pod whose binding is deleted while it still runs is refused (403) on its
+    next call, which the check would report as a call it did not declare: under load the
+    agent's shutdown and its reaction to leaving DRA mode come late enough to hit that."""
+    paths = list(reversed(list(created)))
+    pods = [p for p in paths if any(w in p for w in WORKLOADS)]
+    return pods, [p for p in paths if p not in pods]
 
 
 def covers(calls: Iterable[ApiCall], call: Observed, own_namespace: str) -> bool:

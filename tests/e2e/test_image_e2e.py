@@ -30,7 +30,7 @@ from dra_bridge.webhook.access import API_CALLS as WEBHOOK_CALLS
 from dra_bridge.webhook.certs import write_certs
 from tests.deviceplugins.toolkit_cdi import write_toolkit_spec
 from tests.e2e import manifests
-from tests.e2e.audit import granted_calls, observed_calls, service_account_user, violations
+from tests.e2e.audit import granted_calls, observed_calls, service_account_user, violations, workloads_first
 from tests.e2e.bridge_node import (
     DRIVER,
     V1,
@@ -229,7 +229,13 @@ def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
         toolkit.unlink(missing_ok=True)
         set_mode(kube, node.name, None)
         kube.delete(api_path("v1", "namespaces", name=workload), ignore_missing=True)
-        for path in reversed(created):
+        # The services' pods go first and are waited out: every call they make, their shutdown
+        # and their answer to leaving DRA mode included, is made under the grants checked below.
+        workloads, rest = workloads_first(created)
+        for path in workloads:
+            kube.delete(path, ignore_missing=True)
+        wait_for(lambda: not kube.list(api_path("v1", "pods", ns)), 60, "the services' pods gone")
+        for path in rest:
             kube.delete(path, ignore_missing=True)
         for s in our_slices(kube, node.name):
             kube.delete(api_path(V1, "resourceslices", name=s["metadata"]["name"]), ignore_missing=True)
