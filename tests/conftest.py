@@ -14,6 +14,9 @@ the mark brings its own limit (:data:`SLOW_TIMEOUTS`) unless the test sets ``tim
 - ``handover``: the whole hand-over on the real node; sets its own limit (it waits out the kubelet's
   5-minute capacity hold) and is ordered last, so every other real-node test starts from a node
   on which no device plugin ever registered;
+- ``server_version``: not slow, a selection: the e2e tests whose behaviour depends on the API
+  server's version, the only ones CI's second pass runs against 1.34 (checked here: e2e, never
+  real_node);
 - ``property``: hypothesis property tests (hundreds of examples, 1-5 s each on 2 busy cores): 60 s.
 
 Ids. Every parametrized test must have readable ids: pytest's fallback for a dict, list or
@@ -58,6 +61,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         why = _unreadable_id(item)
         if why:
             unreadable.append(f"{item.nodeid} ({why})")
+        if item.get_closest_marker("server_version") is not None and (
+            item.get_closest_marker("e2e") is None or item.get_closest_marker("real_node") is not None
+        ):
+            unreadable.append(f"{item.nodeid} (server_version is for e2e tests that are not real_node)")
         if item.get_closest_marker("timeout") is None:
             for mark, seconds in SLOW_TIMEOUTS.items():
                 if item.get_closest_marker(mark) is not None:
@@ -68,7 +75,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: item.get_closest_marker("handover") is not None)
     if unreadable:
         raise pytest.UsageError(
-            "parametrized tests need readable ids (ids= or pytest.param(id=)):\n  " + "\n  ".join(unreadable)
+            "parametrized tests need readable ids (ids= or pytest.param(id=)), and server_version marks "
+            "e2e tests that are not real_node:\n  " + "\n  ".join(unreadable)
         )
 
 

@@ -325,6 +325,7 @@ def make_slice(name: str, node: str | None) -> dict[str, Any]:
     return {"apiVersion": V1, "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
 
 
+@pytest.mark.server_version
 def test_documented_policy_pins_slice_writes_to_the_agents_node(
     control_plane: ControlPlane, kube: KubeClient, namespace: str
 ) -> None:

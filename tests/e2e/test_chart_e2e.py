@@ -46,6 +46,7 @@ def _kube_version(cp: ControlPlane) -> str:
     return cp.version.lstrip("v").split("-")[0]
 
 
+@pytest.mark.server_version
 @pytest.mark.parametrize("values", CI_VALUES, ids=[p.name.removesuffix("-values.yaml") for p in CI_VALUES])
 def test_rendered_admission_objects_are_accepted_by_the_api_server(
     control_plane: ControlPlane, kube: KubeClient, values: Path
@@ -121,6 +122,7 @@ def _refused_by_webhook(kube: KubeClient, namespace: str, pod: Obj) -> str:
     return ""
 
 
+@pytest.mark.server_version
 def test_install_scope_upgrade_and_uninstall(kube: KubeClient, release: dict[str, Any]) -> None:
     _helm(release, "install", release["name"], str(CHART))
     full, ns = release["fullname"], release["namespace"]

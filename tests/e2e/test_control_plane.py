@@ -63,6 +63,7 @@ def _slice(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+@pytest.mark.server_version
 def test_control_plane_identity(control_plane: ControlPlane, kube: KubeClient) -> None:
     assert control_plane.version.startswith("v1.")
     assert control_plane.etcd_version.startswith("3.")
@@ -95,6 +96,7 @@ def test_fake_node_is_schedulable(kube: KubeClient, namespace: str, fake_node: s
     assert pod["spec"]["nodeName"] == fake_node
 
 
+@pytest.mark.server_version
 def test_claim_from_template_is_allocated_and_pod_bound(kube: KubeClient, namespace: str, fake_node: str) -> None:
     cls = f"gpu-{_uid()}"
     kube.create(
@@ -154,6 +156,7 @@ def test_claim_from_template_is_allocated_and_pod_bound(kube: KubeClient, namesp
         kube.delete(api_path(RESOURCE_V1, "deviceclasses", name=cls), ignore_missing=True)
 
 
+@pytest.mark.server_version
 def test_api_server_rejects_slice_with_too_many_devices(kube: KubeClient) -> None:
     devices = [{"name": f"gpu-{i}"} for i in range(129)]
     with pytest.raises(Invalid) as info:
@@ -165,6 +168,7 @@ def test_api_server_rejects_slice_with_too_many_devices(kube: KubeClient) -> Non
     assert "128" in err.detail, err.detail
 
 
+@pytest.mark.server_version
 def test_v1beta1_claim_template_round_trip(control_plane: ControlPlane, kube: KubeClient, namespace: str) -> None:
     v1beta1 = "resource.k8s.io/v1beta1"
     if f"{v1beta1}=true" not in control_plane.runtime_config:

@@ -36,6 +36,7 @@ def _read_only_kubeconfig(cp: ControlPlane, kube: KubeClient, namespace: str, pa
     return token_kubeconfig(kube, path, namespace, name, cp.server, cp.ca_file)
 
 
+@pytest.mark.server_version
 def test_live_report_reads_the_cluster_read_only(
     control_plane: ControlPlane, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:

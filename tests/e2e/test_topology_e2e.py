@@ -55,6 +55,7 @@ TABLE = [
 ]
 
 
+@pytest.mark.server_version
 @pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
 def test_aligned_templates_are_accepted_in_every_served_version(
     kube: KubeClient, namespace: str, classes: None, version: str

@@ -53,6 +53,7 @@ def device_classes(kube: KubeClient) -> Iterator[list[str]]:
         kube.delete(api_path(V1, "deviceclasses", name=name), ignore_missing=True)
 
 
+@pytest.mark.server_version
 @pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
 def test_every_generated_template_is_accepted_by_the_api_server(
     kube: KubeClient, namespace: str, device_classes: list[str], version: str
@@ -141,6 +142,7 @@ def gpu_nodes(kube: KubeClient) -> Iterator[dict[str, str]]:
         kube.delete(api_path("v1", "nodes", name=node), ignore_missing=True)
 
 
+@pytest.mark.server_version
 def test_scheduler_runs_generated_selectors_and_binds_to_the_matching_node(
     kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]
 ) -> None:
@@ -197,6 +199,7 @@ def test_scheduler_runs_generated_selectors_and_binds_to_the_matching_node(
     assert {r["pool"] for r in results} == {gpu_nodes["a100"]} and len(results) == 2
 
 
+@pytest.mark.server_version
 def test_version_selectors_skip_devices_whose_attributes_have_another_type(
     kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]
 ) -> None:

@@ -93,10 +93,12 @@ def _run_deployment_flow(cluster: Cluster, mode: str, version: str) -> list[dict
     return pods
 
 
+@pytest.mark.server_version
 def test_legacy_deployment_pods_get_claims_and_bind_to_the_a100_node(cluster: Cluster) -> None:
     _run_deployment_flow(cluster, "enforce", V1)
 
 
+@pytest.mark.server_version
 def test_webhook_told_to_use_v1beta1_writes_v1beta1_templates(cluster: Cluster) -> None:
     pods = _run_deployment_flow(cluster, "enforce-v1beta1", V1BETA1)
     ns = pods[0]["metadata"]["namespace"]
@@ -105,6 +107,7 @@ def test_webhook_told_to_use_v1beta1_writes_v1beta1_templates(cluster: Cluster) 
     assert "exactly" not in stored["spec"]["spec"]["devices"]["requests"][0]  # v1beta1's flat request shape
 
 
+@pytest.mark.server_version
 def test_server_side_dry_run_creates_no_template(cluster: Cluster) -> None:
     ns = webhook_namespace(cluster, "enforce")
     pod = wait_webhook_active(cluster, ns)
@@ -260,6 +263,7 @@ def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
     assert _reconcile(control_plane, "replica-b", lease_ns, grace=0)[0].leader is False
 
 
+@pytest.mark.server_version
 def test_discovery_picks_the_newest_served_resource_version(control_plane: ControlPlane) -> None:
     import asyncio
 
