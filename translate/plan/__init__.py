@@ -1,4 +1,4 @@
-"""The pod plan (design decision 1): a pod or workload -> claim templates, migrated pod, findings.
+"""The pod plan (docs/design.md D1): a pod or workload -> claim templates, migrated pod, findings.
 
 Owns: the field types a plan needs (:mod:`~translate.plan.field_types`), legacy demand per
 container (:mod:`~translate.plan.demand`, counts in :mod:`~translate.plan.device_counts`),
