@@ -1,14 +1,47 @@
-"""dra-bridge node agent: republishes a node's device-plugin inventory as ResourceSlices.
+"""dra-bridge, the node agent: republishes a node's device-plugin inventory as ResourceSlices and
+serves the DRA claims that land on the node as a DRA kubelet plugin.
 
-The I/O edge around :mod:`translate` (kubelet gRPC, node-local state, the API server). Modules:
-``podresources`` (PodResources v1 proto, stubs, client), ``state`` (recorded inventory),
-``interlocks`` (pure hand-over decisions), ``access`` (the API calls it makes), ``publisher``
-(ResourceSlice reconciler, over the shared :mod:`kube` layer), ``nvml`` (optional), ``agent`` (the loop), ``health``,
-``settings``, ``cli`` and ``errors``.
+The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API server through
+:mod:`kube`). Modules, one concern each:
+
+- the loop and its decisions: ``agent`` (one tick: record in legacy mode, publish in DRA mode),
+  ``interlocks`` (pure hand-over decisions, docs/design.md D6), ``publisher`` (the ResourceSlice
+  reconciler, docs/design.md D17), ``access`` (the API calls it makes);
+- what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
+  (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
+  ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
+  ``pci_sysfs`` (PCIe root and NUMA node from sysfs), ``cdi_specs`` (the node's CDI spec
+  directories and our own specs);
+- the DRA kubelet plugin (docs/design.md D10): ``kubeletapi`` (the registration, DRA and DRA health
+  protos and stubs), ``registration`` (the plugin-watcher server), ``plugin`` (NodePrepare /
+  NodeUnprepare), ``claims`` (preparing and unpreparing claims), ``checkpoint`` (the prepared
+  claims), ``health_stream`` and ``device_health`` (device health for the kubelet),
+  ``node_plugin`` (starting and stopping the plugin: the DRA service, then registration);
+- plumbing: ``unixgrpc`` (a gRPC channel on a unix socket), ``atomic`` (atomic file writes),
+  ``file_lock`` (a lock between processes), ``health`` (readiness, liveness, metrics),
+  ``settings``, ``cli`` and ``errors`` (the exception tree, re-exported here).
 """
 
 from __future__ import annotations
 
-from dra_bridge.bridge.errors import BridgeError, NvmlError, PodResourcesError, SettingsError, StateError
+from dra_bridge.bridge.errors import (
+    BridgeError,
+    CdiError,
+    CheckpointError,
+    DevicePluginError,
+    NvmlError,
+    PodResourcesError,
+    SettingsError,
+    StateError,
+)
 
-__all__ = ["BridgeError", "NvmlError", "PodResourcesError", "SettingsError", "StateError"]
+__all__ = [
+    "BridgeError",
+    "CdiError",
+    "CheckpointError",
+    "DevicePluginError",
+    "NvmlError",
+    "PodResourcesError",
+    "SettingsError",
+    "StateError",
+]

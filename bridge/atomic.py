@@ -3,7 +3,7 @@
 :func:`write_atomic` writes a temp file in the target's directory (named ``.<name>-*.tmp``, so
 the kubelet's plugin watcher and CDI runtimes, which skip dot files or read only ``.json`` /
 ``.yaml``, never see it), fsyncs it, renames it over the target and fsyncs the directory
-(style.md item 8). Raises OSError.
+(docs/design.md D19). Raises OSError.
 """
 
 from __future__ import annotations

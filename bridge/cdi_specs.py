@@ -2,9 +2,11 @@
 
 :class:`SpecIndex` answers "does ``vendor/class=name`` resolve?" over every ``.json``,
 ``.yaml`` and ``.yml`` spec in the CDI directories (the agent's ``--cdi-dir``, default ``/etc/cdi``
-then ``/var/run/cdi``; node-apis.md 5.3). A file is parsed again only when its (mtime_ns, size) changed, not per
-call; an unparsable file defines nothing (logged once per version of it). A name defined by
-two files of one directory is a conflict the runtime drops (node-apis.md 2.7), so it does not
+then ``/var/run/cdi``: https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/spec-dirs.go).
+A file is parsed again only when its (mtime_ns, size) changed, not per call; an unparsable file
+defines nothing (logged once per version of it). A name defined by two files of one directory is a
+conflict the runtime drops (``resolveConflict`` in
+https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/cache.go), so it does not
 resolve; a later directory overrides an earlier one.
 
 Our own specs (:func:`write_spec`, :func:`remove_spec`, :func:`own_spec_uids`) live in the

@@ -1,6 +1,6 @@
 """The prepared-claim checkpoint: which claims this node has prepared, kept across restarts.
 
-One versioned JSON file (style.md item 10), ``<state dir>/prepared-claims.json``::
+One versioned JSON file (docs/design.md D20), ``<state dir>/prepared-claims.json``::
 
     {"apiVersion": "checkpoint.dra-bridge.io/v1", "kind": "PreparedClaims",
      "bootID": str,                              # /proc/sys/kernel/random/boot_id when written

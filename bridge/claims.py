@@ -5,7 +5,7 @@
     await preparer.prepare([ClaimRef(ns, name, uid)])   -> {uid: Outcome(devices, error)}
     await preparer.unprepare([ClaimRef(...)])           -> {uid: Outcome((), error)}
 
-Prepare (design decision 10; the DRAPlugin contract, style.md item 9), per claim:
+Prepare (docs/design.md D10; the DRAPlugin contract, docs/design.md D16), per claim:
 
 1. already checkpointed: answer what the checkpoint holds (idempotent, without the API
    server), after checking its toolkit CDI devices still resolve and rewriting our spec if it

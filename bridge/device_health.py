@@ -19,7 +19,7 @@ UNKNOWN        everything else: no fact supports health (NVML absent or not load
 
 A device that merely exists, or whose CDI device resolves, is not thereby healthy: resolving
 says a spec is present, not that the hardware works. Messages are cut to 1024 characters (the
-kubelet's limit, node-apis.md 4.6).
+kubelet's limit, https://github.com/kubernetes/kubelet/blob/master/pkg/apis/dra-health/v1alpha1/api.proto).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Record the device plugins' Allocate answers while the node is legacy (design decision 10).
+"""Record the device plugins' Allocate answers while the node is legacy (docs/design.md D10).
 
     recorder = EditsRecorder(kubelet_dir, catalog)
     new = await recorder.update(inventory)     # an Inventory with new ``edits``, or None
@@ -6,7 +6,10 @@
 For each recorded resource whose catalog entry marks its plugin's Allocate free of side effects
 (``edits.allocate``, :mod:`translate.catalog_edits`) and whose socket
 ``<kubelet dir>/device-plugins/<socket>`` exists, ask ``Allocate`` once per device, one device
-per call (never ``ListAndWatch``: node-apis.md 2.5), and keep the composing part of the answers
+per call (never ``ListAndWatch``: NVIDIA's plugin feeds every stream from one health channel, so a
+second stream steals the kubelet's health events, ``ListAndWatch`` in
+https://github.com/NVIDIA/k8s-device-plugin/blob/main/internal/plugin/server.go), and keep the
+composing part of the answers
 (:func:`translate.allocate_edits.compose`). A resource is asked again only when its recorded
 device IDs change. A plugin that is down, restarting or answering an error is logged (once per
 new reason) and asked again on a later tick; it never stops the agent nor publishing.

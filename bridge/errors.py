@@ -14,7 +14,7 @@ The tree (third-party errors are chained with ``raise ... from``, never re-expor
 API server failures (slices, Node, Events) are :mod:`kube.errors` (``KubeError`` and its
 tree), shared with the webhook.
 
-Interlock refusals (design decision 6) are *not* exceptions: they are values returned by
+Interlock refusals (docs/design.md D6) are *not* exceptions: they are values returned by
 :func:`bridge.interlocks.evaluate`, so the agent can report every one of them.
 """
 

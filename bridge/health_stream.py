@@ -1,6 +1,7 @@
 """``v1alpha1.DRAResourceHealth/NodeWatchResources``: device health for the kubelet (KEP-4680).
 
-Served on the DRA socket next to ``DRAPlugin`` (node-apis.md 4.6) and advertised in
+Served on the DRA socket next to ``DRAPlugin``
+(https://github.com/kubernetes/kubelet/blob/master/pkg/apis/dra-health/v1alpha1/api.proto) and advertised in
 ``GetInfo``'s ``supported_versions`` as ``v1alpha1.DRAResourceHealth``, as the Go helper does.
 The kubelet (feature gate ``ResourceHealthStatus``, beta and on by default in 1.36) opens the
 stream when it registers the plugin, reopens it every 5 s after it ends, and fills the pods'

@@ -1,4 +1,4 @@
-"""Pure decisions: may this node's recorded inventory be published for DRA? (design decision 6)
+"""Pure decisions: may this node's recorded inventory be published for DRA? (docs/design.md D6)
 
 One allocator per node. The kubelet hands device-plugin devices out on its own and nothing it
 offers can reserve a device for DRA, so the bridge publishes only when every interlock holds:
@@ -10,7 +10,8 @@ interlock          holds when
 ``plugin-socket``  no device-plugin socket of a recorded resource is in ``device-plugins/``
                    (the catalog's socket name for the resource, whatever its suffix: AMD's
                    is ``amd.com_gpu``; NVIDIA: ``nvidia-<name after nvidia.com/>.sock``,
-                   node-apis.md 2.6; other vendors: any ``.sock`` whose name contains the
+                   ``getPluginSocketPath`` in NVIDIA/k8s-device-plugin
+                   ``internal/plugin/server.go``; other vendors: any ``.sock`` whose name contains the
                    resource's short name: a conservative guess, since sockets do not say
                    what they serve)
 ``node-capacity``  the Node's capacity and allocatable for every recorded resource are 0 or

@@ -7,7 +7,8 @@
     plugin.report_health(alarmed)        assess the devices for the kubelet's health stream
     await plugin.stop()
 
-Paths (node-apis.md section 0 and 3; the Go helper's defaults): the DRA service on
+Paths (the Go helper's defaults, ``KubeletPluginsDir`` and ``KubeletRegistryDir`` in
+https://github.com/kubernetes/dynamic-resource-allocation/blob/master/kubeletplugin/draplugin.go): the DRA service on
 ``<kubelet dir>/plugins/<driver>/dra.sock``, registration on
 ``<kubelet dir>/plugins_registry/<driver>-reg.sock``, our CDI specs in the last CDI directory
 (``--cdi-dir``; default ``/etc/cdi,/var/run/cdi``, so ``/var/run/cdi``), the checkpoint in the

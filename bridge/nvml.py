@@ -3,7 +3,8 @@
 :func:`probe` returns ``{uuid: NvmlFacts}`` for every GPU and MIG device NVML sees, or None when
 NVML is not installed or not loadable on this node (no driver): the agent then uses GFD labels.
 :func:`check_uuids` looks each recorded UUID up (the device health facts, :mod:`bridge.device_health`).
-The values follow the NVIDIA DRA driver's formats (vendors.md 2.4): product name as NVML says
+The values follow the NVIDIA DRA driver's formats (docs/design.md D5;
+https://github.com/NVIDIA/k8s-dra-driver-gpu/blob/main/cmd/gpu-kubelet-plugin/deviceinfo.go): product name as NVML says
 it, ``cudaComputeCapability`` ``"8.0"``, ``cudaDriverVersion`` ``"12.5"`` from the NVML integer
 (major = v // 1000, minor = (v % 1000) // 10), memory in bytes; a MIG device carries its
 parent's product, architecture and versions, its profile and ``parentUUID``. A GPU's PCIe root

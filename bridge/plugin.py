@@ -1,10 +1,10 @@
-"""The DRA kubelet plugin service: a thin NodePrepare/NodeUnprepare adapter (style.md item 8).
+"""The DRA kubelet plugin service: a thin NodePrepare/NodeUnprepare adapter (docs/design.md D19).
 
 ``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin`` and ``...v1beta1.DRAPlugin`` on one unix socket,
-``<kubelet dir>/plugins/<driver>/dra.sock`` (node-apis.md 4.1), beside the device health stream
+``<kubelet dir>/plugins/<driver>/dra.sock`` (docs/design.md D10), beside the device health stream
 (:mod:`bridge.health_stream`). Each call fans out per claim to
 :class:`bridge.claims.ClaimPreparer` and answers one map entry per requested claim UID, each
-with its own error (style.md item 9); an empty request succeeds (liveness probes send one).
+with its own error (docs/design.md D16); an empty request succeeds (liveness probes send one).
 The RPC itself fails only for a request that is not one (never for a claim). Each call is
 counted and timed in :class:`bridge.health.Metrics` (``dra_bridge_claim_operations_total``,
 ``..._errors_total``, ``..._seconds``).

@@ -1,6 +1,6 @@
 """ResourceSlice publisher: a desired-state reconciler for one pool per node and driver.
 
-Design decision 11 and style.md item 11. :meth:`Publisher.update` replaces the *whole* desired
+docs/design.md D11 and D17. :meth:`Publisher.update` replaces the *whole* desired
 state (the devices of the pool, or ``None`` for "no pool": withdraw every slice); :meth:`sync`
 lists what is stored (``spec.nodeName=<node>,spec.driver=<driver>``) and writes the difference:
 

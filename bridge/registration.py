@@ -1,4 +1,6 @@
-"""The kubelet plugin-registration server (plugin watcher; node-apis.md section 3).
+"""The kubelet plugin-registration server (the plugin watcher's ``Registration`` service).
+
+The API: https://github.com/kubernetes/kubelet/blob/master/pkg/apis/pluginregistration/v1/api.proto
 
 Served on ``<kubelet dir>/plugins_registry/<driver>-reg.sock`` (``<driver>-<pod UID>-reg.sock``
 with ``--pod-uid``): ``GetInfo`` answers

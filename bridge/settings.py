@@ -1,6 +1,6 @@
 """Agent settings: a frozen dataclass built only by :meth:`Settings.from_args` / :meth:`Settings.from_env`.
 
-Every flag has an environment twin ``DRA_BRIDGE_<NAME>`` (style.md item 13, the kube.flags
+Every flag has an environment twin ``DRA_BRIDGE_<NAME>`` (docs/design.md D14, the kube.flags
 convention); a flag given on the command line wins over its environment variable, which wins
 over the default. The former unprefixed twins (``NODE_NAME``, ``CATALOG``, ``LOG_LEVEL``, ...)
 are still read, with a deprecation warning. These constructors are the only places that read

@@ -1,6 +1,6 @@
 """Node-local inventory state: what the device plugin offered while the node was legacy.
 
-One versioned JSON file (style.md item 10), ``<state dir>/inventory.json``::
+One versioned JSON file (docs/design.md D20), ``<state dir>/inventory.json``::
 
     {"apiVersion": "state.dra-bridge.io/v1", "kind": "Inventory", "node": str,
      "recordedAt": float (unix seconds),

@@ -4,11 +4,12 @@ Modules, one concern each: client (connection, raw JSON requests and watch strea
 kubernetes-asyncio's ApiClient), api (the typed calls: KubeApi, ApiServer), resources (the
 resources some service calls, REST paths, ApiCall permissions), discovery (the
 resource.k8s.io version to write), errors (one error tree), backoff, events (core/v1 Event
-builder), flags (flag table with environment twins), fake (an in-memory KubeApi for
+builder), observed (what the API server answered lately: whether it answers, what RBAC
+refuses), flags (flag table with environment twins), fake (an in-memory KubeApi for
 component tests).
 
-Layers (import-linter): migrate | webhook | bridge above kube, translate below it. Objects are
-plain dicts, never kubernetes-asyncio's generated models.
+Layers (import-linter, docs/design.md D23): migrate | webhook | bridge above kube, translate below
+it. Objects are plain dicts, never kubernetes-asyncio's generated models.
 """
 
 from dra_bridge.kube.api import ApiServer, KubeApi, api_call

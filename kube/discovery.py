@@ -1,4 +1,4 @@
-"""Which ``resource.k8s.io`` version to write (design decision 7).
+"""Which ``resource.k8s.io`` version to write (docs/design.md D7).
 
     newest_served(served) -> "resource.k8s.io/v1" | ".../v1beta2" | ".../v1beta1"     ConfigError if none
     await discover_resource_version(api) -> the same, asking the API server

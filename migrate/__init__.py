@@ -1,4 +1,13 @@
-"""dra-migrate: the offline command line (convert, slices, classes).
+"""dra-migrate: the command line, offline (manifests in) and live (read from a cluster).
+
+Commands (``cli``, the parser and ``main``): ``convert`` (manifests in, migrated manifests out),
+``classes`` (our DeviceClasses), ``slices`` (``slices_cmd``: what the bridge would publish for a
+node), ``simulate`` (``simulate_cmd``: which devices the scheduler would allocate) and ``report``
+(``report_cmd``: what every workload would become, its path and risks, from files or, in live
+mode, a cluster: ``live``, with its read-only API calls in ``access``). Around them: ``manifests``
+(reading and writing YAML/JSON files and the catalog), ``inventory_dumps`` (``dra-bridge inventory``
+dumps), ``remedies`` (remedy codes in the command's words), ``report`` (findings as a table),
+``report_text`` and ``report_html`` (the report's renderers).
 
 ``migrate.cli.main(argv, stdin=, stdout=, stderr=) -> exit code`` runs it in process; the
 exit codes and the error tree are in :mod:`migrate.errors`, re-exported here.

@@ -1,6 +1,6 @@
 """Exceptions of ``dra-migrate``, and the exit codes the command line maps them to.
 
-The tree (one per package, style.md item 6; third-party errors are chained with
+The tree (one per package, docs/design.md D18; third-party errors are chained with
 ``raise ... from``, never re-exported)::
 
     MigrateError                   base of every error dra-migrate reports: exit 1

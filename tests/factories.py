@@ -1,4 +1,4 @@
-"""Object factories shared by every test layer (style.md item 17): containers and pods.
+"""Object factories shared by every test layer (docs/design.md D21): containers and pods.
 
 ``make_pod()`` alone is the common case of the webhook tests: one container ``main`` asking
 for one ``nvidia.com/gpu`` in limits. The translate tests pass their own containers, built

@@ -1,9 +1,10 @@
 """The part of a device plugin's Allocate answers that composes under DRA (pure).
 
 The bridge asks a plugin's ``Allocate`` for one device per call while the node is legacy
-(design decision 10) and replays the answer later as CDI container edits. The kubelet hands a
-container the union of its requests' CDI IDs in no fixed order, and CDI env edits of one
-variable replace each other (node-apis.md 2.7), so only what adds up is kept:
+(docs/design.md D10) and replays the answer later as CDI container edits. The kubelet hands a
+container the union of its requests' CDI IDs in no fixed order, and CDI env edits of one variable
+replace each other (https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/container-edits.go),
+so only what adds up is kept:
 
 - device nodes (``DeviceSpec``: container path, host path, permissions) and mounts, unless two
   devices put different things at one container path (then the later would hide the earlier);
@@ -11,7 +12,7 @@ variable replace each other (node-apis.md 2.7), so only what adds up is kept:
   different values is per index or list-valued and dropped, as is every variable of
   :data:`LIST_VARIABLES`, any ``*_VISIBLE_DEVICES`` and any value with a comma;
 - never: ``annotations`` and ``cdi_devices`` (names in the plugin's own CDI spec, which leaves
-  with the plugin: node-apis.md 2.6), and MPS edits (``CUDA_MPS_*`` variables and mounts of the
+  with the plugin), and MPS edits (``CUDA_MPS_*`` variables and mounts of the
   MPS daemon's pipe and shared-memory directories: the daemon leaves with the plugin).
 
 Shapes: an answer is the protobuf JSON form of a ``ContainerAllocateResponse`` with the proto's
@@ -40,9 +41,9 @@ LIST_VARIABLES = frozenset(
         "NVIDIA_MIG_MONITOR_DEVICES",
     }
 )
-"""Variables whose value lists devices: one per device cannot compose (node-apis.md 2.7)."""
+"""Variables whose value lists devices: one per device cannot compose (docs/design.md D10)."""
 MPS_PREFIX = "CUDA_MPS_"
-"""NVIDIA's MPS variables (``CUDA_MPS_PIPE_DIRECTORY``, ...: node-apis.md 2.7)."""
+"""NVIDIA's MPS variables (``CUDA_MPS_PIPE_DIRECTORY``, ...: NVIDIA/k8s-device-plugin ``internal/plugin/mps.go``)."""
 _PERMISSIONS_RE = re.compile(r"[rwm]{1,3}")
 
 

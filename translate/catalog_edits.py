@@ -1,6 +1,6 @@
 """A catalog entry's ``edits`` block: where the bridge gets a device's container edits (pure).
 
-Shape (every key optional; design decision 10, docs/bridge.md "Where container edits come from")::
+Shape (every key optional; docs/design.md D10, docs/bridge.md "Where container edits come from")::
 
     edits:
       allocate:                        # ask the vendor's device plugin while the node is legacy
@@ -11,9 +11,10 @@ Shape (every key optional; design decision 10, docs/bridge.md "Where container e
 
 In ``deviceNodes`` ``{id}`` is the kubelet's device ID and ``{card}`` its part before the first
 ``-`` (Intel's ``card0-1`` -> ``card0``). A socket name is taken from the catalog because no
-device-plugin RPC names the resource a socket serves (node-apis.md 2.5 point 2). Allocate is
-asked only where ``sideEffectFree`` is true: a third party's call is invisible to the kubelet
-(node-apis.md 2.5 points 1 and 4).
+device-plugin RPC names the resource a socket serves
+(https://github.com/kubernetes/kubelet/blob/master/pkg/apis/deviceplugin/v1beta1/api.proto). Allocate is
+asked only where ``sideEffectFree`` is true: a third party's call is invisible to the kubelet, and
+reserves nothing (docs/design.md D6).
 
 :func:`parse_edits` raises :class:`CatalogError` naming the source, the key and the rule.
 """

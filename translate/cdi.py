@@ -1,6 +1,8 @@
 """What the bridge's DRA kubelet plugin answers for a claim, and the CDI spec it writes (pure).
 
-Design decision 10 and ../shared/reference/node-apis.md sections 2.7, 4.2, 4.4 and 5:
+docs/design.md D10 and D16; the kubelet's DRA API,
+https://github.com/kubernetes/kubelet/blob/master/pkg/apis/dra/v1/api.proto; CDI,
+https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md:
 
 - **Our results** (:func:`our_results`): a claim the kubelet asks us to prepare must carry the
   UID the kubelet named (else it was replaced), an allocation, and at least one
@@ -50,7 +52,7 @@ CDI_KIND = f"{CDI_VENDOR}/{CDI_CLASS}"
 SPEC_PREFIX = f"{CDI_VENDOR}-{CDI_CLASS}_"
 SPEC_SUFFIX = ".json"
 TOOLKIT_KIND = "nvidia.com/gpu"
-"""The NVIDIA container toolkit's kind (``nvidia-ctk cdi generate``; node-apis.md 2.7)."""
+"""The NVIDIA container toolkit's kind (``nvidia-ctk cdi generate``, NVIDIA/nvidia-container-toolkit)."""
 
 EditsLookup = Callable[[str, str], "DeviceEdits | None"]
 """(legacy resource name, kubelet device ID) -> the device's edits, or None."""
@@ -93,7 +95,10 @@ class ClaimAnswer:
 
 
 def request_name(request: str) -> str:
-    """``main/sub`` -> ``main`` (the helper's ``stripSubrequestNames``; node-apis.md 4.2)."""
+    """``main/sub`` -> ``main``, as the Go helper's ``stripSubrequestNames`` does.
+
+    https://github.com/kubernetes/dynamic-resource-allocation/blob/master/kubeletplugin/draplugin.go
+    """
     return request.split("/", 1)[0]
 
 
@@ -132,8 +137,9 @@ def our_results(claim: Mapping[str, Any], namespace: str, name: str, uid: str, d
     """The claim's allocation results for ``driver`` on ``pool``, in allocation order.
 
     Raises ClaimError (naming the claim and the rule) when the claim's UID is not ``uid`` (it
-    was deleted and re-created: node-apis.md 4.4), it is not allocated, a result is malformed,
-    it has no result of ours, or one of ours is in another pool (another node's devices)."""
+    was deleted and re-created: the Go helper's ``getResourceClaims`` checks the same), it is not
+    allocated, a result is malformed, it has no result of ours, or one of ours is in another pool
+    (another node's devices)."""
     label = claim_label(namespace, name, uid)
     meta = claim.get("metadata")
     if not isinstance(meta, Mapping) or meta.get("uid") != uid:

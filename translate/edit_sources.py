@@ -1,6 +1,6 @@
 """Where a device's container edits come from, and which devices can be prepared at all (pure).
 
-Design decision 10, in order: the vendor's toolkit CDI device (NVIDIA: ``nvidia.com/gpu=<UUID>``,
+docs/design.md D10, in order: the vendor's toolkit CDI device (NVIDIA: ``nvidia.com/gpu=<UUID>``,
 :func:`translate.cdi.toolkit_cdi_id`, which must resolve in the node's CDI specs), else the
 device plugin's Allocate answer recorded while legacy (its composing part,
 :mod:`translate.allocate_edits`), else the catalog's static recipe (``edits`` of the entry,

@@ -2,7 +2,7 @@
 
 A finding names the source path in the object (JSON-pointer-like, e.g.
 ``spec.containers[0].resources.limits[nvidia.com/gpu]``), the legacy value, the outcome and
-a reason a person can act on. Outcomes and their severity (design decision 1):
+a reason a person can act on. Outcomes and their severity (docs/design.md D1):
 
     translated, ignored        0
     left-for-webhook           1

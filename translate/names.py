@@ -5,7 +5,7 @@ component must spell the same way) lives here; everything else imports it.
 
 API versions
     ``resource.k8s.io``: ``v1`` (Kubernetes 1.34+), ``v1beta2`` (1.33), ``v1beta1`` (1.32), the
-    versions translate renders (design decision 7); ``catalog.dra-bridge.io/v1`` for catalogs.
+    versions translate renders (docs/design.md D7); ``catalog.dra-bridge.io/v1`` for catalogs.
 Labels and annotations
     ``app.kubernetes.io/managed-by`` on what we create (DeviceClasses and ResourceSlices:
     ``dra-bridge``; ResourceClaimTemplates: ``dra-migrate`` or ``dra-bridge-webhook``, by who
@@ -63,7 +63,7 @@ MANAGED_BY_WEBHOOK: Final = "dra-bridge-webhook"
 CONVERTED_LABEL: Final = "dra-bridge.io/converted"
 #: A converted pod's record: plan hash, template names, the original requests.
 CONVERSION_ANNOTATION: Final = "dra-bridge.io/conversion"
-#: A Node's allocator: ``dra`` once handed over to DRA (design decision 6), else legacy.
+#: A Node's allocator: ``dra`` once handed over to DRA (docs/design.md D6), else legacy.
 NODE_MODE_LABEL: Final = "dra-bridge.io/mode"
 #: The legacy resource one of our DeviceClasses serves.
 LEGACY_RESOURCE_ANNOTATION: Final = "dra-bridge.io/legacy-resource"
@@ -80,9 +80,9 @@ HAMI_ANNOTATIONS: Final = (HAMI_USE_TYPE, HAMI_NOUSE_TYPE, HAMI_USE_UUID, HAMI_N
 
 #: The bridge's default DRA driver name, also the domain of its own attributes.
 BRIDGE_DRIVER: Final = "dra-bridge.io"
-#: The NVIDIA DRA driver's name and the domain of its attributes (design decision 5).
+#: The NVIDIA DRA driver's name and the domain of its attributes (docs/design.md D5).
 NVIDIA_DRIVER: Final = "gpu.nvidia.com"
-#: The AMD and Intel DRA drivers' names (vendors.md 3.1, 3.2).
+#: The AMD and Intel DRA drivers' names (ROCm/k8s-gpu-dra-driver, intel/intel-resource-drivers-for-kubernetes).
 AMD_DRIVER: Final = "gpu.amd.com"
 INTEL_DRIVER: Final = "gpu.intel.com"
 #: The domain of standard device attributes (``pciBusID``, ``pcieRoot``, ``numaNode``).

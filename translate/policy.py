@@ -1,4 +1,4 @@
-"""The webhook's policy: how to translate, per scope (design decision 8). Pure: parsing and matching.
+"""The webhook's policy: how to translate, per scope (docs/design.md D8). Pure: parsing and matching.
 
 Owned by translate so that every front end judges a pod as the webhook would: ``dra-webhook``
 (``webhook.policy`` re-exports it, raising its own ``PolicyError``) and ``dra-migrate report
@@ -30,7 +30,7 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
           schedulerNames: [default-scheduler]
         keepLegacy: true
 
-Rules match only what the review carries (design decision 8): no namespace lookups; namespace
+Rules match only what the review carries (docs/design.md D8): no namespace lookups; namespace
 labels belong in the registration's namespaceSelector. Whatever the policy says, pods in
 :data:`SYSTEM_NAMESPACES` and in the webhook's own namespace are never converted (decided in
 ``webhook.decision``, behind the registration's exclusion of the same namespaces).
@@ -83,7 +83,7 @@ class Translation:
     ``convert``: False leaves the pod untouched (admitted as it came, no warning: the scope is
     switched off); ``keep_legacy``: partial translations stay on the device plugin; ``hami_slicing``: how
     HAMi memory/core slicing requests are treated; ``on_error``: what to answer when a
-    template cannot be ensured (design decision 9); ``defer_to_kep5004``: leave count-only
+    template cannot be ensured (docs/design.md D9); ``defer_to_kep5004``: leave count-only
     pods to a KEP-5004 DeviceClass serving their resource; ``ignore_legacy_quota``: convert
     even where a ResourceQuota limits the legacy resource but not the DRA class (which
     lifts the limit); ``dra_schedulers``: schedulers besides the default one that support

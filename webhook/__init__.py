@@ -1,12 +1,13 @@
 """The dra-bridge mutating admission webhook: an aiohttp HTTPS server around ``translate``.
 
 Modules, one concern each: review (AdmissionReview types, decoding, the answer), decision
-(pure request -> decision), patch (the JSON Patch by diffing), handler (ensure, measure,
-log), server (aiohttp app), policy, runtime (files in force), reload, tls, serving_check
-(the certificate against the caBundle and the service name),
-templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), events (audit
-Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
-access (the API calls it makes; the I/O is the shared kube/ layer), certs, settings, cli, errors.
+(pure request -> decision), patch (the JSON Patch by diffing, docs/design.md D12), handler (ensure,
+measure, log), server (aiohttp app), policy (the policy rules of :mod:`translate.policy` with the
+webhook's error), runtime (files in force), reload, tls, serving_check (the certificate against
+the caBundle and the service name), templates (ensuring ResourceClaimTemplates), cluster
+(watch-fed caches), events (audit Events), reconciler + reconcile_rules (template garbage
+collection and repair), metrics, access (the API calls it makes; the I/O is the shared kube/
+layer), certs, settings, cli, errors.
 """
 
 from dra_bridge.webhook.decision import Context, Decision, evaluate

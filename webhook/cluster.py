@@ -19,9 +19,9 @@ not listed yet, a missing permission, no answer for N s, the last error), and th
 keeps converting pods legacy (quota safety fails closed). After that a failing relist keeps
 the last known quotas.
 
-Sources of the rules: design decision 6 (DaemonSet pods follow their node's handover),
-the quota trap (a quota on ``requests.nvidia.com/gpu`` does not limit the DRA class key
-``<class>.deviceclass.resource.k8s.io/devices``), decision 8 (KEP-5004 deference, 1.36+).
+Sources of the rules: docs/design.md D6 (DaemonSet pods follow their node's handover), the
+quota trap of docs/design.md's "Traps" (a quota on ``requests.nvidia.com/gpu`` does not limit the DRA class key
+``<class>.deviceclass.resource.k8s.io/devices``), D8 (KEP-5004 deference, 1.36+).
 A DeviceClass counts for KEP-5004 deference only when its selectors (evaluated by
 ``translate.cel`` like the allocator does) match at least one device of a ResourceSlice on
 a node labelled ``dra-bridge.io/mode=dra``; the answer is recomputed only after a change.

@@ -8,7 +8,7 @@ A Decision keeps apart what goes in the response (:class:`webhook.review.Answer`
 goes in the log line and metrics (:class:`LogEntry`), and what must happen besides
 (:class:`Effects`: the templates to ensure, the audit Event).
 
-Rules (design decisions 1, 2, 8, 9; style item 5):
+Rules (docs/design.md D1, D2, D8, D9, D13):
 - ``uid`` is echoed; anything that decodes (a non-Pod, an odd pod) is allowed unchanged with
   a warning, because the API server treats every non-200 as a webhook failure;
 - a pod already carrying the conversion annotation plans to itself: re-invocation is a no-op;

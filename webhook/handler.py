@@ -2,9 +2,9 @@
 
     Admitter.handle(body: bytes, mode) -> (http_status, json_body)
 
-- a ReviewError gives HTTP 400/413 with ``{"error": message}`` (style item 5);
+- a ReviewError gives HTTP 400/413 with ``{"error": message}`` (docs/design.md D13);
 - enforce with a patch first ensures the templates (skipped for dryRun); a TemplateError
-  turns the decision into admit-unchanged or deny, per policy ``onError`` (design decision 9);
+  turns the decision into admit-unchanged or deny, per policy ``onError`` (docs/design.md D9);
 - any unexpected exception is answered HTTP 200, allowed unchanged, with a warning: the API
   server treats a non-200 as a failed call, which ``failurePolicy: Fail`` turns into a refusal;
 - one INFO line per admission: uid, namespace, name (or generateName*), mode, outcome,

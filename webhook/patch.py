@@ -1,4 +1,4 @@
-"""The JSON Patch of an admission: the library's diff, made fast (style item 4).
+"""The JSON Patch of an admission: the library's diff, made fast (docs/design.md D12).
 
     diff(original, migrated, memo=None) -> RFC 6902 operations (a tuple of dicts)
     PatchMemo(size=512, max_key_chars=8192)   operations already computed, per pruned pair

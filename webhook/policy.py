@@ -1,4 +1,4 @@
-"""The webhook's policy (design decision 8): the rules live in :mod:`translate.policy` (pure,
+"""The webhook's policy (docs/design.md D8): the rules live in :mod:`translate.policy` (pure,
 shared with ``dra-migrate report --policy``); this module re-exports them and raises the
 webhook's :class:`~webhook.errors.PolicyError` (a ConfigError: exit 1 at startup, the last good
 policy kept on reload) with the same message. docs/webhook.md, "Policy", gives the file.

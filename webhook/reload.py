@@ -6,7 +6,7 @@
 
 Change detection is a SHA-256 of the file's bytes (mtime is unreliable on Kubernetes
 ConfigMap/Secret volumes, which swap a symlink). A file that cannot be read or parsed keeps
-the last good value in force and records the reason in ``error`` (design decision 8).
+the last good value in force and records the reason in ``error`` (docs/design.md D8).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 The shapes are TypedDicts as kopf types them (``kopf/_cogs/structs/reviews.py``). Decoding
 checks only what every answer needs (the envelope, a ``request`` object, a non-empty string
 ``uid``); every other field of the request is read defensively by the decision, because a
-review that decodes is always answered HTTP 200 (style item 5): the API server treats any
+review that decodes is always answered HTTP 200 (docs/design.md D13): the API server treats any
 other status as a failed call.
 
 The API server may cut long warnings and audit annotations: :func:`clip` bounds them.

@@ -1,4 +1,4 @@
-"""The aiohttp application: admission paths, probes and metrics (style item 15).
+"""The aiohttp application: admission paths, probes and metrics (docs/design.md D15).
 
     make_app(runtime, admitter, background=()) -> web.Application
         POST /mutate/enforce   apply the plan (JSON Patch), ensuring templates first

@@ -1,4 +1,4 @@
-"""Startup settings of ``dra-webhook serve`` (style item 13).
+"""Startup settings of ``dra-webhook serve`` (docs/design.md D14).
 
 Built only by :meth:`Settings.from_args` (flags; each falls back to its env twin, then to
 the default) and :meth:`Settings.from_env`; nothing else reads the environment. The flags,

@@ -3,7 +3,7 @@
     class TemplateEnsurer(Protocol):
         async def ensure(templates, *, dry_run) -> int       # templates created; TemplateError
 
-:class:`KubeTemplateEnsurer` is the real one (over :class:`kube.api.KubeApi`, design decision 2):
+:class:`KubeTemplateEnsurer` is the real one (over :class:`kube.api.KubeApi`, docs/design.md D2):
 - create; AlreadyExists is success when the stored spec equals the wanted one after API
   defaulting (compared through ``translate.plan.claim_templates.internal_from_template``); a different
   spec under the same content-addressed name is an error;

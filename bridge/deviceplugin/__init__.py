@@ -1,8 +1,9 @@
 """The kubelet Device Plugin v1beta1 API: our own ``api.proto``, its committed generated stubs, a client.
 
 The bridge calls a device plugin's ``Allocate`` for one device while the node is still legacy, to
-learn the container edits the plugin hands the runtime (node-apis.md 2.5, 2.7); the test device
-plugins under ``tests/deviceplugins/`` serve the same API.
+learn the container edits the plugin hands the runtime (docs/design.md D10; a third process may
+call ``Allocate``, which reserves nothing: docs/design.md D6); the test device plugins under
+``tests/deviceplugins/`` serve the same API.
 
 The stubs (``api_pb2.py``, ``api_pb2.pyi``, ``api_pb2_grpc.py``) are generated from ``api.proto``
 with grpcio-tools and committed, so installing the package needs no code generation;

@@ -1,8 +1,10 @@
 """Async client for one device plugin's ``v1beta1.DevicePlugin`` service over its unix socket.
 
-Sockets live in ``<kubelet dir>/device-plugins/`` (node-apis.md section 0); NVIDIA's are
-``nvidia-<part after "nvidia.com/">.sock`` (section 2.6). No RPC names the resource a socket
-serves, so callers match device IDs against PodResources (section 2.5).
+Sockets live in ``<kubelet dir>/device-plugins/`` (``DevicePluginPath`` in
+https://github.com/kubernetes/kubelet/blob/master/pkg/apis/deviceplugin/v1beta1/constants.go); NVIDIA's are
+``nvidia-<part after "nvidia.com/">.sock`` (``getPluginSocketPath`` in
+https://github.com/NVIDIA/k8s-device-plugin/blob/main/internal/plugin/server.go). No RPC names the
+resource a socket serves, so callers match device IDs against PodResources.
 
 The method paths are built from the wire contract (``/v1beta1.DevicePlugin/<RPC>``) with the
 generated message classes, as the PodResources client does. What a third process may call:

@@ -1,6 +1,7 @@
 """Async client for the kubelet's PodResources v1 API over its unix socket.
 
-Socket: ``<kubelet dir>/pod-resources/kubelet.sock`` (node-apis.md section 0). The method
+Socket: ``<kubelet dir>/pod-resources/kubelet.sock`` (``Socket`` in
+https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/apis/podresources/constants.go). The method
 paths are built from the wire contract (``/v1.PodResourcesLister/<Method>``) with the
 generated message classes, so the client does not depend on the generated ``_grpc`` module.
 

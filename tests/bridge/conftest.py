@@ -39,7 +39,8 @@ class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):  # type: ignore[misc
         self.calls += 1
         entries = []
         for resource, device_id, numa in self.devices:
-            # one entry per NUMA node: a device on two NUMA nodes appears twice (node-apis.md 1.4)
+            # one entry per NUMA node: a device on two NUMA nodes appears twice (the kubelet's
+            # containerDevicesFromResourceDeviceInstances)
             entries += [make_entry(resource, device_id, [n]) for n in numa] or [make_entry(resource, device_id)]
         return api_pb2.AllocatableResourcesResponse(devices=entries, cpu_ids=[0, 1])
 

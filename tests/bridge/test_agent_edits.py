@@ -1,4 +1,4 @@
-"""Where container edits come from, end to end on one node (design decision 10): the agent asks a
+"""Where container edits come from, end to end on one node (docs/design.md D10): the agent asks a
 catalogued vendor plugin's Allocate over real gRPC while legacy, records what composes, Prepare
 answers it in our spec, and a resource with nothing that composes is not published."""
 

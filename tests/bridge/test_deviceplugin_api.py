@@ -1,6 +1,6 @@
 """Our device plugin v1beta1 proto is the kubelet's on the wire: package, services, RPC names and
-streaming, every message's fields with their numbers, types and labels (node-apis.md section 2.2,
-re-typed below from the kubelet's pkg/apis/deviceplugin/v1beta1/api.proto as that table states it)."""
+streaming, every message's fields with their numbers, types and labels, re-typed below from the
+kubelet's https://github.com/kubernetes/kubelet/blob/master/pkg/apis/deviceplugin/v1beta1/api.proto"""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_service_rpcs_match_the_kubelet(service: str) -> None:
 
 
 def test_an_allocate_response_round_trips_as_the_kubelet_checkpoint_stores_it() -> None:
-    # The kubelet checkpoint keeps ContainerAllocateResponse serialized (node-apis.md 2.4): the
+    # The kubelet checkpoint keeps ContainerAllocateResponse serialized (kubelet devicemanager's pod_devices.go): the
     # bytes of field 5 (cdi_devices) and field 2 (mounts) must decode back unchanged.
     response = api_pb2.ContainerAllocateResponse(
         envs={"NVIDIA_VISIBLE_DEVICES": "GPU-a"},

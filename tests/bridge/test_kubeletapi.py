@@ -1,7 +1,7 @@
 """The registration, DRA and DRA health protos match the kubelet's wire contract: package names,
-service and RPC names, field numbers, types and labels, transcribed from
-../shared/reference/node-apis.md (section 3: pluginregistration; 4.1/4.2: DRA v1 and v1beta1;
-4.6: DRA health v1alpha1, whose table was also compared with the file descriptor compiled into
+service and RPC names, field numbers, types and labels, transcribed from the kubelet's own protos
+under https://github.com/kubernetes/kubelet/tree/master/pkg/apis (pluginregistration/v1; dra/v1
+and dra/v1beta1; dra-health/v1alpha1, which was also compared with the file descriptor compiled into
 the v1.36.3 kubelet binary: the same package, messages, numbers, types, enum and streaming RPC)."""
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def test_rpc_types_and_share_id_presence() -> None:
         for m in module.DESCRIPTOR.services_by_name["DRAPlugin"].methods:
             assert (m.input_type.name, m.output_type.name) == (f"{m.name}Request", f"{m.name}Response")
             assert not m.client_streaming and not m.server_streaming
-    # v1's share_id is proto3 `optional` (presence tracked), node-apis.md 4.2
+    # v1's share_id is proto3 `optional` (presence tracked), as in the kubelet's dra/v1/api.proto
     assert dra_v1_pb2.Device.DESCRIPTOR.fields_by_name["share_id"].has_presence
 
 

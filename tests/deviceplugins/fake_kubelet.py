@@ -1,6 +1,7 @@
 """A fake kubelet's device-plugin side: ``v1beta1.Registration`` on ``<dir>/kubelet.sock`` (grpc.aio),
-recording each ``RegisterRequest`` and refusing what the kubelet refuses (node-apis.md 2.1: a
-version other than ``v1beta1``, a resource name without a domain). :meth:`FakeRegistration.restart`
+recording each ``RegisterRequest`` and refusing what the kubelet refuses (kubelet
+``pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go``: a version other than ``v1beta1``, a resource
+name without a domain). :meth:`FakeRegistration.restart`
 does what a restarting kubelet does to the directory: delete every plugin socket, then serve a new
 ``kubelet.sock``."""
 

@@ -1,7 +1,7 @@
 """The test device plugin's ``v1beta1.DevicePlugin`` service (grpc.aio), one resource, one strategy.
 
 - ``GetDevicePluginOptions``: ``pre_start_required`` false, ``get_preferred_allocation_available``
-  true (NVIDIA's options, node-apis.md 2.6);
+  true (NVIDIA's options, ``internal/plugin/server.go`` of NVIDIA/k8s-device-plugin);
 - ``ListAndWatch``: the device list at once, then again after every health change
   (:meth:`DevicePluginService.set_health`), until the caller or the server ends the stream;
 - ``GetPreferredAllocation`` and ``Allocate``: :mod:`tests.deviceplugins.strategies`;

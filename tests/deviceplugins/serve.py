@@ -11,7 +11,8 @@ The plugin serves ``v1beta1.DevicePlugin`` on ``<dir>/<socket name>`` (NVIDIA's 
 ``nvidia-gpu.sock`` for ``nvidia.com/gpu``), then registers with the kubelet's
 ``v1beta1.Registration`` at ``<dir>/kubelet.sock`` (version ``v1beta1``, endpoint the socket's
 file name, the resource, its options), retrying until the kubelet answers. When ``kubelet.sock``
-is re-created (the kubelet restarted, and deleted every plugin socket: node-apis.md 2.3) it
+is re-created (the kubelet restarted, and deleted every plugin socket, as the device manager's
+``CleanupPluginDirectory`` does) it
 serves again on a fresh socket and registers again. With ``cdi-cri`` it first writes its CDI
 spec into ``--cdi-dir`` (:func:`tests.deviceplugins.toolkit_cdi.write_plugin_spec`; identity files
 in ``--identity-dir``, default ``<cdi dir>/../gpu-identity``); the spec stays after it stops.

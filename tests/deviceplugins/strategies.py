@@ -1,8 +1,8 @@
 """What the test plugins answer, as pure functions: NVIDIA's device plugin in its common strategies.
 
-Shapes of ``ContainerAllocateResponse`` (NVIDIA/k8s-device-plugin internal/plugin/server.go
-``getAllocateResponse``; node-apis.md 2.6, vendors.md 1.3), for the request's IDs in the request's
-order (replica suffixes ``::<n>`` stripped, duplicates dropped, as ``AnnotatedIDs.GetIDs`` does):
+Shapes of ``ContainerAllocateResponse`` (``getAllocateResponse`` in
+https://github.com/NVIDIA/k8s-device-plugin/blob/main/internal/plugin/server.go), for the request's
+IDs in the request's order (replica suffixes ``::<n>`` stripped, duplicates dropped, as ``AnnotatedIDs.GetIDs`` does):
 
 - ``envvar``: ``envs = {"NVIDIA_VISIBLE_DEVICES": "<id1>,<id2>"}``, nothing else;
 - ``volume-mounts``: ``envs = {"NVIDIA_VISIBLE_DEVICES": "/var/run/nvidia-container-devices"}`` and

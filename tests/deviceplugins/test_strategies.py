@@ -1,4 +1,4 @@
-"""The answers, exactly in NVIDIA's shapes (node-apis.md 2.6; k8s-device-plugin getAllocateResponse)."""
+"""The answers, exactly in NVIDIA's shapes (NVIDIA/k8s-device-plugin ``getAllocateResponse``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The fake toolkit spec and the plugin's own spec are valid CDI (node-apis.md 5.1-5.2, checked
-field by field below) and name each GPU by index and by UUID, with an identity a container can read."""
+"""The fake toolkit spec and the plugin's own spec are valid CDI (the file format and names of
+https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md, checked field by field
+below) and name each GPU by index and by UUID, with an identity a container can read."""
 
 from __future__ import annotations
 

@@ -6,12 +6,12 @@ kind ``nvidia.com/gpu``; with the default ``--device-name-strategy`` (``index`` 
 since the flag became repeatable; NVIDIA/nvidia-container-toolkit
 cmd/nvidia-ctk/cdi/generate/generate.go: "the devices will be duplicated for each strategy")
 every GPU is defined twice, as ``nvidia.com/gpu=<index>`` and ``nvidia.com/gpu=<uuid>``, plus
-``nvidia.com/gpu=all``; ``NVIDIA_VISIBLE_DEVICES=void`` at spec level (node-apis.md 2.7). Written
+``nvidia.com/gpu=all``; ``NVIDIA_VISIBLE_DEVICES=void`` at spec level. Written
 as YAML (the toolkit's default format) to ``<cdi dir>/nvidia.yaml``.
 
 The device plugin's spec (``cdi-cri``): kind ``k8s.device-plugin.nvidia.com/<class>``, devices
 named by device ID (its default ``--device-id-strategy=uuid``), written as JSON to
-``<cdi dir>/k8s.device-plugin.nvidia.com-<class>.json`` (node-apis.md 2.6).
+``<cdi dir>/k8s.device-plugin.nvidia.com-<class>.json`` (NVIDIA/k8s-device-plugin ``internal/cdi/cdi.go``).
 
 Both carry the same edits per GPU, harmless on any host, so a container can prove which GPUs
 it got: the device node ``/dev/nvidia<index>`` from the host's ``/dev/null``, and a read-only
@@ -19,7 +19,8 @@ mount at ``/run/fake-nvidia/gpu<index>`` of a host file (``<identity dir>/<uuid>
 UUID. ``cat /run/fake-nvidia/*`` in a container lists its GPUs' UUIDs. Spec-level edits add
 ``/dev/nvidiactl`` from ``/dev/zero``. The toolkit's hooks and driver library mounts are left
 out (they need a driver). ``cdiVersion`` 0.5.0: the lowest with ``deviceNodes[].hostPath`` and
-device names that start with a digit (node-apis.md 5.4).
+device names that start with a digit
+(https://github.com/cncf-tags/container-device-interface/blob/main/specs-go/version.go).
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """Sample devices, as the bridge and as the vendor DRA drivers publish them, and whether a plan's
 claims could allocate on them (a CEL match plus a count check; the scheduler's simulator later).
 
-The fleet is one node per shape the device plugins produce (vendors.md 1.1): whole A100s, T4s
+The fleet is one node per shape the device plugins produce (NVIDIA/k8s-device-plugin README.md): whole A100s, T4s
 time-sliced without and with renaming, a MIG mixed-strategy node with every catalog profile, a
 MIG single-strategy node, AMD and Intel GPUs. Each node has enough devices of each type for the
 counts the tests ask (``COPIES``; time-sliced nodes their replicas).
 
 - bridge shape: :func:`build_slices` from the node's GFD labels (what ``dra-bridge`` publishes);
-- vendor shape: the vendor driver's attributes only (vendors.md 2.4, 3.1, 3.2), one device per
+- vendor shape: the vendor driver's attributes only (NVIDIA/k8s-dra-driver-gpu ``deviceinfo.go``,
+  ROCm/k8s-gpu-dra-driver, intel/intel-resource-drivers-for-kubernetes), one device per
   physical GPU or MIG device (the vendor drivers have no replicas), NVIDIA's from NVML facts.
 """
 
@@ -30,7 +31,7 @@ MIG_COPIES = 2
 NV = "gpu.nvidia.com"
 BRIDGE = CATALOG.bridge_driver
 
-#: The vendor drivers' own DeviceClasses (vendors.md 2.2, 3.1, 3.2).
+#: The vendor drivers' own DeviceClasses (the charts of the NVIDIA, AMD and Intel DRA drivers).
 VENDOR_CLASSES: dict[str, tuple[str, ...]] = {
     "gpu.nvidia.com": ('device.driver == "gpu.nvidia.com"', 'device.attributes["gpu.nvidia.com"].type == "gpu"'),
     "mig.nvidia.com": ('device.driver == "gpu.nvidia.com"', 'device.attributes["gpu.nvidia.com"].type == "mig"'),

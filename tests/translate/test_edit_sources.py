@@ -1,4 +1,4 @@
-"""Where container edits come from (design decision 10): the composing part of Allocate answers
+"""Where container edits come from (docs/design.md D10): the composing part of Allocate answers
 (translate/allocate_edits.py), the catalog's ``edits`` block (translate/catalog_edits.py), and the
 order toolkit -> recorded answer -> static recipe (translate/edit_sources.py)."""
 

@@ -1,4 +1,4 @@
-"""Pod plans: counts and containers (decision 3), kinds, pod-level rules, idempotency."""
+"""Pod plans: counts and containers (docs/design.md D3), kinds, pod-level rules, idempotency."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each translate package's public surface is exactly its ``__all__`` (style.md item 19)."""
+"""Each translate package's public surface is exactly its ``__all__`` (docs/design.md D22)."""
 
 from __future__ import annotations
 

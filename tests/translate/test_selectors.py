@@ -1,4 +1,4 @@
-"""Generated selectors compile, select the right devices, and never fail at runtime (decision 4)."""
+"""Generated selectors compile, select the right devices, and never fail at runtime (docs/design.md D4)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Consumable capacity (DRAConsumableCapacity): what a request consumes of a device's capacity.
 
-Pure (no I/O). Rules (k8s.io/dynamic-resource-allocation ``structured/internal``
-``CmpRequestOverCapacity`` and the consumed-capacity helpers; reference/dra-api.md
-"capacity[].requestPolicy"):
+Pure (no I/O). Rules (``CmpRequestOverCapacity`` and the consumed-capacity helpers of
+https://github.com/kubernetes/dynamic-resource-allocation/tree/master/structured; the device's
+``capacity[].requestPolicy`` in https://github.com/kubernetes/api/blob/master/resource/v1/types.go):
 
 - a request's ``capacity.requests`` names capacities of the device (a bare name belongs to
   the device's driver); a name the device lacks makes the device unsuitable;

@@ -13,7 +13,8 @@ Which gate switches which allocator feature (k8s.io/dynamic-resource-allocation
   DRAResourceClaimDeviceStatus (both needed) -> ``binding_conditions``;
   DRAListTypeAttributes -> ``list_type_attributes``.
 
-1.36 defaults (reference/dra-api.md section 7): all on except DRAListTypeAttributes.
+1.36 defaults (https://github.com/kubernetes/kubernetes/blob/master/pkg/features/kube_features.go): all on except
+DRAListTypeAttributes.
 Gates the allocator does not read (DRAExtendedResource, DRASchedulerFilterTimeout, ...)
 are accepted and ignored, so a scheduler's ``--feature-gates`` value can be pasted as is.
 """

@@ -2,7 +2,7 @@
 
 Pure (no I/O); inputs are never modified (new dicts are returned). Accepted versions:
 ``resource.k8s.io/v1``, ``v1beta2`` (the same shapes as v1 for everything read here) and
-``v1beta1`` (reference/dra-api.md section 1.2):
+``v1beta1`` (https://github.com/kubernetes/api/blob/master/resource/v1beta1/types.go; docs/design.md D7):
 
 - a v1beta1 claim request is flat: ``{name, deviceClassName, selectors, allocationMode,
   count, adminAccess, tolerations, capacity}`` becomes ``{name, exactly: {...}}``; a request

@@ -1,7 +1,8 @@
 """The DRA CEL environment: compile and evaluate device selectors as the allocator does.
 
 Owns everything about running CEL against ResourceSlice devices: the environment and its
-static checks (:mod:`~translate.cel.environment`), a Device JSON as the CEL value ``device``
+static checks (:mod:`~translate.cel.environment`), which parts of ``device`` a selector reads
+(:mod:`~translate.cel.reads`, for the allocator's cache), a Device JSON as the CEL value ``device``
 (:mod:`~translate.cel.device_value`), the Kubernetes CEL library functions cel-python lacks
 (:mod:`~translate.cel.library`, :mod:`~translate.cel.string_functions`, called through
 :mod:`~translate.cel.overloads`), the ``Quantity`` and ``Semver`` values

@@ -4,7 +4,7 @@ Pure (no I/O); never modifies its input. Shapes accepted: resource.k8s.io/v1 and
 ``Device`` (``{"name", "attributes", "capacity", "allowMultipleAllocations"?}``) and
 v1beta1 (``{"name", "basic": {...the same fields...}}``).
 
-Rules (k8s.io/dynamic-resource-allocation ``cel/compile.go``; reference/dra-api.md §5):
+Rules (https://github.com/kubernetes/dynamic-resource-allocation/blob/master/cel/compile.go):
 
 - ``device.driver`` is the driver name; ``allowMultipleAllocations`` is a bool, false
   when unset.

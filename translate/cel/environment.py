@@ -15,8 +15,7 @@ Public API::
     evaluate_selectors(expressions, device, driver) -> bool  (all must match)
     device_to_cel(device, driver) -> the CEL value of ``device``
 
-The variable ``device`` (k8s.io/dynamic-resource-allocation ``cel/compile.go``;
-reference/dra-api.md section 5):
+The variable ``device`` (https://github.com/kubernetes/dynamic-resource-allocation/blob/master/cel/compile.go):
 
 - ``driver``: string; ``allowMultipleAllocations``: bool (false when unset).
 - ``attributes``: map domain -> map id -> value. ``int``/``bool``/``string`` become CEL
@@ -48,7 +47,7 @@ Differences from Kubernetes, because cel-python cannot express them:
 - No static type check: an ill-typed expression (``device.driver + 1``) fails only at
   evaluation, and a non-bool result only when evaluated.
 - No optional syntax (``.?x``, ``orValue``): cel-python's grammar rejects it, so it is a
-  compile error here. Guard with ``has()`` or ``in`` (design.md decision 4).
+  compile error here. Guard with ``has()`` or ``in`` (docs/design.md D4).
 - ``cel.bind(var, init, body)`` *is* supported (an evaluator hook in this module).
 - No cost estimation or runtime cost limit.
 - Kubernetes libraries not listed in :mod:`translate.cel.library` (URLs, regex

@@ -1,4 +1,4 @@
-"""Building blocks for guarded CEL selectors (design decision 4).
+"""Building blocks for guarded CEL selectors (docs/design.md D4).
 
 Every expression built here reads an attribute only behind a membership test, so a device
 that lacks the attribute (or its whole domain) makes the selector false instead of raising a

@@ -1,4 +1,4 @@
-"""A node's device-plugin inventory -> the ResourceSlices the bridge publishes (design decisions 5, 11).
+"""A node's device-plugin inventory -> the ResourceSlices the bridge publishes (docs/design.md D5, D11).
 
 Owns: grouping the kubelet's allocatable devices (:mod:`~translate.inventory.allocatable`),
 what is known about each GPU from NVML or GFD labels (:mod:`~translate.inventory.device_facts`),

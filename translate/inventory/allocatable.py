@@ -2,9 +2,11 @@
 
 The PodResources ``GetAllocatableResources`` answer in its protobuf JSON mapping
 (``{"devices": [{"resourceName": str, "deviceIds": [str], "topology": {"nodes": [{"ID": int}]}}]}``)
-lists one entry per (resource, device ID, NUMA node) (node-apis.md 1.4): :func:`group_allocatable`
-groups it into :class:`InventoryDevice` dicts, the form the bridge records while a node is legacy.
-Time-slicing replicas carry IDs like ``GPU-x::3`` (vendors.md 1.3): :func:`split_replica`.
+lists one entry per (resource, device ID, NUMA node) (the kubelet's
+``containerDevicesFromResourceDeviceInstances``, kubernetes/kubernetes ``pkg/kubelet/cm``):
+:func:`group_allocatable` groups it into :class:`InventoryDevice` dicts, the form the bridge records
+while a node is legacy. Time-slicing replicas carry IDs like ``GPU-x::3`` (``NewAnnotatedID`` in
+https://github.com/NVIDIA/k8s-device-plugin/blob/main/internal/rm/devices.go): :func:`split_replica`.
 """
 
 from __future__ import annotations
@@ -86,6 +88,6 @@ def device_sort_key(resource_name: str, device_id: str) -> tuple[str, str, int]:
 
 
 def split_replica(device_id: str) -> tuple[str, int | None]:
-    """``GPU-x::3`` -> (``GPU-x``, 3); an ID without ``::n`` -> (ID, None) (vendors.md 1.3)."""
+    """``GPU-x::3`` -> (``GPU-x``, 3); an ID without ``::n`` -> (ID, None) (NVIDIA's ``AnnotatedID``)."""
     m = _REPLICA_RE.fullmatch(device_id)
     return (m.group("base"), int(m.group("n"))) if m else (device_id, None)

@@ -2,12 +2,14 @@
 and the per-claim limits every ResourceClaim we write or allocate must keep.
 
 The rules a ResourceSlice must pass, so that :mod:`translate.inventory` can only ever produce
-objects the API server accepts. Sources (../shared/reference/dra-api.md):
+objects the API server accepts. Sources: the types and their limits,
+https://github.com/kubernetes/api/blob/master/resource/v1/types.go, and the API server's validation,
+https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/resource/validation/validation.go:
 
-- section 2.2: an attribute value sets exactly one of ``int``, ``bool``, ``string`` (at most 64
+- devices: an attribute value sets exactly one of ``int``, ``bool``, ``string`` (at most 64
   bytes) or ``version`` (semver 2.0.0, at most 64 bytes); ``len(attributes) + len(capacity)``
   is at most 32 per device; a device name is a DNS label; attribute names are qualified names;
-- section 2.3: versions are semver without leading zeros; capacities are canonical quantities;
+- values: versions are semver without leading zeros; capacities are canonical quantities;
 - ResourceClaim: at most 32 ``spec.devices.requests[]`` and at most 32
   ``status.allocation.devices.results[]``, so at most 32 devices per claim (and per request).
 
@@ -24,17 +26,16 @@ from typing import Final, TypedDict
 from dra_bridge.translate.dns_names import is_dns_label, is_dns_subdomain
 from dra_bridge.translate.errors import InventoryError
 
-#: dra-api.md 2.2 (ResourceSliceMaxAttributesAndCapacitiesPerDevice).
+#: ResourceSliceMaxAttributesAndCapacitiesPerDevice (resource.k8s.io/v1 types).
 MAX_ATTRIBUTES_AND_CAPACITIES = 32
-#: dra-api.md 2.2: string and version attribute values.
+#: String and version attribute values (resource.k8s.io/v1 ``DeviceAttribute``).
 MAX_VALUE_BYTES = 64
 #: Devices one claim can be allocated (``allocation.devices.results[]``), hence also the most
-#: one request can ask for: resource.k8s.io/v1 AllocationResultsMaxSize (dra-api.md).
+#: one request can ask for: resource.k8s.io/v1 AllocationResultsMaxSize.
 MAX_DEVICES_PER_CLAIM: Final = 32
-#: Requests in one claim (``spec.devices.requests[]``): resource.k8s.io/v1 DeviceRequestsMaxSize
-#: (dra-api.md).
+#: Requests in one claim (``spec.devices.requests[]``): resource.k8s.io/v1 DeviceRequestsMaxSize.
 MAX_REQUESTS_PER_CLAIM: Final = 32
-#: dra-api.md 2.3 (the apiserver's semverRe): no leading zeros, no ``v`` prefix.
+#: The API server's ``semverRe`` (resource validation): no leading zeros, no ``v`` prefix.
 SEMVER_RE = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"

@@ -1,9 +1,10 @@
 """What is known about one GPU: NVML facts, or facts derived from the node's GFD labels (pure).
 
 :class:`NvmlFacts` is what NVML says about one UUID; where the bridge has no NVML,
-:func:`label_facts` derives the same fields from GPU Feature Discovery labels (vendors.md 1.5,
-1.6: approximate, the product name keeps GFD's dashes, and every GPU of a node gets the same
-values). MIG profiles are spelled as NVML and the DRA driver spell them (:func:`vendor_profile`).
+:func:`label_facts` derives the same fields from GPU Feature Discovery labels
+(https://github.com/NVIDIA/k8s-device-plugin/blob/main/docs/gpu-feature-discovery/README.md):
+approximate, the product name keeps GFD's dashes, and every GPU of a node gets the same values. MIG
+profiles are spelled as NVML and the DRA driver spell them (:func:`vendor_profile`).
 A device's PCIe root and NUMA node come from sysfs (:func:`pcie_root`, :func:`numa_node`; the
 bridge reads the files).
 """
@@ -18,7 +19,8 @@ from dra_bridge.translate.catalog import ResourceMapping
 from dra_bridge.translate.names import GFD_PREFIX
 
 MIB = 1024 * 1024
-#: GFD ``gpu.family`` (lower case, vendors.md 1.5) -> the DRA driver's ``architecture`` (2.4).
+#: GFD ``gpu.family`` (lower case, ``getArchFamily`` in NVIDIA/k8s-device-plugin ``internal/lm/resource.go``)
+#: -> the DRA driver's ``architecture`` (NVIDIA/k8s-dra-driver-gpu ``deviceinfo.go``).
 ARCHITECTURES: dict[str, str] = {
     "tesla": "Tesla",
     "fermi": "Fermi",
@@ -62,7 +64,8 @@ def pcie_root(device_path: str) -> str | None:
     """The ``resource.kubernetes.io/pcieRoot`` value of a PCI device: the root complex directory
     (``pci0000:64``) in the resolved path of ``/sys/bus/pci/devices/<bus ID>``
     (``/sys/devices/pci0000:64/0000:64:01.0/0000:65:00.0``), as the upstream deviceattribute
-    library names it (vendors.md 2.4: ``pci0000:64``); None when the path has none."""
+    library names it (https://github.com/kubernetes/dynamic-resource-allocation/tree/master/deviceattribute);
+    None when the path has none."""
     for part in device_path.split("/"):
         if _ROOT_COMPLEX.fullmatch(part):
             return part
@@ -113,7 +116,7 @@ def _architecture(labels: Mapping[str, str]) -> str | None:
 
 
 def label_facts(labels: Mapping[str, str], mapping: ResourceMapping, device_id: str) -> NvmlFacts:
-    """Facts for one device derived from the node's GFD labels (vendors.md 1.5, 1.6).
+    """Facts for one device derived from the node's GFD labels (GFD's README, ``internal/lm/resource.go``).
 
     MIG devices (mixed strategy: profile from the resource name; single strategy: an ID
     ``MIG-...`` with the profile in ``gpu.product``) read ``mig-<profile>.memory`` or

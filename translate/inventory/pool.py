@@ -1,11 +1,12 @@
 """A node's slice devices -> the ResourceSlices of its pool, and their per-version rendering (pure).
 
-Rules (../shared/reference/dra-api.md):
+Rules (the types, https://github.com/kubernetes/api/blob/master/resource/v1/types.go, and the validation,
+https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/resource/validation/validation.go):
 
-- section 2.1: at most 128 devices per slice (64 when a device uses taints or counters, which we
+- slices: at most 128 devices per slice (64 when a device uses taints or counters, which we
   never publish); ``pool.resourceSliceCount`` > 0; exactly one of ``nodeName`` / ``nodeSelector``
   / ``allNodes``; never ``nodeName: ""`` nor ``allNodes: false``;
-- section 1.2: v1beta1 wraps every device field but ``name`` in ``basic``; v1beta2 and v1 have
+- versions (docs/design.md D7): v1beta1 wraps every device field but ``name`` in ``basic``; v1beta2 and v1 have
   the same shape.
 
 Shapes: the *internal form* of a slice is the v1 shape without ``apiVersion``/``kind``::
@@ -29,7 +30,7 @@ from dra_bridge.translate.errors import InventoryError
 from dra_bridge.translate.inventory.api_rules import AttributeValue, Capacity, SliceDevice, check_device
 from dra_bridge.translate.names import API_VERSIONS, MANAGED_BY, MANAGED_BY_BRIDGE
 
-#: dra-api.md 2.1 (ResourceSliceMaxDevices); we never use taints or counters, so not 64.
+#: ResourceSliceMaxDevices (resource.k8s.io/v1 types); we never use taints or counters, so not 64.
 MAX_DEVICES_PER_SLICE = 128
 
 
@@ -58,7 +59,8 @@ def pool_slices(
 
     Devices keep their order (the scheduler tries slices in name order, first fit). An empty
     device list still gives one slice: an empty pool is not the same as no pool
-    (node-apis.md 6.2). ``spec.nodeName`` is always the node; ``allNodes`` is never emitted.
+    (the upstream publisher, ``resourceslice/resourceslicecontroller.go``). ``spec.nodeName`` is
+    always the node; ``allNodes`` is never emitted.
     """
     if not is_dns_subdomain(node):
         raise InventoryError(f"node name {node!r} is not a DNS subdomain")
@@ -99,7 +101,7 @@ def render_slice(internal: Mapping[str, Any], api_version: str) -> dict[str, Any
     """Render one internal-form slice for ``api_version`` (a new dict).
 
     v1 and v1beta2 are identical apart from ``apiVersion``; v1beta1 moves every device field
-    except ``name`` under ``basic`` (dra-api.md 1.2).
+    except ``name`` under ``basic`` (resource.k8s.io/v1beta1 ``BasicDevice``).
     """
     if api_version not in API_VERSIONS:
         raise InventoryError(f"unsupported API version {api_version!r} (one of {', '.join(API_VERSIONS)})")

@@ -1,4 +1,4 @@
-"""A node's device-plugin inventory -> the ResourceSlices of its pool (pure; design decisions 5, 11).
+"""A node's device-plugin inventory -> the ResourceSlices of its pool (pure; docs/design.md D5, D11).
 
 Input (dicts in, new dicts out; nothing here does I/O):
 
@@ -11,12 +11,13 @@ Input (dicts in, new dicts out; nothing here does I/O):
 Output: :func:`build_slices` gives the slices of one pool per node and driver (internal form,
 see :mod:`translate.inventory.pool`), plus warnings for values that had to be left out.
 
-Per device (vendors.md 2.4, 2.5), for resources the catalog marks ``gfd: nvidia``, the NVIDIA
-DRA driver's attributes fully qualified under ``gpu.nvidia.com``: ``type`` (gpu|mig), ``uuid``,
-``productName``, ``architecture`` (Title case), ``cudaComputeCapability``, ``driverVersion``,
-``cudaDriverVersion`` (versions), MIG ``profile`` (``+me`` spelling) and ``parentUUID``, the
-capacity ``memory`` (bytes), and ``resource.kubernetes.io/pciBusID`` / ``pcieRoot`` where known
-(a MIG device takes its parent GPU's PCIe root and NUMA node). Every device, of any vendor, on
+Per device (docs/design.md D5;
+https://github.com/NVIDIA/k8s-dra-driver-gpu/blob/main/cmd/gpu-kubelet-plugin/deviceinfo.go), for
+resources the catalog marks ``gfd: nvidia``, the NVIDIA DRA driver's attributes fully qualified under
+``gpu.nvidia.com``: ``type`` (gpu|mig), ``uuid``, ``productName``, ``architecture`` (Title case),
+``cudaComputeCapability``, ``driverVersion``, ``cudaDriverVersion`` (versions), MIG ``profile`` (``+me``
+spelling) and ``parentUUID``, the capacity ``memory`` (bytes), and ``resource.kubernetes.io/pciBusID`` /
+``pcieRoot`` where known (a MIG device takes its parent GPU's PCIe root and NUMA node). Every device, of any vendor, on
 one NUMA node carries ``resource.kubernetes.io/numaNode`` (NVML's value, else the kubelet's), so
 topology alignment (:mod:`translate.plan.alignment`) can match it. Values come from NVML when
 facts for the UUID are given, else from GFD labels (approximate: the product name keeps GFD's
@@ -206,7 +207,7 @@ def build_slices(
 def device_uuids(slice_spec: Mapping[str, Any]) -> set[str]:
     """Every ``<domain>/uuid`` or bare ``uuid`` string value in a slice spec (any served version).
 
-    Used to find another driver's pool that lists one of our devices (design decision 6).
+    Used to find another driver's pool that lists one of our devices (docs/design.md D6).
     """
     out: set[str] = set()
     for device in slice_spec.get("devices") or []:

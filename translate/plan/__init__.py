@@ -1,9 +1,12 @@
-"""The pod plan (design decision 1): a pod or workload -> claim templates, migrated pod, findings.
+"""The pod plan (docs/design.md D1): a pod or workload -> claim templates, migrated pod, findings.
 
 Owns: the field types a plan needs (:mod:`~translate.plan.field_types`), legacy demand per
 container (:mod:`~translate.plan.demand`, counts in :mod:`~translate.plan.device_counts`),
 request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAMi annotations as
-device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`),
+device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`; the MIG
+single strategy, :mod:`~translate.plan.mig_single`), shared GPUs (time-slicing and MPS replicas,
+:mod:`~translate.plan.sharing`), topology alignment as claim constraints
+(:mod:`~translate.plan.alignment`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
 (:mod:`~translate.plan.pod_plan`), the conversion record it leaves on the pod (written, read,
 reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`; the

@@ -3,7 +3,7 @@ claim constraints (issue 14).
 
 With the Topology Manager's ``single-numa-node`` or ``restricted`` policy, a container's devices
 (``scope: container``) or the pod's (``scope: pod``) come from one NUMA node. A converted pod
-keeps that by a ``matchAttribute`` constraint (dra-api.md 3.2, ``spec.devices.constraints[]``)
+keeps that by a ``matchAttribute`` constraint (``spec.devices.constraints[]``, resource.k8s.io/v1 types)
 over the requests that together make one container's devices (or the pod's), never more:
 
     Alignment(policy="none")   no constraint (the default: today's output)
@@ -14,9 +14,10 @@ A device that lacks the attribute fails the constraint, so a constraint is writt
 every driver a request's DeviceClass selects publishes the attribute for that device type
 (:data:`VENDOR_PUBLISHES`, :func:`bridge_publishes`); elsewhere :func:`unalignable` gives a
 ``partial`` finding and the plan writes no constraint over that request. Source of the
-vendor table: vendors.md 2.4 (NVIDIA: ``pcieRoot`` on GPUs and on MIG devices, the parent's;
-``numaNode`` on GPUs only in recent versions, never on MIG devices), 3.1 (AMD: ``pcieRoot``),
-3.2 (Intel: ``pcieRoot`` from v0.10).
+vendor table: NVIDIA (https://github.com/NVIDIA/k8s-dra-driver-gpu/blob/main/cmd/gpu-kubelet-plugin/deviceinfo.go:
+``pcieRoot`` on GPUs and on MIG devices, the parent's; ``numaNode`` on GPUs only in recent versions, never on
+MIG devices), AMD (https://github.com/ROCm/k8s-gpu-dra-driver: ``pcieRoot``), Intel
+(https://github.com/intel/intel-resource-drivers-for-kubernetes: ``pcieRoot`` from v0.10).
 
 Claims hold at most 32 devices and 32 requests (resource.k8s.io/v1), and a constraint covers
 requests of one claim only: :func:`pack_claims` keeps the requests of a constraint together.
@@ -43,7 +44,7 @@ NOT_WRITTEN = "alignment-not-written"
 ATTRIBUTES: dict[str, str] = {"numa": "numaNode", "pcie": "pcieRoot"}
 
 #: (vendor driver, device type) -> {standard attribute: caveat ("" when none)} it publishes
-#: (vendors.md 2.4, 3.1, 3.2). A MIG device carries its parent GPU's PCIe root.
+#: (the vendor table above). A MIG device carries its parent GPU's PCIe root.
 VENDOR_PUBLISHES: dict[tuple[str, str], dict[str, str]] = {
     (NVIDIA_DRIVER, "gpu"): {
         "pcieRoot": "",

@@ -9,7 +9,7 @@ Internal form (API-version free; what template names are hashed from)::
 ``constraints`` is present only when there are some (topology alignment,
 :mod:`~translate.plan.alignment`), so templates without them keep their names.
 
-Shapes (design decision 7; /shared/reference/dra-api.md 1.2):
+Shapes (docs/design.md D7; https://github.com/kubernetes/api/blob/master/resource/v1beta1/types.go):
     resource.k8s.io/v1, v1beta2   requests[].exactly.{deviceClassName, count, allocationMode, selectors}
     resource.k8s.io/v1beta1       the same fields flat on requests[]
     every version                 devices.constraints[].{requests, matchAttribute}

@@ -3,8 +3,8 @@
 The webhook feeds these from its watch caches; tests feed them directly.
 
 - A DaemonSet pod is pinned to one node (``matchFields metadata.name In [node]``) and is
-  converted only once that node is handed over to DRA (``dra-bridge.io/mode=dra``, design
-  decision 6): elsewhere the device plugin still owns the devices.
+  converted only once that node is handed over to DRA (``dra-bridge.io/mode=dra``,
+  docs/design.md D6): elsewhere the device plugin still owns the devices.
 - Quota safety: where a ResourceQuota limits the legacy resource (``requests.<name>``) but
   not the DRA class key (``<class>.deviceclass.resource.k8s.io/devices``: KEP-4381 quota),
   converting would silently lift the limit, so the pod stays legacy unless the front end is

@@ -1,8 +1,9 @@
 """GPU Feature Discovery labels -> guarded CEL selectors over the NVIDIA DRA driver's attributes.
 
 One label requirement (key, operator, values) becomes one selector, or None when the label
-has no device meaning (``gpu.count``, ``gpu.machine``, ...: those stay on the pod). The
-value formats follow /shared/reference/vendors.md 2.10:
+has no device meaning (``gpu.count``, ``gpu.machine``, ...: those stay on the pod). The label
+formats are GFD's (https://github.com/NVIDIA/k8s-device-plugin/blob/main/internal/lm/resource.go), the
+attributes the NVIDIA DRA driver's (docs/design.md D5):
 
     nvidia.com/gpu.product        productName, compared in normalised form (see
                                   selector_text.normalized_product); ``-SHARED`` and
@@ -67,7 +68,7 @@ def _attr(name: str) -> str:
 
 def _split_product(value: str) -> tuple[str, str | None]:
     """A ``gpu.product`` label value -> (the model, the MIG profile or None); ``-SHARED`` and
-    ``-MIG-<profile>`` suffixes stripped (vendors.md 1.6)."""
+    ``-MIG-<profile>`` suffixes stripped (GFD's ``getProductName``)."""
     base = value[: -len("-SHARED")] if value.endswith("-SHARED") else value
     m = re.fullmatch(r"(.*)-MIG-(.+)", base)
     return (m.group(1), m.group(2)) if m else (base, None)

@@ -1,4 +1,4 @@
-"""MIG single strategy: ``nvidia.com/gpu`` on a node where it counts MIG devices (vendors.md 1.1, 1.6).
+"""MIG single strategy: ``nvidia.com/gpu`` on a node where it counts MIG devices (NVIDIA/k8s-device-plugin).
 
 With the device plugin's single strategy every MIG device of a node is one ``nvidia.com/gpu``,
 and GFD labels the node ``nvidia.com/gpu.product=<model>-MIG-<profile>`` (and

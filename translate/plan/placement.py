@@ -39,7 +39,7 @@ class Placement:
     """Result for one pod spec: NVIDIA device ``selectors`` to add, the new ``node_selector``
     and ``affinity`` (None = remove the field), annotation keys to remove, findings.
 
-    What the translated requirements say about MIG (GFD, vendors.md 1.6): ``mig_profiles``, the
+    What the translated requirements say about MIG (GFD's ``gpu.product``): ``mig_profiles``, the
     profiles of ``gpu.product`` values with a ``-MIG-<profile>`` suffix (In), ``whole_products``,
     whether a value without one was among them, ``mig_single``, whether ``mig.strategy=single``
     was required: a node where ``nvidia.com/gpu`` counts MIG devices.

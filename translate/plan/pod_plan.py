@@ -1,4 +1,4 @@
-"""One plan, many front ends (design decision 1): a pod or pod template -> a Plan.
+"""One plan, many front ends (docs/design.md D1): a pod or pod template -> a Plan.
 
     plan_pod(pod, catalog, options) -> Plan(templates, pod, findings, changed, record)
 

@@ -1,4 +1,4 @@
-"""Device requests that give every container exactly its legacy devices (design decision 3).
+"""Device requests that give every container exactly its legacy devices (docs/design.md D3).
 
 For one legacy resource the legacy scheduler counted, per pod::
 

@@ -1,8 +1,9 @@
 """Shared devices (time-slicing or MPS replicas, catalog kind ``shared``) as DRA requests.
 
-The device plugin advertises each shared GPU as N replicas (``nvidia.com/gpu.shared``, vendors.md
-1.1, 1.2) and a container asking for ``count`` of them gets ``count`` replicas, which may come
-from different GPUs (the plugin gives no more GPU time for more replicas).
+The device plugin advertises each shared GPU as N replicas (``nvidia.com/gpu.shared``,
+"Shared Access to GPUs" in https://github.com/NVIDIA/k8s-device-plugin/blob/main/README.md) and a
+container asking for ``count`` of them gets ``count`` replicas, which may come from different GPUs (the
+plugin gives no more GPU time for more replicas).
 
     shared_request(mapping, count, target, path, legacy) -> (request count, finding)
 
@@ -21,7 +22,8 @@ from dra_bridge.translate.catalog import ResourceMapping, Target
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.names import NVIDIA_DRIVER
 
-#: How each vendor DRA driver shares one device (vendors.md 2.6, 2.7; other drivers: none known).
+#: How each vendor DRA driver shares one device (NVIDIA: its ``GpuConfig`` sharing and feature gates; other drivers:
+#: none known).
 VENDOR_SHARING: dict[str, str] = {
     NVIDIA_DRIVER: "NVIDIA GpuConfig sharing (TimeSlicing or MPS), one claim for several pods, or ConsumableShares",
 }

@@ -84,7 +84,7 @@ def shared_count_over_one(
     mapping: ResourceMapping, count: int, fail_by_option: bool, path: str, legacy: str
 ) -> Finding | None:
     """A shared GPU whose device plugin fails requests greater than one (its sharing config's
-    ``failRequestsGreaterThanOne``, vendors.md 1.2: the pod gets UnexpectedAdmissionError)
+    ``failRequestsGreaterThanOne``, NVIDIA/k8s-device-plugin README.md: the pod gets UnexpectedAdmissionError)
     stays as it is: a claim would give it what the plugin refused. Set on the catalog entry
     (a user catalog's own entries) or by the front end's option (``fail_by_option``, with its
     remedy code), for every shared resource."""
@@ -181,7 +181,7 @@ def live_pod(meta: Mapping[str, Any]) -> Finding | None:
 def daemonset_node_not_handed_over(
     owner_kind: str, node: str | None, node_mode: Callable[[str], str | None]
 ) -> Finding | None:
-    """A DaemonSet pod converts only once its node is handed over to DRA (design decision 6)."""
+    """A DaemonSet pod converts only once its node is handed over to DRA (docs/design.md D6)."""
     if owner_kind != "DaemonSet":
         return None
     if node and node_mode(node) == "dra":

@@ -4,7 +4,7 @@
     switched_off(obj, translation) -> Converted        what the webhook does where convert: false
 
 Pure. The policy (:mod:`translate.policy`) is matched, as the webhook matches a pod's
-AdmissionReview, against what the workload's pods will carry (design decision 8): the
+AdmissionReview, against what the workload's pods will carry (docs/design.md D8): the
 namespace (``default`` when the manifest has none), the pod template's labels, the owner kind
 of the pods (a Deployment's pods are owned by a ReplicaSet, a CronJob's by a Job, a bare Pod by
 none, a pod read from a cluster by its controller, any other workload by itself), and the
