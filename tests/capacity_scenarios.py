@@ -97,7 +97,9 @@ def _product(product: str) -> dict[str, Any]:
 
 
 TAINT = {"key": "dedicated", "value": "inference", "effect": "NoSchedule"}
-TOLERATE = {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoSchedule"}]}
+TOLERATE: dict[str, Any] = {
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoSchedule"}]
+}
 
 MIXED = (
     gfd_node("a100-0", A100, 2, memory="40960"),

@@ -27,7 +27,7 @@ def make_entry(resource: str, device_id: str, numa: list[int] | None = None) -> 
     return api_pb2.ContainerDevices(resource_name=resource, device_ids=[device_id], topology=topology)
 
 
-class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):  # type: ignore[misc]
+class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):
     """Serves ``devices`` (list of (resource, id, [numa])) and ``held`` ({pod: {container: [(resource, id)]}})."""
 
     def __init__(self) -> None:
@@ -61,6 +61,7 @@ class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):  # type: ignore[misc
 
     async def Get(self, request: Any, context: Any) -> api_pb2.GetPodResourcesResponse:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "not in the fake")
+        raise AssertionError("context.abort returned")  # pragma: no cover
 
 
 class KubeletServer:

@@ -32,7 +32,7 @@ from tests.factories import gpu, make_container, make_pod
 def _devices_matching(template: dict[str, object], slices: dict[str, dict[str, object]]) -> set[str]:
     """deviceIDs of the published devices that the template's one request (class selectors and
     its own) selects, evaluated in our DRA CEL environment."""
-    (request,) = internal_from_template(template)["requests"]  # type: ignore[arg-type]
+    (request,) = internal_from_template(template)["requests"]
     (device_class,) = [
         c
         for c in CATALOG.device_classes(list(CATALOG.mig_profiles))
@@ -107,6 +107,7 @@ async def test_the_prepared_claim_count_on_the_node_is_the_plugins(
         await legacy.tick()
         (condition,) = [c for c in api.nodes[NODE]["status"]["conditions"] if c["type"] == CONDITION_TYPE]
         assert condition["message"].startswith("0 prepared claim")
+        assert legacy.plugin is not None
         await legacy.plugin.stop()
         await legacy.tick()
         assert not legacy.health.alive(60) and "registration socket" in legacy.health.plugin
@@ -165,4 +166,5 @@ async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_al
         assert report.alarm is None
     finally:
         await client.close()
+        assert legacy.plugin is not None
         await legacy.plugin.stop()

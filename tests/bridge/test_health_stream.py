@@ -42,7 +42,7 @@ class Watcher:
 
     def __init__(self, plugin: Plugin) -> None:
         self.channel = grpc.aio.insecure_channel(f"unix://{plugin.paths.dra_socket}")
-        stub = pb2_grpc.DRAResourceHealthStub(self.channel)  # type: ignore[no-untyped-call]
+        stub = pb2_grpc.DRAResourceHealthStub(self.channel)
         self.stream = stub.NodeWatchResources(pb2.NodeWatchResourcesRequest())
 
     async def next(self, timeout: float = 5) -> dict[str, tuple[str, str, Any]]:

@@ -196,12 +196,14 @@ async def test_a_failing_watch_backs_off_and_watches_again(api: FakeApi) -> None
         await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(api: FakeApi) -> None:
+async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(
+    api: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slept: list[float] = []
     real = api.list
     calls = 0
 
-    async def odd_then_fine(resource: Resource, namespace: str | None = None, **selectors: str) -> dict[str, Any]:
+    async def odd_then_fine(resource: Resource, namespace: str | None = None, **selectors: Any) -> dict[str, Any]:
         nonlocal calls
         calls += 1
         if calls == 1:
@@ -211,7 +213,7 @@ async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(api: FakeApi) 
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    api.list = odd_then_fine  # type: ignore[method-assign]
+    monkeypatch.setattr(api, "list", odd_then_fine)
     pub = Publisher(api, "node-a", "dra-bridge.io", sleep=sleep)
     pub.update(make_devices(1))
     stop = asyncio.Event()

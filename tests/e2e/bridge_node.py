@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -146,7 +146,7 @@ class Bridge:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def check_alive(self) -> bool:
+    def check_alive(self) -> Literal[False]:
         """False while running (for ``wait_for`` lambdas); raises with the log when it exited."""
         if not self.alive():
             raise RuntimeError(f"dra-bridge exited with {self.proc.returncode}:\n{tail(self.log, 60)}")

@@ -119,10 +119,10 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
     ]
     kubelet.plugin_socket("nvidia-gpu.sock")
     nvml: dict[str, NvmlFacts] = {
-        "GPU-aaaa0001": dict(H100),
-        "GPU-bbbb0002": dict(L4),  # type: ignore[dict-item]
-        "GPU-cccc0003": dict(L4),
-    }  # type: ignore[dict-item]
+        "GPU-aaaa0001": {**H100},
+        "GPU-bbbb0002": {**L4},
+        "GPU-cccc0003": {**L4},
+    }
     settings = Settings(
         node_name=node,
         kubelet_dir=str(kubelet.dir),

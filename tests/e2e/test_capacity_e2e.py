@@ -82,8 +82,8 @@ def cluster(kube: KubeClient, classes: None) -> Iterator[tuple[str, list[Cluster
     yield run, nodes
     for name in slices:
         kube.delete(api_path(V1, "resourceslices", name=name), ignore_missing=True)
-    for node in nodes:
-        kube.delete(api_path("v1", "nodes", name=node.name), ignore_missing=True)
+    for made in nodes:
+        kube.delete(api_path("v1", "nodes", name=made.name), ignore_missing=True)
 
 
 def _scheduled(kube: KubeClient, path: str) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from tests.e2e.bridge_node import (
 )
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, create_namespace, wait_for, wait_for_object
 from tests.e2e.manifests import HARDENED
-from tests.e2e.node_pods import cleanup, log_of, seen_uuids, shows
+from tests.e2e.node_pods import cleanup, finished_log, log_of, seen_uuids, shows
 from tests.e2e.podcluster import PodCluster
 from tests.e2e.realnode import RealNode
 
@@ -219,7 +219,7 @@ def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
             claim = claim_of(kube, workload, pod, pod["spec"]["resourceClaims"][0]["name"])
             (result,) = claim["status"]["allocation"]["devices"]["results"]
             assert result["driver"] == DRIVER and result["pool"] == node.name, result
-            log = wait_for(lambda: (t := log_of(kube, workload, name)).endswith("done\n") and t, 30, "its output")
+            log = wait_for(lambda: finished_log(kube, workload, name), 30, "its output")
             assert seen_uuids(log) == [published[result["device"]]], log
             assert claim["metadata"]["uid"] in prepared_claims(state)
             print(f"\nconverted Deployment's container saw its GPU {time.monotonic() - began:.1f}s after the start")

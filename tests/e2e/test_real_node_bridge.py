@@ -37,7 +37,7 @@ from tests.e2e.bridge_node import (
 )
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, wait_for, wait_for_object
-from tests.e2e.node_pods import cleanup, log_of, seen_uuids, shows
+from tests.e2e.node_pods import cleanup, finished_log, log_of, seen_uuids, shows
 from tests.e2e.realnode import RealNode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real_node]
@@ -144,7 +144,7 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
             before = slice_uids(kube, node)
             real_node.restart_kubelet()
             after = wait_for(
-                lambda: bridge.check_alive() or ((s := slice_uids(kube, node)) and s != before and s),
+                lambda: bridge.check_alive() or (s if (s := slice_uids(kube, node)) and s != before else None),
                 30,
                 "slices published again after the kubelet's restart",
             )
@@ -162,7 +162,7 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
                 "container restarted",
             )
             log = wait_for(
-                lambda: (t := log_of(kube, namespace, "first")).endswith("done\n") and t,
+                lambda: finished_log(kube, namespace, "first"),
                 30,
                 "the restarted container's output",
             )

@@ -253,11 +253,11 @@ def dra_pods_phase(
     for i in range(10):
         name = f"dra-{i}"
         kube.create(api_path("v1", "pods", namespace), {**pod, "metadata": {"name": name}})
-        wait_for(
-            lambda n=name: all(log_of(kube, namespace, n, c).endswith("done\n") for c in ("both", "one")),
-            60,
-            f"pod {name}'s output",
-        )
+
+        def finished(n: str = name) -> bool:
+            return all(log_of(kube, namespace, n, c).endswith("done\n") for c in ("both", "one"))
+
+        wait_for(finished, 60, f"pod {name}'s output")
         pair = claim_of(kube, namespace, {"metadata": {"name": name}}, "pair")
         single = claim_of(kube, namespace, {"metadata": {"name": name}}, "single")
         both, one = log_of(kube, namespace, name, "both"), log_of(kube, namespace, name, "one")

@@ -84,7 +84,7 @@ class Node:
         self.inventory.append(InventoryDevice(resourceName=resource, deviceID=device_id, numaNodes=[0]))
         uuid = split_replica(device_id)[0]
         if facts is not None:
-            self.nvml[uuid] = NvmlFacts(uuid=uuid, **facts)  # type: ignore[typeddict-item]
+            self.nvml[uuid] = NvmlFacts(uuid=uuid, **facts)
 
 
 def _fleet(catalog: Catalog) -> list[Node]:
@@ -99,8 +99,12 @@ def _fleet(catalog: Catalog) -> list[Node]:
             t4_renamed.add("nvidia.com/gpu.shared", f"GPU-t4s-{g}::{r}", _T4)
     mixed = Node("mig-mixed", _labels("NVIDIA-A100-SXM4-80GB", "ampere", "8", "0", "81920", mig_strategy="mixed"))
     for p in catalog.mig_profiles:
-        facts = NvmlFacts(**_A100)
-        facts.update(productName="NVIDIA A100-SXM4-80GB", migProfile=vendor_profile(p), parentUUID="GPU-parent")
+        facts: NvmlFacts = {
+            **_A100,
+            "productName": "NVIDIA A100-SXM4-80GB",
+            "migProfile": vendor_profile(p),
+            "parentUUID": "GPU-parent",
+        }
         for i in range(MIG_COPIES):
             mixed.add(f"nvidia.com/mig-{p}", f"MIG-{p}-{i}", facts)
         for r in range(MIG_COPIES):
@@ -109,8 +113,7 @@ def _fleet(catalog: Catalog) -> list[Node]:
         "mig-single", _labels("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "ampere", "8", "0", "4864", mig_strategy="single")
     )
     for i in range(COPIES):
-        facts = NvmlFacts(**_A100)
-        facts.update(migProfile="1g.5gb", parentUUID=f"GPU-a100-{i // 7}")
+        facts = {**_A100, "migProfile": "1g.5gb", "parentUUID": f"GPU-a100-{i // 7}"}
         single.add("nvidia.com/gpu", f"MIG-single-{i}", facts)
     amd = Node("amd", others=[("gpu.amd.com", {"type": "amdgpu"})] * COPIES)
     intel = Node("intel", others=[("gpu.intel.com", {"driver": d}) for d in ("i915", "xe") for _ in range(COPIES)])
@@ -143,14 +146,14 @@ def vendor_devices(node: Node) -> list[Device]:
             continue
         seen.add(uuid)
         out.append((NV, {"name": d["name"], "attributes": attrs, "capacity": d["capacity"]}))
-    for i, (driver, attrs) in enumerate(node.others):
+    for i, (driver, labels) in enumerate(node.others):
         out.append(
             (
                 driver,
                 {
                     "name": f"dev-{i}",
                     "capacity": {},
-                    "attributes": {f"{driver}/{k}": {"string": v} for k, v in attrs.items()},
+                    "attributes": {f"{driver}/{k}": {"string": v} for k, v in labels.items()},
                 },
             )
         )

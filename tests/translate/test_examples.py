@@ -63,6 +63,8 @@ def test_converted_containers_see_exactly_their_legacy_device_counts(path: Path)
             assert devices_seen(after, list(result.templates)) == legacy
             # The pod holds exactly what the legacy scheduler counted, per resource.
             for resource in {d.mapping.resource_name for d in demands}:
+                mapping = CATALOG.lookup(resource)
+                assert mapping is not None, resource
                 ds = [
                     Demand(d.container, d.role, d.index, d.count)
                     for d in demands
@@ -72,8 +74,8 @@ def test_converted_containers_see_exactly_their_legacy_device_counts(path: Path)
                     r["exactly"]["count"]
                     for t in result.templates
                     for r in t["spec"]["spec"]["devices"]["requests"]
-                    if r["exactly"]["deviceClassName"] == CATALOG.lookup(resource).device_class
-                )  # type: ignore[union-attr]
+                    if r["exactly"]["deviceClassName"] == mapping.device_class
+                )
                 assert held == legacy_total(ds)
 
 
