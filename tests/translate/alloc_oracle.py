@@ -90,9 +90,11 @@ class Oracle:
         return answer
 
     def close(self) -> None:
-        assert self._proc.stdin is not None
+        """Close its input (it exits at end of input), wait for it, close its output."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
         self._proc.stdin.close()
         self._proc.wait(timeout=10)
+        self._proc.stdout.close()
 
 
 def _compile_error(text: str) -> str:
