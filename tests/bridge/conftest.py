@@ -158,5 +158,5 @@ def api() -> FakeApi:
     return FakeApi()
 
 
-# The agent fixtures (an agent that recorded an inventory in legacy mode, its clock) for test_agent*.py.
-from tests.bridge.agent_fixtures import clock, legacy  # noqa: E402, F401
+# The agent fixtures (an agent factory, one that recorded an inventory in legacy mode, its clock).
+from tests.bridge.agent_fixtures import clock, legacy, make_agent  # noqa: E402, F401
