@@ -142,7 +142,7 @@ async def measure(
     toolkit_spec(paths.cdi_dirs[0])
     plugin: Plugin = await start_plugin(paths, api, NODE, lambda: INVENTORY, v1, boot_id=lambda: "bench")
     channel = grpc.aio.insecure_channel(f"unix://{paths.dra_socket}")
-    stub = dra_v1_pb2_grpc.DRAPluginStub(channel)  # type: ignore[no-untyped-call]
+    stub = dra_v1_pb2_grpc.DRAPluginStub(channel)
     try:
         empty = dra_v1_pb2.NodePrepareResourcesRequest()
         baseline = percentiles(await timed(lambda: stub.NodePrepareResources(empty, timeout=10), iterations))

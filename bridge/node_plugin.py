@@ -137,13 +137,13 @@ class Plugin:
         ``NodePrepareResources`` through the v1 service), else the reason."""
         try:
             async with grpc.aio.insecure_channel(f"unix://{self.paths.registration_socket}") as ch:
-                registration = registration_pb2_grpc.RegistrationStub(ch)  # type: ignore[no-untyped-call]
+                registration = registration_pb2_grpc.RegistrationStub(ch)
                 await registration.GetInfo(registration_pb2.InfoRequest(), timeout=PROBE_TIMEOUT)
         except grpc.RpcError as exc:
             return f"registration socket {self.paths.registration_socket}: {exc.code().name}"
         try:
             async with grpc.aio.insecure_channel(f"unix://{self.paths.dra_socket}") as ch:
-                dra = dra_v1_pb2_grpc.DRAPluginStub(ch)  # type: ignore[no-untyped-call]
+                dra = dra_v1_pb2_grpc.DRAPluginStub(ch)
                 await dra.NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(), timeout=PROBE_TIMEOUT)
         except grpc.RpcError as exc:
             return f"DRA socket {self.paths.dra_socket}: {exc.code().name}"

@@ -11,17 +11,19 @@ places them, each with the verdict the check gives when they are placed one by o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dra_bridge.translate.capacity import device_classes
-from dra_bridge.translate.catalog import load_catalog
-from dra_bridge.translate.plan.workloads import convert_object
+from dra_bridge.translate.catalog import Catalog
 
-CATALOG = load_catalog()
 V1 = "resource.k8s.io/v1"
-CLASSES = device_classes([{"apiVersion": V1, **c} for c in CATALOG.device_classes()])
 H100, A100, L4 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-40GB", "NVIDIA-L4"
+
+
+def catalog_classes(catalog: Catalog) -> dict[str, dict[str, Any]]:
+    """The catalog's DeviceClasses as the capacity check reads them (``{name: v1 spec}``)."""
+    return device_classes([{"apiVersion": V1, **c} for c in catalog.device_classes()])
 
 
 def gfd_node(
@@ -74,18 +76,11 @@ def gpu_pod(name: str, gpus: int, namespace: str = "team-a", **spec: Any) -> dic
 
 @dataclass(frozen=True)
 class CapacityPod:
-    """A legacy pod, its conversion, and the verdict (``fits``) the check gives in its scenario."""
+    """A legacy pod and the verdict (``fits``) the check gives in its scenario."""
 
     legacy: dict[str, Any]
     fits: bool
     code: str = "fits"
-    converted: dict[str, Any] = field(init=False)
-    templates: tuple[dict[str, Any], ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        result = convert_object(self.legacy, CATALOG)
-        object.__setattr__(self, "converted", result.obj)
-        object.__setattr__(self, "templates", result.templates)
 
     @property
     def name(self) -> str:
@@ -97,7 +92,9 @@ def _product(product: str) -> dict[str, Any]:
 
 
 TAINT = {"key": "dedicated", "value": "inference", "effect": "NoSchedule"}
-TOLERATE = {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoSchedule"}]}
+TOLERATE: dict[str, Any] = {
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "inference", "effect": "NoSchedule"}]
+}
 
 MIXED = (
     gfd_node("a100-0", A100, 2, memory="40960"),

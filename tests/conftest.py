@@ -24,6 +24,9 @@ object is the argument name and an index (``spec0``), and a multi-line string gi
 of ``\\n``. Such ids stop the collection with a message naming the test; pass ``ids=`` or
 ``pytest.param(..., id=...)``.
 
+Fixtures. ``catalog``: the shipped catalog, loaded once per session (a frozen value, so tests
+cannot change it for each other).
+
 Install. The packages are imported through the ``dra_bridge`` namespace from the link tree of
 an ``editable_mode=strict`` install (README "Import names"), which does not see modules added
 after it was built: the session stops at once, naming them, instead of failing on imports.
@@ -35,6 +38,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+from dra_bridge.translate.catalog import Catalog, load_catalog
 
 #: Seconds per mark when the test sets no ``timeout`` of its own. Measured on 2 shared cores
 #: (README "Tests"): an e2e test takes at most 3 s with its set-up, the control plane's start
@@ -101,3 +106,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             "modules added since the editable install was built: "
             f"{', '.join(missing[:5])}; run the README's pip install again"
         )
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    """The shipped catalog (no user catalog)."""
+    return load_catalog()

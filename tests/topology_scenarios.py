@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dra_bridge.translate.alloc import parse_gates, simulate
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.inventory.pool import render_slice
@@ -30,7 +30,6 @@ from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.pod_plan import Options, Plan, plan_pod
 
 Outcome = Literal["aligned", "unaligned", "unschedulable"]
-CATALOG = load_catalog()
 V1 = "resource.k8s.io/v1"
 GPU_CLASS = "nvidia-gpu.dra-bridge.io"
 
@@ -44,9 +43,9 @@ class TopologyNode:
     nvml: dict[str, NvmlFacts]
     allocated: tuple[str, ...]
 
-    def slices(self, node: str) -> list[dict[str, Any]]:
+    def slices(self, catalog: Catalog, node: str) -> list[dict[str, Any]]:
         """The bridge's slices for this node (internal form, as ``build_slices`` gives them)."""
-        return build_slices(node, self.inventory, CATALOG, {}, self.nvml).slices
+        return build_slices(node, self.inventory, catalog, {}, self.nvml).slices
 
     def held_claim(self) -> dict[str, Any]:
         """The claim ``held`` that takes the already allocated devices (all devices whose
@@ -109,7 +108,7 @@ class TopologyCase:
     outcome: Outcome
     node: TopologyNode = TWO_NUMA_X4
 
-    def plan(self, namespace: str, name: str) -> Plan:
+    def plan(self, catalog: Catalog, namespace: str, name: str) -> Plan:
         """The converted pod (one container ``main``) and its templates."""
         pod = {
             "apiVersion": "v1",
@@ -125,7 +124,7 @@ class TopologyCase:
                 ]
             },
         }
-        return plan_pod(pod, CATALOG, Options(alignment=self.alignment), namespace)
+        return plan_pod(pod, catalog, Options(alignment=self.alignment), namespace)
 
 
 NUMA, PCIE, NONE = Alignment("numa"), Alignment("pcie"), Alignment()
@@ -150,23 +149,25 @@ class Placement:
     reason: str = ""
 
 
-def outcome_of(case: TopologyCase, node: str, devices: list[str]) -> Outcome:
+def outcome_of(case: TopologyCase, catalog: Catalog, node: str, devices: list[str]) -> Outcome:
     """``aligned`` when every device has the same value of the case's attribute (NUMA node
     for ``none``), else ``unaligned``."""
     attribute = case.alignment.attribute or "resource.kubernetes.io/numaNode"
-    published = {d["name"]: d["attributes"][attribute] for s in case.node.slices(node) for d in s["spec"]["devices"]}
+    published = {
+        d["name"]: d["attributes"][attribute] for s in case.node.slices(catalog, node) for d in s["spec"]["devices"]
+    }
     return "aligned" if len({str(published[d]) for d in devices}) == 1 else "unaligned"
 
 
-def engine_placement(case: TopologyCase, node: str = "numa") -> Placement:
+def engine_placement(case: TopologyCase, catalog: Catalog, node: str = "numa") -> Placement:
     """The case through ``translate/alloc`` (``simulate``): the Node, our DeviceClasses, the
     bridge's slices, the held claim (allocated first, as the e2e test's holder pod is bound
     first), then the converted pod's claims."""
-    plan = case.plan("default", "pod")
+    plan = case.plan(catalog, "default", "pod")
     documents: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}},
-        *({"apiVersion": V1, **c} for c in CATALOG.device_classes()),
-        *(render_slice(s, V1) for s in case.node.slices(node)),
+        *({"apiVersion": V1, **c} for c in catalog.device_classes()),
+        *(render_slice(s, V1) for s in case.node.slices(catalog, node)),
         {**case.node.held_claim(), "metadata": {"name": "held", "namespace": "default"}},
         *plan.templates,
         plan.pod,
@@ -176,4 +177,4 @@ def engine_placement(case: TopologyCase, node: str = "numa") -> Placement:
     if not all(c.outcome == "allocated" for c in claims):
         return Placement("unschedulable", (), "; ".join(c.reason for c in claims if c.reason))
     devices = [r["device"] for c in claims for r in (c.allocation or {})["devices"]["results"]]
-    return Placement(outcome_of(case, node, devices), tuple(devices))
+    return Placement(outcome_of(case, catalog, node, devices), tuple(devices))

@@ -4,7 +4,7 @@ recorded in legacy mode, a clock, the operator's hand-over, a publish."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
@@ -14,14 +14,13 @@ from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import InventoryStore
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
 
 if TYPE_CHECKING:  # tests/bridge/conftest.py imports this module for its fixtures
     from tests.bridge.conftest import FakeApi, KubeletServer
 
-CATALOG = load_catalog()
 NODE = "gpu-node-1"
 LABELS = {
     "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
@@ -52,24 +51,16 @@ class Clock:
         return self.now
 
 
-def make_agent(
-    kubelet: KubeletServer, api: FakeApi, state_dir: Path, clock: Clock, nvml: dict[str, NvmlFacts] | None = None
-) -> Agent:
-    settings = Settings(
-        node_name=NODE, kubelet_dir=str(kubelet.dir), state_dir=str(state_dir), settle_period=60, poll_interval=1
-    )
-    probe = (lambda: nvml) if nvml is not None else None
-    return Agent(
-        settings,
-        CATALOG,
-        PodResourcesClient(kubelet.socket, timeout=1),
-        InventoryStore(state_dir),
-        api,
-        Publisher(api, NODE, CATALOG.bridge_driver),
-        nvml_probe=probe,
-        clock=clock,
-        wall=clock,
-    )
+class MakeAgent(Protocol):
+    def __call__(
+        self,
+        state_dir: Path,
+        nvml: dict[str, NvmlFacts] | None = None,
+        *,
+        catalog: Catalog | None = None,
+        clock: Clock | None = None,
+        node: str = NODE,
+    ) -> Agent: ...
 
 
 @pytest.fixture
@@ -78,12 +69,46 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def legacy(kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock) -> Agent:
+def make_agent(kubelet: KubeletServer, api: FakeApi, clock: Clock, catalog: Catalog) -> MakeAgent:
+    """Makes an agent of ``node`` on the fake kubelet and API server with its state in ``state_dir``:
+    the shipped catalog and the test's clock unless given, NVML facts from ``nvml`` if given."""
+    shipped, test_clock = catalog, clock
+
+    def make(
+        state_dir: Path,
+        nvml: dict[str, NvmlFacts] | None = None,
+        *,
+        catalog: Catalog | None = None,
+        clock: Clock | None = None,
+        node: str = NODE,
+    ) -> Agent:
+        settings = Settings(
+            node_name=node, kubelet_dir=str(kubelet.dir), state_dir=str(state_dir), settle_period=60, poll_interval=1
+        )
+        cat = shipped if catalog is None else catalog
+        tick = test_clock if clock is None else clock
+        return Agent(
+            settings,
+            cat,
+            PodResourcesClient(kubelet.socket, timeout=1),
+            InventoryStore(state_dir),
+            api,
+            Publisher(api, node, cat.bridge_driver),
+            nvml_probe=(lambda: nvml) if nvml is not None else None,
+            clock=tick,
+            wall=tick,
+        )
+
+    return make
+
+
+@pytest.fixture
+async def legacy(kubelet: KubeletServer, api: FakeApi, tmp_path: Path, make_agent: MakeAgent) -> Agent:
     """An agent that recorded INVENTORY in legacy mode, with the plugin still serving."""
     kubelet.fake.devices = list(INVENTORY)
     kubelet.plugin_socket("nvidia-gpu.sock")
     api.add_node(NODE, dict(LABELS), dict(CAPACITY))
-    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    agent = make_agent(tmp_path / "state")
     report = await agent.tick()
     assert report.mode == "legacy" and report.recorded == 5
     return agent
@@ -116,13 +141,13 @@ async def start_dra_plugin(
     paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
     for d in paths.cdi_dirs:
         d.mkdir(parents=True)
-    index = device_index(legacy.recorded, CATALOG)
+    index = device_index(legacy.recorded, legacy.catalog)
     toolkit_spec(paths, sorted(i for _, i in index.values()))
     legacy.plugin = await start_plugin(
         paths,
         api,
         NODE,
-        lambda: device_index(legacy.recorded, CATALOG),
+        lambda: device_index(legacy.recorded, legacy.catalog),
         legacy.publisher.version,
         accepting=lambda: legacy.report.mode == "dra",
         metrics=legacy.metrics,

@@ -27,7 +27,7 @@ def make_entry(resource: str, device_id: str, numa: list[int] | None = None) -> 
     return api_pb2.ContainerDevices(resource_name=resource, device_ids=[device_id], topology=topology)
 
 
-class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):  # type: ignore[misc]
+class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):
     """Serves ``devices`` (list of (resource, id, [numa])) and ``held`` ({pod: {container: [(resource, id)]}})."""
 
     def __init__(self) -> None:
@@ -62,6 +62,7 @@ class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):  # type: ignore[misc
 
     async def Get(self, request: Any, context: Any) -> api_pb2.GetPodResourcesResponse:
         await context.abort(grpc.StatusCode.UNIMPLEMENTED, "not in the fake")
+        raise AssertionError("context.abort returned")  # pragma: no cover
 
 
 class KubeletServer:
@@ -158,5 +159,5 @@ def api() -> FakeApi:
     return FakeApi()
 
 
-# The agent fixtures (an agent that recorded an inventory in legacy mode, its clock) for test_agent*.py.
-from tests.bridge.agent_fixtures import clock, legacy  # noqa: E402, F401
+# The agent fixtures (an agent factory, one that recorded an inventory in legacy mode, its clock).
+from tests.bridge.agent_fixtures import clock, legacy, make_agent  # noqa: E402, F401

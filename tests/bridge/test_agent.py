@@ -18,8 +18,8 @@ from tests.bridge.agent_fixtures import (
     INVENTORY,
     NODE,
     Clock,
+    MakeAgent,
     hand_over,
-    make_agent,
     publish,
 )
 from tests.bridge.conftest import FakeApi, KubeletServer
@@ -167,10 +167,10 @@ async def test_leaving_dra_mode_withdraws_and_reports_prepared_claims(
 
 
 async def test_restarted_agent_publishes_from_the_recorded_state(
-    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, tmp_path: Path
+    make_agent: MakeAgent, legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, tmp_path: Path
 ) -> None:
     hand_over(kubelet, api)
-    fresh = make_agent(kubelet, api, tmp_path / "state", clock)
+    fresh = make_agent(tmp_path / "state")
     await publish(fresh, clock)
     assert len(api.devices()) == 5
 
@@ -186,7 +186,7 @@ async def test_api_server_down_is_unready_and_keeps_the_record(legacy: Agent, ap
 
 
 async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(
-    kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
+    make_agent: MakeAgent, kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
 ) -> None:
     nvml: dict[str, NvmlFacts] = {
         "GPU-aaaa": {
@@ -199,7 +199,7 @@ async def test_nvml_facts_are_recorded_and_a_lost_gpu_is_withdrawn(
     }
     kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0]), ("nvidia.com/gpu", "GPU-bbbb", [1])]
     api.add_node(NODE, {}, {"nvidia.com/gpu": "2"})
-    agent = make_agent(kubelet, api, tmp_path / "state", clock, nvml)
+    agent = make_agent(tmp_path / "state", nvml)
     await agent.tick()
     hand_over(kubelet, api)
     del nvml["GPU-bbbb"]  # fell off the bus
@@ -230,13 +230,13 @@ async def test_a_kubelet_restart_while_publishing_keeps_the_slices(
 
 
 async def test_an_amd_plugin_socket_without_sock_suffix_refuses_publication(
-    kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
+    make_agent: MakeAgent, kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
 ) -> None:
     # ROCm's device plugin serves on device-plugins/amd.com_gpu (no .sock): the catalog names it
     kubelet.fake.devices = [("amd.com/gpu", "0000:03:00.0", [0])]
     kubelet.plugin_socket("amd.com_gpu")
     api.add_node(NODE, {}, {"amd.com/gpu": "1"})
-    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    agent = make_agent(tmp_path / "state")
     assert (await agent.tick()).recorded == 1
     api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "dra"
     kubelet.fake.devices = []
@@ -254,11 +254,11 @@ async def test_an_amd_plugin_socket_without_sock_suffix_refuses_publication(
 
 
 async def test_the_recorded_devices_gauge_follows_the_recorded_inventory(
-    kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
+    make_agent: MakeAgent, kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock
 ) -> None:
     kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0])]
     api.add_node(NODE, {}, {"nvidia.com/gpu": "1"})
-    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    agent = make_agent(tmp_path / "state")
     await agent.tick()
     assert "dra_bridge_recorded_devices 1.0" in agent.metrics.text().decode()
     kubelet.fake.devices = list(INVENTORY)  # the plugin offers more: recorded again

@@ -17,15 +17,12 @@ import pytest
 from dra_bridge.bridge.agent import Agent
 from dra_bridge.bridge.deviceplugin import api_pb2_grpc
 from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
-from dra_bridge.bridge.podresources.client import PodResourcesClient
-from dra_bridge.bridge.publisher import Publisher
-from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.edit_sources import lookup
 from dra_bridge.translate.names import NODE_MODE_LABEL
-from tests.bridge.agent_fixtures import Clock
+from tests.bridge.agent_fixtures import Clock, MakeAgent
 from tests.bridge.conftest import FakeApi, KubeletServer
 from tests.bridge.draplugin_fixtures import Kubelet, claim
 from tests.deviceplugins import strategies
@@ -39,7 +36,7 @@ IDS = ["ex0", "ex1"]
 UID = "0a1b2c3d-0000-4000-8000-0000000000e1"
 
 
-def catalog(recipe: bool = False) -> Catalog:
+def example_catalog(recipe: bool = False) -> Catalog:
     nodes = ", deviceNodes: ['/dev/example/{id}']" if recipe else ""
     return load_catalog(
         "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\nresources:\n"
@@ -69,22 +66,6 @@ class Plugin:
         self.socket.unlink(missing_ok=True)
 
 
-def make_agent(kubelet: KubeletServer, api: FakeApi, state: Path, clock: Clock, cat: Catalog) -> Agent:
-    settings = Settings(
-        node_name=NODE, kubelet_dir=str(kubelet.dir), state_dir=str(state), settle_period=60, poll_interval=1
-    )
-    return Agent(
-        settings,
-        cat,
-        PodResourcesClient(kubelet.socket, timeout=1),
-        InventoryStore(state),
-        api,
-        Publisher(api, NODE, cat.bridge_driver),
-        clock=clock,
-        wall=clock,
-    )
-
-
 @pytest.fixture
 async def node(kubelet: KubeletServer, api: FakeApi) -> AsyncIterator[KubeletServer]:
     kubelet.fake.devices = [(RESOURCE, i, [0]) for i in IDS]
@@ -107,12 +88,12 @@ async def hand_over_and_publish(
 
 
 async def test_a_vendor_plugins_answer_is_recorded_one_device_per_call_keeping_what_composes(
-    node: KubeletServer, api: FakeApi, tmp_path: Path
+    make_agent: MakeAgent, node: KubeletServer, api: FakeApi, tmp_path: Path
 ) -> None:
     plugin = Plugin(node, Strategy.VENDOR)
     await plugin.start()
     try:
-        agent = make_agent(node, api, tmp_path / "state", Clock(), catalog())
+        agent = make_agent(tmp_path / "state", catalog=example_catalog(), clock=Clock(), node=NODE)
         await agent.tick()
         assert plugin.service.calls.get("Allocate") == 2 and "ListAndWatch" not in plugin.service.calls
         recorded = agent.recorded.edits[RESOURCE]
@@ -136,11 +117,11 @@ async def test_a_vendor_plugins_answer_is_recorded_one_device_per_call_keeping_w
 
 
 async def test_prepare_answers_the_recorded_edits_in_our_spec(
-    node: KubeletServer, api: FakeApi, tmp_path: Path
+    make_agent: MakeAgent, node: KubeletServer, api: FakeApi, tmp_path: Path
 ) -> None:
-    plugin, clock, cat = Plugin(node, Strategy.VENDOR), Clock(), catalog()
+    plugin, clock, cat = Plugin(node, Strategy.VENDOR), Clock(), example_catalog()
     await plugin.start()
-    agent = make_agent(node, api, tmp_path / "state", clock, cat)
+    agent = make_agent(tmp_path / "state", catalog=cat, clock=clock, node=NODE)
     await agent.tick()
     paths = PluginPaths.under(node.dir, tmp_path / "state", (node.dir / "etc", node.dir / "run"))
     for d in paths.cdi_dirs:
@@ -170,11 +151,11 @@ async def test_prepare_answers_the_recorded_edits_in_our_spec(
 
 
 async def test_a_resource_whose_only_recipe_is_list_valued_is_not_published_with_an_event(
-    node: KubeletServer, api: FakeApi, tmp_path: Path
+    make_agent: MakeAgent, node: KubeletServer, api: FakeApi, tmp_path: Path
 ) -> None:
     plugin, clock = Plugin(node, Strategy.VENDOR_LIST_ONLY), Clock()
     await plugin.start()
-    agent = make_agent(node, api, tmp_path / "state", clock, catalog())
+    agent = make_agent(tmp_path / "state", catalog=example_catalog(), clock=clock, node=NODE)
     await agent.tick()
     assert agent.recorded.edits[RESOURCE]["devices"] == {"ex0": {}, "ex1": {}}
     await hand_over_and_publish(agent, node, api, plugin, clock)
@@ -187,11 +168,11 @@ async def test_a_resource_whose_only_recipe_is_list_valued_is_not_published_with
 
 
 async def test_a_catalog_recipe_publishes_what_the_answer_could_not(
-    node: KubeletServer, api: FakeApi, tmp_path: Path
+    make_agent: MakeAgent, node: KubeletServer, api: FakeApi, tmp_path: Path
 ) -> None:
     plugin, clock = Plugin(node, Strategy.VENDOR_LIST_ONLY), Clock()
     await plugin.start()
-    agent = make_agent(node, api, tmp_path / "state", clock, catalog(recipe=True))
+    agent = make_agent(tmp_path / "state", catalog=example_catalog(recipe=True), clock=clock, node=NODE)
     await agent.tick()
     await hand_over_and_publish(agent, node, api, plugin, clock)
     assert len([d for s in api.slices.values() for d in s["spec"].get("devices", [])]) == 2
@@ -199,12 +180,17 @@ async def test_a_catalog_recipe_publishes_what_the_answer_could_not(
 
 
 async def test_a_plugin_down_or_erroring_is_survived_and_asked_again_later(
-    node: KubeletServer, api: FakeApi, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    make_agent: MakeAgent,
+    node: KubeletServer,
+    api: FakeApi,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     caplog.set_level(logging.WARNING)
     plugin = Plugin(node, Strategy.VENDOR)
     node.plugin_socket(SOCKET)  # a stale socket file: nothing listens
-    agent = make_agent(node, api, tmp_path / "state", Clock(), catalog())
+    agent = make_agent(tmp_path / "state", catalog=example_catalog(), clock=Clock(), node=NODE)
     report = await agent.tick()
     assert report.recorded == 2 and agent.recorded.edits == {}
     assert f"cannot record the Allocate answers of {RESOURCE}" in caplog.text

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 
 from dra_bridge.bridge.agent import CONDITION_TYPE, Agent
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.cel.environment import evaluate_selectors
 from dra_bridge.translate.inventory import internal_form
 from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
 from dra_bridge.translate.plan.claim_templates import internal_from_template
 from dra_bridge.translate.plan.workloads import convert_object
 from tests.bridge.agent_fixtures import (
-    CATALOG,
     LABELS,
     NODE,
     Clock,
+    MakeAgent,
     hand_over,
-    make_agent,
     publish,
     start_dra_plugin,
 )
@@ -29,13 +29,13 @@ from tests.bridge.conftest import FakeApi, KubeletServer
 from tests.factories import gpu, make_container, make_pod
 
 
-def _devices_matching(template: dict[str, object], slices: dict[str, dict[str, object]]) -> set[str]:
+def _devices_matching(catalog: Catalog, template: dict[str, object], slices: dict[str, dict[str, object]]) -> set[str]:
     """deviceIDs of the published devices that the template's one request (class selectors and
     its own) selects, evaluated in our DRA CEL environment."""
-    (request,) = internal_from_template(template)["requests"]  # type: ignore[arg-type]
+    (request,) = internal_from_template(template)["requests"]
     (device_class,) = [
         c
-        for c in CATALOG.device_classes(list(CATALOG.mig_profiles))
+        for c in catalog.device_classes(list(catalog.mig_profiles))
         if c["metadata"]["name"] == request["deviceClassName"]
     ]
     expressions = [s["cel"]["expression"] for s in device_class["spec"].get("selectors", [])]
@@ -58,21 +58,26 @@ def _devices_matching(template: dict[str, object], slices: dict[str, dict[str, o
     ids=["whole-gpu", "mig"],
 )
 async def test_a_converted_claim_matches_the_devices_the_bridge_publishes(
-    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, resource: str, ids: set[str]
+    catalog: Catalog, legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock, resource: str, ids: set[str]
 ) -> None:
     hand_over(kubelet, api)
     await publish(legacy, clock)
-    assert {internal_form(s)["spec"]["driver"] for s in api.slices.values()} == {CATALOG.bridge_driver}
-    converted = convert_object(make_pod([make_container("main", gpu(1, resource))]), CATALOG)
+    assert {internal_form(s)["spec"]["driver"] for s in api.slices.values()} == {catalog.bridge_driver}
+    converted = convert_object(make_pod([make_container("main", gpu(1, resource))]), catalog)
     (template,) = converted.templates
-    assert _devices_matching(template, api.slices) == ids
+    assert _devices_matching(catalog, template, api.slices) == ids
 
 
 async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
-    kubelet: KubeletServer, api: FakeApi, tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+    make_agent: MakeAgent,
+    kubelet: KubeletServer,
+    api: FakeApi,
+    tmp_path: Path,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     api.add_node(NODE, dict(LABELS), {})
-    agent = make_agent(kubelet, api, tmp_path / "state", clock)
+    agent = make_agent(tmp_path / "state")
     caplog.set_level(logging.INFO, logger="dra_bridge.bridge.agent")
     await agent.tick()
     assert "reachable again" not in caplog.text, "first contact is not a recovery"
@@ -85,14 +90,14 @@ async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
 
 
 async def test_the_prepared_claim_count_on_the_node_is_the_plugins(
-    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+    catalog: Catalog, legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
 ) -> None:
     from dra_bridge.kube.resources import RESOURCE_CLAIMS
     from tests.bridge.draplugin_fixtures import Kubelet, claim
 
     paths, index = await start_dra_plugin(legacy, kubelet, api)
     uid = "0a1b2c3d-0000-4000-8000-000000000001"
-    api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", CATALOG.bridge_driver, NODE, sorted(index)[0])]))
+    api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", catalog.bridge_driver, NODE, sorted(index)[0])]))
     hand_over(kubelet, api)
     await publish(legacy, clock)
     client = Kubelet(paths.dra_socket)
@@ -107,6 +112,7 @@ async def test_the_prepared_claim_count_on_the_node_is_the_plugins(
         await legacy.tick()
         (condition,) = [c for c in api.nodes[NODE]["status"]["conditions"] if c["type"] == CONDITION_TYPE]
         assert condition["message"].startswith("0 prepared claim")
+        assert legacy.plugin is not None
         await legacy.plugin.stop()
         await legacy.tick()
         assert not legacy.health.alive(60) and "registration socket" in legacy.health.plugin
@@ -130,7 +136,7 @@ async def test_labelling_before_the_plugin_is_off_refuses_without_an_alarm(
 
 
 async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_alarm(
-    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+    catalog: Catalog, legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
 ) -> None:
     from dra_bridge.kube.resources import RESOURCE_CLAIMS
     from tests.bridge.draplugin_fixtures import Kubelet, claim
@@ -138,7 +144,7 @@ async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_al
     paths, index = await start_dra_plugin(legacy, kubelet, api)
     uid = "0a1b2c3d-0000-4000-8000-000000000002"
     (name,) = [n for n, (_, i) in index.items() if i == "GPU-aaaa"]
-    api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", CATALOG.bridge_driver, NODE, name)]))
+    api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", catalog.bridge_driver, NODE, name)]))
     hand_over(kubelet, api)
     await publish(legacy, clock)
     client = Kubelet(paths.dra_socket)
@@ -165,4 +171,5 @@ async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_al
         assert report.alarm is None
     finally:
         await client.close()
+        assert legacy.plugin is not None
         await legacy.plugin.stop()

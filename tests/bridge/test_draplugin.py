@@ -5,12 +5,13 @@ restart from the checkpoint alone, reboot, and SIGKILL at each step of a prepare
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -272,19 +273,24 @@ def test_spec_index_parses_a_file_again_only_when_it_changed(tmp_path: Path) -> 
     assert "nvidia.com/gpu=GPU-b" in index.names()  # an unparsable file defines nothing
 
 
-def _start_process(root: Path, claims: Path, crash: str | None) -> subprocess.Popen[str]:
+@contextlib.contextmanager
+def _plugin_process(root: Path, claims: Path, crash: str | None) -> Iterator[subprocess.Popen[str]]:
+    """The plugin in a child process, ready; killed, waited for and its pipe closed on leaving."""
     env = {k: v for k, v in os.environ.items() if k != CRASH_POINT_ENV}
     if crash:
         env[CRASH_POINT_ENV] = crash
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "tests.bridge.plugin_process", str(root), str(claims), "boot-1"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         text=True,
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    return proc
+    ) as proc:
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            yield proc
+        finally:
+            proc.kill()
 
 
 @pytest.mark.timeout(40)
@@ -295,16 +301,15 @@ async def test_sigkill_at_each_step_of_prepare_leaves_no_stray_spec(crash: str) 
         paths = layout(root)
         claims = root / "claims.json"
         claims.write_text(json.dumps([claim(UID[1], "amd", [("a", DRIVER, NODE, "gpu-amd0")])]))
-        proc = _start_process(root, claims, crash)
-        kubelet = Kubelet(paths.dra_socket)
-        with pytest.raises(grpc.RpcError):
-            await kubelet.prepare((UID[1], "amd"))
-        assert await asyncio.to_thread(proc.wait, 10) == -signal.SIGKILL
-        await kubelet.close()
+        with _plugin_process(root, claims, crash) as proc:
+            kubelet = Kubelet(paths.dra_socket)
+            with pytest.raises(grpc.RpcError):
+                await kubelet.prepare((UID[1], "amd"))
+            assert await asyncio.to_thread(proc.wait, 10) == -signal.SIGKILL
+            await kubelet.close()
         specs_after_crash = sorted(p.name for p in paths.cdi_dirs[1].iterdir())
         assert specs_after_crash == ([] if crash == "before-spec" else [f"dra-bridge.io-claim_{UID[1]}.json"])
-        proc = _start_process(root, claims, None)  # restart: a spec without a checkpoint entry is removed
-        try:
+        with _plugin_process(root, claims, None):  # restart: a spec without a checkpoint entry is removed
             checkpointed = (
                 json.loads((paths.state_dir / "prepared-claims.json").read_text())["claims"]
                 if (paths.state_dir / "prepared-claims.json").exists()
@@ -319,8 +324,5 @@ async def test_sigkill_at_each_step_of_prepare_leaves_no_stray_spec(crash: str) 
             assert (await kubelet.unprepare((UID[1], "amd"))).claims[UID[1]].error == ""
             assert sorted(p.name for p in paths.cdi_dirs[1].iterdir()) == []
             await kubelet.close()
-        finally:
-            proc.kill()
-            proc.wait()
     finally:
         remove_tree(root)

@@ -17,7 +17,8 @@ from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2 as pb2
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2_grpc as pb2_grpc
 from dra_bridge.bridge.node_plugin import Plugin, start_plugin
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
-from tests.bridge.agent_fixtures import CATALOG, NODE, Clock, hand_over, publish, start_dra_plugin
+from dra_bridge.translate.catalog import Catalog
+from tests.bridge.agent_fixtures import NODE, Clock, hand_over, publish, start_dra_plugin
 from tests.bridge.conftest import FakeApi, KubeletServer
 from tests.bridge.draplugin_fixtures import (
     INVENTORY,
@@ -42,7 +43,7 @@ class Watcher:
 
     def __init__(self, plugin: Plugin) -> None:
         self.channel = grpc.aio.insecure_channel(f"unix://{plugin.paths.dra_socket}")
-        stub = pb2_grpc.DRAResourceHealthStub(self.channel)  # type: ignore[no-untyped-call]
+        stub = pb2_grpc.DRAResourceHealthStub(self.channel)
         self.stream = stub.NodeWatchResources(pb2.NodeWatchResourcesRequest())
 
     async def next(self, timeout: float = 5) -> dict[str, tuple[str, str, Any]]:
@@ -100,13 +101,13 @@ async def test_the_stream_sends_the_whole_list_then_changes_then_again_before_th
 
 
 async def test_the_alarm_makes_the_prepared_device_unhealthy(
-    legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
+    catalog: Catalog, legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
 ) -> None:
     paths, index = await start_dra_plugin(legacy, kubelet, api)
     assert legacy.plugin is not None
     uid = "0a1b2c3d-0000-4000-8000-000000000003"
     (name,) = [n for n, (_, i) in index.items() if i == "GPU-aaaa"]
-    api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", CATALOG.bridge_driver, NODE, name)]))
+    api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", catalog.bridge_driver, NODE, name)]))
     hand_over(kubelet, api)
     await publish(legacy, clock)
     client, watcher = Kubelet(paths.dra_socket), Watcher(legacy.plugin)

@@ -10,27 +10,25 @@ import pytest
 from dra_bridge.bridge.publisher import Publisher, is_subset
 from dra_bridge.kube.errors import ConfigError
 from dra_bridge.kube.resources import Resource
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.slices import build_devices
 from tests.bridge.conftest import FakeApi
 
-CATALOG = load_catalog()
 
-
-def make_devices(n: int, resource: str = "nvidia.com/gpu") -> list[SliceDevice]:
+def make_devices(catalog: Catalog, n: int, resource: str = "nvidia.com/gpu") -> list[SliceDevice]:
     inv = [InventoryDevice(resourceName=resource, deviceID=f"GPU-{i}", numaNodes=[0]) for i in range(n)]
-    return build_devices(inv, CATALOG)[0]
+    return build_devices(inv, catalog)[0]
 
 
-async def test_second_identical_publish_makes_no_api_writes(api: FakeApi) -> None:
+async def test_second_identical_publish_makes_no_api_writes(catalog: Catalog, api: FakeApi) -> None:
     pub = Publisher(api, "node-a", "dra-bridge.io")
     pub.owner_uid = "uid-node-a"
-    pub.update(make_devices(2))
+    pub.update(make_devices(catalog, 2))
     assert await pub.sync() is True
     assert pub.stats.creates == 1
-    pub.update(make_devices(2))
+    pub.update(make_devices(catalog, 2))
     assert await pub.sync() is False
     assert pub.stats.writes == 1
     stored = next(iter(api.slices.values()))
@@ -45,11 +43,11 @@ async def test_second_identical_publish_makes_no_api_writes(api: FakeApi) -> Non
     assert stored["spec"]["nodeName"] == "node-a" and "allNodes" not in stored["spec"]
 
 
-async def test_changed_inventory_bumps_the_pool_generation(api: FakeApi) -> None:
+async def test_changed_inventory_bumps_the_pool_generation(catalog: Catalog, api: FakeApi) -> None:
     pub = Publisher(api, "node-a", "dra-bridge.io")
-    pub.update(make_devices(2))
+    pub.update(make_devices(catalog, 2))
     await pub.sync()
-    pub.update(make_devices(3))
+    pub.update(make_devices(catalog, 3))
     assert await pub.sync() is True
     (stored,) = api.slices.values()
     assert stored["spec"]["pool"]["generation"] == 1
@@ -57,12 +55,12 @@ async def test_changed_inventory_bumps_the_pool_generation(api: FakeApi) -> None
     assert pub.stats.updates == 1
 
 
-async def test_more_than_128_devices_split_and_shrinking_deletes_stale_slices(api: FakeApi) -> None:
+async def test_more_than_128_devices_split_and_shrinking_deletes_stale_slices(catalog: Catalog, api: FakeApi) -> None:
     pub = Publisher(api, "node-a", "dra-bridge.io")
-    pub.update(make_devices(300, "nvidia.com/gpu.shared"))
+    pub.update(make_devices(catalog, 300, "nvidia.com/gpu.shared"))
     await pub.sync()
     assert sorted(len(s["spec"]["devices"]) for s in api.slices.values()) == [44, 128, 128]
-    pub.update(make_devices(10, "nvidia.com/gpu.shared"))
+    pub.update(make_devices(catalog, 10, "nvidia.com/gpu.shared"))
     await pub.sync()
     assert list(api.slices) == ["node-a-dra-bridge-io-0"]
     assert pub.stats.deletes == 2
@@ -73,16 +71,16 @@ async def test_more_than_128_devices_split_and_shrinking_deletes_stale_slices(ap
     }
 
 
-async def test_slice_deleted_by_someone_else_is_recreated(api: FakeApi) -> None:
+async def test_slice_deleted_by_someone_else_is_recreated(catalog: Catalog, api: FakeApi) -> None:
     pub = Publisher(api, "node-a", "dra-bridge.io")
-    pub.update(make_devices(1))
+    pub.update(make_devices(catalog, 1))
     await pub.sync()
     api.slices.clear()  # the kubelet wipes a node's slices when it restarts
     assert await pub.sync() is True
     assert pub.stats.creates == 2
 
 
-async def test_withdrawing_deletes_only_our_pool(api: FakeApi) -> None:
+async def test_withdrawing_deletes_only_our_pool(catalog: Catalog, api: FakeApi) -> None:
     other = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
@@ -91,17 +89,17 @@ async def test_withdrawing_deletes_only_our_pool(api: FakeApi) -> None:
     }
     api.slices["vendor"] = other
     pub = Publisher(api, "node-a", "dra-bridge.io")
-    pub.update(make_devices(1))
+    pub.update(make_devices(catalog, 1))
     await pub.sync()
     pub.update(None)
     await pub.sync()
     assert list(api.slices) == ["vendor"]
 
 
-async def test_v1beta1_is_used_when_it_is_the_only_served_version() -> None:
+async def test_v1beta1_is_used_when_it_is_the_only_served_version(catalog: Catalog) -> None:
     api = FakeApi(served=["resource.k8s.io/v1beta1"])
     pub = Publisher(api, "node-a", "dra-bridge.io")
-    pub.update(make_devices(1))
+    pub.update(make_devices(catalog, 1))
     await pub.sync()
     (stored,) = api.slices.values()
     assert stored["apiVersion"] == "resource.k8s.io/v1beta1"
@@ -115,7 +113,7 @@ async def test_no_served_version_is_a_configuration_error() -> None:
         await pub.version()
 
 
-async def test_api_errors_back_off_exponentially_then_recover(api: FakeApi) -> None:
+async def test_api_errors_back_off_exponentially_then_recover(catalog: Catalog, api: FakeApi) -> None:
     sleeps: list[float] = []
     stop = asyncio.Event()
 
@@ -125,7 +123,7 @@ async def test_api_errors_back_off_exponentially_then_recover(api: FakeApi) -> N
             api.fail = ""
 
     pub = Publisher(api, "node-a", "dra-bridge.io", sleep=fake_sleep, backoff_initial=1, backoff_max=4)
-    pub.update(make_devices(1))
+    pub.update(make_devices(catalog, 1))
     api.fail = "API server down"
     task = asyncio.create_task(pub.run(stop, resync=60))
     for _ in range(100):
@@ -144,11 +142,11 @@ def test_empty_lists_match_fields_the_server_omitted() -> None:
     assert not is_subset({"spec": {"devices": [{"name": "a"}]}}, {"spec": {}})
 
 
-async def test_a_slice_deleted_by_hand_comes_back_at_once_through_the_watch(api: FakeApi) -> None:
+async def test_a_slice_deleted_by_hand_comes_back_at_once_through_the_watch(catalog: Catalog, api: FakeApi) -> None:
     """With a resync of an hour, only the watch can bring the slice back within a second;
     our own writes wake a sync too, which lists and writes nothing."""
     pub = Publisher(api, "node-a", "dra-bridge.io")
-    pub.update(make_devices(2))
+    pub.update(make_devices(catalog, 2))
     stop = asyncio.Event()
     tasks = [asyncio.create_task(pub.run(stop, resync=3600)), asyncio.create_task(pub.watch(stop))]
     try:
@@ -196,12 +194,14 @@ async def test_a_failing_watch_backs_off_and_watches_again(api: FakeApi) -> None
         await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(api: FakeApi) -> None:
+async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(
+    catalog: Catalog, api: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
     slept: list[float] = []
     real = api.list
     calls = 0
 
-    async def odd_then_fine(resource: Resource, namespace: str | None = None, **selectors: str) -> dict[str, Any]:
+    async def odd_then_fine(resource: Resource, namespace: str | None = None, **selectors: Any) -> dict[str, Any]:
         nonlocal calls
         calls += 1
         if calls == 1:
@@ -211,9 +211,9 @@ async def test_an_unexpected_error_in_a_sync_is_retried_not_fatal(api: FakeApi) 
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    api.list = odd_then_fine  # type: ignore[method-assign]
+    monkeypatch.setattr(api, "list", odd_then_fine)
     pub = Publisher(api, "node-a", "dra-bridge.io", sleep=sleep)
-    pub.update(make_devices(1))
+    pub.update(make_devices(catalog, 1))
     stop = asyncio.Event()
     task = asyncio.create_task(pub.run(stop, resync=3600))
     try:

@@ -56,7 +56,7 @@ async def two_agents() -> AsyncIterator[list[Plugin]]:
 
 async def _info(plugin: Plugin) -> registration_pb2.PluginInfo:
     async with grpc.aio.insecure_channel(f"unix://{plugin.paths.registration_socket}") as ch:
-        stub = registration_pb2_grpc.RegistrationStub(ch)  # type: ignore[no-untyped-call]
+        stub = registration_pb2_grpc.RegistrationStub(ch)
         info: registration_pb2.PluginInfo = await stub.GetInfo(registration_pb2.InfoRequest(), timeout=5)
         return info
 

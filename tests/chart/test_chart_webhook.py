@@ -13,6 +13,7 @@ from typing import Any
 import celpy
 import pytest
 import yaml
+from celpy.adapter import json_to_cel
 
 from dra_bridge.kube.resources import rbac_rules
 from dra_bridge.translate.catalog import load_catalog
@@ -131,7 +132,7 @@ def _pod(limits: dict[str, Any] | None = None, requests: dict[str, Any] | None =
     ],
 )
 def test_match_condition_selects_exactly_the_catalogued_resources(pod: Obj, expected: bool) -> None:
-    assert _condition().evaluate({"object": celpy.json_to_cel(pod)}) == expected
+    assert _condition().evaluate({"object": json_to_cel(pod)}) == expected
 
 
 def test_match_condition_covers_every_shipped_and_values_catalog_name() -> None:
@@ -142,7 +143,7 @@ def test_match_condition_covers_every_shipped_and_values_catalog_name() -> None:
     ]
     assert "example.com/accelerator" in names
     for name in names:
-        assert program.evaluate({"object": celpy.json_to_cel(_pod({name: 1}))}), name
+        assert program.evaluate({"object": json_to_cel(_pod({name: 1}))}), name
 
 
 def test_the_catalog_and_policy_config_maps_load_with_the_real_loaders() -> None:

@@ -18,7 +18,7 @@ from dra_bridge.bridge.deviceplugin import api_pb2, api_pb2_grpc
 from dra_bridge.bridge.deviceplugin.client import KUBELET_SOCKET, VERSION
 
 
-class _Registration(api_pb2_grpc.RegistrationServicer):  # type: ignore[misc]
+class _Registration(api_pb2_grpc.RegistrationServicer):
     def __init__(self, requests: list[api_pb2.RegisterRequest], arrived: asyncio.Event) -> None:
         self.requests = requests
         self.arrived = arrived

@@ -60,7 +60,7 @@ def parse_devices(text: str) -> list[TestDevice]:
     return devices
 
 
-class DevicePluginService(api_pb2_grpc.DevicePluginServicer):  # type: ignore[misc]
+class DevicePluginService(api_pb2_grpc.DevicePluginServicer):
     """Serves ``devices`` of ``resource`` under ``strategy``; ``calls`` counts RPCs by name."""
 
     def __init__(self, resource: str, strategy: Strategy, devices: Sequence[TestDevice]) -> None:

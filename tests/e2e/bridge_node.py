@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -27,7 +27,7 @@ from dra_bridge.bridge.access import API_CALLS
 from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.resources import rbac_rules
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.names import NODE_MODE_LABEL
 from tests.e2e.controlplane import ControlPlane
@@ -38,7 +38,6 @@ from tests.e2e.realnode import RealNode
 V1 = "resource.k8s.io/v1"
 DRIVER = "dra-bridge.io"
 CHECKPOINT_FILE = "prepared-claims.json"
-CATALOG = load_catalog()
 
 
 def our_slices(kube: KubeClient, node: str) -> list[Obj]:
@@ -75,11 +74,11 @@ def prepared_claims(state_dir: Path) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def device_classes(kube: KubeClient, mig_profiles: Sequence[str] = ()) -> Iterator[list[str]]:
-    """Our DeviceClasses (``dra-migrate classes``, with MIG classes for ``mig_profiles`` only),
+def device_classes(kube: KubeClient, catalog: Catalog, mig_profiles: Sequence[str] = ()) -> Iterator[list[str]]:
+    """``catalog``'s DeviceClasses (``dra-migrate classes``, with MIG classes for ``mig_profiles`` only),
     created where missing, removed afterwards."""
     created = []
-    for cls in CATALOG.device_classes(list(mig_profiles)):
+    for cls in catalog.device_classes(list(mig_profiles)):
         name = cls["metadata"]["name"]
         if not kube.exists(api_path(V1, "deviceclasses", name=name)):
             kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
@@ -146,7 +145,7 @@ class Bridge:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def check_alive(self) -> bool:
+    def check_alive(self) -> Literal[False]:
         """False while running (for ``wait_for`` lambdas); raises with the log when it exited."""
         if not self.alive():
             raise RuntimeError(f"dra-bridge exited with {self.proc.returncode}:\n{tail(self.log, 60)}")

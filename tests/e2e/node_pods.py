@@ -33,6 +33,12 @@ def log_of(kube: KubeClient, namespace: str, name: str, container: str | None = 
     return text or ""  # an empty log decodes as None
 
 
+def finished_log(kube: KubeClient, namespace: str, name: str) -> str | None:
+    """A pod's log once its script printed its last line (``done``); None before (for ``wait_for``)."""
+    text = log_of(kube, namespace, name)
+    return text if text.endswith("done\n") else None
+
+
 def seen_uuids(log: str) -> list[str]:
     """The GPU and MIG UUIDs a container read from its identity mounts, sorted."""
     return sorted(line for line in log.splitlines() if line.startswith(("GPU-", "MIG-")))

@@ -49,7 +49,7 @@ from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import connect
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.resources import rbac_rules
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.cel import selector_text as ex
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
@@ -63,7 +63,6 @@ STEADY_SECONDS = float(os.environ.get("DRA_BRIDGE_STEADY_SECONDS", "300"))
 pytestmark = pytest.mark.e2e
 
 V1 = "resource.k8s.io/v1"
-CATALOG = load_catalog()
 H100: NvmlFacts = {
     "productName": "NVIDIA H100 80GB HBM3",
     "architecture": "Hopper",
@@ -107,7 +106,12 @@ async def kubelet_dir() -> AsyncIterator[KubeletServer]:
 @pytest.mark.steady_state
 @pytest.mark.timeout(STEADY_SECONDS + 240)
 async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
-    control_plane: ControlPlane, kube: KubeClient, namespace: str, kubelet_dir: KubeletServer, tmp_path: Path
+    catalog: Catalog,
+    control_plane: ControlPlane,
+    kube: KubeClient,
+    namespace: str,
+    kubelet_dir: KubeletServer,
+    tmp_path: Path,
 ) -> None:
     node = f"bridge-e2e-{uuid.uuid4().hex[:6]}"
     create_fake_node(kube, node, labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
@@ -119,10 +123,10 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
     ]
     kubelet.plugin_socket("nvidia-gpu.sock")
     nvml: dict[str, NvmlFacts] = {
-        "GPU-aaaa0001": dict(H100),
-        "GPU-bbbb0002": dict(L4),  # type: ignore[dict-item]
-        "GPU-cccc0003": dict(L4),
-    }  # type: ignore[dict-item]
+        "GPU-aaaa0001": {**H100},
+        "GPU-bbbb0002": {**L4},
+        "GPU-cccc0003": {**L4},
+    }
     settings = Settings(
         node_name=node,
         kubelet_dir=str(kubelet.dir),
@@ -133,10 +137,10 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
     )
     client = await connect(settings.kubeconfig)
     api = ApiServer(client)
-    publisher = Publisher(api, node, CATALOG.bridge_driver)
+    publisher = Publisher(api, node, catalog.bridge_driver)
     agent = Agent(
         settings,
-        CATALOG,
+        catalog,
         PodResourcesClient(kubelet.socket),
         InventoryStore(settings.state_dir),
         api,
@@ -162,7 +166,7 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
         assert publisher.api_version == V1  # discovery picked the newest served version
 
         # 3. a claim with translate's product selector lands on the H100
-        for cls in CATALOG.device_classes([]):
+        for cls in catalog.device_classes([]):
             if cls["metadata"]["name"] == "nvidia-gpu.dra-bridge.io" and not kube.exists(
                 api_path(V1, "deviceclasses", name="nvidia-gpu.dra-bridge.io")
             ):
@@ -443,7 +447,7 @@ def test_documented_policy_pins_slice_writes_to_the_agents_node(
 
 
 async def test_the_watch_brings_a_deleted_slice_back_long_before_the_resync(
-    control_plane: ControlPlane, kube: KubeClient
+    catalog: Catalog, control_plane: ControlPlane, kube: KubeClient
 ) -> None:
     """The publisher alone against the real API server, resync one hour: a slice deleted by
     hand (as a restarting kubelet does) is back within seconds, through the watch."""
@@ -454,7 +458,7 @@ async def test_the_watch_brings_a_deleted_slice_back_long_before_the_resync(
     publisher.update(
         build_devices(
             [InventoryDevice(resourceName="nvidia.com/gpu", deviceID=f"GPU-w{i}", numaNodes=[0]) for i in range(2)],
-            CATALOG,
+            catalog,
         )[0]
     )
     stop = asyncio.Event()

@@ -31,8 +31,9 @@ from dra_bridge.translate.capacity import (
     legacy_requests,
     workload_demand,
 )
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.plan.workloads import convert_object
-from tests.capacity_scenarios import CATALOG, CLASSES, MIXED, MIXED_PODS, V1
+from tests.capacity_scenarios import MIXED, MIXED_PODS, V1, catalog_classes
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -40,9 +41,9 @@ RUN_LABEL = "capacity.dra-bridge.io/run"
 
 
 @pytest.fixture(scope="module")
-def classes(kube: KubeClient) -> Iterator[None]:
+def classes(catalog: Catalog, kube: KubeClient) -> Iterator[None]:
     names = []
-    for cls in CATALOG.device_classes():
+    for cls in catalog.device_classes():
         with contextlib.suppress(AlreadyExists):
             kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
         names.append(cls["metadata"]["name"])
@@ -58,7 +59,7 @@ def _pinned(legacy: dict[str, Any], run: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def cluster(kube: KubeClient, classes: None) -> Iterator[tuple[str, list[ClusterNode]]]:
+def cluster(catalog: Catalog, kube: KubeClient, classes: None) -> Iterator[tuple[str, list[ClusterNode]]]:
     """This run's nodes (named ``<node>-<run>``) and their bridge slices, as the check sees them."""
     run = uuid.uuid4().hex[:6]
     objects = []
@@ -72,7 +73,7 @@ def cluster(kube: KubeClient, classes: None) -> Iterator[tuple[str, list[Cluster
         objects.append(created)
     nodes = [cluster_node(n) for n in objects]
     slices = []
-    for name, spec in cluster_devices(nodes, [], CATALOG).slices:
+    for name, spec in cluster_devices(nodes, [], catalog).slices:
         body = {k: v for k, v in spec.items() if v != []}  # the check's form lists no sharedCounters as []
         kube.create(
             api_path(V1, "resourceslices"),
@@ -82,8 +83,8 @@ def cluster(kube: KubeClient, classes: None) -> Iterator[tuple[str, list[Cluster
     yield run, nodes
     for name in slices:
         kube.delete(api_path(V1, "resourceslices", name=name), ignore_missing=True)
-    for node in nodes:
-        kube.delete(api_path("v1", "nodes", name=node.name), ignore_missing=True)
+    for made in nodes:
+        kube.delete(api_path("v1", "nodes", name=made.name), ignore_missing=True)
 
 
 def _scheduled(kube: KubeClient, path: str) -> dict[str, Any]:
@@ -109,22 +110,28 @@ def _allocations(kube: KubeClient, namespace: str, pod: dict[str, Any]) -> list[
 
 @pytest.mark.parametrize("model", ["dra", "legacy"])
 def test_the_checks_verdict_per_pod_is_the_real_schedulers(
-    kube: KubeClient, namespace: str, cluster: tuple[str, list[ClusterNode]], model: str
+    catalog: Catalog, kube: KubeClient, namespace: str, cluster: tuple[str, list[ClusterNode]], model: str
 ) -> None:
     run, nodes = cluster
-    slices = cluster_devices(nodes, [], CATALOG).slices
+    slices = cluster_devices(nodes, [], catalog).slices
     features = parse_gates(None)
     held_allocations: list[dict[str, Any]] = []
     held_legacy: dict[str, dict[str, int]] = {}
     verdicts = []
     for case in MIXED_PODS:
         legacy = _pinned({**case.legacy, "metadata": {**case.legacy["metadata"], "namespace": namespace}}, run)
-        converted = convert_object(legacy, CATALOG)
+        converted = convert_object(legacy, catalog)
         assert converted.templates, case.name
         templates = {t["metadata"]["name"]: t for t in converted.templates}
         demand = workload_demand(legacy, converted.obj, templates)
         result = check_capacity(
-            [demand], nodes, slices, CLASSES, features, held_allocations=held_allocations, held_legacy=held_legacy
+            [demand],
+            nodes,
+            slices,
+            catalog_classes(catalog),
+            features,
+            held_allocations=held_allocations,
+            held_legacy=held_legacy,
         )
         fit = result.workloads[0].pods[0]
         expected = fit.fits if model == "dra" else fit.legacy_fits

@@ -77,7 +77,7 @@ def test_rendered_admission_objects_are_accepted_by_the_api_server(
 def release(request: pytest.FixtureRequest, control_plane: ControlPlane, kube: KubeClient) -> Iterator[dict[str, Any]]:
     major = request.param
     suffix = uuid.uuid4().hex[:6]
-    rel = {
+    rel: dict[str, Any] = {
         "name": f"chart-{suffix}",
         "namespace": f"chart-{suffix}",
         "helm": helm_binaries((major,))[major],

@@ -45,7 +45,7 @@ from tests.e2e.bridge_node import (
 )
 from tests.e2e.controlplane import REPO_ROOT
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, create_namespace, wait_for
-from tests.e2e.node_pods import log_of, seen_uuids, shows
+from tests.e2e.node_pods import finished_log, log_of, seen_uuids, shows
 from tests.e2e.podcluster import PodCluster
 from tests.e2e.realnode import RealNode
 
@@ -253,7 +253,7 @@ def test_helm_install_converts_prepares_and_uninstalls_cleanly(cluster: PodClust
         (result,) = claim["status"]["allocation"]["devices"]["results"]
         assert result["driver"] == DRIVER and result["pool"] == node.name, result
         name = pod["metadata"]["name"]
-        log = wait_for(lambda: (t := log_of(kube, work, name)).endswith("done\n") and t, 30, "its output")
+        log = wait_for(lambda: finished_log(kube, work, name), 30, "its output")
         assert seen_uuids(log) == [published[result["device"]]], log
         assert claim["metadata"]["uid"] in prepared_claims(state)
         print(f"converted pod saw its GPU {time.monotonic() - began:.1f}s after the start")

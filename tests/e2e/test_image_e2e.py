@@ -25,6 +25,7 @@ import pytest
 from dra_bridge.bridge.access import API_CALLS as BRIDGE_CALLS
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.resources import ApiCall
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.names import CONVERTED_LABEL
 from dra_bridge.webhook.access import API_CALLS as WEBHOOK_CALLS
 from dra_bridge.webhook.certs import write_certs
@@ -44,7 +45,7 @@ from tests.e2e.bridge_node import (
 )
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, create_namespace, wait_for, wait_for_object
 from tests.e2e.manifests import HARDENED
-from tests.e2e.node_pods import cleanup, log_of, seen_uuids, shows
+from tests.e2e.node_pods import cleanup, finished_log, log_of, seen_uuids, shows
 from tests.e2e.podcluster import PodCluster
 from tests.e2e.realnode import RealNode
 
@@ -157,7 +158,7 @@ def legacy_deployment(node: RealNode, name: str) -> Obj:
 
 
 def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
-    cluster: PodCluster, ns: str, tmp_path: Path
+    catalog: Catalog, cluster: PodCluster, ns: str, tmp_path: Path
 ) -> None:
     """The webhook (Deployment behind its Service) and the agent (a pod with the node's
     directories) from the image, each under its own least-privilege ServiceAccount: a legacy
@@ -178,7 +179,7 @@ def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
     created: list[str] = []
     granted: dict[str, set[ApiCall]] = {}
     try:
-        with device_classes(kube):
+        with device_classes(kube, catalog):
             for path, obj in objects:
                 created.append(f"{path}/{kube.create(path, obj)['metadata']['name']}")
             granted = {sa: granted_calls(kube, ns, sa) for sa in ("dra-webhook", "dra-bridge")}
@@ -219,7 +220,7 @@ def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
             claim = claim_of(kube, workload, pod, pod["spec"]["resourceClaims"][0]["name"])
             (result,) = claim["status"]["allocation"]["devices"]["results"]
             assert result["driver"] == DRIVER and result["pool"] == node.name, result
-            log = wait_for(lambda: (t := log_of(kube, workload, name)).endswith("done\n") and t, 30, "its output")
+            log = wait_for(lambda: finished_log(kube, workload, name), 30, "its output")
             assert seen_uuids(log) == [published[result["device"]]], log
             assert claim["metadata"]["uid"] in prepared_claims(state)
             print(f"\nconverted Deployment's container saw its GPU {time.monotonic() - began:.1f}s after the start")

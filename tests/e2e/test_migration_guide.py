@@ -36,7 +36,7 @@ from tests.e2e.bridge_node import V1, our_slices, prepared_claims, published_ids
 from tests.e2e.controlplane import REPO_ROOT
 from tests.e2e.guide import GUIDE, GuideShell, guide_commands
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, create_namespace, gfd_labels, wait_for
-from tests.e2e.node_pods import log_of, seen_uuids, shows
+from tests.e2e.node_pods import finished_log, seen_uuids, shows
 from tests.e2e.podcluster import PodCluster
 from tests.e2e.test_helm_install_e2e import find_helm, pods_state
 
@@ -367,7 +367,7 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         assert pod["metadata"]["labels"].get(CONVERTED_LABEL) == "true" and pod["spec"]["resourceClaims"], pod
         assert pod["spec"]["nodeName"] == node.name
         name = pod["metadata"]["name"]
-        log = until(lambda: (t := log_of(kube, NS, name)).endswith("done\n") and t, 30, "its output", sh, kube)
+        log = until(lambda: finished_log(kube, NS, name), 30, "its output", sh, kube)
         assert len(seen_uuids(log)) == 1 and seen_uuids(log)[0] in UUIDS, log
         out = sh.run("kubectl -n team-a get resourceclaimtemplates,resourceclaims").stdout
         assert "resourceclaimtemplate.resource.k8s.io/" in out and "allocated,reserved" in out, out

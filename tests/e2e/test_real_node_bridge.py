@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from dra_bridge.translate.catalog import Catalog
 from tests.deviceplugins.toolkit_cdi import write_toolkit_spec
 from tests.e2e.bridge_node import (
     DRIVER,
@@ -37,7 +38,7 @@ from tests.e2e.bridge_node import (
 )
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, wait_for, wait_for_object
-from tests.e2e.node_pods import cleanup, log_of, seen_uuids, shows
+from tests.e2e.node_pods import cleanup, finished_log, log_of, seen_uuids, shows
 from tests.e2e.realnode import RealNode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real_node]
@@ -107,8 +108,14 @@ def slice_uids(kube: KubeClient, node: str) -> set[str]:
     return {s["metadata"]["uid"] for s in our_slices(kube, node)}
 
 
+def new_slice_uids(kube: KubeClient, node: str, before: set[str]) -> set[str] | None:
+    """The node's slice UIDs once there are some and they differ from ``before``; None until then."""
+    now = slice_uids(kube, node)
+    return now if now and now != before else None
+
+
 def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
-    real_node: RealNode, kube: KubeClient, control_plane: ControlPlane, namespace: str, tmp_path: Path
+    catalog: Catalog, real_node: RealNode, kube: KubeClient, control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     began = time.monotonic()
     node = real_node.name
@@ -119,7 +126,7 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
     try:
         with (
             bridge_kubeconfig(control_plane, kube, namespace, tmp_path / "bridge.kubeconfig") as kc,
-            device_classes(kube),
+            device_classes(kube, catalog),
         ):
             bridge = start_bridge(real_node, kc, state, tmp_path / "bridge.log")
             set_mode(kube, node, "dra")
@@ -144,7 +151,7 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
             before = slice_uids(kube, node)
             real_node.restart_kubelet()
             after = wait_for(
-                lambda: bridge.check_alive() or ((s := slice_uids(kube, node)) and s != before and s),
+                lambda: bridge.check_alive() or new_slice_uids(kube, node, before),
                 30,
                 "slices published again after the kubelet's restart",
             )
@@ -162,7 +169,7 @@ def test_kubelet_prepares_through_the_bridge_and_survives_its_restart(
                 "container restarted",
             )
             log = wait_for(
-                lambda: (t := log_of(kube, namespace, "first")).endswith("done\n") and t,
+                lambda: finished_log(kube, namespace, "first"),
                 30,
                 "the restarted container's output",
             )

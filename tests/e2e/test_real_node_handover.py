@@ -30,6 +30,7 @@ import pytest
 from dra_bridge.bridge.agent import EVENT_NAMESPACE
 from dra_bridge.bridge.podresources.client import PodResourcesClient, socket_path
 from dra_bridge.bridge.state import InventoryStore
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.names import CONVERTED_LABEL
 from tests.deviceplugins.toolkit_cdi import write_toolkit_spec
 from tests.e2e.bridge_node import (
@@ -253,11 +254,11 @@ def dra_pods_phase(
     for i in range(10):
         name = f"dra-{i}"
         kube.create(api_path("v1", "pods", namespace), {**pod, "metadata": {"name": name}})
-        wait_for(
-            lambda n=name: all(log_of(kube, namespace, n, c).endswith("done\n") for c in ("both", "one")),
-            60,
-            f"pod {name}'s output",
-        )
+
+        def finished(n: str = name) -> bool:
+            return all(log_of(kube, namespace, n, c).endswith("done\n") for c in ("both", "one"))
+
+        wait_for(finished, 60, f"pod {name}'s output")
         pair = claim_of(kube, namespace, {"metadata": {"name": name}}, "pair")
         single = claim_of(kube, namespace, {"metadata": {"name": name}}, "single")
         both, one = log_of(kube, namespace, name, "both"), log_of(kube, namespace, name, "one")
@@ -329,7 +330,7 @@ def webhook_phase(
 
 @pytest.mark.timeout(HANDOVER_SECONDS + 240)
 def test_the_whole_hand_over_on_one_real_node(
-    real_node: RealNode, kube: KubeClient, control_plane: ControlPlane, namespace: str, tmp_path: Path
+    catalog: Catalog, real_node: RealNode, kube: KubeClient, control_plane: ControlPlane, namespace: str, tmp_path: Path
 ) -> None:
     began = time.monotonic()
     node = real_node.name
@@ -347,7 +348,7 @@ def test_the_whole_hand_over_on_one_real_node(
     try:
         with (
             bridge_kubeconfig(control_plane, kube, namespace, tmp_path / "bridge.kubeconfig") as kc,
-            device_classes(kube, ["1g.10gb"]),
+            device_classes(kube, catalog, ["1g.10gb"]),
             least_privilege_webhook(control_plane, kube, tmp_path, label),
         ):
             bridge = start_bridge(real_node, kc, state, tmp_path / "bridge.log")

@@ -22,21 +22,22 @@ from typing import Any
 import pytest
 
 from dra_bridge.kube.errors import AlreadyExists
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.inventory.pool import render_slice
 from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.claim_templates import internal_from_template
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for, wait_for_object
 from tests.factories import gpu, make_container, make_pod
-from tests.topology_scenarios import CASES, CATALOG, V1, TopologyCase, engine_placement, outcome_of
+from tests.topology_scenarios import CASES, V1, TopologyCase, engine_placement, outcome_of
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def classes(kube: KubeClient) -> Iterator[None]:
+def classes(catalog: Catalog, kube: KubeClient) -> Iterator[None]:
     names = []
-    for cls in CATALOG.device_classes(["1g.10gb"]):
+    for cls in catalog.device_classes(["1g.10gb"]):
         with contextlib.suppress(AlreadyExists):
             kube.create(api_path(V1, "deviceclasses"), {"apiVersion": V1, **cls})
         names.append(cls["metadata"]["name"])
@@ -58,13 +59,13 @@ TABLE = [
 @pytest.mark.server_version
 @pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
 def test_aligned_templates_are_accepted_in_every_served_version(
-    kube: KubeClient, namespace: str, classes: None, version: str
+    catalog: Catalog, kube: KubeClient, namespace: str, classes: None, version: str
 ) -> None:
     api_version = f"resource.k8s.io/{version}"
     for case, pod, scope in TABLE:
         plan = plan_pod(
             pod,
-            CATALOG,
+            catalog,
             Options(api_version=api_version, alignment=Alignment("pcie", scope)),  # type: ignore[arg-type]
             namespace,
         )
@@ -77,14 +78,14 @@ def test_aligned_templates_are_accepted_in_every_served_version(
 
 
 @pytest.fixture
-def topology_node(kube: KubeClient, namespace: str, classes: None) -> Iterator[str]:
+def topology_node(catalog: Catalog, kube: KubeClient, namespace: str, classes: None) -> Iterator[str]:
     """The scenarios' node: a fake Node, the bridge's slices, and its already allocated GPUs
     held by a running pod's claim."""
     node = f"numa-{uuid.uuid4().hex[:6]}"
     create_fake_node(kube, node)
     scenario = CASES[0].node
     names = []
-    for internal in scenario.slices(node):
+    for internal in scenario.slices(catalog, node):
         body = render_slice(internal, V1)
         kube.create(api_path(V1, "resourceslices"), body)
         names.append(body["metadata"]["name"])
@@ -140,9 +141,9 @@ def _allocated_devices(kube: KubeClient, namespace: str, pod: dict[str, Any]) ->
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_the_real_scheduler_places_converted_pods_as_the_scenario_says(
-    kube: KubeClient, namespace: str, topology_node: str, case: TopologyCase
+    catalog: Catalog, kube: KubeClient, namespace: str, topology_node: str, case: TopologyCase
 ) -> None:
-    plan = case.plan(namespace, "pod")
+    plan = case.plan(catalog, namespace, "pod")
     for template in plan.templates:
         kube.create(api_path(V1, "resourceclaimtemplates", namespace), template)
     kube.create(api_path("v1", "pods", namespace), _pinned(plan.pod, topology_node))
@@ -159,7 +160,7 @@ def test_the_real_scheduler_places_converted_pods_as_the_scenario_says(
         reason = wait_for(refused, 60, "the pod to be reported unschedulable")
         assert "cannot allocate all claims" in reason["message"], reason["message"]
         assert not kube.get(path)["spec"].get("nodeName")
-        assert engine_placement(case, topology_node).outcome == "unschedulable"
+        assert engine_placement(case, catalog, topology_node).outcome == "unschedulable"
         return
     bound = wait_for_object(
         kube,
@@ -171,6 +172,6 @@ def test_the_real_scheduler_places_converted_pods_as_the_scenario_says(
     assert bound["spec"]["nodeName"] == topology_node
     devices = _allocated_devices(kube, namespace, bound)
     assert len(devices) == case.gpus
-    assert outcome_of(case, topology_node, devices) == case.outcome, (case.id, devices)
-    engine = engine_placement(case, topology_node)
+    assert outcome_of(case, catalog, topology_node, devices) == case.outcome, (case.id, devices)
+    engine = engine_placement(case, catalog, topology_node)
     assert (engine.outcome, list(engine.devices)) == (case.outcome, devices)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from dra_bridge.kube.errors import AlreadyExists
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from dra_bridge.translate.plan.workloads import convert_object
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for_object
@@ -29,7 +29,6 @@ from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for_o
 pytestmark = pytest.mark.e2e
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "data" / "examples").glob("*.yaml"))
-CATALOG = load_catalog()
 V1 = "resource.k8s.io/v1"
 PLURALS = {
     "Pod": "pods",
@@ -41,9 +40,9 @@ PLURALS = {
 
 
 @pytest.fixture(scope="module")
-def device_classes(kube: KubeClient) -> Iterator[list[str]]:
+def device_classes(catalog: Catalog, kube: KubeClient) -> Iterator[list[str]]:
     names = []
-    for cls in CATALOG.device_classes(["1g.5gb", "1g.10gb", "3g.40gb"]):
+    for cls in catalog.device_classes(["1g.5gb", "1g.10gb", "3g.40gb"]):
         obj = {"apiVersion": V1, **cls}
         with contextlib.suppress(AlreadyExists):
             kube.create(api_path(V1, "deviceclasses"), obj)
@@ -56,7 +55,7 @@ def device_classes(kube: KubeClient) -> Iterator[list[str]]:
 @pytest.mark.server_version
 @pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
 def test_every_generated_template_is_accepted_by_the_api_server(
-    kube: KubeClient, namespace: str, device_classes: list[str], version: str
+    catalog: Catalog, kube: KubeClient, namespace: str, device_classes: list[str], version: str
 ) -> None:
     api_version = f"resource.k8s.io/{version}"
     created = 0
@@ -64,7 +63,7 @@ def test_every_generated_template_is_accepted_by_the_api_server(
         for obj in yaml.safe_load_all(path.read_text()):
             if not obj:
                 continue
-            result = convert_object(obj, CATALOG, Options(api_version=api_version), include_custom_resources=True)
+            result = convert_object(obj, catalog, Options(api_version=api_version), include_custom_resources=True)
             for template in result.templates:
                 template = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
                 try:
@@ -144,7 +143,7 @@ def gpu_nodes(kube: KubeClient) -> Iterator[dict[str, str]]:
 
 @pytest.mark.server_version
 def test_scheduler_runs_generated_selectors_and_binds_to_the_matching_node(
-    kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]
+    catalog: Catalog, kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]
 ) -> None:
     pod = {
         "apiVersion": "v1",
@@ -179,7 +178,7 @@ def test_scheduler_runs_generated_selectors_and_binds_to_the_matching_node(
             ],
         },
     }
-    plan = plan_pod(pod, CATALOG, Options(), namespace)
+    plan = plan_pod(pod, catalog, Options(), namespace)
     assert plan.changed and "nodeSelector" not in plan.pod["spec"] and "affinity" not in plan.pod["spec"]
     for template in plan.templates:
         kube.create(api_path(V1, "resourceclaimtemplates", namespace), template)
@@ -201,7 +200,7 @@ def test_scheduler_runs_generated_selectors_and_binds_to_the_matching_node(
 
 @pytest.mark.server_version
 def test_version_selectors_skip_devices_whose_attributes_have_another_type(
-    kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]
+    catalog: Catalog, kube: KubeClient, namespace: str, device_classes: list[str], gpu_nodes: dict[str, str]
 ) -> None:
     pod = {
         "apiVersion": "v1",
@@ -226,7 +225,7 @@ def test_version_selectors_skip_devices_whose_attributes_have_another_type(
             ],
         },
     }
-    plan = plan_pod(pod, CATALOG, Options(), namespace)
+    plan = plan_pod(pod, catalog, Options(), namespace)
     for template in plan.templates:
         kube.create(api_path(V1, "resourceclaimtemplates", namespace), template)
     kube.create(api_path("v1", "pods", namespace), plan.pod)

@@ -126,8 +126,7 @@ def setup(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytes
             api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc), ignore_missing=True
         )
         for hook in setup.hooks.values():
-            hook.proc.terminate()
-            hook.proc.wait(10)
+            hook.stop()
         proxy.stop()
         for name in (no_list, full):
             kube.delete(f"{RBAC}/clusterrolebindings/{name}", ignore_missing=True)

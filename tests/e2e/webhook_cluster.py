@@ -48,6 +48,15 @@ class Webhook:
     def tail(self) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
 
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 10 s; waits for it either way (no zombie, no open handle)."""
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
 
 def start_webhook(
     cp: ControlPlane, certs: Any, workdir: Path, api_version: str, *, kubeconfig: Path | None = None, name: str = ""
@@ -56,6 +65,7 @@ def start_webhook(
     ``kubeconfig`` names another identity; ``name`` tells its log apart)."""
     port = free_port()
     log = workdir / f"webhook-{name or api_version.rsplit('/', 1)[-1]}.log"
+    fh = log.open("wb")  # the child holds its own copy: ours closes below
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -83,10 +93,11 @@ def start_webhook(
             "127.0.0.1",
         ],
         cwd=REPO_ROOT,
-        stdout=log.open("wb"),
+        stdout=fh,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    fh.close()
     ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
     deadline = time.monotonic() + 30
     while True:
@@ -98,6 +109,7 @@ def start_webhook(
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
+            proc.wait(5)
             raise RuntimeError(f"webhook did not become ready:\n{log.read_text(errors='replace')[-3000:]}")
         time.sleep(0.1)
 
@@ -249,11 +261,7 @@ def running_cluster(control_plane: ControlPlane, kube: KubeClient, workdir: Path
             ignore_missing=True,
         )
         for hook in (v1, v1beta1):
-            hook.proc.terminate()
-            try:
-                hook.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                hook.proc.kill()
+            hook.stop()
             if os.environ.get("DRA_BRIDGE_KEEP_LOGS") == "1":
                 print(hook.tail())
         for node in nodes:
@@ -356,11 +364,7 @@ def least_privilege_webhook(cp: ControlPlane, kube: KubeClient, workdir: Path, l
             api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name=mwc), ignore_missing=True
         )
         if hook is not None:
-            hook.proc.terminate()
-            try:
-                hook.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                hook.proc.kill()
+            hook.stop()
         for path in (
             f"{RBAC}/clusterrolebindings/{name}",
             f"{RBAC}/clusterroles/{name}",

@@ -52,7 +52,7 @@ def test_already_exists_is_a_conflict_and_every_answer_is_a_kube_error() -> None
 
 def test_an_api_exception_body_gives_the_reason() -> None:
     exc = ApiException(status=409, reason="Conflict")
-    exc.body = '{"kind": "Status", "reason": "AlreadyExists", "message": "taken"}'
+    exc.body = b'{"kind": "Status", "reason": "AlreadyExists", "message": "taken"}'  # what the client reads
     err = from_api_exception("POST /x", exc)
     assert isinstance(err, AlreadyExists) and "taken" in str(err)
 

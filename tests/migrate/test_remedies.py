@@ -5,13 +5,11 @@ from __future__ import annotations
 import pytest
 
 from dra_bridge.migrate.remedies import phrased, remedy_text
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding, Outcome, Remedy
 from dra_bridge.translate.plan.pod_plan import plan_pod
 from dra_bridge.webhook.policy import policy_remedy
 from tests.factories import gpu, make_container, make_pod
-
-CATALOG = load_catalog()
 
 
 @pytest.mark.parametrize(
@@ -96,12 +94,12 @@ def test_findings_without_a_remedy_are_shown_as_they_are() -> None:
     assert phrased([finding]) == [finding] and policy_remedy(finding) is None
 
 
-def test_dra_migrate_says_the_scheduler_flag_and_the_mig_profile_command() -> None:
+def test_dra_migrate_says_the_scheduler_flag_and_the_mig_profile_command(catalog: Catalog) -> None:
     pods = [
         make_pod([make_container("c", gpu(1))], schedulerName="volcano"),
         make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]),
     ]
-    reasons = [f.reason for pod in pods for f in phrased(plan_pod(pod, CATALOG).findings)]
+    reasons = [f.reason for pod in pods for f in phrased(plan_pod(pod, catalog).findings)]
     assert any("scheduler 'volcano' may not support DRA" in r and "--dra-scheduler volcano" in r for r in reasons)
     assert any(
         "create DeviceClass nvidia-mig-9g.999gb.dra-bridge.io" in r

@@ -93,7 +93,10 @@ def test_convert_takes_the_policy_too(tmp_path: Path) -> None:
     code, out, err = run("convert", "-f", f, "--policy", write(tmp_path / "policy.yaml", POLICY))
     assert code == 0, err
     docs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(out) if d and d.get("kind") == "Job"}
-    limits = lambda d: d["spec"]["template"]["spec"]["containers"][0].get("resources", {})  # noqa: E731
+
+    def limits(d: dict[str, Any]) -> Any:
+        return d["spec"]["template"]["spec"]["containers"][0].get("resources", {})
+
     assert "nvidia.com/gpu" in json.dumps(limits(docs["a"])) and "resourceClaims" not in json.dumps(docs["a"])
     assert "resourceClaims" in json.dumps(docs["c"])
 

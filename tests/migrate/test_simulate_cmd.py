@@ -18,7 +18,7 @@ CLASS = {
     "metadata": {"name": "gpu"},
     "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
 }
-SLICE = {
+SLICE: dict[str, Any] = {
     "apiVersion": "resource.k8s.io/v1beta1",
     "kind": "ResourceSlice",
     "metadata": {"name": "node-1-gpus"},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -14,13 +15,13 @@ from dra_bridge.migrate.slices_cmd import run_slices
 DATA = Path(__file__).resolve().parents[1] / "data" / "bridge"
 
 
-def run(node: str, dump: str, labels: str | None, version: str = "v1") -> tuple[int, list[dict], str]:
+def run(node: str, dump: str, labels: str | None, version: str = "v1") -> tuple[int, list[dict[str, Any]], str]:
     out, err = io.StringIO(), io.StringIO()
     code = run_slices(node, str(DATA / dump), str(DATA / labels) if labels else None, version, None, out, err)
     return code, [d for d in yaml.safe_load_all(out.getvalue()) if d], err.getvalue()
 
 
-def devices(docs: list[dict]) -> dict[str, dict]:
+def devices(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {d["attributes"]["dra-bridge.io/deviceID"]["string"]: d for s in docs for d in s["spec"]["devices"]}
 
 

@@ -26,7 +26,7 @@ from tests.translate.alloc_scenarios import documents
 ROOT = Path(__file__).resolve().parents[2]
 NODE = ("node-1", "region-1")
 DRIVERS = ("driver-a", "driver-b")
-CLASSES = [
+CLASSES: list[dict[str, Any]] = [
     {"name": "class-a", "selectors": [{"cel": {"expression": 'device.driver == "driver-a"'}}]},
     {"name": "class-b", "selectors": [{"cel": {"expression": 'device.driver == "driver-b"'}}]},
     {"name": "class-any"},
@@ -90,9 +90,11 @@ class Oracle:
         return answer
 
     def close(self) -> None:
-        assert self._proc.stdin is not None
+        """Close its input (it exits at end of input), wait for it, close its output."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
         self._proc.stdin.close()
         self._proc.wait(timeout=10)
+        self._proc.stdout.close()
 
 
 def _compile_error(text: str) -> str:
@@ -163,7 +165,7 @@ def _device(draw: st.DrawFn, name: str) -> dict[str, Any]:
     return device
 
 
-_TARGETS = st.sampled_from(
+_TARGETS: st.SearchStrategy[dict[str, Any]] = st.sampled_from(
     [
         *[{"nodeName": "node-1"}] * 5,
         {"nodeName": "node-2"},
@@ -241,7 +243,7 @@ def _exact(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def _claim(draw: st.DrawFn) -> dict[str, Any]:
-    requests = []
+    requests: list[dict[str, Any]] = []
     for r in range(draw(st.integers(1, 2))):
         if not draw(st.integers(0, 3)):
             subs = [{"name": f"sub-{s}", **draw(_exact())} for s in range(draw(st.integers(1, 3)))]

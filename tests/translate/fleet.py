@@ -18,18 +18,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_bridge.translate.catalog import Catalog, load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.cel import evaluate_selectors
 from dra_bridge.translate.inventory import InventoryDevice, NvmlFacts, build_devices, split_replica
 from dra_bridge.translate.inventory.device_facts import vendor_profile
 from dra_bridge.translate.plan.claim_templates import internal_from_template
 
-CATALOG = load_catalog()
 COPIES = 8
 #: MIG devices per profile on the mixed node (the tests ask for at most 2 of a profile).
 MIG_COPIES = 2
 NV = "gpu.nvidia.com"
-BRIDGE = CATALOG.bridge_driver
 
 #: The vendor drivers' own DeviceClasses (the charts of the NVIDIA, AMD and Intel DRA drivers).
 VENDOR_CLASSES: dict[str, tuple[str, ...]] = {
@@ -85,7 +83,7 @@ class Node:
         self.inventory.append(InventoryDevice(resourceName=resource, deviceID=device_id, numaNodes=[0]))
         uuid = split_replica(device_id)[0]
         if facts is not None:
-            self.nvml[uuid] = NvmlFacts(uuid=uuid, **facts)  # type: ignore[typeddict-item]
+            self.nvml[uuid] = NvmlFacts(uuid=uuid, **facts)
 
 
 def _fleet(catalog: Catalog) -> list[Node]:
@@ -100,8 +98,12 @@ def _fleet(catalog: Catalog) -> list[Node]:
             t4_renamed.add("nvidia.com/gpu.shared", f"GPU-t4s-{g}::{r}", _T4)
     mixed = Node("mig-mixed", _labels("NVIDIA-A100-SXM4-80GB", "ampere", "8", "0", "81920", mig_strategy="mixed"))
     for p in catalog.mig_profiles:
-        facts = NvmlFacts(**_A100)
-        facts.update(productName="NVIDIA A100-SXM4-80GB", migProfile=vendor_profile(p), parentUUID="GPU-parent")
+        facts: NvmlFacts = {
+            **_A100,
+            "productName": "NVIDIA A100-SXM4-80GB",
+            "migProfile": vendor_profile(p),
+            "parentUUID": "GPU-parent",
+        }
         for i in range(MIG_COPIES):
             mixed.add(f"nvidia.com/mig-{p}", f"MIG-{p}-{i}", facts)
         for r in range(MIG_COPIES):
@@ -110,8 +112,7 @@ def _fleet(catalog: Catalog) -> list[Node]:
         "mig-single", _labels("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "ampere", "8", "0", "4864", mig_strategy="single")
     )
     for i in range(COPIES):
-        facts = NvmlFacts(**_A100)
-        facts.update(migProfile="1g.5gb", parentUUID=f"GPU-a100-{i // 7}")
+        facts = {**_A100, "migProfile": "1g.5gb", "parentUUID": f"GPU-a100-{i // 7}"}
         single.add("nvidia.com/gpu", f"MIG-single-{i}", facts)
     amd = Node("amd", others=[("gpu.amd.com", {"type": "amdgpu"})] * COPIES)
     intel = Node("intel", others=[("gpu.intel.com", {"driver": d}) for d in ("i915", "xe") for _ in range(COPIES)])
@@ -122,19 +123,18 @@ def _fleet(catalog: Catalog) -> list[Node]:
     return [a100, t4, t4_renamed, mixed, single, amd, intel]
 
 
-FLEET = _fleet(CATALOG)
 Device = tuple[str, dict[str, Any]]
 
 
-def bridge_devices(node: Node) -> list[Device]:
+def bridge_devices(node: Node, catalog: Catalog) -> list[Device]:
     """``node``'s devices as the bridge publishes them (from its labels: no NVML on the agent here)."""
-    devices, _ = build_devices(node.inventory, CATALOG, node.labels)
-    return [(BRIDGE, dict(d)) for d in devices]
+    devices, _ = build_devices(node.inventory, catalog, node.labels)
+    return [(catalog.bridge_driver, dict(d)) for d in devices]
 
 
-def vendor_devices(node: Node) -> list[Device]:
+def vendor_devices(node: Node, catalog: Catalog) -> list[Device]:
     """``node``'s devices as the vendor DRA drivers publish them: one per physical device."""
-    devices, _ = build_devices(node.inventory, CATALOG, None, node.nvml)
+    devices, _ = build_devices(node.inventory, catalog, None, node.nvml)
     out: list[Device] = []
     seen: set[str] = set()
     for d in devices:
@@ -144,28 +144,24 @@ def vendor_devices(node: Node) -> list[Device]:
             continue
         seen.add(uuid)
         out.append((NV, {"name": d["name"], "attributes": attrs, "capacity": d["capacity"]}))
-    for i, (driver, attrs) in enumerate(node.others):
+    for i, (driver, labels) in enumerate(node.others):
         out.append(
             (
                 driver,
                 {
                     "name": f"dev-{i}",
                     "capacity": {},
-                    "attributes": {f"{driver}/{k}": {"string": v} for k, v in attrs.items()},
+                    "attributes": {f"{driver}/{k}": {"string": v} for k, v in labels.items()},
                 },
             )
         )
     return out
 
 
-BRIDGE_SHAPE = {n.name: bridge_devices(n) for n in FLEET}
-VENDOR_SHAPE = {n.name: vendor_devices(n) for n in FLEET}
-
-
-def class_selectors(catalog: Catalog) -> dict[str, tuple[str, ...]]:
-    """DeviceClass name -> its selectors: the vendors' classes and ours (every resource of the fleet)."""
+def class_selectors(catalog: Catalog, nodes: Iterable[Node]) -> dict[str, tuple[str, ...]]:
+    """DeviceClass name -> its selectors: the vendors' classes and ours (every resource of ``nodes``)."""
     out = dict(VENDOR_CLASSES)
-    for node in FLEET:
+    for node in nodes:
         for item in node.inventory:
             m = catalog.with_target("bridge").lookup(item["resourceName"])
             if m is not None and m.class_selector:
@@ -184,11 +180,29 @@ def _enough(request: Mapping[str, Any], classes: Mapping[str, tuple[str, ...]], 
     return False
 
 
-def allocatable(
-    templates: Iterable[Mapping[str, Any]], shape: Mapping[str, list[Device]], catalog: Catalog = CATALOG
-) -> bool:
-    """True when one node of ``shape`` has, for every request of ``templates``, as many devices
-    as it counts that its class and its selectors select (requests are checked one by one)."""
-    classes = class_selectors(catalog)
-    requests = [r for t in templates for r in internal_from_template(t)["requests"]]
-    return any(all(_enough(r, classes, devices) for r in requests) for devices in shape.values())
+@dataclass(frozen=True)
+class Fleet:
+    """The sample nodes of one catalog and their devices as the bridge and as the vendors publish them."""
+
+    nodes: tuple[Node, ...]
+    bridge_shape: dict[str, list[Device]]
+    vendor_shape: dict[str, list[Device]]
+
+    def allocatable(
+        self, templates: Iterable[Mapping[str, Any]], shape: Mapping[str, list[Device]], catalog: Catalog
+    ) -> bool:
+        """True when one node of ``shape`` has, for every request of ``templates``, as many devices
+        as it counts that its class (in ``catalog``) and its selectors select (requests one by one)."""
+        classes = class_selectors(catalog, self.nodes)
+        requests = [r for t in templates for r in internal_from_template(t)["requests"]]
+        return any(all(_enough(r, classes, devices) for r in requests) for devices in shape.values())
+
+
+def build_fleet(catalog: Catalog) -> Fleet:
+    """The fleet of ``catalog``: one node per shape, and its devices in both shapes."""
+    nodes = tuple(_fleet(catalog))
+    return Fleet(
+        nodes,
+        {n.name: bridge_devices(n, catalog) for n in nodes},
+        {n.name: vendor_devices(n, catalog) for n in nodes},
+    )

@@ -14,43 +14,51 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_bridge.translate.catalog import Target
+from dra_bridge.translate.catalog import Catalog, Target, load_catalog
 from dra_bridge.translate.findings import Finding, worst
 from dra_bridge.translate.plan.pod_plan import plan_pod
 from dra_bridge.translate.plan.workloads import convert_object
 from tests.factories import gpu, make_container, make_pod
-from tests.translate.fleet import BRIDGE_SHAPE, CATALOG, VENDOR_SHAPE, allocatable
+from tests.translate.fleet import Fleet, build_fleet
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "data" / "examples").glob("*.yaml"))
 TARGETS: tuple[Target, ...] = ("bridge", "vendor")
 
 
+@pytest.fixture(scope="module")
+def fleet(catalog: Catalog) -> Fleet:
+    """The sample nodes and their devices (tests/translate/fleet.py), built once for the module."""
+    return build_fleet(catalog)
+
+
 def assert_allocatable_or_flagged(
-    templates: tuple[dict[str, Any], ...], findings: tuple[Finding, ...], target: Target
+    fleet: Fleet, catalog: Catalog, templates: tuple[dict[str, Any], ...], findings: tuple[Finding, ...], target: Target
 ) -> None:
     if not templates or worst(findings) >= 2:
         return
-    catalog = CATALOG.with_target(target)
-    shapes = {"bridge": [BRIDGE_SHAPE, VENDOR_SHAPE], "vendor": [VENDOR_SHAPE]}[target]
+    shapes = {"bridge": [fleet.bridge_shape, fleet.vendor_shape], "vendor": [fleet.vendor_shape]}[target]
     for shape, name in zip(
         shapes, ("bridge-published", "vendor-published") if target == "bridge" else ("vendor-published",), strict=True
     ):
-        assert allocatable(templates, shape, catalog), (
+        assert fleet.allocatable(templates, shape, catalog.with_target(target)), (
             f"reported translated, but no {name} sample node can allocate its claims: {[f.as_dict() for f in findings]}"
         )
 
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_every_example_allocates_on_its_target_or_is_not_translated(path: Path, target: Target) -> None:
+def test_every_example_allocates_on_its_target_or_is_not_translated(
+    fleet: Fleet, catalog: Catalog, path: Path, target: Target
+) -> None:
     for obj in (d for d in yaml.safe_load_all(path.read_text()) if d):
-        result = convert_object(obj, CATALOG.with_target(target))
-        assert_allocatable_or_flagged(result.templates, result.findings, target)
+        result = convert_object(obj, catalog.with_target(target))
+        assert_allocatable_or_flagged(fleet, catalog, result.templates, result.findings, target)
 
 
-def _catalog_names() -> list[str]:
+def _catalog_names(catalog: Catalog) -> list[str]:
+    """Every name of ``catalog``, patterns with three sample profiles (the parameters, at collection)."""
     names: list[str] = []
-    for entry in CATALOG.entries:
+    for entry in catalog.entries:
         if entry.name is not None:
             names.append(entry.name)
         elif entry.pattern is not None:
@@ -60,12 +68,12 @@ def _catalog_names() -> list[str]:
 
 @pytest.mark.parametrize("count", [1, 2])
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("resource", _catalog_names())
+@pytest.mark.parametrize("resource", _catalog_names(load_catalog()))
 def test_every_catalog_entry_allocates_on_its_target_or_is_not_translated(
-    resource: str, target: Target, count: int
+    fleet: Fleet, catalog: Catalog, resource: str, target: Target, count: int
 ) -> None:
-    plan = plan_pod(make_pod([make_container("c", gpu(count, resource))]), CATALOG.with_target(target))
-    assert_allocatable_or_flagged(plan.templates, plan.findings, target)
+    plan = plan_pod(make_pod([make_container("c", gpu(count, resource))]), catalog.with_target(target))
+    assert_allocatable_or_flagged(fleet, catalog, plan.templates, plan.findings, target)
 
 
 A100_MIG = "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
@@ -100,6 +108,8 @@ MIG_SINGLE_PODS = {
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", list(MIG_SINGLE_PODS))
-def test_mig_single_strategy_pods_allocate_on_their_target_or_are_not_translated(name: str, target: Target) -> None:
-    plan = plan_pod(MIG_SINGLE_PODS[name], CATALOG.with_target(target))
-    assert_allocatable_or_flagged(plan.templates, plan.findings, target)
+def test_mig_single_strategy_pods_allocate_on_their_target_or_are_not_translated(
+    fleet: Fleet, catalog: Catalog, name: str, target: Target
+) -> None:
+    plan = plan_pod(MIG_SINGLE_PODS[name], catalog.with_target(target))
+    assert_allocatable_or_flagged(fleet, catalog, plan.templates, plan.findings, target)

@@ -21,19 +21,19 @@ from dra_bridge.translate.capacity import (
     pod_priority,
     workload_demand,
 )
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.inventory.pool import render_slice
 from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.plan.workloads import convert_object
 from tests.capacity_scenarios import (
-    CATALOG,
-    CLASSES,
     H100,
     MIXED,
     MIXED_PODS,
     TOLERATE,
     V1,
+    catalog_classes,
     gfd_node,
     gpu_pod,
 )
@@ -43,16 +43,20 @@ from tests.topology_scenarios import TWO_NUMA_X4
 FEATURES = parse_gates(None)
 
 
-def _demand(legacy: dict[str, Any], options: Options = Options(), priority: int = 0) -> WorkloadDemand:
-    result = convert_object(legacy, CATALOG, options)
+def _demand(
+    catalog: Catalog, legacy: dict[str, Any], options: Options = Options(), priority: int = 0
+) -> WorkloadDemand:
+    result = convert_object(legacy, catalog, options)
     converted = result.obj if result.templates else None
     return workload_demand(legacy, converted, {t["metadata"]["name"]: t for t in result.templates}, priority)
 
 
-def _check(node_objects: Any, workloads: list[WorkloadDemand], slices: Any = (), **kwargs: Any) -> Any:
+def _check(
+    catalog: Catalog, node_objects: Any, workloads: list[WorkloadDemand], slices: Any = (), **kwargs: Any
+) -> Any:
     nodes = [cluster_node(n) for n in node_objects]
-    devices = cluster_devices(nodes, list(slices), CATALOG, kwargs.pop("inventories", None))
-    return check_capacity(workloads, nodes, devices.slices, CLASSES, FEATURES, **kwargs)
+    devices = cluster_devices(nodes, list(slices), catalog, kwargs.pop("inventories", None))
+    return check_capacity(workloads, nodes, devices.slices, catalog_classes(catalog), FEATURES, **kwargs)
 
 
 def _deployment(name: str, replicas: int, gpus: int, **spec: Any) -> dict[str, Any]:
@@ -68,9 +72,9 @@ def _deployment(name: str, replicas: int, gpus: int, **spec: Any) -> dict[str, A
 # ------------------------------------------------------------------ the mixed cluster, one verdict per pod
 
 
-def test_mixed_cluster_verdicts_and_reasons() -> None:
-    workloads = [_demand(p.legacy, priority=len(MIXED_PODS) - i) for i, p in enumerate(MIXED_PODS)]
-    result = _check(MIXED, workloads)
+def test_mixed_cluster_verdicts_and_reasons(catalog: Catalog) -> None:
+    workloads = [_demand(catalog, p.legacy, priority=len(MIXED_PODS) - i) for i, p in enumerate(MIXED_PODS)]
+    result = _check(catalog, MIXED, workloads)
     pods = [p for w in result.workloads for p in w.pods]
     assert [(p.name, p.fits, p.code) for p in pods] == [(p.name, p.fits, p.code) for p in MIXED_PODS]
     by_name = {p.name: p for p in pods}
@@ -91,9 +95,9 @@ def test_mixed_cluster_verdicts_and_reasons() -> None:
     assert "needs 1 nvidia.com/gpu: at most 0 left" in by_name["any-one"].legacy_reason
 
 
-def test_pools_count_devices_and_usage_per_product() -> None:
-    workloads = [_demand(p.legacy) for p in MIXED_PODS]
-    result = _check(MIXED, workloads)
+def test_pools_count_devices_and_usage_per_product(catalog: Catalog) -> None:
+    workloads = [_demand(catalog, p.legacy) for p in MIXED_PODS]
+    result = _check(catalog, MIXED, workloads)
     pools = {p.pool: p for p in result.pools}
     assert set(pools) == {"NVIDIA-A100-SXM4-40GB", H100, "NVIDIA-L4"}
     h100 = pools[H100]
@@ -102,9 +106,9 @@ def test_pools_count_devices_and_usage_per_product() -> None:
     assert result.as_json()["totals"]["pods"] == len(MIXED_PODS)
 
 
-def test_pool_label_is_configurable_and_nodes_without_it_pool_together() -> None:
+def test_pool_label_is_configurable_and_nodes_without_it_pool_together(catalog: Catalog) -> None:
     nodes = [gfd_node("a", H100, 2, labels={"pool": "train"}), gfd_node("b", H100, 2)]
-    result = _check(nodes, [], pool_label="pool")
+    result = _check(catalog, nodes, [], pool_label="pool")
     assert [(p.pool, p.nodes, p.devices) for p in result.pools] == [("", 1, 2), ("train", 1, 2)]
 
 
@@ -121,10 +125,10 @@ def test_order_is_priority_then_namespace_then_name() -> None:
     assert [(w.namespace, w.name) for w in ordered] == [("z", "z"), ("a", "b"), ("a", "z"), ("b", "a")]
 
 
-def test_higher_priority_takes_the_devices_first() -> None:
-    low = _demand(gpu_pod("aaa-low", 4), priority=0)
-    high = _demand(gpu_pod("zzz-high", 4), priority=100)
-    result = _check([gfd_node("n", H100, 4)], [low, high])
+def test_higher_priority_takes_the_devices_first(catalog: Catalog) -> None:
+    low = _demand(catalog, gpu_pod("aaa-low", 4), priority=0)
+    high = _demand(catalog, gpu_pod("zzz-high", 4), priority=100)
+    result = _check(catalog, [gfd_node("n", H100, 4)], [low, high])
     assert [(w.name, w.fits) for w in result.workloads] == [("zzz-high", True), ("aaa-low", False)]
 
 
@@ -137,35 +141,35 @@ def test_pod_priority_from_field_class_or_default() -> None:
 # ------------------------------------------------------------------ where DRA and legacy differ
 
 
-def test_numa_alignment_fits_where_legacy_fits_only_by_count() -> None:
-    slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices("numa")]
+def test_numa_alignment_fits_where_legacy_fits_only_by_count(catalog: Catalog) -> None:
+    slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices(catalog, "numa")]
     node = gfd_node("numa", H100, 8)
-    aligned = _demand(gpu_pod("aligned-5", 5), Options(alignment=Alignment("numa")))
-    result = _check([node], [aligned], slices)
+    aligned = _demand(catalog, gpu_pod("aligned-5", 5), Options(alignment=Alignment("numa")))
+    result = _check(catalog, [node], [aligned], slices)
     pod = result.workloads[0].pods[0]
     assert (pod.fits, pod.code, pod.legacy_fits, pod.differs) == (False, "constraint", True, True)
     assert "not together: a claim constraint cannot be satisfied" in pod.reason
     assert "matchAttribute resource.kubernetes.io/numaNode" in pod.reason
 
 
-def test_devices_from_node_capacity_carry_no_topology_so_aligned_pods_do_not_fit() -> None:
-    aligned = _demand(gpu_pod("aligned-2", 2), Options(alignment=Alignment("numa")))
-    pod = _check([gfd_node("n", H100, 8)], [aligned]).workloads[0].pods[0]
+def test_devices_from_node_capacity_carry_no_topology_so_aligned_pods_do_not_fit(catalog: Catalog) -> None:
+    aligned = _demand(catalog, gpu_pod("aligned-2", 2), Options(alignment=Alignment("numa")))
+    pod = _check(catalog, [gfd_node("n", H100, 8)], [aligned]).workloads[0].pods[0]
     assert (pod.fits, pod.code, pod.legacy_fits) == (False, "constraint", True)
 
 
-def test_inventory_dump_gives_numa_nodes_so_aligned_pods_fit() -> None:
+def test_inventory_dump_gives_numa_nodes_so_aligned_pods_fit(catalog: Catalog) -> None:
     inventory = list(TWO_NUMA_X4.inventory)
-    aligned = _demand(gpu_pod("aligned-4", 4), Options(alignment=Alignment("numa")))
+    aligned = _demand(catalog, gpu_pod("aligned-4", 4), Options(alignment=Alignment("numa")))
     nodes = [cluster_node(gfd_node("n", H100, 8))]
-    devices = cluster_devices(nodes, [], CATALOG, {"n": inventory})
+    devices = cluster_devices(nodes, [], catalog, {"n": inventory})
     assert devices.sources == {"n": "inventory"}
-    result = check_capacity([aligned], nodes, devices.slices, CLASSES, FEATURES)
+    result = check_capacity([aligned], nodes, devices.slices, catalog_classes(catalog), FEATURES)
     assert result.workloads[0].pods[0].fits is True
 
 
-def test_held_allocations_and_running_pods_count_before() -> None:
-    slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices("numa")]
+def test_held_allocations_and_running_pods_count_before(catalog: Catalog) -> None:
+    slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices(catalog, "numa")]
     gpu0 = slices[0]["spec"]["devices"][0]["name"]
     held = [
         {
@@ -174,9 +178,14 @@ def test_held_allocations_and_running_pods_count_before() -> None:
             }
         }
     ]
-    pod = _demand(gpu_pod("seven", 7))
+    pod = _demand(catalog, gpu_pod("seven", 7))
     result = _check(
-        [gfd_node("numa", H100, 8)], [pod], slices, held_allocations=held, held_legacy={"numa": {"nvidia.com/gpu": 2}}
+        catalog,
+        [gfd_node("numa", H100, 8)],
+        [pod],
+        slices,
+        held_allocations=held,
+        held_legacy={"numa": {"nvidia.com/gpu": 2}},
     )
     fit = result.workloads[0].pods[0]
     assert (fit.fits, fit.legacy_fits, fit.differs) == (True, False, True)
@@ -218,37 +227,37 @@ def test_held_allocations_and_running_pods_count_before() -> None:
     ],
     ids=["taint", "tolerated", "selector", "affinity"],
 )
-def test_node_filters_apply_to_both_models(spec: dict[str, Any], fits: bool, why: str) -> None:
+def test_node_filters_apply_to_both_models(catalog: Catalog, spec: dict[str, Any], fits: bool, why: str) -> None:
     node = gfd_node("n", H100, 2, taints=[{"key": "dedicated", "value": "inference", "effect": "NoSchedule"}])
-    pod = _check([node], [_demand(gpu_pod("p", 1, **spec))]).workloads[0].pods[0]
+    pod = _check(catalog, [node], [_demand(catalog, gpu_pod("p", 1, **spec))]).workloads[0].pods[0]
     assert (pod.fits, pod.legacy_fits) == (fits, fits)
     if not fits:
         assert pod.code == pod.legacy_code == "node-selection"
         assert why in pod.reason and why in pod.legacy_reason
 
 
-def test_node_name_pods_stay_legacy_and_the_legacy_model_honours_node_name() -> None:
+def test_node_name_pods_stay_legacy_and_the_legacy_model_honours_node_name(catalog: Catalog) -> None:
     nodes = [gfd_node("a", H100, 2), gfd_node("b", H100, 2)]
-    pod = _check(nodes, [_demand(gpu_pod("p", 1, nodeName="b"))]).workloads[0].pods[0]
+    pod = _check(catalog, nodes, [_demand(catalog, gpu_pod("p", 1, nodeName="b"))]).workloads[0].pods[0]
     assert (pod.fits, pod.code, pod.legacy_node) == (None, "not-converted", "b")
-    pod = _check(nodes, [_demand(gpu_pod("p", 1, nodeName="gone"))]).workloads[0].pods[0]
+    pod = _check(catalog, nodes, [_demand(catalog, gpu_pod("p", 1, nodeName="gone"))]).workloads[0].pods[0]
     assert pod.legacy_code == "node-selection" and "2 nodeName" in pod.legacy_reason
 
 
-def test_extended_resource_taint_is_tolerated_as_the_admission_plugin_does() -> None:
+def test_extended_resource_taint_is_tolerated_as_the_admission_plugin_does(catalog: Catalog) -> None:
     node = gfd_node("n", H100, 2, taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])
-    pod = _check([node], [_demand(gpu_pod("p", 1))]).workloads[0].pods[0]
+    pod = _check(catalog, [node], [_demand(catalog, gpu_pod("p", 1))]).workloads[0].pods[0]
     assert (pod.fits, pod.legacy_fits) == (True, True)
 
 
-def test_unschedulable_node_is_skipped() -> None:
+def test_unschedulable_node_is_skipped(catalog: Catalog) -> None:
     node = gfd_node("n", H100, 2)
     node["spec"]["unschedulable"] = True
-    pod = _check([node], [_demand(gpu_pod("p", 1))]).workloads[0].pods[0]
+    pod = _check(catalog, [node], [_demand(catalog, gpu_pod("p", 1))]).workloads[0].pods[0]
     assert "taint node.kubernetes.io/unschedulable:NoSchedule" in pod.reason and not pod.legacy_fits
 
 
-def test_cel_runtime_error_is_an_error_verdict() -> None:
+def test_cel_runtime_error_is_an_error_verdict(catalog: Catalog) -> None:
     spec = {
         "devices": {
             "requests": [
@@ -267,17 +276,17 @@ def test_cel_runtime_error_is_an_error_verdict() -> None:
         }
     }
     demand = WorkloadDemand("team-a", "broken", "Pod", (PodDemand("broken", (ClaimDemand("broken-r", spec),), {}),))
-    pod = _check([gfd_node("n", H100, 1)], [demand]).workloads[0].pods[0]
+    pod = _check(catalog, [gfd_node("n", H100, 1)], [demand]).workloads[0].pods[0]
     assert (pod.fits, pod.code) == (False, "error")
     assert "CEL runtime error" in pod.reason
 
 
-def test_unknown_resource_is_not_converted_but_placed_by_the_legacy_model() -> None:
+def test_unknown_resource_is_not_converted_but_placed_by_the_legacy_model(catalog: Catalog) -> None:
     node = gfd_node("n", H100, 1)
     node["status"]["allocatable"]["example.com/fpga"] = "1"
     legacy = gpu_pod("fpga", 1)
     legacy["spec"]["containers"][0]["resources"]["limits"] = {"example.com/fpga": 1}
-    pod = _check([node], [_demand(legacy)]).workloads[0].pods[0]
+    pod = _check(catalog, [node], [_demand(catalog, legacy)]).workloads[0].pods[0]
     assert (pod.fits, pod.code, pod.legacy_fits, pod.legacy_node, pod.differs) == (
         None,
         "not-converted",
@@ -287,7 +296,7 @@ def test_unknown_resource_is_not_converted_but_placed_by_the_legacy_model() -> N
     )
 
 
-def test_shared_claim_is_allocated_once_and_its_pods_follow_it() -> None:
+def test_shared_claim_is_allocated_once_and_its_pods_follow_it(catalog: Catalog) -> None:
     claim = {
         "apiVersion": V1,
         "kind": "ResourceClaim",
@@ -304,15 +313,17 @@ def test_shared_claim_is_allocated_once_and_its_pods_follow_it() -> None:
         pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
         pods.append(workload_demand(pod, pod, {}, claims={"shared": claim}))
     nodes = [gfd_node("a", H100, 1), gfd_node("b", H100, 2)]
-    result = _check(nodes, pods)
+    result = _check(catalog, nodes, pods)
     first, second = (w.pods[0] for w in result.workloads)
     assert (first.fits, first.node, second.fits, second.node) == (True, "b", True, "b")
     assert first.devices == second.devices and len(first.devices) == 2
     assert result.pools[0].used_after == 2
 
 
-def test_deployment_replicas_fill_nodes_in_order() -> None:
-    result = _check([gfd_node("a", H100, 4), gfd_node("b", H100, 4)], [_demand(_deployment("train", 5, 2))])
+def test_deployment_replicas_fill_nodes_in_order(catalog: Catalog) -> None:
+    result = _check(
+        catalog, [gfd_node("a", H100, 4), gfd_node("b", H100, 4)], [_demand(catalog, _deployment("train", 5, 2))]
+    )
     pods = result.workloads[0].pods
     assert [p.name for p in pods] == [f"train-{i}" for i in range(5)]
     assert [p.node for p in pods] == ["a", "a", "b", "b", None]
@@ -320,18 +331,18 @@ def test_deployment_replicas_fill_nodes_in_order() -> None:
     assert "needs 2 devices" in pods[4].reason
 
 
-def test_given_slices_stand_and_nodes_without_slices_get_the_bridges() -> None:
-    slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices("numa")]
+def test_given_slices_stand_and_nodes_without_slices_get_the_bridges(catalog: Catalog) -> None:
+    slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices(catalog, "numa")]
     nodes = [cluster_node(gfd_node("numa", H100, 8)), cluster_node(gfd_node("plain", H100, 2))]
-    devices = cluster_devices(nodes, slices, CATALOG)
+    devices = cluster_devices(nodes, slices, catalog)
     assert devices.sources == {"numa": "slices", "plain": "node"}
     assert len(next(s for s in devices.slices if s[1]["nodeName"] == "plain")[1]["devices"]) == 2
 
 
-def test_single_strategy_mig_node_publishes_mig_devices() -> None:
+def test_single_strategy_mig_node_publishes_mig_devices(catalog: Catalog) -> None:
     node = gfd_node("mig", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", 7, labels={"nvidia.com/mig.strategy": "single"})
     legacy = gpu_pod("mig", 2, nodeSelector={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"})
-    pod = _check([node], [_demand(legacy)]).workloads[0].pods[0]
+    pod = _check(catalog, [node], [_demand(catalog, legacy)]).workloads[0].pods[0]
     assert (pod.fits, pod.legacy_fits) == (True, True), pod.reason
 
 
@@ -347,16 +358,16 @@ def test_legacy_requests_count_init_containers_and_sidecars_as_the_scheduler_doe
     assert legacy_requests({"containers": [make_container("a", gpu(0))]}) == {}
 
 
-def test_bad_input_names_the_object_and_field() -> None:
+def test_bad_input_names_the_object_and_field(catalog: Catalog) -> None:
     node = gfd_node("n", H100, 1)
     node["status"]["allocatable"]["nvidia.com/gpu"] = "1.5"
     with pytest.raises(InputError, match=r"Node n: status.allocatable\[nvidia.com/gpu\]: .*not a whole number"):
         cluster_node(node)
     nodes = [cluster_node(gfd_node("n", H100, 1))]
     with pytest.raises(InputError, match="inventory dump for node gone: no Node object"):
-        cluster_devices(nodes, [], CATALOG, {"gone": []})
+        cluster_devices(nodes, [], catalog, {"gone": []})
     with pytest.raises(InputError, match="Node n: given twice"):
-        check_capacity([], nodes * 2, [], CLASSES, FEATURES)
+        check_capacity([], nodes * 2, [], catalog_classes(catalog), FEATURES)
     with pytest.raises(InputError, match=r"Job team-a/j: spec\.parallelism: must be a non-negative integer"):
         workload_demand(
             {"kind": "Job", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {"parallelism": "2"}}, None, {}

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.errors import CatalogError
-
-CATALOG = load_catalog()
 
 HEADER = "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\n"
 
@@ -26,8 +24,8 @@ HEADER = "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\n"
         ("nvidia.com/gpumem", "slicing", ""),
     ],
 )
-def test_shipped_resources_map_to_our_classes(name: str, kind: str, device_class: str) -> None:
-    m = CATALOG.lookup(name)
+def test_shipped_resources_map_to_our_classes(catalog: Catalog, name: str, kind: str, device_class: str) -> None:
+    m = catalog.lookup(name)
     assert m is not None and m.kind == kind and m.device_class == device_class
 
 
@@ -42,15 +40,15 @@ def test_shipped_resources_map_to_our_classes(name: str, kind: str, device_class
         "nvidia.com/mig-1g.10gb.shared.extra",
     ],
 )
-def test_names_match_exactly_never_by_prefix(name: str) -> None:
-    assert CATALOG.lookup(name) is None
+def test_names_match_exactly_never_by_prefix(catalog: Catalog, name: str) -> None:
+    assert catalog.lookup(name) is None
 
 
-def test_mig_profile_aliases_and_me_spelling_reach_the_vendor_form() -> None:
-    assert CATALOG.aliases("3g.40gb") == ("3g.39gb", "3g.40gb")
-    assert CATALOG.aliases("1g.10gb.me") == ("1g.10gb+me", "1g.9gb+me")
-    assert CATALOG.aliases("1g.5gb") == ("1g.5gb",)  # A100-40GB; 1g.6gb is an A30 profile, not an alias
-    vendor = CATALOG.with_target("vendor").lookup("nvidia.com/mig-3g.39gb")
+def test_mig_profile_aliases_and_me_spelling_reach_the_vendor_form(catalog: Catalog) -> None:
+    assert catalog.aliases("3g.40gb") == ("3g.39gb", "3g.40gb")
+    assert catalog.aliases("1g.10gb.me") == ("1g.10gb+me", "1g.9gb+me")
+    assert catalog.aliases("1g.5gb") == ("1g.5gb",)  # A100-40GB; 1g.6gb is an A30 profile, not an alias
+    vendor = catalog.with_target("vendor").lookup("nvidia.com/mig-3g.39gb")
     assert vendor is not None and vendor.device_class == "mig.nvidia.com"
     assert '"3g.39gb", "3g.40gb"' in vendor.selectors[0]
     assert "memory" not in vendor.selectors[0]
@@ -133,8 +131,8 @@ def test_catalog_without_header_is_refused() -> None:
         load_catalog("resources: []\n", "mine.yaml")
 
 
-def test_device_classes_cover_every_exact_resource_and_known_profile() -> None:
-    names = {c["metadata"]["name"] for c in CATALOG.device_classes()}
+def test_device_classes_cover_every_exact_resource_and_known_profile(catalog: Catalog) -> None:
+    names = {c["metadata"]["name"] for c in catalog.device_classes()}
     assert {
         "nvidia-gpu.dra-bridge.io",
         "amd-gpu.dra-bridge.io",

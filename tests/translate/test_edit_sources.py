@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 
 from dra_bridge.translate.allocate_edits import ResourceEdits, compose
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.cdi import PreparedDevice, edits_json, own_spec
 from dra_bridge.translate.edit_sources import device_edits, preparable
 from dra_bridge.translate.errors import CatalogError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 
-CATALOG = load_catalog()
 UID = "0a1b2c3d-0000-4000-8000-000000000001"
 
 
@@ -114,8 +113,8 @@ def test_composition_does_not_depend_on_order_and_says_what_it_dropped() -> None
     ]
 
 
-def test_the_shipped_catalog_asks_amd_and_intel_plugins_and_never_nvidias() -> None:
-    amd, xe, nvidia = (CATALOG.lookup(r) for r in ("amd.com/gpu", "gpu.intel.com/xe", "nvidia.com/gpu"))
+def test_the_shipped_catalog_asks_amd_and_intel_plugins_and_never_nvidias(catalog: Catalog) -> None:
+    amd, xe, nvidia = (catalog.lookup(r) for r in ("amd.com/gpu", "gpu.intel.com/xe", "nvidia.com/gpu"))
     assert amd and amd.edits and amd.edits.ask_allocate and amd.edits.socket == "amd.com_gpu"
     assert xe and xe.edits and xe.edits.ask_allocate and xe.edits.socket == "gpu.intel.com-xe.sock"
     assert nvidia and nvidia.edits is None
@@ -173,16 +172,16 @@ RECORDED: dict[str, ResourceEdits] = {
 }
 
 
-def test_a_recorded_answer_comes_before_the_static_recipe() -> None:
-    recorded = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, CATALOG)
+def test_a_recorded_answer_comes_before_the_static_recipe(catalog: Catalog) -> None:
+    recorded = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, catalog)
     assert recorded and recorded.source == "allocate" and recorded.spec == {}
-    recipe = device_edits("amd.com/gpu", "0000:04:00.0", RECORDED, CATALOG)  # its answer kept nothing
+    recipe = device_edits("amd.com/gpu", "0000:04:00.0", RECORDED, catalog)  # its answer kept nothing
     assert recipe and recipe.source == "recipe" and recipe.spec == {"deviceNodes": [{"path": "/dev/kfd"}]}
-    assert device_edits("example.com/gpu", "e0", RECORDED, CATALOG) is None
+    assert device_edits("example.com/gpu", "e0", RECORDED, catalog) is None
 
 
-def test_the_spec_is_rewritten_from_the_edits_the_checkpoint_kept() -> None:
-    edits = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, CATALOG)
+def test_the_spec_is_rewritten_from_the_edits_the_checkpoint_kept(catalog: Catalog) -> None:
+    edits = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, catalog)
     assert edits is not None
     device = PreparedDevice(
         ("gpu",),
@@ -197,7 +196,7 @@ def test_the_spec_is_rewritten_from_the_edits_the_checkpoint_kept() -> None:
     assert spec and spec["devices"][0]["containerEdits"] == edits.device
 
 
-def test_devices_without_an_edit_source_are_not_published_with_a_reason() -> None:
+def test_devices_without_an_edit_source_are_not_published_with_a_reason(catalog: Catalog) -> None:
     devices = [
         InventoryDevice(resourceName=r, deviceID=i, numaNodes=[])
         for r, i in (
@@ -208,12 +207,12 @@ def test_devices_without_an_edit_source_are_not_published_with_a_reason() -> Non
             ("example.com/gpu", "e1"),
         )
     ]
-    kept, warnings = preparable(devices, CATALOG, RECORDED, lambda ids: {i: i == "nvidia.com/gpu=GPU-ok" for i in ids})
+    kept, warnings = preparable(devices, catalog, RECORDED, lambda ids: {i: i == "nvidia.com/gpu=GPU-ok" for i in ids})
     assert [d["deviceID"] for d in kept] == ["GPU-ok", "0000:04:00.0"]
     assert len(warnings) == 2
     assert warnings[0].startswith("resource example.com/gpu: 2 device(s) not published: no edit source")
     assert "EXAMPLE_VISIBLE_DEVICES" in warnings[0] and "no static recipe" in warnings[0]
     assert warnings[1].startswith("resource nvidia.com/gpu: 1 device(s) not published")
     assert "nvidia.com/gpu=GPU-missing" in warnings[1] and "NVIDIA_VISIBLE_DEVICES" in warnings[1]
-    kept, warnings = preparable(devices[:2], CATALOG, {}, None)  # no CDI directory to look in: not checked
+    kept, warnings = preparable(devices[:2], catalog, {}, None)  # no CDI directory to look in: not checked
     assert len(kept) == 2 and not warnings

@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.plan.demand import collect
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.plan.request_layout import Demand, legacy_total
@@ -18,7 +18,6 @@ from dra_bridge.translate.plan.workloads import convert_object
 from tests.translate.checks import check_limits, devices_seen
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "data" / "examples").glob("*.yaml"))
-CATALOG = load_catalog()
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
@@ -36,10 +35,10 @@ def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("api_version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_example_converts_to_objects_the_api_schemas_accept(path: Path, api_version: str) -> None:
+def test_example_converts_to_objects_the_api_schemas_accept(catalog: Catalog, path: Path, api_version: str) -> None:
     release = {"resource.k8s.io/v1": "1.34.0", "resource.k8s.io/v1beta2": "1.33.0", "resource.k8s.io/v1beta1": "1.32.0"}
     for obj in _docs(path):
-        result = convert_object(obj, CATALOG, Options(api_version=api_version))
+        result = convert_object(obj, catalog, Options(api_version=api_version))
         for out in [*result.templates, result.obj]:
             if out["kind"] == "LeaderWorkerSet":
                 continue  # a custom resource: no schema shipped
@@ -52,17 +51,19 @@ def test_example_converts_to_objects_the_api_schemas_accept(path: Path, api_vers
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_converted_containers_see_exactly_their_legacy_device_counts(path: Path) -> None:
+def test_converted_containers_see_exactly_their_legacy_device_counts(catalog: Catalog, path: Path) -> None:
     for obj in _docs(path):
-        result = convert_object(obj, CATALOG)
+        result = convert_object(obj, catalog)
         for before, after in zip(_pod_specs(obj), _pod_specs(result.obj), strict=True):
             if after == before:
                 continue
-            demands = collect(before["spec"], CATALOG, "", [])
+            demands = collect(before["spec"], catalog, "", [])
             legacy = Counter({(d.container, d.mapping.device_class): d.count for d in demands if d.count})
             assert devices_seen(after, list(result.templates)) == legacy
             # The pod holds exactly what the legacy scheduler counted, per resource.
             for resource in {d.mapping.resource_name for d in demands}:
+                mapping = catalog.lookup(resource)
+                assert mapping is not None, resource
                 ds = [
                     Demand(d.container, d.role, d.index, d.count)
                     for d in demands
@@ -72,23 +73,23 @@ def test_converted_containers_see_exactly_their_legacy_device_counts(path: Path)
                     r["exactly"]["count"]
                     for t in result.templates
                     for r in t["spec"]["spec"]["devices"]["requests"]
-                    if r["exactly"]["deviceClassName"] == CATALOG.lookup(resource).device_class
-                )  # type: ignore[union-attr]
+                    if r["exactly"]["deviceClassName"] == mapping.device_class
+                )
                 assert held == legacy_total(ds)
 
 
-def test_already_dra_workload_passes_through_unchanged() -> None:
+def test_already_dra_workload_passes_through_unchanged(catalog: Catalog) -> None:
     for obj in _docs(EXAMPLES[[p.stem for p in EXAMPLES].index("14-helm-already-dra-claim")]):
-        result = convert_object(obj, CATALOG)
+        result = convert_object(obj, catalog)
         assert result.obj == obj
         assert result.templates == ()
 
 
-def test_converting_twice_changes_nothing_more() -> None:
+def test_converting_twice_changes_nothing_more(catalog: Catalog) -> None:
     for path in EXAMPLES:
         for obj in _docs(path):
-            once = convert_object(obj, CATALOG)
-            twice = convert_object(once.obj, CATALOG)
+            once = convert_object(obj, catalog)
+            twice = convert_object(once.obj, catalog)
             assert twice.obj == once.obj, path.name
             assert twice.templates == ()
 
@@ -106,12 +107,12 @@ def _containers_in(value: Any) -> dict[int, Any]:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
-def test_converting_neither_mutates_the_input_nor_shares_objects_with_it(path: Path) -> None:
+def test_converting_neither_mutates_the_input_nor_shares_objects_with_it(catalog: Catalog, path: Path) -> None:
     """plan_pod shares untouched subtrees with its input (copy-on-write); convert's output
     must still be a document of its own (no YAML anchors, no edits leaking back)."""
     for obj in _docs(path):
         before = yaml.safe_dump(obj)
-        out = convert_object(obj, CATALOG, Options())
+        out = convert_object(obj, catalog, Options())
         assert yaml.safe_dump(obj) == before
         shared = _containers_in(obj).keys() & _containers_in(out.obj).keys()
         assert not shared, f"{path.name}: output shares {len(shared)} objects with the input"

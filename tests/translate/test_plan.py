@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.findings import Remedy
 from dra_bridge.translate.names import CONVERSION_ANNOTATION
 from dra_bridge.translate.plan.claim_templates import internal_from_template
@@ -18,7 +18,6 @@ from dra_bridge.translate.plan.request_layout import Demand, layout, legacy_tota
 from tests.factories import gpu, make_container, make_pod
 from tests.translate.checks import check_limits, devices_seen
 
-CATALOG = load_catalog()
 GPU_CLASS = "nvidia-gpu.dra-bridge.io"
 
 
@@ -64,16 +63,16 @@ def test_layout_gives_each_container_its_count_and_the_pod_the_legacy_total(
     assert all(p.count <= 32 for p in parts)
 
 
-def test_init_container_references_a_subset_of_the_app_devices() -> None:
+def test_init_container_references_a_subset_of_the_app_devices(catalog: Catalog) -> None:
     pod = make_pod([make_container("app", gpu(4))], init=[make_container("warm", gpu(1))])
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert held(plan) == 4
     assert devices_seen(plan.pod, list(plan.templates)) == {("app", GPU_CLASS): 4, ("warm", GPU_CLASS): 1}
 
 
-def test_more_than_32_devices_split_into_several_claims() -> None:
+def test_more_than_32_devices_split_into_several_claims(catalog: Catalog) -> None:
     pod = make_pod([make_container("a", gpu(20)), make_container("b", gpu(20))])
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert len(plan.templates) == 2
     assert [c["name"] for c in plan.pod["spec"]["resourceClaims"]] == ["gpu-0", "gpu-1"]
     check_limits(list(plan.templates), plan.pod)
@@ -81,8 +80,8 @@ def test_more_than_32_devices_split_into_several_claims() -> None:
 
 
 @pytest.mark.parametrize("count", [2, "2", "2.0", 2.0], ids=["int", "quoted", "zero-fraction", "float"])
-def test_counts_are_read_in_every_spelling(count: Any) -> None:
-    plan = plan_pod(make_pod([make_container("c", gpu(count), requests=gpu(count))]), CATALOG)
+def test_counts_are_read_in_every_spelling(catalog: Catalog, count: Any) -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu(count), requests=gpu(count))]), catalog)
     assert held(plan) == 2
     assert "nvidia.com/gpu" not in str(plan.pod["spec"]["containers"][0]["resources"])
 
@@ -97,22 +96,24 @@ def test_counts_are_read_in_every_spelling(count: Any) -> None:
     ],
     ids=["requests-only", "requests-differ", "fraction", "negative"],
 )
-def test_invalid_device_requests_leave_the_pod_unchanged(limits: Any, requests: Any, why: str) -> None:
+def test_invalid_device_requests_leave_the_pod_unchanged(
+    catalog: Catalog, limits: Any, requests: Any, why: str
+) -> None:
     pod = make_pod([make_container("c", limits, requests)])
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert not plan.changed and plan.pod == pod
     assert any(f.outcome == "unsupported" and why in f.reason for f in plan.findings)
 
 
-def test_prefix_names_are_not_catalog_names() -> None:
+def test_prefix_names_are_not_catalog_names(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", {"nvidia.com/gpu-10gb": 1})])
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert not plan.changed and outcomes(plan) == ["ignored"]
 
 
-def test_unknown_resources_stay_beside_converted_ones() -> None:
+def test_unknown_resources_stay_beside_converted_ones(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", {"nvidia.com/gpu": 1, "example.com/nic": 1})])
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert plan.pod["spec"]["containers"][0]["resources"]["limits"] == {"example.com/nic": 1}
     assert "ignored" in outcomes(plan) and "translated" in outcomes(plan)
 
@@ -125,18 +126,18 @@ def test_unknown_resources_stay_beside_converted_ones() -> None:
     ],
     ids=["node-name-set", "other-scheduler"],
 )
-def test_pods_that_cannot_use_dra_stay_legacy(spec: dict[str, Any], why: str) -> None:
+def test_pods_that_cannot_use_dra_stay_legacy(catalog: Catalog, spec: dict[str, Any], why: str) -> None:
     pod = make_pod([make_container("c", gpu(1))], **spec)
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert not plan.changed and plan.pod == pod
     assert any(f.outcome == "kept-legacy" and why in f.reason for f in plan.findings)
 
 
-def test_shared_gpu_counts_replicas_on_the_bridge_and_one_device_on_the_vendor_driver() -> None:
+def test_shared_gpu_counts_replicas_on_the_bridge_and_one_device_on_the_vendor_driver(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", gpu(3, "nvidia.com/gpu.shared"))])
-    bridge = plan_pod(pod, CATALOG)
+    bridge = plan_pod(pod, catalog)
     assert held(bridge) == 3 and "partial" in outcomes(bridge)
-    vendor = plan_pod(pod, CATALOG.with_target("vendor"))
+    vendor = plan_pod(pod, catalog.with_target("vendor"))
     assert held(vendor) == 1 and "partial" in outcomes(vendor)
     assert internal_from_template(vendor.templates[0])["requests"][0]["deviceClassName"] == "gpu.nvidia.com"
 
@@ -156,52 +157,52 @@ resources:
     assert plan_pod(make_pod([make_container("c", gpu(1, "example.com/shared-gpu"))]), catalog).changed
 
 
-def test_hami_slicing_is_unsupported_unless_policy_converts_to_whole_devices() -> None:
+def test_hami_slicing_is_unsupported_unless_policy_converts_to_whole_devices(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4096})])
-    assert not plan_pod(pod, CATALOG).changed
-    plan = plan_pod(pod, CATALOG, Options(hami_slicing="whole-devices"))
+    assert not plan_pod(pod, catalog).changed
+    plan = plan_pod(pod, catalog, Options(hami_slicing="whole-devices"))
     assert plan.changed
     assert "limits" not in plan.pod["spec"]["containers"][0]["resources"]
     assert any(f.outcome == "partial" and "whole devices" in f.reason for f in plan.findings)
 
 
-def test_existing_claims_are_kept_and_names_do_not_collide() -> None:
+def test_existing_claims_are_kept_and_names_do_not_collide(catalog: Catalog) -> None:
     nic = {"name": "gpu", "resourceClaimTemplateName": "nic"}
     c = make_container("c", gpu(1))
     c["resources"]["claims"] = [{"name": "gpu"}]
-    plan = plan_pod(make_pod([c], resourceClaims=[nic]), CATALOG)
+    plan = plan_pod(make_pod([c], resourceClaims=[nic]), catalog)
     names = [x["name"] for x in plan.pod["spec"]["resourceClaims"]]
     assert names[0] == "gpu" and len(set(names)) == 2
     assert plan.pod["spec"]["containers"][0]["resources"]["claims"][0] == {"name": "gpu"}
 
 
-def test_tolerations_of_the_extended_resource_plugin_are_added_once() -> None:
+def test_tolerations_of_the_extended_resource_plugin_are_added_once(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", gpu(1))])
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert plan.pod["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     pod["spec"]["tolerations"] = [{"operator": "Exists"}]
-    assert plan_pod(pod, CATALOG).pod["spec"]["tolerations"] == [{"operator": "Exists"}]
+    assert plan_pod(pod, catalog).pod["spec"]["tolerations"] == [{"operator": "Exists"}]
 
 
-def test_template_names_do_not_depend_on_the_api_version_or_the_run() -> None:
+def test_template_names_do_not_depend_on_the_api_version_or_the_run(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", gpu(2))])
     names = {
-        plan_pod(pod, CATALOG, Options(api_version=v)).templates[0]["metadata"]["name"]
+        plan_pod(pod, catalog, Options(api_version=v)).templates[0]["metadata"]["name"]
         for v in ("v1", "v1beta2", "v1beta1")
     }
     assert len(names) == 1
-    webhook = plan_pod(pod, CATALOG, Options(managed_by="dra-bridge-webhook")).templates[0]
+    webhook = plan_pod(pod, catalog, Options(managed_by="dra-bridge-webhook")).templates[0]
     assert webhook["metadata"]["name"] not in names
     assert webhook["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "dra-bridge-webhook"
 
 
-def test_generate_name_pods_convert() -> None:
+def test_generate_name_pods_convert(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", gpu(1))])
     pod["metadata"] = {"generateName": "web-", "namespace": "team-a"}
-    assert plan_pod(pod, CATALOG).changed
+    assert plan_pod(pod, catalog).changed
 
 
-def test_input_is_never_mutated() -> None:
+def test_input_is_never_mutated(catalog: Catalog) -> None:
     """plan_pod writes only to its own copies (copy-on-write): every part it changes in the
     migrated pod (resources, claims, tolerations, selectors, annotations, labels) is intact
     in the input, however often it is planned."""
@@ -224,10 +225,10 @@ def test_input_is_never_mutated() -> None:
     )
     pod["metadata"].update(labels={"app": "a"}, annotations={"keep": "me"})
     snapshot = repr(pod)
-    first = plan_pod(pod, CATALOG)
+    first = plan_pod(pod, catalog)
     assert first.changed and repr(pod) == snapshot
-    assert plan_pod(pod, CATALOG).pod == first.pod and repr(pod) == snapshot
-    assert plan_pod(pod, CATALOG, Options(api_version="resource.k8s.io/v1beta1")).changed and repr(pod) == snapshot
+    assert plan_pod(pod, catalog).pod == first.pod and repr(pod) == snapshot
+    assert plan_pod(pod, catalog, Options(api_version="resource.k8s.io/v1beta1")).changed and repr(pod) == snapshot
 
 
 counts = st.integers(min_value=0, max_value=12)
@@ -252,9 +253,9 @@ def pods(draw: st.DrawFn) -> dict[str, Any]:
 @pytest.mark.property
 @settings(max_examples=150, deadline=None)
 @given(pods())
-def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, Any]) -> None:
-    plan = plan_pod(pod, CATALOG)
-    again = plan_pod(plan.pod, CATALOG)
+def test_property_conversion_is_idempotent_and_preserves_counts(catalog: Catalog, pod: dict[str, Any]) -> None:
+    plan = plan_pod(pod, catalog)
+    again = plan_pod(plan.pod, catalog)
     assert again.pod == plan.pod and not again.changed
     if not plan.changed:
         return
@@ -267,7 +268,7 @@ def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, A
     for c in pod["spec"].get("initContainers", []) + pod["spec"]["containers"]:
         for r, n in (c.get("resources") or {}).get("limits", {}).items():
             if int(n):
-                legacy[(c["name"], CATALOG.lookup(r).device_class)] += int(n)  # type: ignore[union-attr]
+                legacy[(c["name"], catalog.lookup(r).device_class)] += int(n)  # type: ignore[union-attr]
     assert devices_seen(plan.pod, list(plan.templates)) == dict(legacy)
 
 
@@ -292,15 +293,17 @@ def test_property_conversion_is_idempotent_and_preserves_counts(pod: dict[str, A
         "selector-value-null",
     ],
 )
-def test_fields_of_the_wrong_type_leave_the_pod_unchanged_naming_the_field(field: str, value: Any) -> None:
+def test_fields_of_the_wrong_type_leave_the_pod_unchanged_naming_the_field(
+    catalog: Catalog, field: str, value: Any
+) -> None:
     pod = make_pod([make_container("c", gpu(1))], **{field: value})
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert not plan.changed and plan.pod == pod
     assert any(f.outcome == "unsupported" and f"spec.{field}" in f.path for f in plan.findings)
 
 
 @pytest.mark.parametrize("mangle", ["metadata", "resources", "containers"])
-def test_odd_containers_and_metadata_never_raise(mangle: str) -> None:
+def test_odd_containers_and_metadata_never_raise(catalog: Catalog, mangle: str) -> None:
     pod = make_pod([make_container("c", gpu(1))])
     if mangle == "metadata":
         pod["metadata"] = "foo"
@@ -308,17 +311,17 @@ def test_odd_containers_and_metadata_never_raise(mangle: str) -> None:
         pod["spec"]["containers"][0]["resources"] = "foo"
     else:
         pod["spec"]["containers"] = ["just-a-string"]
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert not plan.changed and "unsupported" in outcomes(plan)
 
 
-def test_absurd_device_counts_are_refused_without_building_them() -> None:
-    plan = plan_pod(make_pod([make_container("c", gpu("10M"))]), CATALOG)
+def test_absurd_device_counts_are_refused_without_building_them(catalog: Catalog) -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu("10M"))]), catalog)
     assert not plan.changed and any("more than 256" in f.reason for f in plan.findings)
 
 
-def test_unknown_mig_profile_is_flagged_as_needing_its_class() -> None:
-    plan = plan_pod(make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]), CATALOG)
+def test_unknown_mig_profile_is_flagged_as_needing_its_class(catalog: Catalog) -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]), catalog)
     assert plan.changed and any(
         f.remedy is Remedy.ADD_MIG_PROFILE_CLASS
         and f.remedy_subject == "9g.999gb"
@@ -327,10 +330,10 @@ def test_unknown_mig_profile_is_flagged_as_needing_its_class() -> None:
     )
 
 
-def test_garbage_conversion_annotation_is_reported() -> None:
+def test_garbage_conversion_annotation_is_reported(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", gpu(1))])
     pod["metadata"]["annotations"] = {CONVERSION_ANNOTATION: "{garbage"}
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert not plan.changed and "converted before" in plan.findings[0].reason
 
 
@@ -344,10 +347,10 @@ def test_garbage_conversion_annotation_is_reported() -> None:
     ],
     ids=["metadata-null", "labels-annotations-null", "claims-tolerations-null", "container-claims-null"],
 )
-def test_null_fields_are_treated_as_absent(edit: Any) -> None:
+def test_null_fields_are_treated_as_absent(catalog: Catalog, edit: Any) -> None:
     pod = make_pod([make_container("c", gpu(1))])
     edit(pod)
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert plan.changed
     assert plan.pod["metadata"]["labels"]["dra-bridge.io/converted"] == "true"
     assert devices_seen(plan.pod, list(plan.templates)) == {("c", GPU_CLASS): 1}
@@ -386,43 +389,43 @@ def test_null_fields_are_treated_as_absent(edit: Any) -> None:
     ],
     ids=["null-init-container", "list-name", "null-name", "null-expression", "scalar-values"],
 )
-def test_malformed_fields_are_findings_not_crashes(edit: Any, field: str) -> None:
+def test_malformed_fields_are_findings_not_crashes(catalog: Catalog, edit: Any, field: str) -> None:
     pod = make_pod([make_container("c", gpu(1))])
     edit(pod)
-    plan = plan_pod(pod, CATALOG)
+    plan = plan_pod(pod, catalog)
     assert not plan.changed
     assert any(f.outcome == "unsupported" and f.path.endswith(field) for f in plan.findings), plan.findings
 
 
 @pytest.mark.parametrize("count", [float("nan"), float("inf"), "1e9999999999", " 1"])
-def test_non_finite_or_out_of_range_counts_are_invalid(count: Any) -> None:
-    plan = plan_pod(make_pod([make_container("c", gpu(count))]), CATALOG)
+def test_non_finite_or_out_of_range_counts_are_invalid(catalog: Catalog, count: Any) -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu(count))]), catalog)
     assert not plan.changed and any("invalid quantity" in f.reason for f in plan.findings)
 
 
-def test_a_converted_pod_with_legacy_requests_again_is_a_severe_finding() -> None:
-    plan = plan_pod(make_pod([make_container("c", gpu(1))]), CATALOG)
+def test_a_converted_pod_with_legacy_requests_again_is_a_severe_finding(catalog: Catalog) -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu(1))]), catalog)
     again = plan.pod
     again["spec"]["containers"].append(make_container("late", gpu(2)))
-    second = plan_pod(again, CATALOG)
+    second = plan_pod(again, catalog)
     assert not second.changed and second.severity == 3 and "re-convert the original" in second.findings[0].reason
 
 
-def test_binary_suffixed_counts_are_counted_not_rejected_as_non_numbers() -> None:
-    plan = plan_pod(make_pod([make_container("c", gpu("1Ki"))]), CATALOG)
+def test_binary_suffixed_counts_are_counted_not_rejected_as_non_numbers(catalog: Catalog) -> None:
+    plan = plan_pod(make_pod([make_container("c", gpu("1Ki"))]), catalog)
     assert any("1024 devices" in f.legacy and "more than 256" in f.reason for f in plan.findings)
 
 
-def test_hami_slicing_finding_carries_the_remedy_that_converts_it() -> None:
-    plan = plan_pod(make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30})]), CATALOG)
+def test_hami_slicing_finding_carries_the_remedy_that_converts_it(catalog: Catalog) -> None:
+    plan = plan_pod(make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30})]), catalog)
     assert any(f.outcome == "unsupported" and f.remedy is Remedy.HAMI_WHOLE_DEVICES for f in plan.findings)
 
 
-def test_findings_name_no_front_end_setting() -> None:
+def test_findings_name_no_front_end_setting(catalog: Catalog) -> None:
     pods = [
         make_pod([make_container("c", {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30})]),
         make_pod([make_container("c", gpu(1, "nvidia.com/mig-9g.999gb"))]),
         make_pod([make_container("c", gpu(1))], schedulerName="volcano"),
     ]
-    reasons = [f.reason for pod in pods for f in plan_pod(pod, CATALOG).findings]
+    reasons = [f.reason for pod in pods for f in plan_pod(pod, catalog).findings]
     assert reasons and not [r for r in reasons if "--" in r or "policy" in r]

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import RecordError
 from dra_bridge.translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL, MANAGED_BY_WEBHOOK
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from dra_bridge.translate.plan.record import RECORD_API_VERSION, ConversionRecord, RecordedOptions
 from tests.factories import gpu, make_container, make_pod
 
-CATALOG = load_catalog()
 WEBHOOK = Options(managed_by=MANAGED_BY_WEBHOOK)
 
 
@@ -45,8 +44,8 @@ def with_record(pod: dict[str, Any], text: Any) -> dict[str, Any]:
     return pod
 
 
-def test_the_plan_writes_a_versioned_record_that_reads_back_equal() -> None:
-    plan = plan_pod(gfd_pod(), CATALOG, WEBHOOK, "team-a")
+def test_the_plan_writes_a_versioned_record_that_reads_back_equal(catalog: Catalog) -> None:
+    plan = plan_pod(gfd_pod(), catalog, WEBHOOK, "team-a")
     assert plan.record is not None and ConversionRecord.read(plan.pod) == plan.record
     doc = json.loads(plan.pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
     assert doc["apiVersion"] == RECORD_API_VERSION
@@ -61,26 +60,26 @@ def test_the_plan_writes_a_versioned_record_that_reads_back_equal() -> None:
     assert plan.pod["metadata"]["labels"][CONVERTED_LABEL] == "true"
 
 
-def test_the_plan_says_what_it_converted_without_reading_the_annotation() -> None:
+def test_the_plan_says_what_it_converted_without_reading_the_annotation(catalog: Catalog) -> None:
     pod = make_pod(
         [
             make_container("a", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000}),
             make_container("b", gpu(1, "amd.com/gpu")),
         ]
     )
-    plan = plan_pod(pod, CATALOG, Options(hami_slicing="whole-devices"))
+    plan = plan_pod(pod, catalog, Options(hami_slicing="whole-devices"))
     assert plan.converted == {"nvidia.com/gpu", "nvidia.com/gpumem", "amd.com/gpu"}
-    assert plan_pod(make_pod([make_container("c")]), CATALOG).converted == frozenset()
+    assert plan_pod(make_pod([make_container("c")]), catalog).converted == frozenset()
 
 
-def test_a_record_written_before_versions_reads_as_v1_without_options() -> None:
-    plan = plan_pod(gfd_pod(), CATALOG, WEBHOOK, "team-a")
+def test_a_record_written_before_versions_reads_as_v1_without_options(catalog: Catalog) -> None:
+    plan = plan_pod(gfd_pod(), catalog, WEBHOOK, "team-a")
     old = with_record(plan.pod, UNVERSIONED)
     record = ConversionRecord.read(old)
     assert record is not None and plan.record is not None
     assert record == ConversionRecord(plan.record.plan, plan.record.templates, plan.record.original)
     assert record.options == RecordedOptions()
-    again = plan_pod(record.revert(old), CATALOG, record.options.apply(WEBHOOK), "team-a")
+    again = plan_pod(record.revert(old), catalog, record.options.apply(WEBHOOK), "team-a")
     assert [t["metadata"]["name"] for t in again.templates] == ["dra-bridge-cfv6gkpyzgi5"]
 
 
@@ -130,8 +129,8 @@ def test_a_malformed_record_is_an_error_naming_the_pod_the_annotation_and_the_ru
     ],
     ids=["plain", "gfd-selector-and-hami-annotation", "init-and-mig"],
 )
-def test_revert_restores_the_legacy_pod(pod: dict[str, Any]) -> None:
-    plan = plan_pod(pod, CATALOG, WEBHOOK, "team-a")
+def test_revert_restores_the_legacy_pod(catalog: Catalog, pod: dict[str, Any]) -> None:
+    plan = plan_pod(pod, catalog, WEBHOOK, "team-a")
     assert plan.record is not None
     live = copy.deepcopy(plan.pod)
     live["metadata"].update(uid="u", resourceVersion="9", creationTimestamp="2026-01-01T00:00:00Z")
@@ -143,32 +142,32 @@ def test_revert_restores_the_legacy_pod(pod: dict[str, Any]) -> None:
     expected = copy.deepcopy(pod)
     expected["spec"].pop("tolerations", None)
     assert back == expected
-    assert plan_pod(plan.record.revert(live), CATALOG, WEBHOOK, "team-a").pod == plan.pod
+    assert plan_pod(plan.record.revert(live), catalog, WEBHOOK, "team-a").pod == plan.pod
 
 
-def test_recorded_options_replay_the_conversion() -> None:
+def test_recorded_options_replay_the_conversion(catalog: Catalog) -> None:
     pod = make_pod([make_container("main", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4000})], schedulerName="volcano")
     used = Options(managed_by=MANAGED_BY_WEBHOOK, hami_slicing="whole-devices", dra_schedulers=("volcano",))
-    vendor = CATALOG.with_target("vendor")
+    vendor = catalog.with_target("vendor")
     plan = plan_pod(pod, vendor, used, "team-a")
     assert plan.record is not None
-    assert not plan_pod(plan.record.revert(plan.pod), CATALOG, WEBHOOK, "team-a").changed  # the defaults: nothing
+    assert not plan_pod(plan.record.revert(plan.pod), catalog, WEBHOOK, "team-a").changed  # the defaults: nothing
     options = plan.record.options
-    again = plan_pod(plan.record.revert(plan.pod), options.aim(CATALOG), options.apply(WEBHOOK), "team-a")
+    again = plan_pod(plan.record.revert(plan.pod), options.aim(catalog), options.apply(WEBHOOK), "team-a")
     assert again.templates == plan.templates and again.pod == plan.pod
 
 
-def test_the_record_keeps_fail_requests_greater_than_one_so_a_re_plan_converts_again() -> None:
+def test_the_record_keeps_fail_requests_greater_than_one_so_a_re_plan_converts_again(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", gpu(2, "nvidia.com/gpu.shared"))])
-    plan = plan_pod(pod, CATALOG, WEBHOOK)
+    plan = plan_pod(pod, catalog, WEBHOOK)
     assert plan.record is not None
     doc = json.loads(plan.pod["metadata"]["annotations"][CONVERSION_ANNOTATION])
     assert doc["options"]["failRequestsGreaterThanOne"] is False
     record = ConversionRecord.read(plan.pod)
     assert record is not None and record.options.fail_requests_greater_than_one is False
     strict = Options(managed_by=MANAGED_BY_WEBHOOK, fail_requests_greater_than_one=True)
-    assert not plan_pod(pod, CATALOG, strict).changed
-    again = plan_pod(record.revert(plan.pod), CATALOG, record.options.apply(strict))
+    assert not plan_pod(pod, catalog, strict).changed
+    again = plan_pod(record.revert(plan.pod), catalog, record.options.apply(strict))
     assert again.templates == plan.templates
     with pytest.raises(RecordError, match=r"options\.failRequestsGreaterThanOne must be"):
         ConversionRecord.parse('{"plan":"x","templates":["t"],"options":{"failRequestsGreaterThanOne":"yes"}}')

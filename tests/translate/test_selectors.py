@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.cel import compile_selector
 from dra_bridge.translate.plan.gfd_selectors import Requirement, Untranslatable, selector_for
 from dra_bridge.translate.plan.placement import place
 
-CATALOG = load_catalog()
 NV = "gpu.nvidia.com"
 
 
@@ -107,9 +106,9 @@ CASES = [
 
 @pytest.mark.parametrize(("key", "op", "values", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_gfd_requirement_selects_the_right_devices_and_never_errors(
-    key: str, op: str, values: list[str], expected: set[str]
+    catalog: Catalog, key: str, op: str, values: list[str], expected: set[str]
 ) -> None:
-    expr = selector_for(Requirement(key, op, tuple(values)), 34, CATALOG.aliases)
+    expr = selector_for(Requirement(key, op, tuple(values)), 34, catalog.aliases)
     assert expr is not None
     assert matching(expr) == expected
 
@@ -124,30 +123,30 @@ def test_gfd_requirement_selects_the_right_devices_and_never_errors(
         "nvidia.com/mig.capable",
     ],
 )
-def test_labels_without_device_meaning_give_no_selector(key: str) -> None:
-    assert selector_for(Requirement(key, "In", ("x",)), 34, CATALOG.aliases) is None
+def test_labels_without_device_meaning_give_no_selector(catalog: Catalog, key: str) -> None:
+    assert selector_for(Requirement(key, "In", ("x",)), 34, catalog.aliases) is None
 
 
-def test_version_selectors_are_unsupported_before_kubernetes_1_34() -> None:
+def test_version_selectors_are_unsupported_before_kubernetes_1_34(catalog: Catalog) -> None:
     with pytest.raises(Untranslatable, match="semver"):
-        selector_for(Requirement("nvidia.com/cuda.driver-version.full", "In", ("550.1.2",)), 33, CATALOG.aliases)
+        selector_for(Requirement("nvidia.com/cuda.driver-version.full", "In", ("550.1.2",)), 33, catalog.aliases)
 
 
-def test_invalid_mig_product_is_untranslatable() -> None:
+def test_invalid_mig_product_is_untranslatable(catalog: Catalog) -> None:
     with pytest.raises(Untranslatable, match="invalid"):
-        selector_for(Requirement("nvidia.com/gpu.product", "In", ("NVIDIA-A100-MIG-INVALID",)), 34, CATALOG.aliases)
+        selector_for(Requirement("nvidia.com/gpu.product", "In", ("NVIDIA-A100-MIG-INVALID",)), 34, catalog.aliases)
 
 
-def test_hami_gputype_is_a_case_insensitive_substring_of_the_product() -> None:
-    placed = place({}, {"nvidia.com/use-gputype": "a100,V100"}, "", 34, CATALOG.aliases)
+def test_hami_gputype_is_a_case_insensitive_substring_of_the_product(catalog: Catalog) -> None:
+    placed = place({}, {"nvidia.com/use-gputype": "a100,V100"}, "", 34, catalog.aliases)
     assert matching(placed.selectors[0]) == {"a100", "mig"}
-    placed = place({}, {"nvidia.com/nouse-gputype": "A100"}, "", 34, CATALOG.aliases)
+    placed = place({}, {"nvidia.com/nouse-gputype": "A100"}, "", 34, catalog.aliases)
     assert matching(placed.selectors[0]) == {"t4-labels", "bare", "odd-types"}
-    placed = place({}, {"nvidia.com/use-gpuuuid": "GPU-bbbb"}, "", 34, CATALOG.aliases)
+    placed = place({}, {"nvidia.com/use-gpuuuid": "GPU-bbbb"}, "", 34, catalog.aliases)
     assert matching(placed.selectors[0]) == {"t4-labels"}
 
 
-def test_affinity_terms_with_equal_non_gpu_parts_collapse_into_one_or_selector() -> None:
+def test_affinity_terms_with_equal_non_gpu_parts_collapse_into_one_or_selector(catalog: Catalog) -> None:
     host = {"key": "pool", "operator": "In", "values": ["gpu"]}
     terms = [
         {"matchExpressions": [host, {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["Tesla-T4"]}]},
@@ -156,7 +155,7 @@ def test_affinity_terms_with_equal_non_gpu_parts_collapse_into_one_or_selector()
     spec = {
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     }
-    placed = place(spec, {}, "", 34, CATALOG.aliases)
+    placed = place(spec, {}, "", 34, catalog.aliases)
     assert matching(placed.selectors[0]) == {"a100", "t4-labels"}
     assert placed.affinity == {
         "nodeAffinity": {
@@ -165,7 +164,7 @@ def test_affinity_terms_with_equal_non_gpu_parts_collapse_into_one_or_selector()
     }
 
 
-def test_affinity_terms_that_differ_outside_gpu_labels_are_kept_with_a_finding() -> None:
+def test_affinity_terms_that_differ_outside_gpu_labels_are_kept_with_a_finding(catalog: Catalog) -> None:
     terms = [
         {
             "matchExpressions": [
@@ -178,13 +177,13 @@ def test_affinity_terms_that_differ_outside_gpu_labels_are_kept_with_a_finding()
     spec = {
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     }
-    placed = place(spec, {}, "", 34, CATALOG.aliases)
+    placed = place(spec, {}, "", 34, catalog.aliases)
     assert placed.selectors == []
     assert placed.affinity == spec["affinity"]
     assert any(f.outcome == "partial" and "OR-ed" in f.reason for f in placed.findings)
 
 
-def test_single_term_loses_only_its_gpu_expressions() -> None:
+def test_single_term_loses_only_its_gpu_expressions(catalog: Catalog) -> None:
     spec = {
         "affinity": {
             "nodeAffinity": {
@@ -200,22 +199,59 @@ def test_single_term_loses_only_its_gpu_expressions() -> None:
             }
         }
     }
-    placed = place(spec, {}, "", 34, CATALOG.aliases)
+    placed = place(spec, {}, "", 34, catalog.aliases)
     assert placed.affinity is None
     assert matching(placed.selectors[0]) == {"t4-labels"}
 
 
-@pytest.mark.parametrize("name", sorted({c["metadata"]["name"] for c in CATALOG.device_classes()})[:12])
-def test_device_class_selectors_compile_and_survive_odd_devices(name: str) -> None:
-    cls = next(c for c in CATALOG.device_classes() if c["metadata"]["name"] == name)
-    sel = compile_selector(cls["spec"]["selectors"][0]["cel"]["expression"])
-    for dev in DEVICES.values():
-        sel.matches(dev, NV)
-        sel.matches(dev, "dra-bridge.io")
+BRIDGE = "dra-bridge.io"
+NVIDIA_GPU_CLASSES = {"nvidia-gpu.dra-bridge.io", "nvidia-gpu-shared.dra-bridge.io"}
+MIG_1G_5GB_CLASSES = {"nvidia-mig-1g.5gb.dra-bridge.io", "nvidia-mig-1g.5gb-shared.dra-bridge.io"}
 
 
-def test_our_gpu_class_selects_bridge_devices_by_resource_name_and_vendor_devices_by_type() -> None:
-    expr = CATALOG.lookup("nvidia.com/gpu").class_selector  # type: ignore[union-attr]
+def bridge_device(**attributes: dict[str, Any]) -> dict[str, Any]:
+    return {"name": "bridge-0", "attributes": attributes, "capacity": {}}
+
+
+#: Devices, the driver that publishes each, and the DeviceClasses each must match: every other
+#: class must not match it, and no class may fail on it (a CEL runtime error is SelectorError).
+ODD_DEVICES: dict[str, tuple[dict[str, Any], str, set[str]]] = {
+    "vendor-gpu": (A100, NV, NVIDIA_GPU_CLASSES),
+    "vendor-gpu-label-values": (T4_FROM_LABELS, NV, NVIDIA_GPU_CLASSES),
+    "vendor-mig": (MIG, NV, MIG_1G_5GB_CLASSES),
+    "vendor-without-attributes": (BARE, NV, set()),
+    "vendor-wrong-types": (ODD_TYPES, NV, set()),
+    "bridge-without-attributes": (BARE, BRIDGE, set()),
+    "bridge-with-only-vendor-attributes": (A100, BRIDGE, set()),
+    "bridge-gpu": (bridge_device(resourceName={"string": "nvidia.com/gpu"}), BRIDGE, {"nvidia-gpu.dra-bridge.io"}),
+    "bridge-resource-name-an-int": (bridge_device(resourceName={"int": 3}), BRIDGE, set()),
+    "bridge-without-resource-name": (bridge_device(deviceID={"string": "GPU-x"}), BRIDGE, set()),
+    "bridge-gpu-vendor-type-an-int": (
+        bridge_device(resourceName={"string": "nvidia.com/gpu"}, **{f"{NV}/type": {"int": 1}}),
+        BRIDGE,
+        {"nvidia-gpu.dra-bridge.io"},
+    ),
+    "another-driver": (OTHER_DRIVER, "nic.example.com", set()),
+}
+
+
+def test_device_class_selectors_compile_and_survive_odd_devices(catalog: Catalog) -> None:
+    classes = {c["metadata"]["name"]: c for c in catalog.device_classes()}
+    assert set().union(*(want for _, _, want in ODD_DEVICES.values())) <= set(classes)
+    wrong = []
+    for name, cls in sorted(classes.items()):
+        selectors = [compile_selector(s["cel"]["expression"]) for s in cls["spec"]["selectors"]]
+        assert selectors, name
+        for label, (device, driver, want) in ODD_DEVICES.items():
+            matched = all(sel.matches(device, driver) for sel in selectors)
+            if matched != (name in want):
+                wrong.append(f"{name} on {label}: {matched}, expected {name in want}")
+    assert wrong == []
+    assert len(classes) == len(catalog.device_classes())  # unique names: no class left out
+
+
+def test_our_gpu_class_selects_bridge_devices_by_resource_name_and_vendor_devices_by_type(catalog: Catalog) -> None:
+    expr = catalog.lookup("nvidia.com/gpu").class_selector  # type: ignore[union-attr]
     sel = compile_selector(expr)
     bridge_gpu = {"name": "g", "attributes": {"resourceName": {"string": "nvidia.com/gpu"}}, "capacity": {}}
     bridge_shared = {"name": "s", "attributes": {"resourceName": {"string": "nvidia.com/gpu.shared"}}, "capacity": {}}

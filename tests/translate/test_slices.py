@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.dns_names import is_dns_label, is_dns_subdomain
 from dra_bridge.translate.errors import InventoryError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
@@ -16,7 +17,6 @@ from dra_bridge.translate.inventory.device_facts import NvmlFacts, vendor_profil
 from dra_bridge.translate.inventory.pool import internal_form, pool_slices, render_slice, slice_name
 from dra_bridge.translate.inventory.slices import build_slices, device_uuids
 
-CATALOG = load_catalog()
 A100_LABELS = {
     "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
     "nvidia.com/gpu.family": "ampere",
@@ -42,11 +42,20 @@ L4_LABELS = {
 }
 
 
-def make_entry(resource: str, device_id: str, numa: int | None = 0) -> dict[str, Any]:
-    """One AllocatableResourcesResponse entry in the protobuf JSON mapping (ID 0 omitted)."""
-    entry: dict[str, Any] = {"resourceName": resource, "deviceIds": [device_id]}
-    if numa is not None:
-        entry["topology"] = {"nodes": [{"ID": str(numa)} if numa else {}]}
+Entry = Callable[..., dict[str, Any]]
+OnlyDevice = Callable[..., dict[str, Any]]
+
+
+@pytest.fixture
+def make_entry() -> Entry:
+    """Makes one AllocatableResourcesResponse entry in the protobuf JSON mapping (ID 0 omitted)."""
+
+    def entry(resource: str, device_id: str, numa: int | None = 0) -> dict[str, Any]:
+        out: dict[str, Any] = {"resourceName": resource, "deviceIds": [device_id]}
+        if numa is not None:
+            out["topology"] = {"nodes": [{"ID": str(numa)} if numa else {}]}
+        return out
+
     return entry
 
 
@@ -54,13 +63,18 @@ def make_inventory(*items: tuple[str, str, list[int]]) -> list[InventoryDevice]:
     return [InventoryDevice(resourceName=r, deviceID=d, numaNodes=n) for r, d, n in items]
 
 
-def only_device(
-    inventory: list[InventoryDevice], labels: dict[str, str] | None = None, nvml: dict[str, NvmlFacts] | None = None
-) -> dict[str, Any]:
-    build = build_slices("node-a", inventory, CATALOG, labels, nvml)
-    devices = build.slices[0]["spec"]["devices"]
-    assert len(devices) == 1
-    return dict(devices[0])
+@pytest.fixture
+def only_device(catalog: Catalog) -> OnlyDevice:
+    """Builds the slices of one inventory (shipped catalog) and returns its one device."""
+
+    def build(
+        inventory: list[InventoryDevice], labels: dict[str, str] | None = None, nvml: dict[str, NvmlFacts] | None = None
+    ) -> dict[str, Any]:
+        devices = build_slices("node-a", inventory, catalog, labels, nvml).slices[0]["spec"]["devices"]
+        assert len(devices) == 1
+        return dict(devices[0])
+
+    return build
 
 
 def attr(device: dict[str, Any], name: str) -> Any:
@@ -70,7 +84,7 @@ def attr(device: dict[str, Any], name: str) -> Any:
 # --- grouping ---------------------------------------------------------------------------
 
 
-def test_numa_duplicates_are_grouped_into_one_device_with_both_nodes() -> None:
+def test_numa_duplicates_are_grouped_into_one_device_with_both_nodes(make_entry: Entry) -> None:
     response = {
         "devices": [
             make_entry("nvidia.com/gpu", "GPU-a", 0),
@@ -92,7 +106,7 @@ def test_proto_field_names_and_numeric_ids_are_accepted() -> None:
     assert group_allocatable(response) == make_inventory(("amd.com/gpu", "0000:03:00.0", [3]))
 
 
-def test_replicas_sort_numerically() -> None:
+def test_replicas_sort_numerically(make_entry: Entry) -> None:
     response = {"devices": [make_entry("nvidia.com/gpu.shared", f"GPU-a::{n}") for n in (10, 2, 0)]}
     assert [d["deviceID"] for d in group_allocatable(response)] == ["GPU-a::0", "GPU-a::2", "GPU-a::10"]
 
@@ -168,7 +182,7 @@ def test_attribute_rules(name: str, value: Any, ok: bool) -> None:
     assert (check_attribute(name, value) is None) == ok
 
 
-def test_full_gpu_from_labels_carries_the_vendor_attributes() -> None:
+def test_full_gpu_from_labels_carries_the_vendor_attributes(only_device: OnlyDevice) -> None:
     dev = only_device(make_inventory(("nvidia.com/gpu", "GPU-a", [1])), A100_LABELS)
     assert attr(dev, "gpu.nvidia.com/type") == {"string": "gpu"}
     assert attr(dev, "gpu.nvidia.com/uuid") == {"string": "GPU-a"}
@@ -185,7 +199,7 @@ def test_full_gpu_from_labels_carries_the_vendor_attributes() -> None:
     assert attr(dev, "dra-bridge.io/source") == {"string": "labels"}
 
 
-def test_split_version_labels_and_ada_architecture() -> None:
+def test_split_version_labels_and_ada_architecture(only_device: OnlyDevice) -> None:
     dev = only_device(make_inventory(("nvidia.com/gpu", "GPU-l4", [])), L4_LABELS)
     assert attr(dev, "gpu.nvidia.com/architecture") == {"string": "Ada Lovelace"}
     assert attr(dev, "gpu.nvidia.com/productName") == {"string": "NVIDIA-L4"}
@@ -194,7 +208,7 @@ def test_split_version_labels_and_ada_architecture() -> None:
     assert "resource.kubernetes.io/numaNode" not in dev["attributes"]
 
 
-def test_nvml_facts_win_over_labels() -> None:
+def test_nvml_facts_win_over_labels(only_device: OnlyDevice) -> None:
     facts: NvmlFacts = {
         "productName": "NVIDIA A100-SXM4-40GB",
         "architecture": "Ampere",
@@ -230,7 +244,7 @@ def test_nvml_facts_win_over_labels() -> None:
     ids=["mixed", "mixed-me", "single-strategy"],
 )
 def test_mig_devices_carry_type_profile_and_memory(
-    resource: str, device_id: str, labels: dict[str, str], profile: str, memory: str
+    only_device: OnlyDevice, resource: str, device_id: str, labels: dict[str, str], profile: str, memory: str
 ) -> None:
     dev = only_device(make_inventory((resource, device_id, [0])), labels)
     assert attr(dev, "gpu.nvidia.com/type") == {"string": "mig"}
@@ -239,15 +253,15 @@ def test_mig_devices_carry_type_profile_and_memory(
     assert dev["capacity"]["gpu.nvidia.com/memory"] == {"value": memory}
 
 
-def test_mig_parent_uuid_comes_from_nvml() -> None:
+def test_mig_parent_uuid_comes_from_nvml(only_device: OnlyDevice) -> None:
     facts: NvmlFacts = {"migProfile": "1g.5gb", "parentUUID": "GPU-p", "memoryBytes": 4864 << 20}
     dev = only_device(make_inventory(("nvidia.com/mig-1g.5gb", "MIG-1", [])), None, {"MIG-1": facts})
     assert attr(dev, "gpu.nvidia.com/parentUUID") == {"string": "GPU-p"}
 
 
-def test_time_slicing_replicas_become_one_device_each_with_the_gpu_uuid() -> None:
+def test_time_slicing_replicas_become_one_device_each_with_the_gpu_uuid(catalog: Catalog) -> None:
     inv = make_inventory(*[("nvidia.com/gpu.shared", f"GPU-a::{n}", [0]) for n in range(4)])
-    build = build_slices("node-a", inv, CATALOG, L4_LABELS)
+    build = build_slices("node-a", inv, catalog, L4_LABELS)
     devices = build.slices[0]["spec"]["devices"]
     assert len(devices) == 4
     assert {d["attributes"]["gpu.nvidia.com/uuid"]["string"] for d in devices} == {"GPU-a"}
@@ -255,32 +269,32 @@ def test_time_slicing_replicas_become_one_device_each_with_the_gpu_uuid() -> Non
     assert len({d["name"] for d in devices}) == 4
 
 
-def test_unknown_and_slicing_resources_are_left_out_with_a_warning() -> None:
+def test_unknown_and_slicing_resources_are_left_out_with_a_warning(catalog: Catalog) -> None:
     inv = make_inventory(("example.com/fpga", "f0", []), ("nvidia.com/gpumem", "m0", []), ("amd.com/gpu", "a0", []))
-    build = build_slices("node-a", inv, CATALOG)
+    build = build_slices("node-a", inv, catalog)
     assert [d["attributes"]["dra-bridge.io/deviceID"]["string"] for d in build.slices[0]["spec"]["devices"]] == ["a0"]
     assert any("example.com/fpga" in w for w in build.warnings)
     assert any("nvidia.com/gpumem" in w for w in build.warnings)
 
 
-def test_non_nvidia_devices_have_only_bridge_attributes_and_their_numa_node() -> None:
+def test_non_nvidia_devices_have_only_bridge_attributes_and_their_numa_node(only_device: OnlyDevice) -> None:
     dev = only_device(make_inventory(("amd.com/gpu", "0000:03:00.0", [0])))
     assert all(k.startswith("dra-bridge.io/") for k in dev["attributes"] if k != "resource.kubernetes.io/numaNode")
     assert attr(dev, "resource.kubernetes.io/numaNode") == {"int": 0}
     assert attr(dev, "dra-bridge.io/source") == {"string": "kubelet"}
 
 
-def test_overlong_optional_value_is_left_out_with_a_warning() -> None:
+def test_overlong_optional_value_is_left_out_with_a_warning(catalog: Catalog) -> None:
     labels = dict(A100_LABELS, **{"nvidia.com/gpu.product": "X" * 80})
-    build = build_slices("node-a", make_inventory(("nvidia.com/gpu", "GPU-a", [])), CATALOG, labels)
+    build = build_slices("node-a", make_inventory(("nvidia.com/gpu", "GPU-a", [])), catalog, labels)
     dev = build.slices[0]["spec"]["devices"][0]
     assert "gpu.nvidia.com/productName" not in dev["attributes"]
     assert any("productName" in w for w in build.warnings)
 
 
-def test_overlong_device_id_is_an_error() -> None:
+def test_overlong_device_id_is_an_error(catalog: Catalog) -> None:
     with pytest.raises(InventoryError, match="deviceID"):
-        build_slices("node-a", make_inventory(("nvidia.com/gpu", "G" * 70, [])), CATALOG)
+        build_slices("node-a", make_inventory(("nvidia.com/gpu", "G" * 70, [])), catalog)
 
 
 def test_attribute_count_limit_is_enforced() -> None:
@@ -296,9 +310,9 @@ def test_attribute_count_limit_is_enforced() -> None:
 # --- pool, names, split, versions -----------------------------------------------------------
 
 
-def test_more_than_128_devices_split_into_several_slices_of_one_pool() -> None:
+def test_more_than_128_devices_split_into_several_slices_of_one_pool(catalog: Catalog) -> None:
     inv = make_inventory(*[("nvidia.com/gpu.shared", f"GPU-{g}::{n}", [0]) for g in range(3) for n in range(100)])
-    slices = build_slices("node-a", inv, CATALOG, L4_LABELS, generation=4).slices
+    slices = build_slices("node-a", inv, catalog, L4_LABELS, generation=4).slices
     assert [len(s["spec"]["devices"]) for s in slices] == [128, 128, 44]
     assert {s["spec"]["pool"]["resourceSliceCount"] for s in slices} == {3}
     assert {s["spec"]["pool"]["name"] for s in slices} == {"node-a"}
@@ -306,28 +320,28 @@ def test_more_than_128_devices_split_into_several_slices_of_one_pool() -> None:
     assert [s["metadata"]["name"] for s in slices] == [f"node-a-dra-bridge-io-{i}" for i in range(3)]
 
 
-def test_empty_inventory_is_one_empty_slice_with_node_name_and_no_all_nodes() -> None:
-    (only,) = build_slices("node-a", [], CATALOG).slices
+def test_empty_inventory_is_one_empty_slice_with_node_name_and_no_all_nodes(catalog: Catalog) -> None:
+    (only,) = build_slices("node-a", [], catalog).slices
     assert only["spec"]["devices"] == []
     assert only["spec"]["nodeName"] == "node-a"
     assert "allNodes" not in only["spec"]
 
 
-def test_output_is_deterministic_and_device_names_are_stable_when_others_leave() -> None:
+def test_output_is_deterministic_and_device_names_are_stable_when_others_leave(catalog: Catalog) -> None:
     inv = make_inventory(("nvidia.com/gpu", "GPU-a", [0]), ("nvidia.com/gpu", "GPU-b", [1]))
-    first = build_slices("node-a", inv, CATALOG, A100_LABELS).slices
-    assert first == build_slices("node-a", list(reversed(inv)), CATALOG, A100_LABELS).slices
+    first = build_slices("node-a", inv, catalog, A100_LABELS).slices
+    assert first == build_slices("node-a", list(reversed(inv)), catalog, A100_LABELS).slices
     names = {d["attributes"]["dra-bridge.io/deviceID"]["string"]: d["name"] for d in first[0]["spec"]["devices"]}
-    after = build_slices("node-a", inv[1:], CATALOG, A100_LABELS).slices[0]["spec"]["devices"]
+    after = build_slices("node-a", inv[1:], catalog, A100_LABELS).slices[0]["spec"]["devices"]
     assert after[0]["name"] == names["GPU-b"]
     assert all(is_dns_label(n) for n in names.values())
 
 
-def test_inputs_are_not_mutated() -> None:
+def test_inputs_are_not_mutated(catalog: Catalog) -> None:
     inv = make_inventory(("nvidia.com/gpu", "GPU-a", [1, 0]))
     labels = dict(A100_LABELS)
     before = (copy.deepcopy(inv), dict(labels))
-    build_slices("node-a", inv, CATALOG, labels)
+    build_slices("node-a", inv, catalog, labels)
     assert (inv, labels) == before
 
 
@@ -338,13 +352,13 @@ def test_long_node_names_give_valid_distinct_slice_names() -> None:
 
 
 @pytest.mark.parametrize("node", ["", "Node_A"], ids=["empty", "invalid"])
-def test_invalid_node_name_is_refused(node: str) -> None:
+def test_invalid_node_name_is_refused(catalog: Catalog, node: str) -> None:
     with pytest.raises(InventoryError, match="node name"):
-        build_slices(node, [], CATALOG)
+        build_slices(node, [], catalog)
 
 
-def test_v1beta1_wraps_device_fields_in_basic_and_round_trips() -> None:
-    internal = build_slices("node-a", make_inventory(("nvidia.com/gpu", "GPU-a", [0])), CATALOG, A100_LABELS).slices[0]
+def test_v1beta1_wraps_device_fields_in_basic_and_round_trips(catalog: Catalog) -> None:
+    internal = build_slices("node-a", make_inventory(("nvidia.com/gpu", "GPU-a", [0])), catalog, A100_LABELS).slices[0]
     beta1 = render_slice(internal, "resource.k8s.io/v1beta1")
     device = beta1["spec"]["devices"][0]
     assert set(device) == {"name", "basic"}
@@ -353,8 +367,8 @@ def test_v1beta1_wraps_device_fields_in_basic_and_round_trips() -> None:
 
 
 @pytest.mark.parametrize("version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta2"])
-def test_v1_and_v1beta2_have_devices_flat(version: str) -> None:
-    internal = build_slices("node-a", make_inventory(("nvidia.com/gpu", "GPU-a", [0])), CATALOG).slices[0]
+def test_v1_and_v1beta2_have_devices_flat(catalog: Catalog, version: str) -> None:
+    internal = build_slices("node-a", make_inventory(("nvidia.com/gpu", "GPU-a", [0])), catalog).slices[0]
     rendered = render_slice(internal, version)
     assert rendered["apiVersion"] == version and rendered["kind"] == "ResourceSlice"
     assert "attributes" in rendered["spec"]["devices"][0]
@@ -365,8 +379,8 @@ def test_unknown_api_version_is_refused() -> None:
         render_slice({}, "resource.k8s.io/v2")
 
 
-def test_device_uuids_reads_any_version() -> None:
-    internal = build_slices("node-a", make_inventory(("nvidia.com/gpu", "GPU-a", [0])), CATALOG).slices[0]
+def test_device_uuids_reads_any_version(catalog: Catalog) -> None:
+    internal = build_slices("node-a", make_inventory(("nvidia.com/gpu", "GPU-a", [0])), catalog).slices[0]
     assert device_uuids(render_slice(internal, "resource.k8s.io/v1beta1")["spec"]) == {"GPU-a"}
     assert device_uuids({"devices": [{"name": "x", "attributes": {"uuid": {"string": "GPU-z"}}}]}) == {"GPU-z"}
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import pytest
 
+from dra_bridge.translate.catalog import Catalog
 from tests.topology_scenarios import CASES, TopologyCase, engine_placement
 
 NODE = "numa"
 
 
-def _ids(case: TopologyCase, names: tuple[str, ...]) -> list[str]:
+def _ids(catalog: Catalog, case: TopologyCase, names: tuple[str, ...]) -> list[str]:
     by_name = {
         d["name"]: d["attributes"]["dra-bridge.io/deviceID"]["string"]
-        for s in case.node.slices(NODE)
+        for s in case.node.slices(catalog, NODE)
         for d in s["spec"]["devices"]
     }
     return [by_name[n] for n in names]
@@ -41,9 +42,9 @@ def test_every_case_has_expected_devices() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_the_engine_gives_the_real_schedulers_outcome(case: TopologyCase) -> None:
-    placement = engine_placement(case, NODE)
+def test_the_engine_gives_the_real_schedulers_outcome(catalog: Catalog, case: TopologyCase) -> None:
+    placement = engine_placement(case, catalog, NODE)
     assert placement.outcome == case.outcome, placement.reason
-    assert _ids(case, placement.devices) == DEVICES[case.id]
+    assert _ids(catalog, case, placement.devices) == DEVICES[case.id]
     if case.outcome == "unschedulable":
         assert "cannot allocate all claims" in placement.reason

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from dra_bridge.webhook.errors import TemplateError
 from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.review import AdmissionResponse, AdmissionReview
 from dra_bridge.webhook.runtime import Runtime
 from dra_bridge.webhook.server import make_app
 
@@ -125,3 +126,10 @@ current-context: x
 
 def body(review: Any) -> bytes:
     return json.dumps(review).encode()
+
+
+def response_of(answer: AdmissionReview | dict[str, str]) -> AdmissionResponse:
+    """The AdmissionResponse in an :meth:`Admitter.handle` answer; fails on an error body."""
+    response = answer.get("response")
+    assert isinstance(response, dict), answer
+    return response

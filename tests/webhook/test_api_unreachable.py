@@ -11,7 +11,6 @@ import logging
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
@@ -20,10 +19,11 @@ from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import Client
 from dra_bridge.webhook.errors import TemplateError
 from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.review import AdmissionResponse
 from dra_bridge.webhook.runtime import Runtime, watch_policy
 from dra_bridge.webhook.templates import KubeTemplateEnsurer
 from tests.factories import make_pod
-from tests.webhook.conftest import body, make_admission_review
+from tests.webhook.conftest import body, make_admission_review, response_of
 from tests.webhook.test_templates import template
 
 
@@ -75,9 +75,10 @@ def runtime_with(tmp_path: Path, on_error: str) -> Runtime:
     return Runtime("resource.k8s.io/v1", policy=watch_policy(path), require_tls=False)
 
 
-async def admit(api: ApiServer, runtime: Runtime) -> tuple[int, dict[str, Any]]:
+async def admit(api: ApiServer, runtime: Runtime) -> tuple[int, AdmissionResponse]:
     admitter = Admitter(runtime.context, KubeTemplateEnsurer(api, "resource.k8s.io/v1", deadline=5.0), runtime.metrics)
-    return await admitter.handle(body(make_admission_review(make_pod())), "enforce")
+    status, answer = await admitter.handle(body(make_admission_review(make_pod())), "enforce")
+    return status, response_of(answer)
 
 
 def assert_one_warning_without_traceback(caplog: pytest.LogCaptureFixture) -> None:
@@ -91,8 +92,7 @@ async def test_on_error_deny_refuses_the_pod_when_the_api_server_is_unreachable(
     api: ApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = runtime_with(tmp_path, "deny")
-    status, answer = await admit(api, runtime)
-    resp = answer["response"]
+    status, resp = await admit(api, runtime)
     assert status == 200 and resp["allowed"] is False and "patch" not in resp
     assert resp["status"]["code"] == 403 and "cannot reach the API server" in resp["status"]["message"]
     metrics = runtime.metrics.render().decode()
@@ -106,8 +106,7 @@ async def test_on_error_admit_unchanged_warns_when_the_api_server_is_unreachable
     api: ApiServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = runtime_with(tmp_path, "admit-unchanged")
-    status, answer = await admit(api, runtime)
-    resp = answer["response"]
+    status, resp = await admit(api, runtime)
     assert status == 200 and resp["allowed"] is True and "patch" not in resp
     assert any("could not be ensured" in w and "cannot reach the API server" in w for w in resp["warnings"])
     assert not any("internal error" in w for w in resp["warnings"])

@@ -71,7 +71,8 @@ def test_missing_certificate_fails_at_startup_naming_the_file(tmp_path: Path) ->
         TlsReloader(tmp_path / "tls.crt", tmp_path / "tls.key")
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+# The test's client offers TLS 1.1 on purpose: the ssl module warns that the version is deprecated.
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
 async def test_tls_1_1_clients_are_refused(served: Served, pairs: tuple[CertPaths, CertPaths]) -> None:
     ctx = client_ctx(pairs[0].ca_cert)
     ctx.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
