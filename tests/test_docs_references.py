@@ -125,7 +125,7 @@ def test_every_cited_decision_exists_in_docs_design() -> None:
 def test_decisions_are_numbered_in_order_each_with_a_reason_and_an_upstream_url() -> None:
     text = _text(DESIGN)
     sections = re.split(r"^(?=## D\d+\. )", text, flags=re.MULTILINE)[1:]
-    ids = [HEADING.match(section).group(1) for section in sections if HEADING.match(section)]
+    ids = [m.group(1) for m in map(HEADING.match, sections) if m]
     assert ids == [f"D{n}" for n in range(1, len(ids) + 1)]
     assert len(ids) >= 11
     for section in sections:
