@@ -418,8 +418,8 @@ class Agent:
         report.recorded = len(self.recorded.devices)
         self.metrics.dra_mode.set(1 if report.mode == "dra" else 0)
         self.metrics.publishing.set(1 if report.publishing else 0)
-        for op in ("creates", "updates", "deletes"):
-            self.metrics.slice_writes.labels(op=op).set(getattr(self.publisher.stats, op))
+        stats = self.publisher.stats
+        self.metrics.count_slice_writes({"creates": stats.creates, "updates": stats.updates, "deletes": stats.deletes})
         self.health.last_tick = self.clock()
         self.report = report
         return report
