@@ -56,14 +56,14 @@ from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_al
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.inventory.slices import build_devices, device_uuids
-from dra_bridge.translate.names import NODE_MODE_LABEL
+from dra_bridge.translate.names import GFD_PREFIX, NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 
 CONDITION_TYPE = "DRABridgePreparedClaims"
 EVENT_NAMESPACE = "default"
 COMPONENT = "dra-bridge"
-GFD_PREFIXES = ("nvidia.com/",)
+GFD_PREFIXES = (GFD_PREFIX,)
 NvmlProbe = Callable[[], "dict[str, NvmlFacts] | None"]
 
 
