@@ -4,8 +4,8 @@ Modules, one concern each: client (connection, raw JSON requests and watch strea
 kubernetes-asyncio's ApiClient), api (the typed calls: KubeApi, ApiServer), resources (the
 resources some service calls, REST paths, ApiCall permissions), discovery (the
 resource.k8s.io version to write), errors (one error tree), backoff, events (core/v1 Event
-builder), flags (flag table with environment twins), fake (an in-memory KubeApi for
-component tests).
+builder), flags (flag table with environment twins), logs (the commands' log set-up: one
+line per record, control characters escaped), fake (an in-memory KubeApi for component tests).
 
 Layers (import-linter): migrate | webhook | bridge above kube, translate below it. Objects are
 plain dicts, never kubernetes-asyncio's generated models.
