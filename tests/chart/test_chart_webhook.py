@@ -169,9 +169,12 @@ def _container(values: str = "defaults") -> Obj:
 def test_the_real_webhook_parser_accepts_the_deployment_s_flags(values: str) -> None:
     c = _container(values)
     assert c["command"] == ["dra-webhook", "serve"]
-    s = Settings.from_args(c["args"], {"DRA_WEBHOOK_NAMESPACE": NAMESPACE, "DRA_WEBHOOK_IDENTITY": "pod-0"})
+    plain = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+    env = {**plain, "DRA_WEBHOOK_NAMESPACE": NAMESPACE, "DRA_WEBHOOK_IDENTITY": "pod-0"}
+    s = Settings.from_args(c["args"], env)
     assert s.service_name == SERVICE_HOST
     assert s.namespace == NAMESPACE
+    assert plain == {"DRA_WEBHOOK_LOG_LEVEL": "INFO"} and s.log_level == "INFO"
     mounted = {m["mountPath"] for m in c["volumeMounts"]}
     for path in (s.tls_cert_file, s.tls_key_file, s.ca_bundle, s.policy_file, s.catalog_file):
         assert path is not None and (str(path.parent) in mounted or str(path) in mounted), path
