@@ -56,14 +56,14 @@ from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_al
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.inventory.slices import build_devices, device_uuids
-from dra_bridge.translate.names import NODE_MODE_LABEL
+from dra_bridge.translate.names import GFD_PREFIX, NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 
 CONDITION_TYPE = "DRABridgePreparedClaims"
 EVENT_NAMESPACE = "default"
 COMPONENT = "dra-bridge"
-GFD_PREFIXES = ("nvidia.com/",)
+GFD_PREFIXES = (GFD_PREFIX,)
 NvmlProbe = Callable[[], "dict[str, NvmlFacts] | None"]
 
 
@@ -418,8 +418,8 @@ class Agent:
         report.recorded = len(self.recorded.devices)
         self.metrics.dra_mode.set(1 if report.mode == "dra" else 0)
         self.metrics.publishing.set(1 if report.publishing else 0)
-        for op in ("creates", "updates", "deletes"):
-            self.metrics.slice_writes.labels(op=op).set(getattr(self.publisher.stats, op))
+        stats = self.publisher.stats
+        self.metrics.count_slice_writes({"creates": stats.creates, "updates": stats.updates, "deletes": stats.deletes})
         self.health.last_tick = self.clock()
         self.report = report
         return report

@@ -28,6 +28,7 @@ from dra_bridge.bridge.settings import Settings, build_parser
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.flags import Parser, add_version
+from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import TranslateError
 
@@ -137,8 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = Settings.from_namespace(args).validate(need_node=args.command != "inventory")
-        logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        logging.getLogger().setLevel(settings.log_level.upper())
+        configure_logs(settings.log_level)
         if args.command == "inventory":
             return asyncio.run(inventory(settings, args.json, sys.stdout))
         return asyncio.run(run(settings))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from dra_bridge.translate.cdi import toolkit_cdi_id
 from dra_bridge.translate.inventory.allocatable import split_replica
+from dra_bridge.translate.names import NVIDIA_RESOURCE_PREFIX
 
 HEALTHY, UNHEALTHY, UNKNOWN = "HEALTHY", "UNHEALTHY", "UNKNOWN"
 """The kubelet's ``HealthStatus`` names (dra-health v1alpha1)."""
@@ -62,7 +63,7 @@ class DeviceReport:
 def health_of(resource: str, device_id: str, facts: HealthFacts) -> tuple[str, str]:
     """(health, message) of one device by the module's rules."""
     uuid = split_replica(device_id)[0]
-    nvidia = resource.startswith("nvidia.com/")
+    nvidia = resource.startswith(NVIDIA_RESOURCE_PREFIX)
     reasons = []
     nvml_error = facts.nvml.get(uuid) if facts.nvml is not None and nvidia else None
     if nvml_error:
@@ -90,7 +91,7 @@ def toolkit_ids(inventory: Mapping[str, tuple[str, str]]) -> list[str]:
 
 def nvml_uuids(inventory: Mapping[str, tuple[str, str]]) -> list[str]:
     """The UUIDs of the inventory's NVIDIA devices (replicas folded into their GPU)."""
-    return sorted({split_replica(d)[0] for r, d in inventory.values() if r.startswith("nvidia.com/")})
+    return sorted({split_replica(d)[0] for r, d in inventory.values() if r.startswith(NVIDIA_RESOURCE_PREFIX)})
 
 
 def assess(inventory: Mapping[str, tuple[str, str]], pool: str, facts: HealthFacts) -> tuple[DeviceReport, ...]:

@@ -47,9 +47,13 @@ class Metrics:
         self.alarms = Counter(
             "dra_bridge_alarms", "published devices that the kubelet offered again", registry=self.registry
         )
-        self.slice_writes = Gauge(
-            "dra_bridge_slice_writes", "ResourceSlice API writes so far", ["op"], registry=self.registry
+        self.slice_writes = Counter(
+            "dra_bridge_slice_writes",
+            "ResourceSlice API writes (create, update, delete)",
+            ["op"],
+            registry=self.registry,
         )
+        self._slice_writes_seen: dict[str, int] = {}
         self.claim_ops = Counter(
             "dra_bridge_claim_operations",
             "claims the kubelet asked to prepare or unprepare",
@@ -70,6 +74,14 @@ class Metrics:
             "claims prepared on this node (the checkpoint's count)",
             registry=self.registry,
         )
+
+    def count_slice_writes(self, totals: dict[str, int]) -> None:
+        """Advance ``dra_bridge_slice_writes_total{op}`` to the publisher's running ``totals`` (op ->
+        writes so far): the counter grows by what was written since the last call, never falls."""
+        for op, total in totals.items():
+            done = total - self._slice_writes_seen.get(op, 0)
+            self.slice_writes.labels(op=op).inc(max(done, 0))
+            self._slice_writes_seen[op] = max(total, self._slice_writes_seen.get(op, 0))
 
     def text(self) -> bytes:
         """The Prometheus exposition of this registry."""

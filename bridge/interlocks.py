@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.translate.inventory.allocatable import split_replica
+from dra_bridge.translate.names import NVIDIA_RESOURCE_DOMAIN
 
 INTERLOCKS: tuple[str, ...] = (
     "inventory",
@@ -98,7 +99,7 @@ def socket_serves(resource_name: str, socket_name: str, catalogued: str = "") ->
     if socket_name in ("kubelet.sock",) or not socket_name.endswith(".sock"):
         return False
     vendor, _, short = resource_name.partition("/")
-    if vendor == "nvidia.com":
+    if vendor == NVIDIA_RESOURCE_DOMAIN:
         return socket_name == f"nvidia-{short}.sock"
     stem = socket_name[: -len(".sock")].lower()
     tokens = {t for t in re.split(r"[^a-z0-9]+", short.lower()) if len(t) >= 3}

@@ -28,14 +28,13 @@ from typing import Any
 
 from dra_bridge.bridge.errors import SettingsError
 from dra_bridge.kube.flags import BRIDGE_PREFIX, Flag, FlagTable
+from dra_bridge.kube.logs import level_number
 from dra_bridge.translate.dns_names import is_dns_subdomain
 from dra_bridge.translate.errors import ApiVersionError
 from dra_bridge.translate.names import BRIDGE_DRIVER, normalize_api_version
 
 logger = logging.getLogger(__name__)
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-"""The values ``--log-level`` accepts (in any case)."""
 POD_UID = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 """What ``--pod-uid`` accepts: a pod UID (an RFC 4122 UUID) or any DNS label, safe in a file name."""
 
@@ -114,8 +113,10 @@ class Settings:
                 f"{twin('pod_uid')} must be the pod's UID (lower-case letters, digits and '-', at "
                 f"most 63; the downward API's metadata.uid), got {self.pod_uid!r}"
             )
-        if self.log_level.upper() not in LOG_LEVELS:
-            raise SettingsError(f"{twin('log_level')} must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+        try:
+            level_number(self.log_level)
+        except ValueError as exc:
+            raise SettingsError(f"{twin('log_level')} {exc}") from None
         return replace(self, resource_api_version=version)
 
     @classmethod

@@ -5,8 +5,8 @@ kubernetes-asyncio's ApiClient), api (the typed calls: KubeApi, ApiServer), reso
 resources some service calls, REST paths, ApiCall permissions), discovery (the
 resource.k8s.io version to write), errors (one error tree), backoff, events (core/v1 Event
 builder), observed (what the API server answered lately: whether it answers, what RBAC
-refuses), flags (flag table with environment twins), fake (an in-memory KubeApi for
-component tests).
+refuses), flags (flag table with environment twins), logs (the commands' log set-up: one line
+per record, control characters escaped), fake (an in-memory KubeApi for component tests).
 
 Layers (import-linter, docs/design.md D23): migrate | webhook | bridge above kube, translate below
 it. Objects are plain dicts, never kubernetes-asyncio's generated models.

@@ -16,6 +16,7 @@ command line in process.
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, TextIO
 
 from dra_bridge.kube.flags import Parser, add_version
+from dra_bridge.kube.logs import LEVELS
+from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
@@ -194,6 +197,14 @@ def _parser() -> argparse.ArgumentParser:
         "outcome, reason, allocation}]}",
     )
     add_report_parser(sub)
+    for each in (parser, *sub.choices.values()):  # before or after the subcommand
+        each.add_argument(
+            "--log-level",
+            type=str.upper,
+            choices=LEVELS,
+            default="INFO" if each is parser else argparse.SUPPRESS,
+            help="lowest level logged, in any case (default INFO); logs go to stderr, stdout keeps the output",
+        )
     return parser
 
 
@@ -317,6 +328,7 @@ def main(
             args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed by _Parser.error
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    handler = configure_logs(args.log_level, stderr)
     try:
         if args.command == "convert":
             return convert(args, stdin, stdout, stderr)
@@ -333,6 +345,8 @@ def main(
     except (MigrateError, TranslateError) as exc:
         stderr.write(f"dra-migrate: error: {exc}\n")
         return EXIT_ERROR
+    finally:  # main runs in process (tests): leave no handler on a stream the caller may close
+        logging.getLogger().removeHandler(handler)
 
 
 if __name__ == "__main__":

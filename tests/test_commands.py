@@ -1,10 +1,14 @@
-"""What the three commands share: ``--version`` from the installed distribution, and one exit code
-for a usage error (kube.flags.EXIT_USAGE, 1: ``dra-migrate`` keeps 2 and 3 for what a run finds)."""
+"""What the three commands share: ``--version`` from the installed distribution, one exit code
+for a usage error (kube.flags.EXIT_USAGE, 1: ``dra-migrate`` keeps 2 and 3 for what a run finds),
+and ``--log-level`` with their logs set up by kube.logs."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import io
+import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +58,56 @@ def test_a_usage_error_exits_with_the_same_code_in_every_command(
     err = capsys.readouterr().err
     assert err.splitlines()[-1].startswith(command) and ": error: " in err.splitlines()[-1], err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ("dra-migrate", ["--log-level", "verbose", "classes"]),
+        ("dra-migrate", ["classes", "--log-level", "verbose"]),
+        ("dra-webhook", ["--log-level", "verbose", "--tls-cert-file", "c", "--tls-key-file", "k"]),
+        ("dra-bridge", ["--log-level", "verbose", "inventory"]),
+    ],
+    ids=["migrate-before-command", "migrate-after-command", "webhook", "bridge"],
+)
+def test_an_unknown_log_level_exits_1_naming_the_levels(
+    command: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(command, argv) == 1
+    err = capsys.readouterr().err
+    assert "--log-level" in err and "DEBUG" in err and "WARNING" in err, err
+
+
+def test_every_command_sets_up_its_logs_through_kube_logs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dra_bridge.bridge import cli as bridge_cli
+    from dra_bridge.migrate import cli as migrate_cli
+    from dra_bridge.webhook import cli as webhook_cli
+
+    seen: dict[str, list[tuple[str, object]]] = {}
+
+    def recorder(name: str) -> Callable[..., logging.Handler]:
+        def configure(level: str = "INFO", stream: object = None) -> logging.Handler:
+            seen.setdefault(name, []).append((level, stream))
+            return logging.NullHandler()
+
+        return configure
+
+    for name, module in (("dra-migrate", migrate_cli), ("dra-webhook", webhook_cli), ("dra-bridge", bridge_cli)):
+        monkeypatch.setattr(module, "configure_logs", recorder(name))
+
+    async def serve(_: object) -> None:
+        return None
+
+    monkeypatch.setattr(webhook_cli, "serve", serve)
+    out, err = io.StringIO(), io.StringIO()
+    assert migrate_main(["classes", "--log-level", "debug"], stdout=out, stderr=err) == 0
+    assert webhook_main(["--log-level", "warning", "--tls-cert-file", "c", "--tls-key-file", "k"]) == 0
+    monkeypatch.delenv("DRA_BRIDGE_LOG_LEVEL", raising=False)
+    monkeypatch.delenv("LOG_LEVEL", raising=False)
+    assert bridge_main(["--log-level", "error", "inventory", "--kubelet-dir", str(tmp_path)]) == 1  # no kubelet
+    assert seen["dra-migrate"] == [("DEBUG", err)]  # stderr: stdout keeps the output
+    assert seen["dra-webhook"][-1] == ("warning", None)
+    assert seen["dra-bridge"] == [("error", None)]
+    assert out.getvalue().startswith("apiVersion: resource.k8s.io/v1")

@@ -43,7 +43,7 @@ from dra_bridge.translate.allocate_edits import list_valued
 from dra_bridge.translate.catalog_edits import DeviceEdits
 from dra_bridge.translate.errors import ClaimError
 from dra_bridge.translate.inventory.allocatable import split_replica
-from dra_bridge.translate.names import BRIDGE_DRIVER
+from dra_bridge.translate.names import BRIDGE_DRIVER, NVIDIA_RESOURCE_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
 
 CDI_VERSION = "0.5.0"
 CDI_VENDOR = BRIDGE_DRIVER
@@ -51,7 +51,7 @@ CDI_CLASS = "claim"
 CDI_KIND = f"{CDI_VENDOR}/{CDI_CLASS}"
 SPEC_PREFIX = f"{CDI_VENDOR}-{CDI_CLASS}_"
 SPEC_SUFFIX = ".json"
-TOOLKIT_KIND = "nvidia.com/gpu"
+TOOLKIT_KIND = NVIDIA_TOOLKIT_CDI_KIND
 """The NVIDIA container toolkit's kind (``nvidia-ctk cdi generate``, NVIDIA/nvidia-container-toolkit)."""
 
 EditsLookup = Callable[[str, str], "DeviceEdits | None"]
@@ -123,7 +123,7 @@ def device_cdi_id(uid: str, device_name: str) -> str:
 def toolkit_cdi_id(resource_name: str, device_id: str) -> str | None:
     """The container toolkit's CDI device for an NVIDIA device (``nvidia.com/gpu=<UUID>``; a
     replica ``GPU-x::n`` is ``GPU-x``, a MIG device its ``MIG-`` UUID); None for other vendors."""
-    if not resource_name.startswith("nvidia.com/"):
+    if not resource_name.startswith(NVIDIA_RESOURCE_PREFIX):
         return None
     return f"{TOOLKIT_KIND}={split_replica(device_id)[0]}"
 

@@ -15,6 +15,8 @@ Labels and annotations
     DeviceClasses; GPU Feature Discovery labels and HAMi annotations under ``nvidia.com/``.
 Domains and drivers
     ``dra-bridge.io`` (the bridge's default driver name and attribute domain),
+    ``nvidia.com`` (the NVIDIA device plugin's resources, GFD's labels and the container
+    toolkit's CDI kind ``nvidia.com/gpu``),
     ``gpu.nvidia.com`` (the NVIDIA DRA driver and its attribute domain),
     ``resource.kubernetes.io`` (standard attributes: ``pciBusID``, ``pcieRoot``, ``numaNode``),
     and the ResourceQuota key suffix of DRA device counts (KEP-4381).
@@ -67,8 +69,27 @@ CONVERSION_ANNOTATION: Final = "dra-bridge.io/conversion"
 NODE_MODE_LABEL: Final = "dra-bridge.io/mode"
 #: The legacy resource one of our DeviceClasses serves.
 LEGACY_RESOURCE_ANNOTATION: Final = "dra-bridge.io/legacy-resource"
-#: GPU Feature Discovery's label prefix (and the NVIDIA device plugin's resource prefix).
-GFD_PREFIX: Final = "nvidia.com/"
+#: The NVIDIA device plugin's resource domain (``nvidia.com/gpu``, ``nvidia.com/mig-1g.5gb``).
+NVIDIA_RESOURCE_DOMAIN: Final = "nvidia.com"
+#: The prefix of the NVIDIA device plugin's resource names: what marks a device as NVIDIA's.
+NVIDIA_RESOURCE_PREFIX: Final = f"{NVIDIA_RESOURCE_DOMAIN}/"
+#: GPU Feature Discovery's label prefix (the same as the device plugin's resource prefix).
+GFD_PREFIX: Final = NVIDIA_RESOURCE_PREFIX
+#: GFD's GPU model label (``NVIDIA-A100-SXM4-40GB``; ``-MIG-<profile>`` on MIG single-strategy
+#: nodes, ``-SHARED`` when time-slicing renames the resource); the default node-pool label of reports.
+GFD_PRODUCT_LABEL: Final = "nvidia.com/gpu.product"
+#: GFD's GPU memory label, in MiB.
+GFD_MEMORY_LABEL: Final = "nvidia.com/gpu.memory"
+#: GFD's architecture family label (``ampere``, ``ada-lovelace``).
+GFD_FAMILY_LABEL: Final = "nvidia.com/gpu.family"
+#: GFD's CUDA compute capability labels, major and minor.
+GFD_COMPUTE_MAJOR_LABEL: Final = "nvidia.com/gpu.compute.major"
+GFD_COMPUTE_MINOR_LABEL: Final = "nvidia.com/gpu.compute.minor"
+#: GFD's MIG strategy label: ``single`` where ``nvidia.com/gpu`` counts MIG devices.
+GFD_MIG_STRATEGY_LABEL: Final = "nvidia.com/mig.strategy"
+#: The NVIDIA container toolkit's CDI kind (``nvidia-ctk cdi generate``): its devices are
+#: ``nvidia.com/gpu=<UUID>``, one per GPU or MIG device.
+NVIDIA_TOOLKIT_CDI_KIND: Final = "nvidia.com/gpu"
 HAMI_USE_TYPE: Final = "nvidia.com/use-gputype"
 HAMI_NOUSE_TYPE: Final = "nvidia.com/nouse-gputype"
 HAMI_USE_UUID: Final = "nvidia.com/use-gpuuuid"

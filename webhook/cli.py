@@ -30,6 +30,7 @@ from dra_bridge.kube.client import Client, connect
 from dra_bridge.kube.discovery import discover_resource_version
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.flags import Parser
+from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
@@ -202,7 +203,7 @@ def _certs(ns: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logs("INFO")  # until the settings say otherwise: a configuration error is logged
     if args[:1] == ["certs"]:
         parser: argparse.ArgumentParser = Parser(prog="dra-webhook")
         _certs_parser(parser.add_subparsers(dest="command"))
@@ -211,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = args[1:]
     try:
         settings = Settings.from_args(args)
+        configure_logs(settings.log_level)
         asyncio.run(serve(settings))
     except ConfigError as exc:
         logger.error("%s", exc)

@@ -22,6 +22,7 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --identity           DRA_WEBHOOK_IDENTITY            the host name (the Lease holder; the pod name in a cluster)
     --template-grace     DRA_WEBHOOK_TEMPLATE_GRACE      600 (seconds a managed template may stay unused)
     --reconcile-interval DRA_WEBHOOK_RECONCILE_INTERVAL  30 (seconds between reconciler passes)
+    --log-level          DRA_WEBHOOK_LOG_LEVEL           INFO (DEBUG, INFO, WARNING or ERROR, any case; kube.logs)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
+from dra_bridge.kube.logs import level_number
 from dra_bridge.translate.names import normalize_api_version
 from dra_bridge.webhook.errors import ConfigError
 from dra_bridge.webhook.policy import SYSTEM_NAMESPACES
@@ -89,6 +91,8 @@ class Settings:
     """Seconds a managed ResourceClaimTemplate may stay unreferenced before it is deleted."""
     reconcile_interval: float = 30.0
     """Seconds between template reconciler passes."""
+    log_level: str = "INFO"
+    """The lowest level logged (kube.logs.LEVELS, in any case)."""
 
     @property
     def exempt_namespaces(self) -> frozenset[str]:
@@ -146,6 +150,12 @@ class Settings:
                 "--template-grace not negative"
             )
 
+        log_level = pick("log_level") or "INFO"
+        try:
+            level_number(log_level)
+        except ValueError as exc:
+            raise ConfigError(f"{FLAGS.twin('log_level')} {exc}") from None
+
         def path(name: str) -> Path | None:
             value = pick(name)
             return Path(value) if value else None
@@ -167,6 +177,7 @@ class Settings:
             identity=pick("identity") or socket.gethostname(),
             template_grace=grace,
             reconcile_interval=reconcile,
+            log_level=log_level,
         )
 
 
@@ -204,6 +215,12 @@ FLAGS = FlagTable(
         Flag("identity", "Lease holder identity of this replica", "the host name"),
         Flag("template_grace", "seconds a managed template may stay unreferenced before deletion", "600", "SECONDS"),
         Flag("reconcile_interval", "seconds between template reconciler passes", "30", "SECONDS"),
+        Flag(
+            "log_level",
+            "lowest level logged: DEBUG, INFO, WARNING or ERROR, in any case; logs go to stderr",
+            "INFO",
+            "LEVEL",
+        ),
     ),
 )
 """The ``serve`` flags and their ``DRA_WEBHOOK_`` twins (kube.flags)."""

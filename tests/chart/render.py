@@ -7,13 +7,19 @@
   ``--kube-version`` from its ``# kube-version:`` header line, if any); raises
   :class:`HelmFailed` (command, exit status, stderr) when Helm refuses.
 - :data:`CI_VALUES`: the chart's ``ci/*-values.yaml`` files.
+- :func:`render` -> [object]: what the tests check, rendered by the pinned Helm 4 (cached), for
+  one of :data:`SCENARIOS` only: every ``ci/`` values file and each of the tests' own variations.
+  Every object is validated under Helm 4; Helm 3's output is only compared with it, scenario by
+  scenario (``test_chart_render.py``), so a scenario missing from the list fails at once.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +102,70 @@ def template(binary: Path, values: Path | None = None, *extra: str, kube_version
 def by_kind(objs: list[Obj], kind: str) -> list[Obj]:
     """The rendered objects of one kind, in order."""
     return [o for o in objs if o.get("kind") == kind]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One render: a ``ci/`` values file by name (``defaults`` for ``ci/defaults-values.yaml``;
+    None for the chart's own defaults), extra Helm arguments, and the ``--kube-version`` (None:
+    the values file's ``# kube-version:`` line, else :data:`DEFAULT_KUBE_VERSION`)."""
+
+    values: str | None = "defaults"
+    extra: tuple[str, ...] = ()
+    kube_version: str | None = None
+
+    @property
+    def values_file(self) -> Path | None:
+        return None if self.values is None else CHART / "ci" / f"{self.values}-values.yaml"
+
+    @property
+    def id(self) -> str:
+        parts = [self.values or "chart-defaults", *(a for a in self.extra if a != "--set")]
+        return " ".join(parts + ([f"kube-{self.kube_version}"] if self.kube_version else []))
+
+    def template(self, binary: Path) -> list[Obj]:
+        """This scenario rendered by ``binary`` (HelmFailed when Helm refuses it)."""
+        return template(binary, self.values_file, *self.extra, kube_version=self.kube_version)
+
+
+def _set(*assignments: str) -> tuple[str, ...]:
+    return tuple(arg for a in assignments for arg in ("--set", a))
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    *(Scenario(p.name.removesuffix("-values.yaml")) for p in CI_VALUES),
+    # the tests' own variations (tests/chart/test_chart_*.py)
+    Scenario("defaults", _set("agent.kubeletDir=/data/kubelet/")),
+    Scenario("defaults", _set("catalog.target=vendor")),
+    Scenario("defaults", _set("webhook.policy.defaults.keepLegacy=true")),
+    Scenario("defaults", _set("webhook.enforce.failurePolicy=Ignore", "webhook.audit.allNamespaces=true")),
+    Scenario("defaults", _set("fullnameOverride=dra")),
+    Scenario("defaults", _set("fullnameOverride=dra-bridge")),
+    Scenario("kube-1.32", _set("deviceClasses.extendedResourceName=true")),  # refused
+    Scenario(None),
+    Scenario(None, kube_version="1.33.0"),
+    Scenario(None, kube_version="1.34.0"),
+    Scenario(None, _set("agent.validatingAdmissionPolicies=false")),
+    Scenario(None, _set("webhook.certificates.mode=cert-manager")),
+    Scenario(None, _set("webhook.certificates.mode=existing-secret")),  # refused: no secret name
+    Scenario(None, _set("webhok.replicas=3")),  # refused by the schema
+    Scenario(None, _set("webhook.enforce.failurePolicy=Sometimes")),  # refused by the schema
+)
+"""Every render the chart tests make: each is checked under Helm 4 and compared with Helm 3's."""
+
+
+def render(values: str | None = "defaults", *extra: str, kube_version: str | None = None) -> list[Obj]:
+    """The objects Helm 4 renders for a scenario of :data:`SCENARIOS` (cached: do not change them);
+    HelmFailed when Helm refuses it."""
+    scenario = Scenario(values, extra, kube_version)
+    if scenario not in SCENARIOS:
+        raise AssertionError(
+            f"render scenario {scenario} is not in tests/chart/render.py SCENARIOS: add it there, so that "
+            "Helm 3's output is compared with Helm 4's for it too"
+        )
+    return _render4(scenario)
+
+
+@functools.cache
+def _render4(scenario: Scenario) -> list[Obj]:
+    return scenario.template(helm_binaries(("4",))["4"])

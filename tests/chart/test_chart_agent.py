@@ -5,7 +5,6 @@ data files in step with the shipped catalog."""
 
 from __future__ import annotations
 
-import functools
 import io
 import re
 from pathlib import Path
@@ -18,15 +17,9 @@ from dra_bridge.bridge.settings import FLAGS, Settings
 from dra_bridge.kube.resources import rbac_rules
 from dra_bridge.migrate.cli import main as dra_migrate
 from dra_bridge.translate.catalog import PROFILE_RE, load_catalog
-from tests.chart.render import CHART, NAMESPACE, HelmFailed, Obj, by_kind, helm_binaries, template
+from tests.chart.render import CHART, NAMESPACE, HelmFailed, Obj, by_kind, render
 
 ROOT = Path(__file__).resolve().parents[2]
-CI = CHART / "ci"
-
-
-@functools.cache
-def render(values: str = "defaults", *extra: str) -> list[Obj]:
-    return template(helm_binaries(("4",))["4"], CI / f"{values}-values.yaml", *extra)
 
 
 def daemonset(values: str = "defaults", *extra: str) -> Obj:
@@ -134,7 +127,7 @@ def test_validating_admission_policies_are_docs_bridge_md_s() -> None:
 def test_policies_are_left_out_where_the_cluster_does_not_serve_them() -> None:
     # --api-versions replaces nothing in Helm's defaults, so ask the value to leave them out
     # and check the Capabilities guard by its text.
-    objs = template(helm_binaries(("4",))["4"], None, "--set", "agent.validatingAdmissionPolicies=false")
+    objs = render(None, "--set", "agent.validatingAdmissionPolicies=false")
     assert not [o for o in objs if o["kind"].startswith("ValidatingAdmissionPolicy")]
     source = (CHART / "templates" / "agent-policies.yaml").read_text()
     assert '.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"' in source
@@ -166,7 +159,7 @@ def test_device_classes_are_dra_migrate_classes(values: str, api_version: str) -
 
 def test_device_classes_follow_the_cluster_version() -> None:
     for version, api in (("1.33.0", "resource.k8s.io/v1beta2"), ("1.34.0", "resource.k8s.io/v1")):
-        objs = template(helm_binaries(("4",))["4"], None, kube_version=version)
+        objs = render(None, kube_version=version)
         assert {o["apiVersion"] for o in by_kind(objs, "DeviceClass")} == {api}
 
 
@@ -177,9 +170,7 @@ def test_extended_resource_name_is_off_by_default_and_the_legacy_name_when_on() 
         o["spec"]["extendedResourceName"] == o["metadata"]["annotations"]["dra-bridge.io/legacy-resource"] for o in on
     )
     with pytest.raises(HelmFailed, match=r"extendedResourceName needs resource\.k8s\.io/v1"):
-        template(
-            helm_binaries(("4",))["4"], CI / "kube-1.32-values.yaml", "--set", "deviceClasses.extendedResourceName=true"
-        )
+        render("kube-1.32", "--set", "deviceClasses.extendedResourceName=true")
 
 
 def test_vendor_target_installs_none_of_our_classes() -> None:

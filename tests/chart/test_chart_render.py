@@ -1,5 +1,8 @@
-"""The chart renders and lints with both pinned Helm versions over every ``ci/*-values.yaml``,
-and every object of a built-in kind validates against its Kubernetes version's schema.
+"""The chart lints with the pinned Helm 4 over every ``ci/*-values.yaml``, every object of a
+built-in kind Helm 4 renders validates against its Kubernetes version's schema, and Helm 3
+renders the same objects as Helm 4 in every scenario the tests render (render.SCENARIOS; a
+scenario Helm 4 refuses, Helm 3 refuses too). Helm 3 is thereby checked without running each
+validation twice.
 
 kubernetes-validate strict: an unknown field, a wrong type or a missing required field in
 any rendered object fails. Kinds that are not built in (cert-manager's) are not validated;
@@ -8,13 +11,23 @@ any rendered object fails. Kinds that are not built in (cert-manager's) are not 
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 
-from tests.chart.render import CHART, CI_VALUES, HelmFailed, Obj, helm, helm_binaries, kube_version_of, template
+from tests.chart.render import (
+    CHART,
+    CI_VALUES,
+    SCENARIOS,
+    HelmFailed,
+    Obj,
+    Scenario,
+    helm,
+    helm_binaries,
+    kube_version_of,
+    render,
+)
 
 NOT_VALIDATED = {"cert-manager.io/v1": {"Certificate", "Issuer"}}
 """Custom kinds the chart renders: no Kubernetes schema exists for them."""
@@ -22,20 +35,14 @@ NOT_VALIDATED = {"cert-manager.io/v1": {"Certificate", "Issuer"}}
 VALUES_IDS = [p.name.removesuffix("-values.yaml") for p in CI_VALUES]
 
 
-@functools.cache
-def rendered(major: str, values: Path) -> list[Obj]:
-    return template(helm_binaries()[major], values)
-
-
 def test_the_ci_values_files_cover_the_issue_s_cases() -> None:
     assert set(VALUES_IDS) >= {"defaults", "cert-manager", "existing-secret", "agent-off", "enforce", "kube-1.32"}
 
 
-@pytest.mark.parametrize("major", ["4", "3"])
 @pytest.mark.parametrize("values", CI_VALUES, ids=VALUES_IDS)
-def test_helm_lint_strict(major: str, values: Path) -> None:
+def test_helm_lint_strict(values: Path) -> None:
     out = helm(
-        helm_binaries()[major],
+        helm_binaries(("4",))["4"],
         "lint",
         "--strict",
         str(CHART),
@@ -47,10 +54,9 @@ def test_helm_lint_strict(major: str, values: Path) -> None:
     assert "0 chart(s) failed" in out
 
 
-@pytest.mark.parametrize("major", ["4", "3"])
 @pytest.mark.parametrize("values", CI_VALUES, ids=VALUES_IDS)
-def test_every_built_in_object_validates_strictly(major: str, values: Path) -> None:
-    objs = rendered(major, values)
+def test_every_built_in_object_validates_strictly(values: Path) -> None:
+    objs = render(values.name.removesuffix("-values.yaml"))
     assert objs
     minor = ".".join(kube_version_of(values).split(".")[:2])
     for obj in objs:
@@ -65,15 +71,34 @@ def test_every_built_in_object_validates_strictly(major: str, values: Path) -> N
             )
 
 
-def test_helm_3_and_helm_4_render_the_same_objects() -> None:
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
+def test_helm_3_renders_the_objects_helm_4_renders(scenario: Scenario) -> None:
     # Generated certificates differ between renders: all but those. The order differs too: Helm 3
     # does not know the webhook configuration's kind and sorts it among the unknown ones.
-    def key(obj: Obj) -> str:
-        return f"{obj['kind']}/{obj['metadata']['name']}"
+    three = helm_binaries(("3",))["3"]
+    try:
+        four = render(scenario.values, *scenario.extra, kube_version=scenario.kube_version)
+    except HelmFailed:
+        with pytest.raises(HelmFailed):
+            scenario.template(three)
+        return
+    by_four, by_three = (_by_name(_without_generated(objs)) for objs in (four, scenario.template(three)))
+    assert sorted(by_three) == sorted(by_four)
+    for name, obj in by_four.items():
+        assert by_three[name] == obj, name
 
-    for values in CI_VALUES:
-        four, three = (sorted(_without_generated(rendered(m, values)), key=key) for m in ("4", "3"))
-        assert four == three, values.name
+
+def test_a_render_outside_the_scenarios_is_refused() -> None:
+    with pytest.raises(AssertionError, match="SCENARIOS"):
+        render("defaults", "--set", "webhook.replicas=5")
+
+
+def _by_name(objs: list[Obj]) -> dict[str, Obj]:
+    out = {
+        f"{o['apiVersion']} {o['kind']} {o['metadata'].get('namespace', '')}/{o['metadata']['name']}": o for o in objs
+    }
+    assert len(out) == len(objs), "two objects of one kind and name"
+    return out
 
 
 def _without_generated(objs: list[Obj]) -> list[Obj]:
@@ -91,7 +116,7 @@ def _without_generated(objs: list[Obj]) -> list[Obj]:
 
 
 def test_only_the_named_custom_kinds_are_rendered() -> None:
-    kinds = {(o["apiVersion"], o["kind"]) for v in CI_VALUES for o in rendered("4", v)}
+    kinds = {(o["apiVersion"], o["kind"]) for v in VALUES_IDS for o in render(v)}
     custom = {k for k in kinds if k[0].startswith("cert-manager.io/")}
     assert custom == {("cert-manager.io/v1", "Certificate")}
     assert all(kind in NOT_VALIDATED[api] for api, kind in custom)
@@ -99,18 +124,16 @@ def test_only_the_named_custom_kinds_are_rendered() -> None:
 
 def test_an_unknown_value_is_refused_by_the_schema() -> None:
     with pytest.raises(HelmFailed, match=r"webhok|additional properties|additionalProperties"):
-        template(helm_binaries()["4"], None, "--set", "webhok.replicas=3")
+        render(None, "--set", "webhok.replicas=3")
     with pytest.raises(HelmFailed, match="failurePolicy"):
-        template(helm_binaries()["4"], None, "--set", "webhook.enforce.failurePolicy=Sometimes")
+        render(None, "--set", "webhook.enforce.failurePolicy=Sometimes")
 
 
 @pytest.mark.parametrize("name", ["dra", "dra-bridge"], ids=["short-fullname", "default"])
 def test_no_pod_gets_service_link_variables(name: str) -> None:
     # a Service named <x>-webhook makes the kubelet inject <X>_WEBHOOK_PORT=tcp://...: with
     # fullnameOverride=dra that is the webhook's DRA_WEBHOOK_PORT setting, and it would not start
-    objs = template(
-        helm_binaries(("4",))["4"], CHART / "ci" / "defaults-values.yaml", "--set", f"fullnameOverride={name}"
-    )
+    objs = render("defaults", "--set", f"fullnameOverride={name}")
     pods = {o["kind"]: o["spec"]["template"]["spec"] for o in objs if o["kind"] in ("Deployment", "DaemonSet")}
     assert set(pods) == {"Deployment", "DaemonSet"}
     assert {kind: spec.get("enableServiceLinks") for kind, spec in pods.items()} == {

@@ -6,7 +6,6 @@ and ConfigMaps the real loaders accept."""
 from __future__ import annotations
 
 import datetime
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +20,10 @@ from dra_bridge.webhook.access import API_CALLS
 from dra_bridge.webhook.policy import parse_policy
 from dra_bridge.webhook.serving_check import check_serving_certificate
 from dra_bridge.webhook.settings import Settings
-from tests.chart.render import CHART, NAMESPACE, HelmFailed, Obj, by_kind, helm_binaries, template
+from tests.chart.render import CHART, NAMESPACE, HelmFailed, Obj, by_kind, render
 
 CI = CHART / "ci"
 SERVICE_HOST = f"dra-bridge-webhook.{NAMESPACE}.svc"
-
-
-@functools.cache
-def render(values: str = "defaults", *extra: str) -> list[Obj]:
-    return template(helm_binaries(("4",))["4"], CI / f"{values}-values.yaml", *extra)
 
 
 def one(objs: list[Obj], kind: str, name: str | None = None) -> Obj:
@@ -176,9 +170,12 @@ def _container(values: str = "defaults") -> Obj:
 def test_the_real_webhook_parser_accepts_the_deployment_s_flags(values: str) -> None:
     c = _container(values)
     assert c["command"] == ["dra-webhook", "serve"]
-    s = Settings.from_args(c["args"], {"DRA_WEBHOOK_NAMESPACE": NAMESPACE, "DRA_WEBHOOK_IDENTITY": "pod-0"})
+    plain = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+    env = {**plain, "DRA_WEBHOOK_NAMESPACE": NAMESPACE, "DRA_WEBHOOK_IDENTITY": "pod-0"}
+    s = Settings.from_args(c["args"], env)
     assert s.service_name == SERVICE_HOST
     assert s.namespace == NAMESPACE
+    assert plain == {"DRA_WEBHOOK_LOG_LEVEL": "INFO"} and s.log_level == "INFO"
     mounted = {m["mountPath"] for m in c["volumeMounts"]}
     for path in (s.tls_cert_file, s.tls_key_file, s.ca_bundle, s.policy_file, s.catalog_file):
         assert path is not None and (str(path.parent) in mounted or str(path) in mounted), path
@@ -244,7 +241,7 @@ def test_cert_manager_mode_injects_the_ca_and_renders_no_bundle() -> None:
     assert cert["spec"]["secretName"] == "dra-bridge-webhook-tls"
     assert cert["spec"]["issuerRef"] == {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
     assert not by_kind(objs, "Secret") and not by_kind(objs, "Issuer")
-    own = template(helm_binaries(("4",))["4"], None, "--set", "webhook.certificates.mode=cert-manager")
+    own = render(None, "--set", "webhook.certificates.mode=cert-manager")
     assert one(own, "Issuer")["spec"] == {"selfSigned": {}}
 
 
@@ -262,4 +259,4 @@ def test_existing_secret_mode_uses_the_secret_and_the_given_ca() -> None:
 
 def test_existing_secret_mode_without_a_name_is_refused_naming_the_value() -> None:
     with pytest.raises(HelmFailed, match=r"webhook\.certificates\.existingSecret\.name is required"):
-        template(helm_binaries(("4",))["4"], None, "--set", "webhook.certificates.mode=existing-secret")
+        render(None, "--set", "webhook.certificates.mode=existing-secret")

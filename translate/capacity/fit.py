@@ -40,10 +40,11 @@ from dra_bridge.translate.capacity.model import (
     placement_order,
 )
 from dra_bridge.translate.errors import InputError
+from dra_bridge.translate.names import GFD_PRODUCT_LABEL
 
 __all__ = ["DEFAULT_POOL_LABEL", "check_capacity", "device_classes"]
 
-DEFAULT_POOL_LABEL: Final = "nvidia.com/gpu.product"
+DEFAULT_POOL_LABEL: Final = GFD_PRODUCT_LABEL
 
 
 def device_classes(objects: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -33,6 +33,7 @@ from dra_bridge.translate.errors import InputError, TranslateError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.pool import render_slice
 from dra_bridge.translate.inventory.slices import build_slices
+from dra_bridge.translate.names import GFD_PRODUCT_LABEL
 from dra_bridge.translate.plan.demand import is_extended
 from dra_bridge.translate.plan.device_counts import parse_count
 
@@ -40,7 +41,6 @@ __all__ = ["ClusterDevices", "Source", "cluster_devices", "cluster_node", "synth
 
 Source = Literal["inventory", "slices", "node"]
 _V1: Final = "resource.k8s.io/v1"
-_GFD_PRODUCT: Final = "nvidia.com/gpu.product"
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def cluster_node(obj: Mapping[str, Any]) -> ClusterNode:
 def synthetic_inventory(node: ClusterNode, catalog: Catalog) -> list[InventoryDevice]:
     """One device per allocatable unit of each catalogued resource of ``node`` (see rule 3)."""
     out: list[InventoryDevice] = []
-    single_mig = "-MIG-" in node.labels.get(_GFD_PRODUCT, "")
+    single_mig = "-MIG-" in node.labels.get(GFD_PRODUCT_LABEL, "")
     for resource, count in sorted(node.allocatable.items()):
         mapping = catalog.lookup(resource)
         if mapping is None:

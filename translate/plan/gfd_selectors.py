@@ -31,7 +31,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dra_bridge.translate.cel import selector_text as ex
-from dra_bridge.translate.names import GFD_PREFIX, NVIDIA_DRIVER
+from dra_bridge.translate.names import (
+    GFD_COMPUTE_MAJOR_LABEL,
+    GFD_COMPUTE_MINOR_LABEL,
+    GFD_FAMILY_LABEL,
+    GFD_MEMORY_LABEL,
+    GFD_MIG_STRATEGY_LABEL,
+    GFD_PREFIX,
+    GFD_PRODUCT_LABEL,
+    NVIDIA_DRIVER,
+)
 
 SEMVER_MIN_MINOR = 34
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -51,7 +60,7 @@ class Requirement:
 
 
 _NODE_LEVEL = re.compile(
-    r"nvidia\.com/(gpu\.(count|machine|replicas|sharing-strategy|mode|clique|present|deploy\..*|slices\..*|"
+    re.escape(GFD_PREFIX) + r"(gpu\.(count|machine|replicas|sharing-strategy|mode|clique|present|deploy\..*|slices\..*|"
     r"engines\..*|multiprocessors)|gfd\.timestamp|device-plugin\.config|mps\.capable|mig\.capable|vgpu\..*|"
     r"mig-.*|mig\.config.*)"
 )
@@ -164,9 +173,9 @@ for _prefix, _attribute in (
         ("rev", "patch"),
         ("full", None),
     ):
-        _VERSION_LABELS[f"nvidia.com/{_prefix}.{_suffix}"] = (_attribute, _part)
-_VERSION_LABELS["nvidia.com/gpu.compute.major"] = ("cudaComputeCapability", "major")
-_VERSION_LABELS["nvidia.com/gpu.compute.minor"] = ("cudaComputeCapability", "minor")
+        _VERSION_LABELS[f"{GFD_PREFIX}{_prefix}.{_suffix}"] = (_attribute, _part)
+_VERSION_LABELS[GFD_COMPUTE_MAJOR_LABEL] = ("cudaComputeCapability", "major")
+_VERSION_LABELS[GFD_COMPUTE_MINOR_LABEL] = ("cudaComputeCapability", "minor")
 
 
 def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str], tuple[str, ...]]) -> str | None:
@@ -184,7 +193,7 @@ def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str
         raise Untranslatable(f"{op} needs exactly one value (core/v1 validation)")
     if _NODE_LEVEL.fullmatch(key) or not is_gpu_label(key):
         return None
-    if key == "nvidia.com/gpu.product":
+    if key == GFD_PRODUCT_LABEL:
         if op in ("Exists", "DoesNotExist"):
             test = ex.has_attribute(NVIDIA_DRIVER, "productName")
             return test if op == "Exists" else ex.negate(test)
@@ -192,12 +201,12 @@ def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str
             raise Untranslatable(f"{key} {op}: product names are not numbers")
         test = _product_selector(req.values, aliases)
         return test if op == "In" else ex.negate(test)
-    if key == "nvidia.com/gpu.memory":
+    if key == GFD_MEMORY_LABEL:
         if op in ("Exists", "DoesNotExist"):
             test = ex.has_capacity(NVIDIA_DRIVER, "memory")
             return test if op == "Exists" else ex.negate(test)
         return _memory_selector(req)
-    if key == "nvidia.com/gpu.family":
+    if key == GFD_FAMILY_LABEL:
         if op in ("Gt", "Lt"):
             raise Untranslatable(f"{key} {op}: families are not numbers")
         if op in ("Exists", "DoesNotExist"):
@@ -210,7 +219,7 @@ def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str
             f'{ref}.lowerAscii().replace(" ", "-") in [{names}])'
         )
         return test if op == "In" else ex.negate(test)
-    if key == "nvidia.com/mig.strategy":
+    if key == GFD_MIG_STRATEGY_LABEL:
         if op == "In" and list(req.values) == ["single"]:
             return ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"])
         return None

@@ -28,6 +28,7 @@ from dataclasses import replace
 from dra_bridge.translate.catalog import Catalog, ResourceMapping
 from dra_bridge.translate.cel import selector_text as ex
 from dra_bridge.translate.findings import Finding
+from dra_bridge.translate.names import GFD_PRODUCT_LABEL
 from dra_bridge.translate.plan.placement import Placement
 
 
@@ -104,7 +105,7 @@ def serve(
                 legacy,
                 "partial",
                 "MIG single strategy without a profile: allocates on the bridge, never on the vendor "
-                "driver; select nodes by nvidia.com/gpu.product <model>-MIG-<profile> too",
+                f"driver; select nodes by {GFD_PRODUCT_LABEL} <model>-MIG-<profile> too",
             )
         ]
     return found, [

@@ -24,7 +24,15 @@ from typing import Any
 from dra_bridge.translate.cel import selector_text as ex
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.json_copy import clone_mapping
-from dra_bridge.translate.names import HAMI_ANNOTATIONS, HAMI_NOUSE_TYPE, HAMI_USE_TYPE, HAMI_USE_UUID, NVIDIA_DRIVER
+from dra_bridge.translate.names import (
+    GFD_MIG_STRATEGY_LABEL,
+    GFD_PRODUCT_LABEL,
+    HAMI_ANNOTATIONS,
+    HAMI_NOUSE_TYPE,
+    HAMI_USE_TYPE,
+    HAMI_USE_UUID,
+    NVIDIA_DRIVER,
+)
 from dra_bridge.translate.plan.gfd_selectors import (
     Requirement,
     Untranslatable,
@@ -56,14 +64,14 @@ class Placement:
 
     def note_mig(self, req: Requirement) -> None:
         """Record what a translated requirement says about MIG devices."""
-        if req.key == "nvidia.com/gpu.product" and req.operator == "In":
+        if req.key == GFD_PRODUCT_LABEL and req.operator == "In":
             for value in req.values:
                 profile = product_mig_profile(value)
                 if profile is None:
                     self.whole_products = True
                 elif profile not in self.mig_profiles:
                     self.mig_profiles.append(profile)
-        elif req.key == "nvidia.com/mig.strategy" and req.operator == "In" and list(req.values) == ["single"]:
+        elif req.key == GFD_MIG_STRATEGY_LABEL and req.operator == "In" and list(req.values) == ["single"]:
             self.mig_single = True
 
     def take_mig(self, other: Placement) -> None:
@@ -97,7 +105,7 @@ def _translate(
         return None
     out.findings.append(Finding(path, _describe(req), "translated", f"device selector over {NVIDIA_DRIVER} attributes"))
     out.note_mig(req)
-    if req.key == "nvidia.com/gpu.product" and any(v.endswith("-SHARED") for v in req.values):
+    if req.key == GFD_PRODUCT_LABEL and any(v.endswith("-SHARED") for v in req.values):
         out.findings.append(
             Finding(
                 path,

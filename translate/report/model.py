@@ -28,7 +28,7 @@ from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import SEVERITY, Finding, worst
-from dra_bridge.translate.names import CATALOG_API_VERSION
+from dra_bridge.translate.names import CATALOG_API_VERSION, GFD_PRODUCT_LABEL
 from dra_bridge.translate.plan.alignment import Alignment, devices_per_constraint, not_written
 from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
@@ -47,7 +47,7 @@ from dra_bridge.translate.report.policy_options import switched_off, workload_op
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
 
 REPORT_API_VERSION = "report.dra-bridge.io/v1"
-DEFAULT_POOL_LABEL = "nvidia.com/gpu.product"
+DEFAULT_POOL_LABEL = GFD_PRODUCT_LABEL
 ANY_POOL = "(any)"
 #: ``--fail-on`` levels, lowest first: ``legacy-request`` (any legacy request left) ranks below
 #: every finding level.
