@@ -205,8 +205,8 @@ def _try_node(inputs: _Inputs, node: Node, features: Features, cache: SelectorCa
         excluded = [
             c
             for c in held
-            if (c.allocation or {}).get("nodeSelector") and not selector_matches(c.allocation["nodeSelector"], node)
-        ]  # type: ignore[index]
+            if (c.allocation or {}).get("nodeSelector") and not selector_matches(c.allocation["nodeSelector"], node)  # type: ignore[index]
+        ]
         try:
             results = (
                 None if excluded else allocator.allocate([(f"{k[0]}/{k[1]}", inputs.claims[k].spec) for k in todo])
