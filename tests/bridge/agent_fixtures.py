@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.health import Clocks
 from dra_bridge.bridge.node_plugin import PluginPaths
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
@@ -67,8 +68,7 @@ def make_agent(
         api,
         Publisher(api, NODE, CATALOG.bridge_driver),
         nvml_probe=probe,
-        clock=clock,
-        wall=clock,
+        clocks=Clocks(clock, clock),
     )
 
 
@@ -110,6 +110,7 @@ async def start_dra_plugin(
 ) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
     """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it;
     returns its paths and the device index (published name -> (resource, device ID))."""
+    from dra_bridge.bridge.claims import AgentView
     from dra_bridge.bridge.node_plugin import device_index, start_plugin
     from tests.bridge.draplugin_fixtures import toolkit_spec
 
@@ -122,9 +123,11 @@ async def start_dra_plugin(
         paths,
         api,
         NODE,
-        lambda: device_index(legacy.recorded, CATALOG),
-        legacy.publisher.version,
-        accepting=lambda: legacy.report.mode == "dra",
+        AgentView(
+            lambda: device_index(legacy.recorded, CATALOG),
+            legacy.publisher.version,
+            lambda: legacy.report.mode == "dra",
+        ),
         metrics=legacy.metrics,
         boot_id=lambda: "b",
     )

@@ -15,7 +15,9 @@ import grpc
 import pytest
 
 from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.deviceplugin import api_pb2_grpc
+from dra_bridge.bridge.health import Clocks
 from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
@@ -80,8 +82,7 @@ def make_agent(kubelet: KubeletServer, api: FakeApi, state: Path, clock: Clock, 
         InventoryStore(state),
         api,
         Publisher(api, NODE, cat.bridge_driver),
-        clock=clock,
-        wall=clock,
+        clocks=Clocks(clock, clock),
     )
 
 
@@ -149,9 +150,9 @@ async def test_prepare_answers_the_recorded_edits_in_our_spec(
         paths,
         api,
         NODE,
-        lambda: device_index(agent.recorded, cat),
-        agent.publisher.version,
-        accepting=lambda: agent.report.mode == "dra",
+        AgentView(
+            lambda: device_index(agent.recorded, cat), agent.publisher.version, lambda: agent.report.mode == "dra"
+        ),
         boot_id=lambda: "b",
         edits=lookup(lambda: agent.recorded.edits, cat),
     )

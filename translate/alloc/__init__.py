@@ -5,8 +5,9 @@ v1beta1/v1beta2 -> v1, checked), feature gates (:mod:`~translate.alloc.features`
 matching (:mod:`~translate.alloc.node_match`), pools (:mod:`~translate.alloc.pools`), cached
 CEL selectors (:mod:`~translate.alloc.selectors`), constraints
 (:mod:`~translate.alloc.constraints`), consumable capacity (:mod:`~translate.alloc.capacity`),
-the search (:mod:`~translate.alloc.engine`), the ``status.allocation`` it writes
-(:mod:`~translate.alloc.results`), and a whole scenario (:mod:`~translate.alloc.simulate`).
+device taints (:mod:`~translate.alloc.taints`), the search (:mod:`~translate.alloc.engine`),
+the ``status.allocation`` it writes (:mod:`~translate.alloc.results`), and a whole scenario
+(:mod:`~translate.alloc.simulate`).
 Rules are re-typed from k8s.io/dynamic-resource-allocation ``structured/`` (see each module).
 """
 

@@ -5,8 +5,9 @@ container (:mod:`~translate.plan.demand`, counts in :mod:`~translate.plan.device
 request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAMi annotations as
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
-(:mod:`~translate.plan.pod_plan`), the conversion record it leaves on the pod (written, read,
-reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`; the
+(:mod:`~translate.plan.pod_plan`; the rewrite of the pod: :mod:`~translate.plan.pod_rewrite`),
+the conversion record it leaves on the pod (written, read, reverted: :mod:`~translate.plan.record`),
+workloads (:mod:`~translate.plan.workloads`; the
 shapes of custom resources without pod templates, KServe and Argo:
 :mod:`~translate.plan.custom_resources`),
 ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster state
