@@ -48,13 +48,13 @@ from dra_bridge.translate.alloc.results import Picked, Request, allocation_resul
 from dra_bridge.translate.alloc.selectors import SelectorCache
 from dra_bridge.translate.alloc.state import AllocatedState
 from dra_bridge.translate.alloc.taints import untolerated
-from dra_bridge.translate.errors import AllocationError
+from dra_bridge.translate.errors import AllocationError, TranslateError
 from dra_bridge.translate.inventory.api_rules import MAX_DEVICES_PER_CLAIM
 
 __all__ = ["NodeAllocator"]
 
 
-class _MaxSize(Exception):
+class _MaxSize(TranslateError):
     """errAllocationResultMaxSizeExceeded: more aggressive backtracking."""
 
 

@@ -30,13 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dra_bridge.translate.cel import selector_text as ex
+from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.names import GFD_PREFIX, NVIDIA_DRIVER
 
 SEMVER_MIN_MINOR = 34
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
-class Untranslatable(Exception):
+class Untranslatable(TranslateError):
     """A GPU label requirement that has device meaning but cannot become a selector here."""
 
 
