@@ -41,6 +41,7 @@ from typing import Any
 import grpc
 
 from dra_bridge.bridge.access import API_CALLS
+from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc
 from dra_bridge.bridge.node_plugin import Plugin, PluginPaths, start_plugin
 from dra_bridge.kube.api import ApiServer, KubeApi
@@ -140,7 +141,7 @@ async def measure(
     for d in paths.cdi_dirs:
         d.mkdir(parents=True, exist_ok=True)
     toolkit_spec(paths.cdi_dirs[0])
-    plugin: Plugin = await start_plugin(paths, api, NODE, lambda: INVENTORY, v1, boot_id=lambda: "bench")
+    plugin: Plugin = await start_plugin(paths, api, NODE, AgentView(lambda: INVENTORY, v1), boot_id=lambda: "bench")
     channel = grpc.aio.insecure_channel(f"unix://{paths.dra_socket}")
     stub = dra_v1_pb2_grpc.DRAPluginStub(channel)
     try:

@@ -31,14 +31,13 @@ import asyncio
 import contextlib
 import datetime
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
-from dra_bridge.bridge.health import NOT_CHECKED, Health, Metrics
+from dra_bridge.bridge.health import NOT_CHECKED, Clocks, Health, Metrics
 from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, alarm, alarmed_devices, evaluate
 from dra_bridge.bridge.node_plugin import Plugin
 from dra_bridge.bridge.podresources.client import PodResourcesClient
@@ -91,14 +90,14 @@ class Agent:
         api: KubeApi,
         publisher: Publisher,
         nvml_probe: NvmlProbe | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], float] = time.time,
+        clocks: Clocks | None = None,
     ) -> None:
         self.settings, self.catalog, self.kubelet, self.store = settings, catalog, kubelet, store
         self.api, self.publisher, self.nvml_probe = api, publisher, nvml_probe
-        self.clock, self.wall = clock, wall
+        clocks = clocks or Clocks()
+        self.clock, self.wall = clocks.monotonic, clocks.wall
         self.metrics = Metrics()
-        self.health = Health(clock=clock)
+        self.health = Health(clock=clocks.monotonic)
         self.node_writes = 0
         self.prepared_claims = 0
         self.plugin: Plugin | None = None

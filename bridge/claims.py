@@ -1,6 +1,6 @@
 """Prepare and unprepare claims on this node: the DRA plugin's state, under one asyncio.Lock.
 
-    preparer = ClaimPreparer(api, node, store, cdi_dir, index, inventory, claim_version)
+    preparer = ClaimPreparer(api, node, store, cdi_dir, index, AgentView(inventory, claim_version))
     preparer.recover()                                   at start, before serving
     await preparer.prepare([ClaimRef(ns, name, uid)])   -> {uid: Outcome(devices, error)}
     await preparer.unprepare([ClaimRef(...)])           -> {uid: Outcome((), error)}
@@ -90,11 +90,26 @@ class Outcome:
     error: str = ""
 
 
-class ClaimPreparer:
-    """Prepared claims of one node (see the module docstring). ``inventory()`` maps our device
+def _always() -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What the plugin reads of the agent, each time it needs it: ``inventory()`` maps our device
     names to (legacy resource, kubelet device ID); ``claim_version()`` is the resource.k8s.io
-    version to read claims at; ``accepting()`` says whether new claims may be prepared;
-    ``edits`` finds a non-NVIDIA device's edits (default: the shipped catalog's static recipes)."""
+    version to read claims at; ``accepting()`` says whether new claims may be prepared (the
+    node is in DRA mode; always, by default)."""
+
+    inventory: Callable[[], Mapping[str, tuple[str, str]]]
+    claim_version: Callable[[], Awaitable[str]]
+    accepting: Callable[[], bool] = _always
+
+
+class ClaimPreparer:
+    """Prepared claims of one node (see the module docstring), reading the agent through
+    ``view``; ``edits`` finds a non-NVIDIA device's edits (default: the shipped catalog's static
+    recipes)."""
 
     def __init__(
         self,
@@ -103,14 +118,13 @@ class ClaimPreparer:
         store: CheckpointStore,
         cdi_dir: Path,
         index: SpecIndex,
-        inventory: Callable[[], Mapping[str, tuple[str, str]]],
-        claim_version: Callable[[], Awaitable[str]],
-        accepting: Callable[[], bool] = lambda: True,
+        view: AgentView,
         driver: str = BRIDGE_DRIVER,
         edits: EditsLookup | None = None,
     ) -> None:
         self.api, self.node, self.store, self.cdi_dir, self.index = api, node, store, cdi_dir, index
-        self.inventory, self.claim_version, self.accepting, self.driver = inventory, claim_version, accepting, driver
+        self.inventory, self.claim_version, self.accepting = view.inventory, view.claim_version, view.accepting
+        self.driver = driver
         self.edits = edits if edits is not None else lookup(dict, load_catalog())
         self.lock = asyncio.Lock()
         self.checkpoint = Checkpoint()

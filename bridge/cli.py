@@ -73,6 +73,7 @@ async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
 async def run(settings: Settings) -> int:
     """Build the agent from settings and run it until SIGTERM/SIGINT."""
     from dra_bridge.bridge.agent import Agent
+    from dra_bridge.bridge.claims import AgentView
     from dra_bridge.bridge.health import serve
     from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
     from dra_bridge.bridge.nvml import check_uuids, probe
@@ -107,9 +108,7 @@ async def run(settings: Settings) -> int:
         PluginPaths.from_settings(settings),
         api,
         settings.node_name,
-        lambda: device_index(agent.recorded, catalog),
-        claim_version,
-        accepting=lambda: agent.report.mode == "dra",
+        AgentView(lambda: device_index(agent.recorded, catalog), claim_version, lambda: agent.report.mode == "dra"),
         metrics=agent.metrics,
         edits=lookup(lambda: agent.recorded.edits, catalog),
         nvml_check=check_uuids,

@@ -92,6 +92,15 @@ NOT_CHECKED = "not checked yet"
 """A dependency's status before its first check (not a failure: nothing to recover from)."""
 
 
+@dataclass(frozen=True)
+class Clocks:
+    """The agent's clocks: ``monotonic`` times its ticks and liveness, ``wall`` dates what it
+    writes (the recorded inventory, Events, the Node condition). Tests pass one fake clock as both."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
+
+
 @dataclass
 class Health:
     """Dependency status and the reason for each failure (empty string = fine)."""

@@ -1,7 +1,7 @@
 """Start and stop the DRA kubelet plugin: the DRA service first, then the registration socket.
 
-    plugin = await start_plugin(PluginPaths.under(kubelet_dir, state_dir), api, node, inventory,
-                                claim_version, accepting=..., metrics=...)
+    plugin = await start_plugin(PluginPaths.under(kubelet_dir, state_dir), api, node,
+                                AgentView(inventory, claim_version, accepting), metrics=...)
     plugin.preparer.count                the prepared-claim count (the Node condition's number)
     await plugin.alive()                 "" when both sockets answer, else why not (liveness)
     plugin.report_health(alarmed)        assess the devices for the kubelet's health stream
@@ -18,7 +18,7 @@ state directory. :func:`device_index` maps the published device names to the rec
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,7 +26,7 @@ import grpc
 
 from dra_bridge.bridge.cdi_specs import CDI_DIRS, SpecIndex
 from dra_bridge.bridge.checkpoint import CheckpointStore, read_boot_id
-from dra_bridge.bridge.claims import ClaimPreparer
+from dra_bridge.bridge.claims import AgentView, ClaimPreparer
 from dra_bridge.bridge.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
 from dra_bridge.bridge.file_lock import LOCK_FILE
 from dra_bridge.bridge.health import Metrics
@@ -162,16 +162,15 @@ async def start_plugin(
     paths: PluginPaths,
     api: KubeApi,
     node: str,
-    inventory: Callable[[], Mapping[str, tuple[str, str]]],
-    claim_version: Callable[[], Awaitable[str]],
-    accepting: Callable[[], bool] = lambda: True,
+    view: AgentView,
     metrics: Metrics | None = None,
     boot_id: Callable[[], str] = read_boot_id,
     edits: EditsLookup | None = None,
     nvml_check: NvmlCheck | None = None,
 ) -> Plugin:
     """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
-    that order). ``edits``: a device's recorded Allocate edits or static recipe
+    that order). ``view``: what the plugin reads of the agent (:class:`bridge.claims.AgentView`);
+    ``edits``: a device's recorded Allocate edits or static recipe
     (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
     :func:`bridge.nvml.check_uuids` where NVML may be present."""
     preparer = ClaimPreparer(
@@ -180,9 +179,7 @@ async def start_plugin(
         CheckpointStore(paths.state_dir, boot_id),
         paths.spec_dir,
         SpecIndex(paths.cdi_dirs),
-        inventory,
-        claim_version,
-        accepting,
+        view,
         paths.driver,
         edits,
     )

@@ -24,7 +24,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dra_bridge.kube.errors import (
-    ConfigError,
+    KubeConfigError,
     KubeError,
     Unavailable,
     from_api_exception,
@@ -49,7 +49,7 @@ async def configuration(kubeconfig: str | Path | None, context: str | None = Non
             k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     except (k8s_config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
         where = kubeconfig or "the in-cluster service account"
-        raise ConfigError(f"cannot configure the Kubernetes client from {where}: {exc}") from exc
+        raise KubeConfigError(f"cannot configure the Kubernetes client from {where}: {exc}") from exc
     return cfg
 
 

@@ -4,8 +4,8 @@ The tree (the client's exceptions are chained with ``raise ... from``, never re-
 
     KubeError                      base of every error raised by ``kube``; ``status`` (HTTP code or
     │                              None), ``reason`` (the Status reason, e.g. "AlreadyExists")
-    ├── ConfigError                no client can be configured (kubeconfig, service account), or the
-    │                              server serves no resource.k8s.io version translate renders
+    ├── KubeConfigError            no client can be configured (kubeconfig, service account), or
+    │                              the server serves no resource.k8s.io version translate renders
     ├── Unavailable                unreachable (refused, TLS, protocol), timed out, 5xx, 429
     └── ApiError                   the server answered with another error status
         ├── Unauthorized           401
@@ -39,7 +39,7 @@ class KubeError(Exception):
         """The server's whole Status message (the exception's text cuts it at 300 characters)."""
 
 
-class ConfigError(KubeError):
+class KubeConfigError(KubeError):
     """No usable client configuration, or nothing served that we can write."""
 
 

@@ -13,6 +13,6 @@ dumps), ``remedies`` (remedy codes in the command's words), ``report`` (findings
 exit codes and the error tree are in :mod:`migrate.errors`, re-exported here.
 """
 
-from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 
-__all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "InputError", "MigrateError", "UsageError"]
+__all__ = ["EXIT_ERROR", "EXIT_FINDINGS", "EXIT_OK", "InputFileError", "MigrateError", "UsageError"]

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.kube.logs import LEVELS
 from dra_bridge.kube.logs import configure as configure_logs
-from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import findings_table
@@ -243,7 +243,7 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
     seen: set[tuple[str, str]] = set()
     for doc in _read(sources, stdin, args.allow_empty):
         if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-            raise InputError(
+            raise InputFileError(
                 f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
             )
         result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources)
@@ -266,12 +266,12 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
 
 
 def _read(sources: list[str], stdin: TextIO, allow_empty: bool) -> list[Document]:
-    """Every document of every source; InputError for a source without any, unless ``allow_empty``."""
+    """Every document of every source; InputFileError for a source without any, unless ``allow_empty``."""
     docs: list[Document] = []
     for source in sources:
         found = list(read_sources([source], stdin))
         if not found and not allow_empty:
-            raise InputError(
+            raise InputFileError(
                 f"{source}: no Kubernetes objects ({why_empty(source)}); pass --allow-empty if that is expected"
             )
         docs += found

@@ -1,7 +1,7 @@
 """``dra-bridge inventory --json`` dumps as files: reading them, and which node each one is.
 
-    load_document(path) -> Any                 JSON, else YAML; InputError naming the file
-    allocatable_response(doc, path) -> doc      InputError unless it can be an AllocatableResourcesResponse
+    load_document(path) -> Any                 JSON, else YAML; InputFileError naming the file
+    allocatable_response(doc, path) -> doc      InputFileError unless it can be an AllocatableResourcesResponse
     is_inventory_dump(doc) -> bool              a mapping of only that message's fields, with devices
     inventory_node(path) -> str                 the node a dump file is named after
     inventory_flag("NODE=FILE") -> (node, path) ``--inventory``'s value (UsageError otherwise)
@@ -23,23 +23,23 @@ from typing import Any
 
 import yaml
 
-from dra_bridge.migrate.errors import InputError, UsageError
+from dra_bridge.migrate.errors import InputFileError, UsageError
 from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
 
 
 def read_text(path: str) -> str:
-    """The file's UTF-8 text; InputError naming the file."""
+    """The file's UTF-8 text; InputFileError naming the file."""
     try:
         return Path(path).read_text("utf-8")
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+        raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
 
 
 def load_document(path: str) -> Any:
-    """The file as JSON, else YAML (one document); InputError naming the file, line and column."""
+    """The file as JSON, else YAML (one document); InputFileError naming the file, line and column."""
     text = read_text(path)
     try:
         try:
@@ -52,11 +52,11 @@ def load_document(path: str) -> Any:
             mark = exc.problem_mark or exc.context_mark
             where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
             what = "; ".join(p for p in (exc.context, exc.problem) if p)
-            raise InputError(f"{path}: neither JSON nor YAML: {where}{one_line(what)}") from exc
+            raise InputFileError(f"{path}: neither JSON nor YAML: {where}{one_line(what)}") from exc
         except yaml.YAMLError as exc:
-            raise InputError(f"{path}: neither JSON nor YAML: {one_line(str(exc))}") from exc
+            raise InputFileError(f"{path}: neither JSON nor YAML: {one_line(str(exc))}") from exc
     except RecursionError as exc:
-        raise InputError(f"{path}: nested too deeply") from exc
+        raise InputFileError(f"{path}: nested too deeply") from exc
 
 
 def one_line(text: str) -> str:
@@ -69,18 +69,18 @@ RESPONSE_FIELDS = ("devices", "cpuIds", "cpu_ids", "memory")
 
 
 def allocatable_response(doc: Any, path: str) -> Any:
-    """``doc`` when it can be an ``AllocatableResourcesResponse``; InputError when it is a
+    """``doc`` when it can be an ``AllocatableResourcesResponse``; InputFileError when it is a
     Kubernetes object or has a field that message lacks (a wrong file must not print an empty
     slice). The bridge's own reading stays lenient: a newer kubelet may add fields."""
     if isinstance(doc, dict):
         if "kind" in doc:
-            raise InputError(
+            raise InputFileError(
                 f"{path}: a {doc['kind']}, not a PodResources AllocatableResourcesResponse "
                 "(dra-bridge inventory or grpcurl ... GetAllocatableResources prints one)"
             )
         unknown = sorted(str(k) for k in doc if k not in RESPONSE_FIELDS)
         if unknown:
-            raise InputError(
+            raise InputFileError(
                 f"{path}: unknown field {unknown[0]} (an AllocatableResourcesResponse has {', '.join(RESPONSE_FIELDS)})"
             )
     return doc
@@ -115,17 +115,17 @@ def read_dump(path: str) -> Any:
     """The dump in ``path`` (see :func:`allocatable_response`)."""
     doc = allocatable_response(load_document(path), path)
     if not isinstance(doc, dict):
-        raise InputError(f"{path}: not an AllocatableResourcesResponse (a mapping with devices)")
+        raise InputFileError(f"{path}: not an AllocatableResourcesResponse (a mapping with devices)")
     return doc
 
 
 def grouped(dumps: Mapping[str, tuple[str, Any]]) -> dict[str, list[InventoryDevice]]:
     """Each node's dump grouped per device (:func:`translate.inventory.allocatable.group_allocatable`);
-    InputError naming the file."""
+    InputFileError naming the file."""
     out = {}
     for node, (path, dump) in dumps.items():
         try:
             out[node] = group_allocatable(dump)
         except TranslateError as exc:
-            raise InputError(f"{path}: {exc}") from exc
+            raise InputFileError(f"{path}: {exc}") from exc
     return out

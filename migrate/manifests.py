@@ -1,7 +1,7 @@
 """Reading and writing manifests: multi-document YAML/JSON files, directories, stdin; and the
 translation catalog a command uses (:func:`read_catalog`).
 
-Errors raise :class:`migrate.errors.InputError` naming the file (and line, for YAML syntax errors).
+Errors raise :class:`migrate.errors.InputFileError` naming the file (and line, for YAML syntax errors).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any, TextIO
 
 import yaml
 
-from dra_bridge.migrate.errors import InputError
+from dra_bridge.migrate.errors import InputFileError
 from dra_bridge.translate.catalog import Catalog, Target, load_catalog
 from dra_bridge.translate.strict_yaml import StrictLoader
 
 
 def read_catalog(path: str | None, target: Target | None = None) -> Catalog:
     """The built-in catalog (``path`` None) or the catalog file at ``path`` (``--catalog``),
-    aimed at ``target`` (``--target`` bridge|vendor) when given. InputError when the file
+    aimed at ``target`` (``--target`` bridge|vendor) when given. InputFileError when the file
     cannot be read; the catalog's own errors (CatalogError) name the field."""
     if path is None:
         catalog = load_catalog()
@@ -30,7 +30,7 @@ def read_catalog(path: str | None, target: Target | None = None) -> Catalog:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise InputError(f"{path}: cannot read catalog: {exc}") from exc
+            raise InputFileError(f"{path}: cannot read catalog: {exc}") from exc
         catalog = load_catalog(text, path)
     return catalog.with_target(target) if target else catalog
 
@@ -52,7 +52,7 @@ def _files(source: str) -> list[Path]:
     if path.is_dir():
         return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
     if not path.exists():
-        raise InputError(f"{source}: no such file or directory")
+        raise InputFileError(f"{source}: no such file or directory")
     return [path]
 
 
@@ -84,9 +84,9 @@ def _parse(text: str, name: str) -> list[Any]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        raise InputError(f"{where}: YAML error: {exc.problem or exc}") from exc
+        raise InputFileError(f"{where}: YAML error: {exc.problem or exc}") from exc
     except yaml.YAMLError as exc:
-        raise InputError(f"{name}: YAML error: {exc}") from exc
+        raise InputFileError(f"{name}: YAML error: {exc}") from exc
 
 
 #: Values one document may expand to. YAML aliases let a small file stand for an exponentially
@@ -95,7 +95,7 @@ MAX_VALUES = 1_000_000
 
 
 def _check_size(obj: Any, name: str, index: int) -> None:
-    """Raise InputError when ``obj`` expands (aliases counted at every use) past MAX_VALUES.
+    """Raise InputFileError when ``obj`` expands (aliases counted at every use) past MAX_VALUES.
 
     The walk stops at the budget, so it costs at most MAX_VALUES steps.
     """
@@ -105,7 +105,7 @@ def _check_size(obj: Any, name: str, index: int) -> None:
         value = stack.pop()
         budget -= 1
         if budget < 0:
-            raise InputError(
+            raise InputFileError(
                 f"{name}: document {index + 1} expands to more than {MAX_VALUES:,} values (nested YAML aliases?)"
             )
         if isinstance(value, dict):
@@ -124,7 +124,7 @@ def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:
     if items is None:
         return
     if not isinstance(items, list):
-        raise InputError(f"{name}: document {position + 1}: {doc.get('kind')}.items must be a list")
+        raise InputFileError(f"{name}: document {position + 1}: {doc.get('kind')}.items must be a list")
     for item in items:
         yield from _flatten(item, name, position)
 
@@ -137,16 +137,16 @@ def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Do
             try:
                 named = [("-", (stdin or sys.stdin).read())]
             except UnicodeDecodeError as exc:
-                raise InputError(f"-: {_not_utf8(exc)}") from exc
+                raise InputFileError(f"-: {_not_utf8(exc)}") from exc
         else:
             named = []
             for path in _files(source):
                 try:
                     named.append((str(path), path.read_text(encoding="utf-8")))
                 except UnicodeDecodeError as exc:
-                    raise InputError(f"{path}: {_not_utf8(exc)}") from exc
+                    raise InputFileError(f"{path}: {_not_utf8(exc)}") from exc
                 except OSError as exc:
-                    raise InputError(f"{path}: cannot read: {exc}") from exc
+                    raise InputFileError(f"{path}: cannot read: {exc}") from exc
         for name, text in named:
             index = 0
             for position, doc in enumerate(_parse(text, name)):

@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import connect
 from dra_bridge.kube.errors import KubeError
-from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputError, UsageError
+from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputFileError, UsageError
 from dra_bridge.migrate.inventory_dumps import (
     grouped,
     inventory_flag,
@@ -142,7 +142,7 @@ def _minor(text: str) -> int:
 
 def read_policy(path: str | None) -> Policy | None:
     """The webhook policy in ``path`` (a policy file or a ConfigMap manifest holding one);
-    None without a path. InputError when unreadable; PolicyError names the key."""
+    None without a path. InputFileError when unreadable; PolicyError names the key."""
     if path is None:
         return None
     return load_policy_file(read_text(path), path)
@@ -154,20 +154,22 @@ def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, A
     for source in sources:
         docs = list(read_sources([source], stdin))
         if not docs:
-            raise InputError(f"{source}: no Kubernetes objects ({why_empty(source)})")
+            raise InputFileError(f"{source}: no Kubernetes objects ({why_empty(source)})")
         for doc in docs:
             if is_inventory_dump(doc.obj):
                 if doc.source == "-":
-                    raise InputError("-: an inventory dump on stdin names no node: give it as --inventory NODE=FILE")
+                    raise InputFileError(
+                        "-: an inventory dump on stdin names no node: give it as --inventory NODE=FILE"
+                    )
                 node = inventory_node(doc.source)
                 if node in dumps:
-                    raise InputError(
+                    raise InputFileError(
                         f"{doc.source}: a second inventory dump for node {node} (the first: {dumps[node][0]})"
                     )
                 dumps[node] = (doc.source, doc.obj)
                 continue
             if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-                raise InputError(
+                raise InputFileError(
                     f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
                     "(a mapping with a kind) nor a dra-bridge inventory --json dump"
                 )
@@ -193,7 +195,7 @@ def _read_live(args: argparse.Namespace, err: TextIO) -> tuple[list[tuple[str, A
     try:
         objects, version = asyncio.run(read())
     except KubeError as exc:
-        raise InputError(f"live mode: {exc}") from exc
+        raise InputFileError(f"live mode: {exc}") from exc
     finally:
         if bar:
             err.write("\r\x1b[K")

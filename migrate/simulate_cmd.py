@@ -18,7 +18,7 @@ import gc
 import json
 from typing import Any, TextIO
 
-from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputError
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputFileError
 from dra_bridge.migrate.manifests import dump, read_sources, why_empty
 from dra_bridge.translate.alloc import parse_gates, simulate
 from dra_bridge.translate.errors import TranslateError
@@ -34,10 +34,10 @@ def _objects(sources: list[str], stdin: TextIO) -> list[dict[str, Any]]:
     for source in sources:
         found = list(read_sources([source], stdin))
         if not found:
-            raise InputError(f"{source}: no Kubernetes objects ({why_empty(source)})")
+            raise InputFileError(f"{source}: no Kubernetes objects ({why_empty(source)})")
         for doc in found:
             if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-                raise InputError(
+                raise InputFileError(
                     f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
                 )
             objects.append(doc.obj)
@@ -53,7 +53,7 @@ def run_simulate(
         objects = _objects(sources or ["-"], stdin)
         gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
         result = simulate(objects, features, node)
-    except (InputError, TranslateError) as exc:
+    except (InputFileError, TranslateError) as exc:
         err.write(f"dra-migrate: error: {exc}\n")
         return EXIT_ERROR
     if output == "json":

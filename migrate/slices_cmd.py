@@ -9,7 +9,7 @@ Inputs:
     --catalog FILE        optional user catalog extending the shipped one
 
 Output: the slices as a YAML stream on ``out``; warnings (resources left out, values that break an
-API rule) on ``err``. Exit 0 on success, 1 on an unreadable or invalid file (``InputError``) or
+API rule) on ``err``. Exit 0 on success, 1 on an unreadable or invalid file (``InputFileError``) or
 an unknown API version (``UsageError``), with a message naming the file and the field.
 """
 
@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputError, MigrateError, UsageError
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.inventory_dumps import allocatable_response, load_document, one_line, read_text
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import TranslateError
@@ -34,24 +34,24 @@ def _labels(doc: Any, path: str) -> dict[str, str]:
     if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
         nodes = doc["items"]
         if len(nodes) != 1:
-            raise InputError(f"{path}: items: expected exactly one Node, got {len(nodes)}")
+            raise InputFileError(f"{path}: items: expected exactly one Node, got {len(nodes)}")
         doc = nodes[0]
     if isinstance(doc, dict) and doc.get("kind") == "Node":
         metadata = doc.get("metadata", {})
         if not isinstance(metadata, dict):
-            raise InputError(f"{path}: metadata: expected a map, got {_kind(metadata)}")
+            raise InputFileError(f"{path}: metadata: expected a map, got {_kind(metadata)}")
         doc, where = metadata.get("labels", {}), "metadata.labels"
         doc = {} if doc is None else doc
         if not isinstance(doc, dict):
-            raise InputError(f"{path}: {where}: expected a map of label strings, got {_kind(doc)}")
+            raise InputFileError(f"{path}: {where}: expected a map of label strings, got {_kind(doc)}")
         where += "."
     elif not isinstance(doc, dict):
-        raise InputError(f"{path}: (top level): expected a map of node labels or a Node object, got {_kind(doc)}")
+        raise InputFileError(f"{path}: (top level): expected a map of node labels or a Node object, got {_kind(doc)}")
     for key, value in doc.items():
         if not isinstance(key, str):
-            raise InputError(f"{path}: {where}{key}: a label key must be a string, got {_kind(key)}")
+            raise InputFileError(f"{path}: {where}{key}: a label key must be a string, got {_kind(key)}")
         if not isinstance(value, str):
-            raise InputError(
+            raise InputFileError(
                 f"{path}: {where}{key}: a label value must be a string, got {_kind(value)} "
                 "(quote it: YAML reads 12.10 as the number 12.1)"
             )
@@ -88,12 +88,12 @@ def run_slices(
         try:
             catalog = load_catalog(catalog_text, catalog_path or "user catalog")
         except RecursionError as exc:
-            raise InputError(f"{catalog_path}: nested too deeply") from exc
+            raise InputFileError(f"{catalog_path}: nested too deeply") from exc
         dump = allocatable_response(load_document(podresources_path), podresources_path)
         try:
             inventory = group_allocatable(dump)
         except TranslateError as exc:
-            raise InputError(f"{podresources_path}: {exc}") from exc
+            raise InputFileError(f"{podresources_path}: {exc}") from exc
         if not inventory:
             err.write(f"warning: {podresources_path}: no devices: the pool's slice will list none\n")
         labels = _labels(load_document(node_labels_path), node_labels_path) if node_labels_path else {}

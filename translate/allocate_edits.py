@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 LIST_VARIABLES = frozenset(
@@ -71,10 +72,45 @@ def _is_mps_mount(mount: Mapping[str, Any], dirs: list[str]) -> bool:
     return any("mps" in p.split("/") or any(p == d or p.startswith(d + "/") for d in dirs) for p in paths)
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """Across all answers: each variable's values, each container path's (host path,
+    permissions) device nodes and (host path, read-only) mounts."""
+
+    values: Mapping[str, set[str]]
+    nodes_at: Mapping[str, set[tuple[str, str]]]
+    mounts_at: Mapping[str, set[tuple[str, bool]]]
+
+
 def compose(answers: Mapping[str, Mapping[str, Any]]) -> ResourceEdits:
     """The composing part of each device's answer (device ID -> answer, see the module
     docstring), decided across all of them: deterministic, independent of the order given."""
     dropped: set[str] = set()
+    seen = _seen(answers)
+    out: dict[str, dict[str, Any]] = {}
+    for device_id in sorted(answers):
+        answer = answers[device_id]
+        if answer.get("annotations"):
+            dropped.add("annotations (they name the plugin's own CDI devices)")
+        if answer.get("cdi_devices"):
+            dropped.add("CDI devices of the plugin's own spec (it leaves with the plugin)")
+        env = _env(answer, seen, dropped)
+        nodes = _nodes(answer, seen, dropped)
+        mounts = _mounts(answer, seen, dropped)
+        edits: dict[str, Any] = {}
+        if env:
+            edits["env"] = env
+        if nodes:
+            edits["deviceNodes"] = sorted({n["path"]: n for n in nodes}.values(), key=lambda n: str(n["path"]))
+        if mounts:
+            edits["mounts"] = sorted(
+                {m["containerPath"]: m for m in mounts}.values(), key=lambda m: str(m["containerPath"])
+            )
+        out[device_id] = edits
+    return ResourceEdits(devices=out, dropped=sorted(dropped))
+
+
+def _seen(answers: Mapping[str, Mapping[str, Any]]) -> _Seen:
     values: dict[str, set[str]] = defaultdict(set)
     nodes_at: dict[str, set[tuple[str, str]]] = defaultdict(set)
     mounts_at: dict[str, set[tuple[str, bool]]] = defaultdict(set)
@@ -88,61 +124,59 @@ def compose(answers: Mapping[str, Mapping[str, Any]]) -> ResourceEdits:
         for m in answer.get("mounts") or []:
             if not _is_mps_mount(m, dirs):
                 mounts_at[str(m.get("container_path", ""))].add((str(m.get("host_path", "")), bool(m.get("read_only"))))
-    out: dict[str, dict[str, Any]] = {}
-    for device_id in sorted(answers):
-        answer = answers[device_id]
-        if answer.get("annotations"):
-            dropped.add("annotations (they name the plugin's own CDI devices)")
-        if answer.get("cdi_devices"):
-            dropped.add("CDI devices of the plugin's own spec (it leaves with the plugin)")
-        env = []
-        for k, v in sorted((answer.get("envs") or {}).items()):
-            if k.startswith(MPS_PREFIX):
-                dropped.add(f"MPS variable {k} (the MPS daemon leaves with the plugin)")
-            elif list_valued(k, v):
-                dropped.add(f"list-valued variable {k} (the last device's value would win)")
-            elif len(values[k]) > 1:
-                dropped.add(f"variable {k}, set to a different value per device (per index)")
-            else:
-                env.append(f"{k}={v}")
-        nodes = []
-        for d in answer.get("devices") or []:
-            path = str(d.get("container_path") or d.get("host_path") or "")
-            host, perms = str(d.get("host_path") or path), str(d.get("permissions") or "")
-            if not path.startswith("/") or not host.startswith("/"):
-                dropped.add("a device node without an absolute path")
-            elif len(nodes_at[path]) > 1:
-                dropped.add(f"device node {path}, a different host device per device")
-            elif perms and not _PERMISSIONS_RE.fullmatch(perms):
-                dropped.add(f"device node {path} with permissions {perms!r} (CDI allows r, w, m)")
-            else:
-                nodes.append({"path": path, "hostPath": host, **({"permissions": perms} if perms else {})})
-        mounts = []
-        dirs = _mps_dirs(answer.get("envs") or {})
-        for m in answer.get("mounts") or []:
-            target, host = str(m.get("container_path", "")), str(m.get("host_path", ""))
-            if _is_mps_mount(m, dirs):
-                dropped.add(f"MPS mount {target} (the MPS daemon leaves with the plugin)")
-            elif not target.startswith("/") or not host.startswith("/"):
-                dropped.add("a mount without absolute paths")
-            elif len(mounts_at[target]) > 1:
-                dropped.add(f"mount {target}, a different host path per device")
-            else:
-                mounts.append(
-                    {
-                        "hostPath": host,
-                        "containerPath": target,
-                        "options": ["bind", "ro" if m.get("read_only") else "rw"],
-                    }
-                )
-        edits: dict[str, Any] = {}
-        if env:
-            edits["env"] = env
-        if nodes:
-            edits["deviceNodes"] = sorted({n["path"]: n for n in nodes}.values(), key=lambda n: str(n["path"]))
-        if mounts:
-            edits["mounts"] = sorted(
-                {m["containerPath"]: m for m in mounts}.values(), key=lambda m: str(m["containerPath"])
+    return _Seen(values, nodes_at, mounts_at)
+
+
+def _env(answer: Mapping[str, Any], seen: _Seen, dropped: set[str]) -> list[str]:
+    """The ``KEY=value`` entries of one answer that compose (why others do not: ``dropped``)."""
+    env = []
+    for k, v in sorted((answer.get("envs") or {}).items()):
+        if k.startswith(MPS_PREFIX):
+            dropped.add(f"MPS variable {k} (the MPS daemon leaves with the plugin)")
+        elif list_valued(k, v):
+            dropped.add(f"list-valued variable {k} (the last device's value would win)")
+        elif len(seen.values[k]) > 1:
+            dropped.add(f"variable {k}, set to a different value per device (per index)")
+        else:
+            env.append(f"{k}={v}")
+    return env
+
+
+def _nodes(answer: Mapping[str, Any], seen: _Seen, dropped: set[str]) -> list[dict[str, Any]]:
+    """The CDI device nodes of one answer that compose (why others do not: ``dropped``)."""
+    nodes = []
+    for d in answer.get("devices") or []:
+        path = str(d.get("container_path") or d.get("host_path") or "")
+        host, perms = str(d.get("host_path") or path), str(d.get("permissions") or "")
+        if not path.startswith("/") or not host.startswith("/"):
+            dropped.add("a device node without an absolute path")
+        elif len(seen.nodes_at[path]) > 1:
+            dropped.add(f"device node {path}, a different host device per device")
+        elif perms and not _PERMISSIONS_RE.fullmatch(perms):
+            dropped.add(f"device node {path} with permissions {perms!r} (CDI allows r, w, m)")
+        else:
+            nodes.append({"path": path, "hostPath": host, **({"permissions": perms} if perms else {})})
+    return nodes
+
+
+def _mounts(answer: Mapping[str, Any], seen: _Seen, dropped: set[str]) -> list[dict[str, Any]]:
+    """The CDI mounts of one answer that compose (why others do not: ``dropped``)."""
+    mounts = []
+    dirs = _mps_dirs(answer.get("envs") or {})
+    for m in answer.get("mounts") or []:
+        target, host = str(m.get("container_path", "")), str(m.get("host_path", ""))
+        if _is_mps_mount(m, dirs):
+            dropped.add(f"MPS mount {target} (the MPS daemon leaves with the plugin)")
+        elif not target.startswith("/") or not host.startswith("/"):
+            dropped.add("a mount without absolute paths")
+        elif len(seen.mounts_at[target]) > 1:
+            dropped.add(f"mount {target}, a different host path per device")
+        else:
+            mounts.append(
+                {
+                    "hostPath": host,
+                    "containerPath": target,
+                    "options": ["bind", "ro" if m.get("read_only") else "rw"],
+                }
             )
-        out[device_id] = edits
-    return ResourceEdits(devices=out, dropped=sorted(dropped))
+    return mounts

@@ -9,15 +9,25 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     │   └── RecordError            a pod's conversion record is malformed (names the pod, the
     │                              annotation and the rule)
     ├── SelectorError              a CEL selector does not compile or fails at evaluation
+    │   └── LibraryFailure         raised inside a CEL library function, returned to cel-python as
+    │                              its error value (translate/cel/overloads.py)
     ├── InventoryError             a device-plugin inventory cannot become ResourceSlices
     ├── ClaimError                 a ResourceClaim the kubelet asks us to prepare cannot be (names
     │                              the claim and the rule: translate/cdi.py)
     ├── AllocationError            the allocator refuses a set of claims as upstream's does (an
-    │                              unknown class, a CEL error, a pool being updated: translate/alloc)
+    │   │                          unknown class, a CEL error, a pool being updated: translate/alloc)
+    │   └── PlacementError         one not about a node (a CEL error, an unknown class): the
+    │                              search over nodes stops (translate/alloc/placement.py)
+    ├── Untranslatable             a GPU label requirement with device meaning that cannot become a
+    │                              selector: a finding (translate/plan/gfd_selectors.py)
     ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
     ├── CountError                 a device count that is not a whole number (also a ValueError)
     └── ValueFormatError           a string that is not a Kubernetes quantity or a semantic
                                    version (also a ValueError)
+
+Two private signals of one module each derive from ``TranslateError`` too and never leave it:
+``_MaxSize`` (the allocator's backtracking, translate/alloc/engine.py) and ``_Unsure``
+(translate/cel/reads.py). No class name here is used by another package (tests/test_exceptions.py).
 
 ``ApiVersionError``, ``CountError`` and ``ValueFormatError`` are ValueErrors too, so that callers written against
 the builtin keep working; new code catches them by name.

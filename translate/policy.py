@@ -1,9 +1,10 @@
 """The webhook's policy: how to translate, per scope (docs/design.md D8). Pure: parsing and matching.
 
 Owned by translate so that every front end judges a pod as the webhook would: ``dra-webhook``
-(``webhook.policy`` re-exports it, raising its own ``PolicyError``) and ``dra-migrate report
---policy`` / ``convert --policy`` (:func:`load_policy_file` also reads the policy out of a
-ConfigMap manifest, the way it is usually shipped).
+(which turns a :class:`PolicyError` into its ``WebhookConfigError``: exit 1 at startup, the
+last good policy kept on a reload) and ``dra-migrate report --policy`` / ``convert --policy``
+(:func:`load_policy_file` also reads the policy out of a ConfigMap manifest, the way it is
+usually shipped).
 
 The mode (audit or enforce) is chosen by the path the API server calls, never here. A
 policy file (YAML) holds defaults and an ordered list of rules; the first rule whose

@@ -2,38 +2,32 @@
 
 Modules, one concern each: review (AdmissionReview types, decoding, the answer), decision
 (pure request -> decision), patch (the JSON Patch by diffing, docs/design.md D12), handler (ensure,
-measure, log), server (aiohttp app), policy (the policy rules of :mod:`translate.policy` with the
-webhook's error), runtime (files in force), reload, tls, serving_check (the certificate against
-the caBundle and the service name), templates (ensuring ResourceClaimTemplates), cluster
-(watch-fed caches), events (audit Events), reconciler + reconcile_rules (template garbage
-collection and repair), metrics, access (the API calls it makes; the I/O is the shared kube/
-layer), certs, settings, cli, errors.
+measure, log), server (aiohttp app), runtime (files in force; the policy itself is
+:mod:`translate.policy`), reload, tls, serving_check (the certificate against the caBundle and the
+service name), templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), events
+(audit Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
+access (the API calls it makes; the I/O is the shared kube/ layer), certs, settings, cli, errors.
 """
 
 from dra_bridge.webhook.decision import Context, Decision, evaluate
-from dra_bridge.webhook.errors import ConfigError, PolicyError, ReviewError, TemplateError, WebhookError
+from dra_bridge.webhook.errors import ReviewError, TemplateError, WebhookConfigError, WebhookError
 from dra_bridge.webhook.handler import Admitter
 from dra_bridge.webhook.patch import diff
-from dra_bridge.webhook.policy import Policy, Translation, load_policy
 from dra_bridge.webhook.review import decode_review
 from dra_bridge.webhook.server import make_app
 from dra_bridge.webhook.settings import Settings
 
 __all__ = [
     "Admitter",
-    "ConfigError",
     "Context",
     "Decision",
-    "Policy",
-    "PolicyError",
     "ReviewError",
     "Settings",
     "TemplateError",
-    "Translation",
+    "WebhookConfigError",
     "WebhookError",
     "decode_review",
     "diff",
     "evaluate",
-    "load_policy",
     "make_app",
 ]

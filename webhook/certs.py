@@ -3,7 +3,7 @@
     write_certs(out_dir, namespace, service, ip_addresses=(), days=365) -> CertPaths
         ca.crt, ca.key, tls.crt, tls.key in out_dir (keys mode 0600)
     check_inputs(namespace, service, ip_addresses, days) -> None
-        ConfigError naming the ``dra-webhook certs`` flag of the first unusable value
+        WebhookConfigError naming the ``dra-webhook certs`` flag of the first unusable value
 
 ``namespace`` and ``service`` must be DNS labels (RFC 1123: at most 63 characters of
 ``a-z``, ``0-9`` and ``-``, starting and ending with a letter or digit), every IP address
@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.errors import WebhookConfigError
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
@@ -68,10 +68,10 @@ def dns_names(namespace: str, service: str) -> list[str]:
 
 
 def check_inputs(namespace: str, service: str, ip_addresses: tuple[str, ...] = (), days: int = 365) -> None:
-    """ConfigError naming the flag (``--namespace``, ``--service``, ``--ip``, ``--days``) of a bad value."""
+    """WebhookConfigError naming the flag (``--namespace``, ``--service``, ``--ip``, ``--days``) of a bad value."""
     for flag, value in (("--namespace", namespace), ("--service", service)):
         if not _DNS_LABEL.fullmatch(value):
-            raise ConfigError(
+            raise WebhookConfigError(
                 f"{flag} {value!r} is not a DNS label (RFC 1123: at most 63 characters of a-z, 0-9 "
                 "and '-', starting and ending with a letter or digit)"
             )
@@ -79,9 +79,9 @@ def check_inputs(namespace: str, service: str, ip_addresses: tuple[str, ...] = (
         try:
             ipaddress.ip_address(ip)
         except ValueError:
-            raise ConfigError(f"--ip {ip!r} is not an IPv4 or IPv6 address") from None
+            raise WebhookConfigError(f"--ip {ip!r} is not an IPv4 or IPv6 address") from None
     if isinstance(days, bool) or not isinstance(days, int) or days < 1:
-        raise ConfigError(f"--days {days!r} must be a positive integer (days the certificates stay valid)")
+        raise WebhookConfigError(f"--days {days!r} must be a positive integer (days the certificates stay valid)")
 
 
 def write_certs(
@@ -89,7 +89,7 @@ def write_certs(
 ) -> CertPaths:
     """Generate and write a CA and a serving certificate signed by it; see the module docstring.
 
-    Raises ConfigError (see :func:`check_inputs`) before writing anything.
+    Raises WebhookConfigError (see :func:`check_inputs`) before writing anything.
     """
     check_inputs(namespace, service, ip_addresses, days)
     out_dir.mkdir(parents=True, exist_ok=True)

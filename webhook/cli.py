@@ -34,7 +34,7 @@ from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
-from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.events import KubeAuditSink
 from dra_bridge.webhook.handler import Admitter
 from dra_bridge.webhook.metrics import Metrics
@@ -52,7 +52,7 @@ async def _connect(settings: Settings) -> Client:
     try:
         return await connect(settings.kubeconfig)
     except KubeError as exc:
-        raise ConfigError(f"{exc} (pass --kubeconfig FILE outside a cluster)") from exc
+        raise WebhookConfigError(f"{exc} (pass --kubeconfig FILE outside a cluster)") from exc
 
 
 async def _api_version(settings: Settings, api: ApiServer) -> str:
@@ -61,24 +61,24 @@ async def _api_version(settings: Settings, api: ApiServer) -> str:
     try:
         return await discover_resource_version(api)
     except KubeError as exc:
-        raise ConfigError(
+        raise WebhookConfigError(
             f"API discovery failed: {type(exc).__name__}: {exc}; pass --api-version to force one"
         ) from exc
 
 
 async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -> None:
-    """Start the HTTPS site; ConfigError (one line) when the address cannot be bound."""
+    """Start the HTTPS site; WebhookConfigError (one line) when the address cannot be bound."""
     try:
         await web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context).start()
     except OSError as exc:
         why = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
-        raise ConfigError(
+        raise WebhookConfigError(
             f"--host/--port {settings.host}:{settings.port}: cannot listen: {why} (DRA_WEBHOOK_HOST / DRA_WEBHOOK_PORT)"
         ) from exc
 
 
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
-    """Serve until SIGTERM/SIGINT (or cancellation); raises ConfigError on bad startup settings."""
+    """Serve until SIGTERM/SIGINT (or cancellation); raises WebhookConfigError on bad startup settings."""
     tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file, settings.ca_bundle, settings.service_name)
     policy = watch_policy(settings.policy_file) if settings.policy_file else None
     catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
@@ -183,14 +183,14 @@ def _certs(ns: argparse.Namespace) -> int:
         try:
             days = int(ns.days)
         except ValueError:
-            raise ConfigError(
+            raise WebhookConfigError(
                 f"--days {ns.days!r} must be a positive integer (days the certificates stay valid)"
             ) from None
         try:
             paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days)
         except OSError as exc:
-            raise ConfigError(f"--out {ns.out}: cannot write the certificates: {exc.strerror or exc}") from exc
-    except ConfigError as exc:
+            raise WebhookConfigError(f"--out {ns.out}: cannot write the certificates: {exc.strerror or exc}") from exc
+    except WebhookConfigError as exc:
         sys.stderr.write(f"dra-webhook certs: error: {exc}\n")
         return 1
     sys.stdout.write(
@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_args(args)
         configure_logs(settings.log_level)
         asyncio.run(serve(settings))
-    except ConfigError as exc:
+    except WebhookConfigError as exc:
         logger.error("%s", exc)
         return 1
     except KeyboardInterrupt:

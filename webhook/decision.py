@@ -30,8 +30,8 @@ from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.plan.cluster_state import QuotaKeys, held_back
 from dra_bridge.translate.plan.pod_plan import plan_pod
+from dra_bridge.translate.policy import SYSTEM_NAMESPACES, OnError, Policy, Subject, policy_remedy
 from dra_bridge.webhook.patch import PatchMemo, diff
-from dra_bridge.webhook.policy import SYSTEM_NAMESPACES, OnError, Policy, Subject, policy_remedy
 from dra_bridge.webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
 
 Mode = Literal["enforce", "audit"]

@@ -3,8 +3,9 @@
 The tree (third-party errors are chained with ``raise ... from``, never re-exported)::
 
     WebhookError                   base of every error raised by ``webhook``
-    ├── ConfigError                a flag, environment variable or file given at startup is unusable
-    │   └── PolicyError            a policy file violates its schema (names the file and the key)
+    ├── WebhookConfigError         a flag, environment variable or file given at startup is unusable
+    │                              (a policy file that violates its schema: translate's PolicyError,
+    │                              its message kept)
     ├── ReviewError                the HTTP body is not an AdmissionReview admission.k8s.io/v1
     │                              (carries the HTTP ``status``: 400, or 413 when too large)
     └── TemplateError              a ResourceClaimTemplate could not be ensured (API down,
@@ -20,12 +21,8 @@ class WebhookError(Exception):
     """Base class of every error raised by the ``webhook`` package."""
 
 
-class ConfigError(WebhookError):
+class WebhookConfigError(WebhookError):
     """A startup setting (flag, env twin, certificate, catalog or policy file) is unusable."""
-
-
-class PolicyError(ConfigError):
-    """A policy document violates its schema; the message names the source and the key."""
 
 
 class ReviewError(WebhookError):

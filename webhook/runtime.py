@@ -26,39 +26,48 @@ from typing import Any
 
 from dra_bridge.kube.observed import ApiHealth
 from dra_bridge.translate.catalog import Catalog, load_catalog
-from dra_bridge.translate.errors import CatalogError
+from dra_bridge.translate.errors import CatalogError, PolicyError
 from dra_bridge.translate.plan.cluster_state import QuotaKeys
+from dra_bridge.translate.policy import SYSTEM_NAMESPACES, Policy, load_policy
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.decision import Context
-from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.patch import PatchMemo
-from dra_bridge.webhook.policy import SYSTEM_NAMESPACES, Policy, load_policy
 from dra_bridge.webhook.reload import Watched
 from dra_bridge.webhook.tls import TlsReloader
 
 
 def parse_catalog(text: str, source: str) -> Catalog:
-    """A user catalog file -> Catalog (shipped entries included); ConfigError when invalid."""
+    """A user catalog file -> Catalog (shipped entries included); WebhookConfigError when invalid."""
     try:
         return load_catalog(text, source)
     except CatalogError as exc:
-        raise ConfigError(str(exc)) from exc
+        raise WebhookConfigError(str(exc)) from exc
+
+
+def parse_policy_file(text: str, source: str) -> Policy:
+    """A policy file -> Policy; WebhookConfigError with translate's PolicyError's message when
+    invalid (a refused reload keeps the last good policy; at startup: exit 1)."""
+    try:
+        return load_policy(text, source)
+    except PolicyError as exc:
+        raise WebhookConfigError(str(exc)) from exc
 
 
 def watch_policy(path: Path) -> Watched[Policy]:
-    """A watched policy file (loaded now); ConfigError when the first load fails."""
-    watched: Watched[Policy] = Watched(path, load_policy)
+    """A watched policy file (loaded now); WebhookConfigError when the first load fails."""
+    watched: Watched[Policy] = Watched(path, parse_policy_file)
     if not watched.check():
-        raise ConfigError(f"policy: {watched.error}")
+        raise WebhookConfigError(f"policy: {watched.error}")
     return watched
 
 
 def watch_catalog(path: Path) -> Watched[Catalog]:
-    """A watched user catalog (loaded now); ConfigError when the first load fails."""
+    """A watched user catalog (loaded now); WebhookConfigError when the first load fails."""
     watched: Watched[Catalog] = Watched(path, parse_catalog)
     if not watched.check():
-        raise ConfigError(f"catalog: {watched.error}")
+        raise WebhookConfigError(f"catalog: {watched.error}")
     return watched
 
 

@@ -37,8 +37,8 @@ from pathlib import Path
 from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
 from dra_bridge.kube.logs import level_number
 from dra_bridge.translate.names import normalize_api_version
-from dra_bridge.webhook.errors import ConfigError
-from dra_bridge.webhook.policy import SYSTEM_NAMESPACES
+from dra_bridge.translate.policy import SYSTEM_NAMESPACES
+from dra_bridge.webhook.errors import WebhookConfigError
 
 ENV_PREFIX = WEBHOOK_PREFIX
 #: The pod's namespace, as Kubernetes mounts it with the service account token.
@@ -72,7 +72,7 @@ class Settings:
     port: int = 8443
     """TCP port of the HTTPS server."""
     policy_file: Path | None = None
-    """Policy YAML (webhook.policy); None: built-in defaults."""
+    """Policy YAML (translate.policy); None: built-in defaults."""
     catalog_file: Path | None = None
     """User catalog YAML extending the shipped one; None: the shipped catalog."""
     kubeconfig: Path | None = None
@@ -115,7 +115,7 @@ class Settings:
 
         cert, key = pick("tls_cert_file"), pick("tls_key_file")
         if not cert or not key:
-            raise ConfigError(
+            raise WebhookConfigError(
                 "a serving certificate is required: pass --tls-cert-file and --tls-key-file "
                 "(or DRA_WEBHOOK_TLS_CERT_FILE / DRA_WEBHOOK_TLS_KEY_FILE); for development, "
                 "generate a pair with `dra-webhook certs --namespace NS --service NAME --out DIR`"
@@ -132,7 +132,7 @@ class Settings:
                 if raw_port.startswith("tcp://")
                 else ""
             )
-            raise ConfigError(f"{FLAGS.twin('port')} {raw_port!r}: not a port number{link}")
+            raise WebhookConfigError(f"{FLAGS.twin('port')} {raw_port!r}: not a port number{link}")
         try:
             port = int(raw_port)
             reload_interval = float(pick("reload_interval") or 2.0)
@@ -141,11 +141,11 @@ class Settings:
             reconcile = float(pick("reconcile_interval") or 30.0)
             api_version = normalize_api_version(api_version) if api_version else None
         except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
+            raise WebhookConfigError(str(exc)) from exc
         if not 0 < port < 65536:
-            raise ConfigError(f"--port {port}: must be 1..65535")
+            raise WebhookConfigError(f"--port {port}: must be 1..65535")
         if reload_interval <= 0 or deadline <= 0 or reconcile <= 0 or grace < 0:
-            raise ConfigError(
+            raise WebhookConfigError(
                 "--reload-interval, --template-deadline and --reconcile-interval must be positive, "
                 "--template-grace not negative"
             )
@@ -154,7 +154,7 @@ class Settings:
         try:
             level_number(log_level)
         except ValueError as exc:
-            raise ConfigError(f"{FLAGS.twin('log_level')} {exc}") from None
+            raise WebhookConfigError(f"{FLAGS.twin('log_level')} {exc}") from None
 
         def path(name: str) -> Path | None:
             value = pick(name)

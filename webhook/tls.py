@@ -25,14 +25,14 @@ import logging
 import ssl
 from pathlib import Path
 
-from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.serving_check import check_serving_certificate
 
 logger = logging.getLogger(__name__)
 
 
 class TlsReloader:
-    """See the module docstring. The first load happens in the constructor and raises ConfigError."""
+    """See the module docstring. The first load happens in the constructor and raises WebhookConfigError."""
 
     def __init__(
         self, cert_file: Path, key_file: Path, ca_bundle: Path | None = None, service_name: str | None = None
@@ -50,7 +50,7 @@ class TlsReloader:
         self.failures = 0
         self._digest = b""
         if not self.check():
-            raise ConfigError(f"cannot load the serving certificate: {self.error}")
+            raise WebhookConfigError(f"cannot load the serving certificate: {self.error}")
 
     def check(self) -> bool:
         """Reload the pair if either file changed, then verify the one in force against the bundle

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 import pytest
 
 from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.health import Clocks
 from dra_bridge.bridge.node_plugin import PluginPaths
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
@@ -95,8 +96,7 @@ def make_agent(kubelet: KubeletServer, api: FakeApi, clock: Clock, catalog: Cata
             api,
             Publisher(api, node, cat.bridge_driver),
             nvml_probe=(lambda: nvml) if nvml is not None else None,
-            clock=tick,
-            wall=tick,
+            clocks=Clocks(tick, tick),
         )
 
     return make
@@ -135,6 +135,7 @@ async def start_dra_plugin(
 ) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
     """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it;
     returns its paths and the device index (published name -> (resource, device ID))."""
+    from dra_bridge.bridge.claims import AgentView
     from dra_bridge.bridge.node_plugin import device_index, start_plugin
     from tests.bridge.draplugin_fixtures import toolkit_spec
 
@@ -147,9 +148,11 @@ async def start_dra_plugin(
         paths,
         api,
         NODE,
-        lambda: device_index(legacy.recorded, legacy.catalog),
-        legacy.publisher.version,
-        accepting=lambda: legacy.report.mode == "dra",
+        AgentView(
+            lambda: device_index(legacy.recorded, legacy.catalog),
+            legacy.publisher.version,
+            lambda: legacy.report.mode == "dra",
+        ),
         metrics=legacy.metrics,
         boot_id=lambda: "b",
     )

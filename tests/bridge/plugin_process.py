@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.node_plugin import start_plugin
 from tests.bridge.draplugin_fixtures import INVENTORY, NODE, fake_api, layout
 
@@ -20,7 +21,11 @@ async def main(root: Path, claims: Path, boot_id: str) -> None:
         return "resource.k8s.io/v1"
 
     plugin = await start_plugin(
-        paths, fake_api(json.loads(claims.read_text())), NODE, lambda: INVENTORY, version, boot_id=lambda: boot_id
+        paths,
+        fake_api(json.loads(claims.read_text())),
+        NODE,
+        AgentView(lambda: INVENTORY, version),
+        boot_id=lambda: boot_id,
     )
     print("ready", flush=True)
     await asyncio.Event().wait()

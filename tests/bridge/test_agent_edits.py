@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.deviceplugin import api_pb2_grpc
 from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
 from dra_bridge.bridge.state import InventoryStore
@@ -130,9 +131,9 @@ async def test_prepare_answers_the_recorded_edits_in_our_spec(
         paths,
         api,
         NODE,
-        lambda: device_index(agent.recorded, cat),
-        agent.publisher.version,
-        accepting=lambda: agent.report.mode == "dra",
+        AgentView(
+            lambda: device_index(agent.recorded, cat), agent.publisher.version, lambda: agent.report.mode == "dra"
+        ),
         boot_id=lambda: "b",
         edits=lookup(lambda: agent.recorded.edits, cat),
     )

@@ -19,7 +19,7 @@ import grpc
 import pytest
 
 from dra_bridge.bridge.cdi_specs import SpecIndex
-from dra_bridge.bridge.claims import CRASH_POINT_ENV, CRASH_POINTS
+from dra_bridge.bridge.claims import CRASH_POINT_ENV, CRASH_POINTS, AgentView
 from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.node_plugin import Plugin, PluginPaths, start_plugin
@@ -65,9 +65,7 @@ class Node:
             self.paths,
             self.api,
             NODE,
-            lambda: INVENTORY,
-            v1,
-            accepting=lambda: self.accepting,
+            AgentView(lambda: INVENTORY, v1, lambda: self.accepting),
             metrics=self.metrics,
             boot_id=lambda: self.boot,
         )

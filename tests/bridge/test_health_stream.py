@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2 as pb2
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2_grpc as pb2_grpc
 from dra_bridge.bridge.node_plugin import Plugin, start_plugin
@@ -61,7 +62,7 @@ async def plugin() -> AsyncIterator[Plugin]:
     root = short_dir()
     paths = layout(root)
     toolkit_spec(paths, [NVIDIA_UUID])
-    p = await start_plugin(paths, fake_api([]), PLUGIN_NODE, lambda: INVENTORY, v1, boot_id=lambda: "b")
+    p = await start_plugin(paths, fake_api([]), PLUGIN_NODE, AgentView(lambda: INVENTORY, v1), boot_id=lambda: "b")
     yield p
     await p.stop()
     remove_tree(root)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dra_bridge.bridge.publisher import Publisher, is_subset
-from dra_bridge.kube.errors import ConfigError
+from dra_bridge.kube.errors import KubeConfigError
 from dra_bridge.kube.resources import Resource
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
@@ -109,7 +109,7 @@ async def test_v1beta1_is_used_when_it_is_the_only_served_version(catalog: Catal
 
 async def test_no_served_version_is_a_configuration_error() -> None:
     pub = Publisher(FakeApi(served=[]), "node-a", "dra-bridge.io")
-    with pytest.raises(ConfigError, match="serves none"):
+    with pytest.raises(KubeConfigError, match="serves none"):
         await pub.version()
 
 

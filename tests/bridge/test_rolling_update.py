@@ -13,6 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.file_lock import LOCK_FILE, file_lock
 from dra_bridge.bridge.kubeletapi import registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.node_plugin import Plugin, start_plugin
@@ -46,7 +47,9 @@ async def two_agents() -> AsyncIterator[list[Plugin]]:
     try:
         for uid in POD_UIDS:
             paths = replace(base, pod_uid=uid)
-            plugins.append(await start_plugin(paths, fake_api([]), NODE, lambda: INVENTORY, v1, boot_id=lambda: "b"))
+            plugins.append(
+                await start_plugin(paths, fake_api([]), NODE, AgentView(lambda: INVENTORY, v1), boot_id=lambda: "b")
+            )
         yield plugins
     finally:
         for p in plugins:
@@ -90,7 +93,9 @@ async def test_two_agents_share_the_checkpoint_without_losing_a_claim() -> None:
         claim(UID[1], "b", [("gpu", DRIVER, NODE, "gpu-amd0")]),
     ]
     plugins = [
-        await start_plugin(replace(base, pod_uid=u), fake_api(claims), NODE, lambda: INVENTORY, v1, boot_id=lambda: "b")
+        await start_plugin(
+            replace(base, pod_uid=u), fake_api(claims), NODE, AgentView(lambda: INVENTORY, v1), boot_id=lambda: "b"
+        )
         for u in POD_UIDS
     ]
     old, new = (Kubelet(p.paths.dra_socket) for p in plugins)

@@ -16,8 +16,8 @@ from celpy.adapter import json_to_cel
 
 from dra_bridge.kube.resources import rbac_rules
 from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.policy import parse_policy
 from dra_bridge.webhook.access import API_CALLS
-from dra_bridge.webhook.policy import parse_policy
 from dra_bridge.webhook.serving_check import check_serving_certificate
 from dra_bridge.webhook.settings import Settings
 from tests.chart.render import CHART, NAMESPACE, HelmFailed, Obj, by_kind, render

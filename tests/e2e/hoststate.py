@@ -204,7 +204,10 @@ def kill_and_wait(pids: set[int], timeout: float = 10.0) -> None:
 # -- undoing --------------------------------------------------------------------------------
 
 
-def restore(before: HostState, workdir: Path, *, bridge: str) -> list[str]:
+# One sequence in the order undoing needs (mounts, cgroups, the bridge link, iptables rules then
+# their chains, sysctls, files), each step guarded by the snapshot taken before: read as a whole,
+# it is the checklist of what a node leaves; split, the order would hide between functions.
+def restore(before: HostState, workdir: Path, *, bridge: str) -> list[str]:  # noqa: C901, PLR0912
     """Undoes what a stopped node left: returns the errors (the caller reports them)."""
     errors: list[str] = []
 

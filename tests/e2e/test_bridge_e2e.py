@@ -105,7 +105,10 @@ async def kubelet_dir() -> AsyncIterator[KubeletServer]:
 
 @pytest.mark.steady_state
 @pytest.mark.timeout(STEADY_SECONDS + 240)
-async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(
+# The agent's life on one node in seven numbered steps (legacy, hand-over, an allocation, the
+# steady state, a lost GPU, a deleted slice, a conflicting driver), each on what the one before
+# left: a linear scenario; split, the agent, kubelet and publisher would be passed along.
+async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device(  # noqa: PLR0915
     catalog: Catalog,
     control_plane: ControlPlane,
     kube: KubeClient,

@@ -25,6 +25,7 @@ from dra_bridge.kube.errors import AlreadyExists
 from dra_bridge.translate.alloc import parse_gates
 from dra_bridge.translate.capacity import (
     ClusterNode,
+    Held,
     check_capacity,
     cluster_devices,
     cluster_node,
@@ -125,13 +126,7 @@ def test_the_checks_verdict_per_pod_is_the_real_schedulers(
         templates = {t["metadata"]["name"]: t for t in converted.templates}
         demand = workload_demand(legacy, converted.obj, templates)
         result = check_capacity(
-            [demand],
-            nodes,
-            slices,
-            catalog_classes(catalog),
-            features,
-            held_allocations=held_allocations,
-            held_legacy=held_legacy,
+            [demand], nodes, slices, catalog_classes(catalog), features, held=Held(held_allocations, held_legacy)
         )
         fit = result.workloads[0].pods[0]
         expected = fit.fits if model == "dra" else fit.legacy_fits

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from dra_bridge.migrate.cli import main
-from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputError, MigrateError, UsageError
+from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.translate.errors import ApiVersionError, CountError, TranslateError
 from dra_bridge.translate.names import normalize_api_version
 from dra_bridge.translate.plan.device_counts import parse_count
@@ -327,7 +327,7 @@ def test_converting_custom_resources_on_request_keeps_a_warning() -> None:
 
 
 def test_errors_form_one_tree_and_translate_value_errors_are_named() -> None:
-    assert issubclass(InputError, MigrateError) and issubclass(UsageError, MigrateError)
+    assert issubclass(InputFileError, MigrateError) and issubclass(UsageError, MigrateError)
     with pytest.raises(ApiVersionError) as version:
         normalize_api_version("v2")
     with pytest.raises(CountError) as count:

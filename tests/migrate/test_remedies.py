@@ -8,7 +8,7 @@ from dra_bridge.migrate.remedies import phrased, remedy_text
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding, Outcome, Remedy
 from dra_bridge.translate.plan.pod_plan import plan_pod
-from dra_bridge.webhook.policy import policy_remedy
+from dra_bridge.translate.policy import policy_remedy
 from tests.factories import gpu, make_container, make_pod
 
 

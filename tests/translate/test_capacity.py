@@ -10,6 +10,7 @@ from dra_bridge.translate.alloc import parse_gates
 from dra_bridge.translate.capacity import (
     ClaimDemand,
     ClusterNode,
+    Held,
     NodeConstraints,
     PodDemand,
     WorkloadDemand,
@@ -180,12 +181,7 @@ def test_held_allocations_and_running_pods_count_before(catalog: Catalog) -> Non
     ]
     pod = _demand(catalog, gpu_pod("seven", 7))
     result = _check(
-        catalog,
-        [gfd_node("numa", H100, 8)],
-        [pod],
-        slices,
-        held_allocations=held,
-        held_legacy={"numa": {"nvidia.com/gpu": 2}},
+        catalog, [gfd_node("numa", H100, 8)], [pod], slices, held=Held(held, {"numa": {"nvidia.com/gpu": 2}})
     )
     fit = result.workloads[0].pods[0]
     assert (fit.fits, fit.legacy_fits, fit.differs) == (True, False, True)

@@ -375,8 +375,8 @@ def test_no_warning_for_the_examples_is_clipped(settings: dict[str, Any]) -> Non
 
     from dra_bridge.translate.plan.custom_resources import get_path as _get
     from dra_bridge.translate.plan.workloads import find_pod_templates
+    from dra_bridge.translate.policy import parse_policy
     from dra_bridge.webhook.decision import Context, evaluate
-    from dra_bridge.webhook.policy import parse_policy
     from dra_bridge.webhook.review import MAX_WARNING_CHARS
 
     ctx = Context(load_catalog(), parse_policy({"defaults": settings}, "test"), "resource.k8s.io/v1")

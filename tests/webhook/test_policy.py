@@ -11,10 +11,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from dra_bridge.translate.errors import PolicyError
 from dra_bridge.translate.plan.alignment import Alignment
-from dra_bridge.webhook.errors import ConfigError, PolicyError
+from dra_bridge.translate.policy import Policy, Subject, load_policy
+from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.handler import Admitter
-from dra_bridge.webhook.policy import Policy, Subject, load_policy
 from dra_bridge.webhook.runtime import Runtime, watch_policy
 from dra_bridge.webhook.server import make_app
 from tests.factories import make_pod
@@ -114,7 +115,7 @@ def test_a_bad_new_file_keeps_the_last_good_policy_and_says_why(tmp_path: Path) 
 def test_a_bad_policy_at_startup_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text("rules: 3\n")
-    with pytest.raises(ConfigError, match="rules: must be a list"):
+    with pytest.raises(WebhookConfigError, match="rules: must be a list"):
         watch_policy(path)
 
 

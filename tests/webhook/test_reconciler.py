@@ -17,9 +17,9 @@ import pytest
 from dra_bridge.kube.fake import FakeKube
 from dra_bridge.kube.resources import PODS, RESOURCE_CLAIM_TEMPLATES
 from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.policy import parse_policy
 from dra_bridge.webhook import Context, evaluate
 from dra_bridge.webhook.access import API_CALLS
-from dra_bridge.webhook.policy import parse_policy
 from dra_bridge.webhook.reconciler import Reconciler
 from tests.factories import make_pod
 from tests.webhook.conftest import make_admission_review

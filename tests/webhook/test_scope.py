@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from dra_bridge.webhook.errors import PolicyError
+from dra_bridge.translate.errors import PolicyError
+from dra_bridge.translate.policy import Policy, Subject, load_policy
 from dra_bridge.webhook.handler import Admitter
-from dra_bridge.webhook.policy import Policy, Subject, load_policy
 from dra_bridge.webhook.runtime import Runtime
 from dra_bridge.webhook.server import make_app
 from dra_bridge.webhook.settings import Settings

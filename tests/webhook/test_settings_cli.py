@@ -8,7 +8,7 @@ import pytest
 from cryptography import x509
 
 from dra_bridge.webhook.cli import main
-from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.settings import Settings
 from tests.webhook.conftest import write_kubeconfig
 
@@ -27,7 +27,7 @@ def test_flags_win_over_env_twins_and_defaults_fill_the_rest() -> None:
 
 
 def test_missing_certificate_names_the_alternatives() -> None:
-    with pytest.raises(ConfigError, match="dra-webhook certs"):
+    with pytest.raises(WebhookConfigError, match="dra-webhook certs"):
         Settings.from_args([], {})
 
 
@@ -35,7 +35,7 @@ def test_missing_certificate_names_the_alternatives() -> None:
     "argv", [["--port", "0"], ["--port", "x"], ["--api-version", "v2"], ["--reload-interval", "-1"]], ids=" ".join
 )
 def test_bad_values_are_config_errors(argv: list[str]) -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(WebhookConfigError):
         Settings.from_args(["--tls-cert-file", "c", "--tls-key-file", "k", *argv], {})
 
 
@@ -43,7 +43,7 @@ def test_a_service_link_in_the_port_twin_names_its_cause() -> None:
     """A Service named dra-webhook in the pod's namespace makes the kubelet set the Docker-link
     variable DRA_WEBHOOK_PORT=tcp://IP:PORT, the port's env twin (found by the image e2e)."""
     env = {"DRA_WEBHOOK_TLS_CERT_FILE": "c", "DRA_WEBHOOK_TLS_KEY_FILE": "k", "DRA_WEBHOOK_PORT": "tcp://10.96.0.7:443"}
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(WebhookConfigError) as err:
         Settings.from_env(env)
     message = str(err.value)
     assert "--port/DRA_WEBHOOK_PORT" in message and "'tcp://10.96.0.7:443'" in message, message
@@ -196,7 +196,7 @@ async def test_discovery_through_a_server_that_drops_the_connection_is_a_configu
     cfg = client.Configuration(host=f"http://127.0.0.1:{port}")
     api = Client(client.ApiClient(cfg))
     try:
-        with pytest.raises(ConfigError, match="API discovery failed"):
+        with pytest.raises(WebhookConfigError, match="API discovery failed"):
             await _api_version(Settings(Path("c"), Path("k")), ApiServer(api))
     finally:
         await api.close()

@@ -14,7 +14,7 @@ from aiohttp import web
 from cryptography import x509
 
 from dra_bridge.webhook.certs import CertPaths, write_certs
-from dra_bridge.webhook.errors import ConfigError
+from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.handler import Admitter
 from dra_bridge.webhook.runtime import Runtime
 from dra_bridge.webhook.server import make_app
@@ -67,7 +67,7 @@ def test_certificate_sans_cover_the_service_names_and_ips(pairs: tuple[CertPaths
 
 
 def test_missing_certificate_fails_at_startup_naming_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"tls\.crt"):
+    with pytest.raises(WebhookConfigError, match=r"tls\.crt"):
         TlsReloader(tmp_path / "tls.crt", tmp_path / "tls.key")
 
 

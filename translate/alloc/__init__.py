@@ -5,10 +5,11 @@ v1beta1/v1beta2 -> v1, checked), feature gates (:mod:`~translate.alloc.features`
 matching (:mod:`~translate.alloc.node_match`), pools (:mod:`~translate.alloc.pools`), cached
 CEL selectors (:mod:`~translate.alloc.selectors`), constraints
 (:mod:`~translate.alloc.constraints`), consumable capacity (:mod:`~translate.alloc.capacity`),
-what claims allocated earlier hold (:mod:`~translate.alloc.state`), the search
-(:mod:`~translate.alloc.engine`), the ``status.allocation`` it writes
-(:mod:`~translate.alloc.results`), first-fit placement of many pods over many nodes
-(:mod:`~translate.alloc.placement`), and a whole scenario (:mod:`~translate.alloc.simulate`).
+what claims allocated earlier hold (:mod:`~translate.alloc.state`), device taints
+(:mod:`~translate.alloc.taints`), the search (:mod:`~translate.alloc.engine`), the
+``status.allocation`` it writes (:mod:`~translate.alloc.results`), first-fit placement of many
+pods over many nodes (:mod:`~translate.alloc.placement`), and a whole scenario
+(:mod:`~translate.alloc.simulate`).
 Rules are re-typed from k8s.io/dynamic-resource-allocation ``structured/`` (see each module).
 """
 

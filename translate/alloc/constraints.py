@@ -115,3 +115,21 @@ class Constraint:
             self._count -= 1
         else:
             self._stack.pop()
+
+
+def add_to_all(
+    constraints: list[Constraint],
+    request: str,
+    sub: str,
+    device: Mapping[str, Any],
+    driver: str,
+    memo: dict[tuple[str, bool], frozenset[Any] | None] | None = None,
+) -> bool:
+    """Whether the device may join every one of a claim's ``constraints`` (:meth:`Constraint.add`
+    to each in turn); when one refuses it, the earlier ones forget it again."""
+    for i, constraint in enumerate(constraints):
+        if not constraint.add(request, sub, device, driver, memo):
+            for earlier in constraints[:i]:
+                earlier.remove(request, sub)
+            return False
+    return True

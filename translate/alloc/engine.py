@@ -34,26 +34,27 @@ upstream's message.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from dra_bridge.translate.alloc.capacity import Amount, consumption
-from dra_bridge.translate.alloc.constraints import Constraint
+from dra_bridge.translate.alloc.constraints import Constraint, add_to_all
 from dra_bridge.translate.alloc.features import Features
 from dra_bridge.translate.alloc.node_match import Node, node_matches
 from dra_bridge.translate.alloc.pools import Candidate, DeviceID, Pool, quantity
 from dra_bridge.translate.alloc.results import Picked, Request, allocation_result
 from dra_bridge.translate.alloc.selectors import SelectorCache
 from dra_bridge.translate.alloc.state import AllocatedState
-from dra_bridge.translate.errors import AllocationError
+from dra_bridge.translate.alloc.taints import untolerated
+from dra_bridge.translate.errors import AllocationError, TranslateError
 from dra_bridge.translate.inventory.api_rules import MAX_DEVICES_PER_CLAIM
 
 __all__ = ["NodeAllocator"]
 
 
-class _MaxSize(Exception):
+class _MaxSize(TranslateError):
     """errAllocationResultMaxSizeExceeded: more aggressive backtracking."""
 
 
@@ -66,17 +67,6 @@ class _Claim:
     constraints: list[Constraint]
     selected: list[int]
     picked: list[Picked] = field(default_factory=list)
-
-
-def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """resourceclaim.ToleratesTaint."""
-    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-        return False
-    if toleration.get("key") and toleration.get("key") != taint.get("key"):
-        return False
-    if toleration.get("operator", "Equal") == "Exists":
-        return True
-    return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 class NodeAllocator:
@@ -344,19 +334,7 @@ class NodeAllocator:
             except _MaxSize:
                 return False
         if claim.subrequests[ri] and not in_sub:
-            all_exceeded = True
-            for index in range(len(claim.requests[ri])):
-                try:
-                    success = self._one(ci, ri, index, 0, True, 0)
-                except _MaxSize:
-                    continue
-                all_exceeded = False
-                if success:
-                    claim.selected[ri] = index
-                    return True
-            if all_exceeded:
-                raise _MaxSize
-            return False
+            return self._one_subrequest(ci, ri)
         request = claim.requests[ri][si]
         if request.mode == "All" and not request.all_devices:
             return False
@@ -378,6 +356,24 @@ class NodeAllocator:
                 continue
             if self._continue(undo, ci, ri, si, di, in_sub, position + 1):
                 return True
+        return False
+
+    def _one_subrequest(self, ci: int, ri: int) -> bool:
+        """The first of request ``ri``'s subrequests (firstAvailable) that can be allocated, in
+        order; _MaxSize when every one of them exceeded the claim's size."""
+        claim = self._claims[ci]
+        all_exceeded = True
+        for index in range(len(claim.requests[ri])):
+            try:
+                success = self._one(ci, ri, index, 0, True, 0)
+            except _MaxSize:
+                continue
+            all_exceeded = False
+            if success:
+                claim.selected[ri] = index
+                return True
+        if all_exceeded:
+            raise _MaxSize
         return False
 
     def _continue(self, undo: Any, ci: int, ri: int, si: int, di: int, in_sub: bool, start: int) -> bool:
@@ -408,27 +404,29 @@ class NodeAllocator:
         if reserved and not self._counters_fit(device, +1):
             self._counters_fit(device, -1)
             return None
-        if self.features.device_taints and any(
-            taint.get("effect") in ("NoSchedule", "NoExecute")
-            and not any(_tolerates(t, taint) for t in request.tolerations)
-            for taint in device.spec.get("taints") or []
-        ):
+        if self.features.device_taints and untolerated(device.spec.get("taints") or [], request.tolerations):
             if reserved:
                 self._counters_fit(device, -1)
             return None
         base, sub = (request.parent, request.name) if request.parent else (request.name, "")
-        for i, constraint in enumerate(claim.constraints):
-            if not constraint.add(base, sub, device.spec, device.id[0], device.attribute_values):
-                for earlier in claim.constraints[:i]:
-                    earlier.remove(base, sub)
-                if reserved:
-                    self._counters_fit(device, -1)
-                if must:
-                    raise AllocationError(
-                        f"claim {claim.label}, request {request.name}: cannot add device "
-                        f"{device.label} because a claim constraint would not be satisfied"
-                    )
-                return None
+        if not add_to_all(claim.constraints, base, sub, device.spec, device.id[0], device.attribute_values):
+            if reserved:
+                self._counters_fit(device, -1)
+            if must:
+                raise AllocationError(
+                    f"claim {claim.label}, request {request.name}: cannot add device "
+                    f"{device.label} because a claim constraint would not be satisfied"
+                )
+            return None
+        return self._hold(ci, request, device, consumed, reserved)
+
+    def _hold(
+        self, ci: int, request: Request, device: Candidate, consumed: dict[str, Amount], reserved: bool
+    ) -> Callable[[], None]:
+        """Count ``device`` as taken by claim ``ci``'s ``request`` (its constraints already hold
+        it, its counters are reserved when ``reserved``); returns the undo function."""
+        claim = self._claims[ci]
+        base, sub = (request.parent, request.name) if request.parent else (request.name, "")
         self._allocating.setdefault(device.id, []).append(ci)
         in_flight = self._capacity_in_flight.setdefault(device.id, {})
         for name, (amount, _) in consumed.items():

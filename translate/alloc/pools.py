@@ -148,6 +148,17 @@ def _generation(spec: Mapping[str, Any]) -> int:
     return int(spec["pool"]["generation"])
 
 
+def _duplicate_name(views: list[SliceView]) -> str:
+    """Why a pool whose device slices are ``views`` is invalid: its first repeated device name ("" if none)."""
+    seen: set[str] = set()
+    for view in views:
+        for device in view.spec.get("devices") or []:
+            if device["name"] in seen:
+                return f"duplicate device name {device['name']}"
+            seen.add(device["name"])
+    return ""
+
+
 def gather_pools(slices: Iterable[tuple[str, Mapping[str, Any]]], node: Node, partitionable: bool = True) -> list[Pool]:
     """The pools ``node`` sees, in the allocator's search order (see the module docstring)."""
     every: dict[tuple[str, str], list[SliceView]] = {}
@@ -178,12 +189,7 @@ def gather_pools(slices: Iterable[tuple[str, Mapping[str, Any]]], node: Node, pa
             pools.append(pool)
             continue
         device_views = [v for v in views if not v.spec.get("sharedCounters")] if partitionable else views
-        seen: set[str] = set()
-        for view in device_views:
-            for device in view.spec.get("devices") or []:
-                if device["name"] in seen and not pool.invalid:
-                    pool.invalid = f"duplicate device name {device['name']}"
-                seen.add(device["name"])
+        pool.invalid = _duplicate_name(device_views)
         if pool.invalid:
             pools.append(pool)
             continue

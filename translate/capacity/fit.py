@@ -14,9 +14,9 @@ nodes, the cluster's devices (:mod:`translate.capacity.inventory`) and DeviceCla
   ``nvidia.com/gpu.product``; ``""`` for nodes without it): DRA devices on the pool's nodes
   and how many are allocated before and after, legacy allocatable and held before and after.
 
-Held before: ``held_allocations`` (``status.allocation`` of claims already allocated) for
-DRA, ``held_legacy`` (``{node: {resource: devices}}`` of running pods) for legacy; pods given
-as workloads must not also be given as held. Returns a :class:`~translate.capacity.model.
+Held before: ``held`` (:class:`~translate.capacity.model.Held`: ``status.allocation`` of claims
+already allocated for DRA, ``{node: {resource: devices}}`` of running pods for legacy); pods
+given as workloads must not also be given as held. Returns a :class:`~translate.capacity.model.
 CapacityResult`; malformed input raises :class:`translate.errors.InputError`.
 """
 
@@ -33,6 +33,7 @@ from dra_bridge.translate.capacity.legacy import LegacyModel
 from dra_bridge.translate.capacity.model import (
     CapacityResult,
     ClusterNode,
+    Held,
     PodFit,
     PoolUsage,
     WorkloadDemand,
@@ -98,8 +99,7 @@ def check_capacity(
     classes: Mapping[str, Mapping[str, Any]],
     features: Features,
     *,
-    held_allocations: Sequence[Mapping[str, Any]] = (),
-    held_legacy: Mapping[str, Mapping[str, int]] | None = None,
+    held: Held | None = None,
     pool_label: str = DEFAULT_POOL_LABEL,
     cache: SelectorCache | None = None,
 ) -> CapacityResult:
@@ -109,9 +109,10 @@ def check_capacity(
     if len(set(names)) != len(names):
         duplicate = next(n for n in names if names.count(n) > 1)
         raise InputError(f"Node {duplicate}: given twice")
-    dra = DraModel(nodes, slices, classes, features, held_allocations, cache)
+    held = held or Held()
+    dra = DraModel(nodes, slices, classes, features, held.allocations, cache)
     before = dra.state.devices | set(dra.state.capacity)
-    legacy = LegacyModel(nodes, held_legacy)
+    legacy = LegacyModel(nodes, held.legacy)
     fits = []
     for workload in placement_order(list(workloads)):
         pods = []

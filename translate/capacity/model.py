@@ -30,7 +30,7 @@ converted claims but legacy requests: it stays on the device plugin); legacy onl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -102,6 +102,16 @@ class WorkloadDemand:
 def placement_order(workloads: list[WorkloadDemand]) -> list[WorkloadDemand]:
     """Priority (highest first), then namespace, then name, then kind (byte order)."""
     return sorted(workloads, key=lambda w: (-w.priority, w.namespace.encode(), w.name.encode(), w.kind.encode()))
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the cluster's running pods hold before the check: ``allocations``
+    (``status.allocation`` of claims already allocated) for DRA, ``legacy``
+    (``{node: {resource: devices}}``) for the legacy model."""
+
+    allocations: Sequence[Mapping[str, Any]] = ()
+    legacy: Mapping[str, Mapping[str, int]] | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
 from dra_bridge.translate.cel.quantity_semver import Quantity, Semver
+from dra_bridge.translate.errors import SelectorError
 
 __all__ = [
     "CelFunction",
@@ -34,8 +35,9 @@ __all__ = [
 CelFunction = Callable[..., Any]
 
 
-class LibraryFailure(Exception):
-    """Raised inside a library function; becomes a CELEvalError with this message."""
+class LibraryFailure(SelectorError):
+    """Raised inside a library function; becomes a CELEvalError with this message (never
+    leaves :func:`cel_function`'s wrapper)."""
 
 
 def cel_type_name(value: object) -> str:

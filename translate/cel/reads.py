@@ -25,7 +25,7 @@ import celpy
 import lark
 from celpy.celparser import CELParseError
 
-from dra_bridge.translate.errors import SelectorError
+from dra_bridge.translate.errors import SelectorError, TranslateError
 
 __all__ = ["WHOLE_DEVICE", "Read", "selector_reads"]
 
@@ -34,8 +34,8 @@ WHOLE_DEVICE: Final[frozenset[Read]] = frozenset({("*",)})
 _MAPS: Final = ("attributes", "capacity")
 
 
-class _Unsure(Exception):
-    pass
+class _Unsure(TranslateError):
+    """A selector whose reads cannot be known (caught in this module: the whole device)."""
 
 
 def _flatten(tree: lark.Tree[Any]) -> tuple[Any, list[tuple[str, Any]]]:

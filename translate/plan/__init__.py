@@ -8,8 +8,9 @@ single strategy, :mod:`~translate.plan.mig_single`), shared GPUs (time-slicing a
 :mod:`~translate.plan.sharing`), topology alignment as claim constraints
 (:mod:`~translate.plan.alignment`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
-(:mod:`~translate.plan.pod_plan`), the conversion record it leaves on the pod (written, read,
-reverted: :mod:`~translate.plan.record`), workloads (:mod:`~translate.plan.workloads`; the
+(:mod:`~translate.plan.pod_plan`; the rewrite of the pod: :mod:`~translate.plan.pod_rewrite`),
+the conversion record it leaves on the pod (written, read, reverted: :mod:`~translate.plan.record`),
+workloads (:mod:`~translate.plan.workloads`; the
 shapes of custom resources without pod templates, KServe and Argo:
 :mod:`~translate.plan.custom_resources`),
 ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster state

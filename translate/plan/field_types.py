@@ -60,36 +60,48 @@ def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
             _check(value, str, f"{path}spec.nodeSelector[{key}]", out, optional=False)
     for fld in ("initContainers", "containers"):
         items = spec.get(fld)
-        if not isinstance(items, list):
-            continue
-        for i, c in enumerate(items):
-            cpath = f"{path}spec.{fld}[{i}]"
-            if not _check(c, dict, cpath, out, optional=False) or not isinstance(c, Mapping):
-                continue
-            _check(c.get("name"), str, f"{cpath}.name", out, optional=False)
-            res = c.get("resources")
-            if _check(res, dict, f"{cpath}.resources", out) and isinstance(res, Mapping):
-                for part in ("limits", "requests"):
-                    _check(res.get(part), dict, f"{cpath}.resources.{part}", out)
-                _check(res.get("claims"), list, f"{cpath}.resources.claims", out)
+        if isinstance(items, list):
+            for i, c in enumerate(items):
+                _container(c, f"{path}spec.{fld}[{i}]", out)
     affinity = spec.get("affinity")
     if isinstance(affinity, Mapping):
-        node = affinity.get("nodeAffinity")
-        if _check(node, dict, f"{path}spec.affinity.nodeAffinity", out) and isinstance(node, Mapping):
-            req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
-            rpath = f"{path}spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-            if _check(req, dict, rpath, out) and isinstance(req, Mapping):
-                terms = req.get("nodeSelectorTerms")
-                if _check(terms, list, f"{rpath}.nodeSelectorTerms", out) and isinstance(terms, list):
-                    for t, term in enumerate(terms):
-                        tpath = f"{rpath}.nodeSelectorTerms[{t}]"
-                        if _check(term, dict, tpath, out) and isinstance(term, Mapping):
-                            exprs = term.get("matchExpressions")
-                            if _check(exprs, list, f"{tpath}.matchExpressions", out) and isinstance(exprs, list):
-                                for e, expr in enumerate(exprs):
-                                    epath = f"{tpath}.matchExpressions[{e}]"
-                                    if _check(expr, dict, epath, out, optional=False) and isinstance(expr, Mapping):
-                                        _check(expr.get("key"), str, f"{epath}.key", out, optional=False)
-                                        _check(expr.get("operator"), str, f"{epath}.operator", out, optional=False)
-                                        _check(expr.get("values"), list, f"{epath}.values", out)
+        _node_affinity(affinity.get("nodeAffinity"), f"{path}spec.affinity.nodeAffinity", out)
     return out
+
+
+def _container(c: Any, cpath: str, out: list[Finding]) -> None:
+    if not _check(c, dict, cpath, out, optional=False) or not isinstance(c, Mapping):
+        return
+    _check(c.get("name"), str, f"{cpath}.name", out, optional=False)
+    res = c.get("resources")
+    if _check(res, dict, f"{cpath}.resources", out) and isinstance(res, Mapping):
+        for part in ("limits", "requests"):
+            _check(res.get(part), dict, f"{cpath}.resources.{part}", out)
+        _check(res.get("claims"), list, f"{cpath}.resources.claims", out)
+
+
+def _node_affinity(node: Any, npath: str, out: list[Finding]) -> None:
+    if not _check(node, dict, npath, out) or not isinstance(node, Mapping):
+        return
+    req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+    rpath = f"{npath}.requiredDuringSchedulingIgnoredDuringExecution"
+    if not _check(req, dict, rpath, out) or not isinstance(req, Mapping):
+        return
+    terms = req.get("nodeSelectorTerms")
+    if _check(terms, list, f"{rpath}.nodeSelectorTerms", out) and isinstance(terms, list):
+        for t, term in enumerate(terms):
+            _term(term, f"{rpath}.nodeSelectorTerms[{t}]", out)
+
+
+def _term(term: Any, tpath: str, out: list[Finding]) -> None:
+    if not _check(term, dict, tpath, out) or not isinstance(term, Mapping):
+        return
+    exprs = term.get("matchExpressions")
+    if not _check(exprs, list, f"{tpath}.matchExpressions", out) or not isinstance(exprs, list):
+        return
+    for e, expr in enumerate(exprs):
+        epath = f"{tpath}.matchExpressions[{e}]"
+        if _check(expr, dict, epath, out, optional=False) and isinstance(expr, Mapping):
+            _check(expr.get("key"), str, f"{epath}.key", out, optional=False)
+            _check(expr.get("operator"), str, f"{epath}.operator", out, optional=False)
+            _check(expr.get("values"), list, f"{epath}.values", out)

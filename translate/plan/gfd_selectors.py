@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dra_bridge.translate.cel import selector_text as ex
+from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.names import (
     GFD_COMPUTE_MAJOR_LABEL,
     GFD_COMPUTE_MINOR_LABEL,
@@ -46,7 +47,7 @@ SEMVER_MIN_MINOR = 34
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
-class Untranslatable(Exception):
+class Untranslatable(TranslateError):
     """A GPU label requirement that has device meaning but cannot become a selector here."""
 
 
@@ -184,13 +185,8 @@ def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str
     Raises Untranslatable for a device label this target cannot express (version selectors
     before 1.34, non-integer Gt/Lt, an invalid MIG product).
     """
+    _check_operator(req)
     key, op = req.key, req.operator
-    if op not in OPERATORS:
-        raise Untranslatable(f"unknown operator {op!r}")
-    if op in ("In", "NotIn") and not req.values:
-        raise Untranslatable(f"{op} needs at least one value (core/v1 validation)")
-    if op in ("Gt", "Lt") and len(req.values) != 1:
-        raise Untranslatable(f"{op} needs exactly one value (core/v1 validation)")
     if _NODE_LEVEL.fullmatch(key) or not is_gpu_label(key):
         return None
     if key == GFD_PRODUCT_LABEL:
@@ -209,29 +205,52 @@ def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str
     if key == GFD_FAMILY_LABEL:
         if op in ("Gt", "Lt"):
             raise Untranslatable(f"{key} {op}: families are not numbers")
-        if op in ("Exists", "DoesNotExist"):
-            test = ex.has_attribute(NVIDIA_DRIVER, "architecture")
-            return test if op == "Exists" else ex.negate(test)
-        ref = _attr("architecture")
-        names = ", ".join(ex.literal(v.lower()) for v in req.values)
-        test = (
-            f"({ex.has_attribute(NVIDIA_DRIVER, 'architecture')} && type({ref}) in [string] && "
-            f'{ref}.lowerAscii().replace(" ", "-") in [{names}])'
-        )
-        return test if op == "In" else ex.negate(test)
+        return _family_selector(req)
     if key == GFD_MIG_STRATEGY_LABEL:
         if op == "In" and list(req.values) == ["single"]:
             return ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"])
         return None
     if key in _VERSION_LABELS:
-        attr, part = _VERSION_LABELS[key]
-        if op in ("Exists", "DoesNotExist"):
-            test = ex.has_attribute(NVIDIA_DRIVER, attr)
-            return test if op == "Exists" else ex.negate(test)
-        if kubernetes_minor < SEMVER_MIN_MINOR:
-            raise Untranslatable(
-                f"{key} needs the CEL semver library, usable in selectors from Kubernetes 1.{SEMVER_MIN_MINOR} "
-                f"(target is 1.{kubernetes_minor})"
-            )
-        return _version_selector(req, attr, part)
+        return _version_label_selector(req, kubernetes_minor)
     return None
+
+
+def _check_operator(req: Requirement) -> None:
+    """Raise Untranslatable for a requirement core/v1 validation rejects."""
+    op = req.operator
+    if op not in OPERATORS:
+        raise Untranslatable(f"unknown operator {op!r}")
+    if op in ("In", "NotIn") and not req.values:
+        raise Untranslatable(f"{op} needs at least one value (core/v1 validation)")
+    if op in ("Gt", "Lt") and len(req.values) != 1:
+        raise Untranslatable(f"{op} needs exactly one value (core/v1 validation)")
+
+
+def _family_selector(req: Requirement) -> str:
+    """``nvidia.com/gpu.family`` (not Gt/Lt): the architecture, lower case, spaces as dashes."""
+    op = req.operator
+    if op in ("Exists", "DoesNotExist"):
+        test = ex.has_attribute(NVIDIA_DRIVER, "architecture")
+        return test if op == "Exists" else ex.negate(test)
+    ref = _attr("architecture")
+    names = ", ".join(ex.literal(v.lower()) for v in req.values)
+    test = (
+        f"({ex.has_attribute(NVIDIA_DRIVER, 'architecture')} && type({ref}) in [string] && "
+        f'{ref}.lowerAscii().replace(" ", "-") in [{names}])'
+    )
+    return test if op == "In" else ex.negate(test)
+
+
+def _version_label_selector(req: Requirement, kubernetes_minor: int) -> str:
+    """A driver, CUDA or compute-capability version label (:data:`_VERSION_LABELS`)."""
+    key, op = req.key, req.operator
+    attr, part = _VERSION_LABELS[key]
+    if op in ("Exists", "DoesNotExist"):
+        test = ex.has_attribute(NVIDIA_DRIVER, attr)
+        return test if op == "Exists" else ex.negate(test)
+    if kubernetes_minor < SEMVER_MIN_MINOR:
+        raise Untranslatable(
+            f"{key} needs the CEL semver library, usable in selectors from Kubernetes 1.{SEMVER_MIN_MINOR} "
+            f"(target is 1.{kubernetes_minor})"
+        )
+    return _version_selector(req, attr, part)

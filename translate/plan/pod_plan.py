@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from dra_bridge.translate.catalog import Catalog, Target
 from dra_bridge.translate.dns_names import digest, resource_label, to_label, unique_labels
@@ -42,7 +42,8 @@ from dra_bridge.translate.plan.claim_templates import render_template
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
 from dra_bridge.translate.plan.placement import Placement, place
-from dra_bridge.translate.plan.record import ConversionRecord, OriginalValues, RecordedOptions
+from dra_bridge.translate.plan.pod_rewrite import PodClaims, remove_legacy, rewrite, writable
+from dra_bridge.translate.plan.record import ConversionRecord, RecordedOptions
 from dra_bridge.translate.plan.request_layout import Demand, layout
 
 
@@ -121,7 +122,7 @@ def plan_pod(
     ``path`` prefixes finding paths (``spec.template.`` for a Deployment). Never raises for
     odd pods: problems become findings and the pod is left unchanged.
     """
-    api_version = normalize_api_version(options.api_version)
+    normalize_api_version(options.api_version)  # an unsupported version raises, whatever the pod
     problems = shape_problems(pod, path)
     if problems:
         return _unchanged(pod, problems)
@@ -182,20 +183,10 @@ def plan_pod(
         return _unchanged(pod, [*findings, verdict])
     findings += [_zero_dropped(d) for d in zeros]
     dropped |= {d.mapping.resource_name for d in zeros}
-    return _build(
-        pod,
-        spec,
-        annotations,
-        wanted,
-        dropped,
-        placement if uses_gfd else None,
-        options,
-        api_version,
-        namespace,
-        findings,
-        RecordedOptions.of(options, catalog),
-        target,
-    )
+    kept_placement = placement if uses_gfd else None
+    claims = _claims(wanted, kept_placement, options, target, spec, namespace, findings)
+    new, record = rewrite(pod, claims, dropped, kept_placement, RecordedOptions.of(options, catalog))
+    return Plan(claims.templates, new, tuple(findings), True, record)
 
 
 def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> bool:
@@ -248,21 +239,63 @@ def _apply_kinds(
     return out, dropped
 
 
-def _build(
-    pod: Mapping[str, Any],
-    spec: Mapping[str, Any],
-    annotations: Mapping[str, Any],
+def _claims(
     wanted: list[ContainerDemand],
-    dropped: set[str],
     placement: Placement | None,
     options: Options,
-    api_version: str,
+    target: Target,
+    spec: Mapping[str, Any],
     namespace: str | None,
     findings: list[Finding],
-    recorded: RecordedOptions,
+) -> PodClaims:
+    """The requests, claims and claim templates of ``wanted`` (findings appended)."""
+    requests, users, verdicts, converted = _requests(wanted, placement, options, target, findings)
+    # Claims: at most 32 devices and 32 requests each (resource.k8s.io/v1 limits), the requests
+    # of one alignment constraint in one claim.
+    counts = [r["count"] for r in requests]
+    together = alignment.groups(users, counts, [v[0] is None for v in verdicts], options.alignment)
+    claims, lost = alignment.pack_claims(counts, together)
+    where = {d.container: (d.path, d.legacy) for d in reversed(wanted)} | {"": (wanted[0].path, wanted[0].legacy)}
+    findings += alignment.outcome(together, lost, [v[1] for v in verdicts], where, options.alignment)
+    together = [g for i, g in enumerate(together) if i not in lost]
+    existing = [str(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, Mapping)]
+    claim_names = unique_labels(["gpu" if len(claims) == 1 else f"gpu-{n}" for n in range(len(claims))], existing)
+    internals: list[dict[str, Any]] = [
+        {"requests": [{k: requests[i][k] for k in ("name", "deviceClassName", "count", "selectors")} for i in idx]}
+        for idx in claims
+    ]
+    for internal, idx in zip(internals, claims, strict=True):
+        constraints = alignment.claim_constraints(
+            idx, together, [r["name"] for r in requests], options.alignment.attribute
+        )
+        if constraints:
+            internal["constraints"] = constraints
+    template_names = [f"dra-bridge-{digest({'managedBy': options.managed_by, 'spec': s}, 12)}" for s in internals]
+    api_version = normalize_api_version(options.api_version)
+    templates = tuple(
+        render_template(s, n, namespace, api_version, options.managed_by)
+        for s, n in zip(internals, template_names, strict=True)
+    )
+    return PodClaims(
+        requests=tuple(requests),
+        users=tuple(users),
+        claim_of={i: c for c, idx in enumerate(claims) for i in idx},
+        claim_names=tuple(claim_names),
+        template_names=tuple(template_names),
+        templates=templates,
+        converted=converted,
+    )
+
+
+def _requests(
+    wanted: list[ContainerDemand],
+    placement: Placement | None,
+    options: Options,
     target: Target,
-) -> Plan:
-    # Requests, resource by resource in first-seen order.
+    findings: list[Finding],
+) -> tuple[list[dict[str, Any]], list[tuple[str, ...]], list[tuple[str | None, str]], frozenset[str]]:
+    """The named DRA requests of ``wanted``, resource by resource in first-seen order, with the
+    containers using each, each one's alignment verdict, and the resource names converted."""
     requests: list[dict[str, Any]] = []
     users: list[tuple[str, ...]] = []
     owners: list[str] = []
@@ -288,63 +321,7 @@ def _build(
         ]
     for req, name in zip(requests, unique_labels(owners), strict=True):
         req["name"] = name
-    # Claims: at most 32 devices and 32 requests each (resource.k8s.io/v1 limits), the requests
-    # of one alignment constraint in one claim.
-    counts = [r["count"] for r in requests]
-    together = alignment.groups(users, counts, [v[0] is None for v in verdicts], options.alignment)
-    claims, lost = alignment.pack_claims(counts, together)
-    where = {d.container: (d.path, d.legacy) for d in reversed(wanted)} | {"": (wanted[0].path, wanted[0].legacy)}
-    findings += alignment.outcome(together, lost, [v[1] for v in verdicts], where, options.alignment)
-    together = [g for i, g in enumerate(together) if i not in lost]
-    existing = [str(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, Mapping)]
-    claim_names = unique_labels(["gpu" if len(claims) == 1 else f"gpu-{n}" for n in range(len(claims))], existing)
-    internals: list[dict[str, Any]] = [
-        {"requests": [{k: requests[i][k] for k in ("name", "deviceClassName", "count", "selectors")} for i in idx]}
-        for idx in claims
-    ]
-    for internal, idx in zip(internals, claims, strict=True):
-        constraints = alignment.claim_constraints(
-            idx, together, [r["name"] for r in requests], options.alignment.attribute
-        )
-        if constraints:
-            internal["constraints"] = constraints
-    template_names = [f"dra-bridge-{digest({'managedBy': options.managed_by, 'spec': s}, 12)}" for s in internals]
-    templates = tuple(
-        render_template(s, n, namespace, api_version, options.managed_by)
-        for s, n in zip(internals, template_names, strict=True)
-    )
-    claim_of = {i: c for c, idx in enumerate(claims) for i in idx}
-
-    new = _writable(pod, spec)
-    nspec = new["spec"]
-    original: dict[str, Any] = {"containers": {}}
-    converted = set(by_resource)
-    removed = converted | dropped
-    for fld in ("initContainers", "containers"):
-        for c in nspec.get(fld) or []:
-            res = c.get("resources") or {}
-            kept = _remove_legacy(res, removed)
-            if kept:
-                original["containers"][c.get("name", "")] = kept
-            refs = [
-                {"name": claim_names[claim_of[i]], "request": requests[i]["name"]}
-                for i, u in enumerate(users)
-                if c.get("name") in u
-            ]
-            if refs:
-                c["resources"] = res
-                res["claims"] = [*(res.get("claims") or []), *refs]
-            elif kept and not res:
-                del c["resources"]
-    nspec["resourceClaims"] = [
-        *(nspec.get("resourceClaims") or []),
-        *({"name": n, "resourceClaimTemplateName": t} for n, t in zip(claim_names, template_names, strict=True)),
-    ]
-    _apply_placement(new, spec, annotations, placement, original)
-    _add_tolerations(nspec, sorted(converted))
-    plan_hash = digest({"templates": template_names, "original": original}, 12)
-    record = ConversionRecord(plan_hash, tuple(template_names), cast(OriginalValues, original), recorded)
-    return Plan(templates, record.write(new), tuple(findings), True, record)
+    return requests, users, verdicts, frozenset(by_resource)
 
 
 def _zero_dropped(d: ContainerDemand) -> Finding:
@@ -364,100 +341,10 @@ def _drop_zero_counts(
     that forbids rewriting the pod (an invalid request) leaves it as it was."""
     if blocks_conversion(findings):
         return _unchanged(pod, findings)
-    new = _writable(pod, spec)
+    new = writable(pod, spec)
     names = {d.mapping.resource_name for d in zeros}
     for fld in ("initContainers", "containers"):
         for c in new["spec"].get(fld) or []:
-            if isinstance(c.get("resources"), dict) and _remove_legacy(c["resources"], names) and not c["resources"]:
+            if isinstance(c.get("resources"), dict) and remove_legacy(c["resources"], names) and not c["resources"]:
                 del c["resources"]
     return Plan((), new, (*findings, *(_zero_dropped(d) for d in zeros)), True, dropped_zero=frozenset(names))
-
-
-def _remove_legacy(res: dict[str, Any], names: set[str]) -> dict[str, Any]:
-    """Remove ``names`` from a container's (writable) limits and requests, dropping emptied
-    blocks; returns what was removed, by section."""
-    kept: dict[str, Any] = {}
-    for section in ("limits", "requests"):
-        block = res.get(section)
-        if not isinstance(block, dict):
-            continue
-        moved = {k: v for k, v in block.items() if k in names}
-        if moved:
-            kept[section] = moved
-            for k in moved:
-                del block[k]
-            if not block:
-                del res[section]
-    return kept
-
-
-def _writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``pod`` whose parts that ``_build`` changes are new objects (metadata and its
-    annotations, the spec, the container lists, each container, its resources and their
-    limits and requests); everything else is shared with ``pod``."""
-    new = dict(pod)
-    meta = new["metadata"] = dict(pod.get("metadata") or {})
-    if isinstance(meta.get("annotations"), Mapping):
-        meta["annotations"] = dict(meta["annotations"])
-    nspec = new["spec"] = dict(spec)
-    for fld in ("initContainers", "containers"):
-        containers = nspec.get(fld)
-        if not isinstance(containers, list):
-            continue
-        nspec[fld] = copies = []
-        for c in containers:
-            c = dict(c)
-            if isinstance(c.get("resources"), Mapping):
-                res = c["resources"] = dict(c["resources"])
-                for section in ("limits", "requests"):
-                    if isinstance(res.get(section), Mapping):
-                        res[section] = dict(res[section])
-            copies.append(c)
-    return new
-
-
-def _apply_placement(
-    new: dict[str, Any],
-    spec: Mapping[str, Any],
-    annotations: Mapping[str, Any],
-    placement: Placement | None,
-    original: dict[str, Any],
-) -> None:
-    if placement is None:
-        return
-    nspec = new["spec"]
-    if spec.get("nodeSelector") and placement.node_selector != spec.get("nodeSelector"):
-        removed = {k: v for k, v in spec["nodeSelector"].items() if k not in (placement.node_selector or {})}
-        original["nodeSelector"] = removed
-        if placement.node_selector:
-            nspec["nodeSelector"] = placement.node_selector
-        else:
-            del nspec["nodeSelector"]
-    if spec.get("affinity") is not None and placement.affinity != spec.get("affinity"):
-        original["affinity"] = spec["affinity"]
-        if placement.affinity:
-            nspec["affinity"] = placement.affinity
-        else:
-            del nspec["affinity"]
-    if placement.removed_annotations:
-        original["annotations"] = {k: annotations[k] for k in placement.removed_annotations}
-        for k in placement.removed_annotations:
-            del new["metadata"]["annotations"][k]
-
-
-def _add_tolerations(spec: dict[str, Any], resource_names: list[str]) -> None:
-    """The tolerations the ExtendedResourceToleration admission plugin gave the legacy pod
-    (key = resource name, Exists, NoSchedule), unless one already tolerates that taint."""
-    tolerations = list(spec.get("tolerations") or [])
-    for name in resource_names:
-        covered = any(
-            isinstance(t, Mapping)
-            and t.get("operator") == "Exists"
-            and t.get("key") in (name, None, "")
-            and t.get("effect") in (None, "", "NoSchedule")
-            for t in tolerations
-        )
-        if not covered:
-            tolerations.append({"key": name, "operator": "Exists", "effect": "NoSchedule"})
-    if tolerations:
-        spec["tolerations"] = tolerations

@@ -92,12 +92,7 @@ def convert_object(
         quota, notes = convert_quota(obj, catalog)
         return Converted(quota, (), notes)
     if kind == "Pod" and obj.get("apiVersion") == "v1":
-        plan = plan_pod(obj, catalog, options, namespace)
-        asks = plan.changed or any(f.severity > 0 for f in plan.findings)
-        live = live_pod(meta) if asks and isinstance(meta, Mapping) else None  # before nodeName: why it stays
-        if live is not None:
-            return Converted(clone(obj), (), (live,))
-        return Converted(_without_server_fields(clone_mapping(plan.pod)), plan.templates, plan.findings)
+        return _convert_pod(obj, catalog, options)
     builtin = _is_builtin(obj) and kind in BUILTIN_TEMPLATE_PATHS
     paths = [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj))
     sites = [] if builtin else pod_spec_sites(obj)
@@ -172,6 +167,18 @@ def convert_object(
     if templates:
         new = _without_server_fields(new)
     return Converted(new, tuple(templates), tuple(findings))
+
+
+def _convert_pod(obj: Mapping[str, Any], catalog: Catalog, options: Options) -> Converted:
+    """A bare Pod: its plan, unless it exists or has an owner (:func:`~translate.plan.stay_legacy.live_pod`)."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    plan = plan_pod(obj, catalog, options, namespace)
+    asks = plan.changed or any(f.severity > 0 for f in plan.findings)
+    live = live_pod(meta) if asks and isinstance(meta, Mapping) else None  # before nodeName: why it stays
+    if live is not None:
+        return Converted(clone(obj), (), (live,))
+    return Converted(_without_server_fields(clone_mapping(plan.pod)), plan.templates, plan.findings)
 
 
 #: Fields the API server sets; a converted copy of a live object keeps none of them, so

@@ -39,6 +39,7 @@ from typing import Any
 
 from dra_bridge.translate.alloc import Features
 from dra_bridge.translate.capacity import (
+    Held,
     WorkloadDemand,
     WorkloadFit,
     check_capacity,
@@ -211,8 +212,7 @@ def report_capacity(
         devices.slices,
         classes,
         features or Features(),
-        held_allocations=held,
-        held_legacy=_held_legacy(unplaced_units),
+        held=Held(held, _held_legacy(unplaced_units)),
         pool_label=label,
     )
     per_workload: dict[int, dict[str, Any]] = {}
