@@ -21,14 +21,14 @@ from dra_bridge.translate.inventory.pool import internal_form
 Obj = dict[str, Any]
 
 
-def make_entry(resource: str, device_id: str, numa: list[int] | None = None) -> api_pb2.ContainerDevices:
-    """One kubelet entry per (resource, device, NUMA node), as the kubelet sends them."""
-    topology = api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=n) for n in numa]) if numa is not None else None
-    return api_pb2.ContainerDevices(resource_name=resource, device_ids=[device_id], topology=topology)
-
-
 class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):
     """Serves ``devices`` (list of (resource, id, [numa])) and ``held`` ({pod: {container: [(resource, id)]}})."""
+
+    @staticmethod
+    def entry(resource: str, device_id: str, numa: list[int] | None = None) -> api_pb2.ContainerDevices:
+        """One kubelet entry per (resource, device, NUMA node), as the kubelet sends them."""
+        topology = api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=n) for n in numa]) if numa is not None else None
+        return api_pb2.ContainerDevices(resource_name=resource, device_ids=[device_id], topology=topology)
 
     def __init__(self) -> None:
         self.devices: list[tuple[str, str, list[int]]] = []
@@ -41,7 +41,7 @@ class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):
         for resource, device_id, numa in self.devices:
             # one entry per NUMA node: a device on two NUMA nodes appears twice (the kubelet's
             # containerDevicesFromResourceDeviceInstances)
-            entries += [make_entry(resource, device_id, [n]) for n in numa] or [make_entry(resource, device_id)]
+            entries += [self.entry(resource, device_id, [n]) for n in numa] or [self.entry(resource, device_id)]
         return api_pb2.AllocatableResourcesResponse(devices=entries, cpu_ids=[0, 1])
 
     async def List(self, request: Any, context: Any) -> api_pb2.ListPodResourcesResponse:
@@ -53,7 +53,7 @@ class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):
                     namespace=ns,
                     name=name,
                     containers=[
-                        api_pb2.ContainerResources(name=c, devices=[make_entry(r, d) for r, d in devs])
+                        api_pb2.ContainerResources(name=c, devices=[self.entry(r, d) for r, d in devs])
                         for c, devs in containers.items()
                     ],
                 )
