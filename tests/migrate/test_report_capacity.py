@@ -16,7 +16,7 @@ import yaml
 from dra_bridge.migrate.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-SCHEMA = json.loads(files("dra_bridge.translate").joinpath("data/report-v1.schema.json").read_text())
+SCHEMA = json.loads(files("dra_bridge.translate").joinpath("data/report-v2.schema.json").read_text())
 H100 = "NVIDIA-H100-80GB-HBM3"
 
 

@@ -21,7 +21,7 @@ from dra_bridge.migrate.live import read_cluster
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXAMPLES = str(DATA / "examples")
 CLUSTER = str(DATA / "report")
-SCHEMA = json.loads(files("dra_bridge.translate").joinpath("data/report-v1.schema.json").read_text())
+SCHEMA = json.loads(files("dra_bridge.translate").joinpath("data/report-v2.schema.json").read_text())
 
 
 def run(*argv: str, stdin: str = "") -> tuple[int, str, str]:

@@ -6,7 +6,7 @@ webhook's policy gives each workload (:mod:`~translate.report.policy_options`), 
 resources a live report lists (:mod:`~translate.report.custom_kinds`), the risks the translation
 alone cannot see (:mod:`~translate.report.risks`), the capacity check over the report's workloads
 (:mod:`~translate.report.capacity`), and the report itself with its JSON document
-(:mod:`~translate.report.model`; schema: ``translate/data/report-v1.schema.json``).
+(:mod:`~translate.report.model`; schema: ``translate/data/report-v2.schema.json``).
 The renderers and the command live in ``migrate/``.
 """
 

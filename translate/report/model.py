@@ -1,8 +1,8 @@
 """The migration report: every workload's plan, path, risks and alignment, per node pool, totals.
 
     build_report(objects, catalog, settings) -> Report
-    Report.as_json() -> dict       the ``report.dra-bridge.io/v1`` document
-                                   (schema: translate/data/report-v1.schema.json)
+    Report.as_json() -> dict       the ``report.dra-bridge.io/v2`` document
+                                   (schema: translate/data/report-v2.schema.json)
 
 Pure: objects in, a report out. Per workload (:mod:`translate.report.grouping`): the plan
 (``convert_object``: its findings and the ResourceClaimTemplates it would get), the path
@@ -46,7 +46,7 @@ from dra_bridge.translate.report.paths import PathName, PathVerdict, choose_path
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
 
-REPORT_API_VERSION = "report.dra-bridge.io/v1"
+REPORT_API_VERSION = "report.dra-bridge.io/v2"
 DEFAULT_POOL_LABEL = GFD_PRODUCT_LABEL
 ANY_POOL = "(any)"
 #: ``--fail-on`` levels, lowest first: ``legacy-request`` (any legacy request left) ranks below
@@ -202,7 +202,7 @@ class Report:
         }
 
     def as_json(self) -> dict[str, Any]:
-        """The ``report.dra-bridge.io/v1`` document."""
+        """The ``report.dra-bridge.io/v2`` document."""
         s = self.settings
         return {
             "apiVersion": REPORT_API_VERSION,
