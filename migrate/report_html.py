@@ -124,7 +124,9 @@ def render_html(report: Report) -> str:
         "alignment lost": totals["alignmentLost"],
         "legacy devices": totals["legacyDevices"],
     }
-    if report.capacity is not None:
+    if report.capacity is not None and report.capacity.get("skipped"):
+        flat["capacity"] = f"skipped: {report.capacity['skipped']}"
+    elif report.capacity is not None:
         cap = report.capacity["totals"]
         flat |= {
             "converted pods": cap["pods"] - cap["notConverted"],

@@ -105,6 +105,8 @@ def capacity_lines(report: Report, per_pod: bool = False) -> list[str]:
     cap = report.capacity
     if cap is None:
         return []
+    if cap.get("skipped"):
+        return [f"capacity: skipped: {cap['skipped']}"]
     t = cap["totals"]
     converted = t["pods"] - t["notConverted"]
     sources = _counts(dict(Counter(cap["deviceSources"].values()))) or "no nodes in the input"

@@ -4,10 +4,10 @@ Pure (no I/O). Builds :class:`~translate.capacity.model.WorkloadDemand` from a l
 and its converted form (the output of ``convert`` or :func:`translate.plan.pod_plan.plan_pod`):
 
 - pods: a Pod is one pod; Deployment, ReplicaSet, StatefulSet count ``spec.replicas``
-  (default 1), Job ``spec.parallelism`` (default 1), CronJob its job template's
-  ``parallelism``; pods are named ``<name>-<i>`` (a Pod keeps its name, or
-  ``<generateName><i>``); other kinds raise InputError (use :func:`pod_demand` for a custom
-  resource's pod specs);
+  (default 1), Job ``spec.parallelism`` (default 1; ``completions`` when smaller), CronJob one
+  run of its job template (:func:`translate.capacity.pod_counts.job_pods`); pods are named
+  ``<name>-<i>`` (a Pod keeps its name, or ``<generateName><i>``); other kinds raise InputError
+  (a custom resource's pods: :mod:`translate.capacity.pod_counts` and :func:`pod_demand`);
 - converted claims: each ``spec.resourceClaims`` entry of the converted pod spec, in order: a
   ``resourceClaimTemplateName`` becomes claim ``<pod>-<entry>`` with the template's spec; a
   ``resourceClaimName`` is a claim shared by every pod naming it (its spec from the given
@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from dra_bridge.translate.alloc.shapes import claim_spec, object_label
 from dra_bridge.translate.capacity.model import ClaimDemand, NodeConstraints, PodDemand, WorkloadDemand
+from dra_bridge.translate.capacity.pod_counts import job_pods
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.plan.demand import containers, is_extended
 from dra_bridge.translate.plan.device_counts import parse_count
@@ -39,12 +40,7 @@ from dra_bridge.translate.plan.request_layout import Demand, legacy_total
 
 __all__ = ["legacy_requests", "node_constraints", "pod_demand", "pod_priority", "workload_demand"]
 
-_COUNT_FIELD: Final = {
-    "Deployment": "replicas",
-    "ReplicaSet": "replicas",
-    "StatefulSet": "replicas",
-    "Job": "parallelism",
-}
+_COUNT_FIELD: Final = ("Deployment", "ReplicaSet", "StatefulSet")
 
 
 def _requests(container: Mapping[str, Any], where: str) -> Counter[str]:
@@ -146,22 +142,23 @@ def _pods(obj: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]]:
     spec = obj.get("spec") or {}
     if kind == "Pod":
         return 1, spec
-    if kind == "CronJob":
-        job = (spec.get("jobTemplate") or {}).get("spec") or {}
-        count, template = job.get("parallelism"), job.get("template") or {}
-        field_path = "spec.jobTemplate.spec.parallelism"
-    elif kind in _COUNT_FIELD:
-        count, template = spec.get(_COUNT_FIELD[kind]), spec.get("template") or {}
-        field_path = f"spec.{_COUNT_FIELD[kind]}"
-    else:
+    if kind in ("Job", "CronJob"):
+        job = spec if kind == "Job" else (spec.get("jobTemplate") or {}).get("spec") or {}
+        try:
+            count = job_pods(job, "spec." if kind == "Job" else "spec.jobTemplate.spec.")[0]
+        except InputError as exc:
+            raise InputError(f"{object_label(obj)}: {exc}") from exc
+        return count, (job.get("template") or {}).get("spec") or {}
+    if kind not in _COUNT_FIELD:
         raise InputError(
             f"{object_label(obj)}: kind {kind}: no pod count rule (Pod, Deployment, ReplicaSet, "
             "StatefulSet, Job, CronJob)"
         )
-    count = 1 if count is None else count
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise InputError(f"{object_label(obj)}: {field_path}: must be a non-negative integer")
-    return count, template.get("spec") or {}
+    replicas: Any = spec.get("replicas")
+    replicas = 1 if replicas is None else replicas
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+        raise InputError(f"{object_label(obj)}: spec.replicas: must be a non-negative integer")
+    return replicas, (spec.get("template") or {}).get("spec") or {}
 
 
 def workload_demand(

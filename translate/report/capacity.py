@@ -7,9 +7,11 @@ and the cluster facts it read):
 
 - **Demand** per workload (:mod:`translate.capacity.demand`): a workload object counts its
   replicas (``workload_demand``); a unit planned from its pods (owner not in the input) is
-  one pod per pod read; a custom resource is one pod per pod template or pod spec it holds.
-  DaemonSets are not placed (one pod per node; convert leaves them to the webhook): their
-  running pods hold their legacy devices. Converted claims' ResourceClaimTemplates are the
+  one pod per pod read; a custom resource creates the pods
+  :func:`translate.capacity.pod_counts.pod_counts` counts for each pod template or pod spec
+  (named ``<name>-<role>-<i>``). Pods that ask for no device are not placed. DaemonSets are
+  not placed (one pod per node; convert leaves them to the webhook): their running pods hold
+  their legacy devices. Converted claims' ResourceClaimTemplates are the
   plan's, then the input's; ResourceClaims are the input's. Priority: ``spec.priority``, else
   the input's PriorityClasses (``globalDefault`` included). A workload whose demand cannot be
   built (a claim template not in the input, ...) is not placed; its section says why.
@@ -21,12 +23,14 @@ and the cluster facts it read):
   legacy requests of running pods (a ``nodeName``, not ``Succeeded`` or ``Failed``) of
   workloads not placed.
 - **Output**: per workload ``{fits, node, code, reason, legacyFits, legacyNode, legacyReason,
-  placesDifferently, order, priority, podsFit, legacyPodsFit, pods}`` (``order``: its place in
+  placesDifferently, order, priority, podsFit, legacyPodsFit, podCount, podSources, podNotes,
+  pods}`` (``podCount``: its pods asking for a device; ``order``: its place in
   the placement order; ``node``/``reason``: the first placed pod's node, the first unplaced
   pod's reason); per node pool :meth:`PoolUsage.as_json` (the pool without the label is
   ``(any)``); ``report.capacity``: the pool label, ``deviceSources``, ``warnings``,
   ``notPlaced`` and ``totals``. With ``--alignment``, a workload whose alignment is ``kept``
-  or ``partial`` gets ``alignment.placementFits``: whether its aligned claims fit.
+  or ``partial`` gets ``alignment.placementFits``: whether its aligned claims fit. With no
+  nodes in the input nothing is placed: ``report.capacity`` is ``{"skipped": NO_NODES}``.
 
 Raises :class:`translate.errors.InputError` for malformed nodes, slices, classes or dumps.
 """
@@ -34,12 +38,13 @@ Raises :class:`translate.errors.InputError` for malformed nodes, slices, classes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dra_bridge.translate.alloc import Features
 from dra_bridge.translate.capacity import (
     Held,
+    PodDemand,
     WorkloadDemand,
     WorkloadFit,
     check_capacity,
@@ -52,14 +57,16 @@ from dra_bridge.translate.capacity import (
     pod_priority,
     workload_demand,
 )
+from dra_bridge.translate.capacity.pod_counts import PodCounts, TemplateCount, pod_counts
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.report.grouping import Unit, meta
 from dra_bridge.translate.report.model import ANY_POOL, Report, WorkloadReport, attach_capacity, pod_templates
 
-__all__ = ["report_capacity"]
+__all__ = ["NO_NODES", "report_capacity"]
 
+NO_NODES = "no nodes in the input"
 _COUNTED = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
 _Named = dict[tuple[str, str], Mapping[str, Any]]
 
@@ -88,9 +95,22 @@ def _priorities(objects: Sequence[tuple[str, Any]]) -> tuple[dict[str, int], int
     return values, default
 
 
+@dataclass(frozen=True)
+class _Counted:
+    """A workload's demand (its pods asking for a device) and where its pod count came from."""
+
+    demand: WorkloadDemand
+    sources: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...]
+
+
+def _asks(pod: PodDemand) -> bool:
+    return bool(pod.claims or pod.legacy_requests)
+
+
 def _demand(
     w: WorkloadReport, templates: _Named, claims: _Named, priorities: tuple[dict[str, int], int]
-) -> WorkloadDemand | None:
+) -> _Counted | None:
     """The workload's demand; None when it is not placed (DaemonSet, nothing converted, no
     device asked for: such pods are no part of the capacity totals)."""
     u, converted = w.unit, w.converted
@@ -101,34 +121,41 @@ def _demand(
     local = {n: t for (ns, n), t in templates.items() if ns == namespace} | own
     named = {n: c for (ns, n), c in claims.items() if ns == namespace}
     kind = str(u.obj.get("kind"))
-    pairs = list(
-        zip(
-            pod_templates(u.obj),
-            pod_templates(converted.obj) if isinstance(converted.obj, Mapping) else [],
-            strict=False,
-        )
-    )
-    if not pairs:
+    new_obj = converted.obj if isinstance(converted.obj, Mapping) else {}
+    old_pods = pod_templates(u.obj)
+    if not old_pods:
         return None
-    first = _spec(pairs[0][0][1])
-    priority = pod_priority(first, *priorities)
+    priority = pod_priority(_spec(old_pods[0][1]), *priorities)
     if kind == u.kind and kind in _COUNTED and not u.custom:
         demand = workload_demand(u.obj, converted.obj, local, priority, named)
-        return _asking(replace(demand, namespace=namespace, name=u.name, kind=u.kind))
-    if kind == "Pod":  # planned from its pods: the owner is not in the input
-        legacy_spec, converted_spec = first, _spec(converted.obj)
+        demand = replace(demand, namespace=namespace, name=u.name, kind=u.kind)
+        counts = pod_counts(u.obj)
+        pods, sources = list(demand.pods), [(t, bool(demand.pods) and _asks(demand.pods[0])) for t in counts.templates]
+    elif kind == "Pod":  # planned from its pods: the owner is not in the input
+        legacy_spec, converted_spec = _spec(old_pods[0][1]), _spec(new_obj)
         pods = [pod_demand(namespace, name, legacy_spec, converted_spec, local, named) for name in u.pods]
+        read = TemplateCount((), len(u.pods), "pod", f"{len(u.pods)} pods read ({u.kind} not in the input)")
+        counts, sources = PodCounts((read,)), [(read, bool(pods) and _asks(pods[0]))]
     else:
-        pods = [
-            pod_demand(namespace, f"{u.name}-{i}", _spec(old), _spec(new), local, named)
-            for i, ((_, old), (_, new)) in enumerate(pairs)
-        ]
-    return _asking(WorkloadDemand(namespace, u.name, u.kind, tuple(pods), priority))
-
-
-def _asking(demand: WorkloadDemand) -> WorkloadDemand | None:
-    """``demand``, or None when none of its pods asks for a device (claims or legacy requests)."""
-    return demand if any(p.claims or p.legacy_requests for p in demand.pods) else None
+        counts = pod_counts(u.obj)
+        pods, sources = [], []
+        for t in counts.templates:
+            old, new = t.pod(u.obj), t.pod(new_obj)
+            if old is None:
+                continue
+            made = [
+                pod_demand(namespace, f"{u.name}-{t.role}-{i}", _spec(old), _spec(new or {}), local, named)
+                for i in range(t.pods)
+            ]
+            probe = made[0] if made else pod_demand(namespace, u.name, _spec(old), _spec(new or {}), local, named)
+            pods += made
+            sources.append((t, _asks(probe)))
+    asking = tuple(p for p in pods if _asks(p))
+    if not asking:
+        return None
+    demand = WorkloadDemand(namespace, u.name, u.kind, asking, priority)
+    listed = tuple({**t.as_json(), "devices": devices} for t, devices in sources)
+    return _Counted(demand, listed, counts.notes)
 
 
 def _held_legacy(units: Sequence[Unit]) -> dict[str, dict[str, int]]:
@@ -145,7 +172,7 @@ def _held_legacy(units: Sequence[Unit]) -> dict[str, dict[str, int]]:
     return held
 
 
-def _workload_section(fit: WorkloadFit, order: int) -> dict[str, Any]:
+def _workload_section(fit: WorkloadFit, order: int, counted: _Counted) -> dict[str, Any]:
     placed = [p for p in fit.pods if p.fits]
     unplaced = [p for p in fit.pods if p.fits is False]
     legacy_placed = [p for p in fit.pods if p.legacy_fits]
@@ -164,6 +191,9 @@ def _workload_section(fit: WorkloadFit, order: int) -> dict[str, Any]:
         "priority": fit.priority,
         "podsFit": len(placed),
         "legacyPodsFit": len(legacy_placed),
+        "podCount": len(fit.pods),
+        "podSources": list(counted.sources),
+        "podNotes": list(counted.notes),
         "pods": [p.as_json() for p in fit.pods],
     }
 
@@ -185,17 +215,22 @@ def report_capacity(
     index: dict[int, int] = {}
     not_placed: list[str] = []
     unplaced_units: list[Unit] = []
+    if not inv.nodes:
+        attach_capacity(report, {}, {}, {"skipped": NO_NODES})
+        return
+    counted: dict[int, _Counted] = {}
     for i, w in enumerate(report.workloads):
         try:
-            demand = _demand(w, templates, claims, priorities)
+            found = _demand(w, templates, claims, priorities)
         except InputError as exc:
             not_placed.append(f"{w.unit.kind}/{w.unit.namespace}/{w.unit.name}: {exc}")
-            demand = None
-        if demand is None:
+            found = None
+        if found is None:
             unplaced_units.append(w.unit)
             continue
-        index[id(demand)] = i
-        demands.append(demand)
+        index[id(found.demand)] = i
+        counted[i] = found
+        demands.append(found.demand)
     nodes = [cluster_node(n) for n in inv.nodes]
     devices = cluster_devices(nodes, inv.slices, catalog, inventories)
     ours = [{**c, "apiVersion": "resource.k8s.io/v1"} for c in catalog.device_classes()]
@@ -217,7 +252,8 @@ def report_capacity(
     )
     per_workload: dict[int, dict[str, Any]] = {}
     for order, (demand, fit) in enumerate(zip(placement_order(demands), result.workloads, strict=True)):
-        per_workload[index[id(demand)]] = _workload_section(fit, order)
+        i = index[id(demand)]
+        per_workload[i] = _workload_section(fit, order, counted[i])
     pools = {(p.pool or ANY_POOL): {**p.as_json(), "pool": p.pool or ANY_POOL} for p in result.pools}
     summary = {
         "poolLabel": label,
