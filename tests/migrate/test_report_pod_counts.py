@@ -111,3 +111,17 @@ def test_no_nodes_skips_the_capacity_section_in_one_line() -> None:
     assert "capacity: skipped: no nodes in the input" in md
     _, html, _ = run("-f", str(DATA / "lws.yaml"), "-o", "html")
     assert '<dd data-total="capacity">skipped: no nodes in the input</dd>' in html
+
+
+def test_train_job_counts_num_nodes_and_never_guesses_gpus_per_pod(tmp_path: Path) -> None:
+    doc = report("-f", str(DATA / "trainjob.yaml"), "-f", nodes(tmp_path, 2))
+    cap = capacity(doc)
+    tuned = cap["fine-tune"]  # 4 nodes; resourcesPerNode's 8 GPUs replace the runtime's 2
+    assert tuned["podCount"] == 4 and tuned["legacyPodsFit"] == 2
+    assert tuned["podSources"][0]["from"] == "spec.trainer.numNodes 4"
+    assert {p["legacyCode"] for p in tuned["pods"][2:]} == {"not-enough-devices"}
+    assert cap["elsewhere"] is None and cap["torch-local"] is None  # a runtime creates no pods itself
+    assert doc["capacity"]["notPlaced"] == [
+        "TrainJob/ml/elsewhere: GPUs per pod unknown: ClusterTrainingRuntime torch-distributed is not in the "
+        "input; 3 pods (spec.trainer.numNodes 3)"
+    ]

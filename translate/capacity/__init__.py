@@ -3,7 +3,8 @@ and where do they place differently from the legacy device-plugin path?
 
 Pure (no I/O). By concern: the typed inputs and outputs (:mod:`~translate.capacity.model`),
 workloads' demand from legacy and converted objects (:mod:`~translate.capacity.demand`), the
-pods each pod template of a workload creates (:mod:`~translate.capacity.pod_counts`), the
+pods each pod template of a workload creates (:mod:`~translate.capacity.pod_counts`; a
+Trainer TrainJob's from its runtime: :mod:`~translate.capacity.train_jobs`), the
 cluster's devices from ResourceSlices, inventory dumps or node capacity
 (:mod:`~translate.capacity.inventory`), node filters and the legacy model
 (:mod:`~translate.capacity.legacy`), the DRA model (:mod:`~translate.capacity.dra`) on

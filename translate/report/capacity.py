@@ -58,6 +58,7 @@ from dra_bridge.translate.capacity import (
     workload_demand,
 )
 from dra_bridge.translate.capacity.pod_counts import PodCounts, TemplateCount, pod_counts
+from dra_bridge.translate.capacity.train_jobs import is_train_job, train_job_pods
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
@@ -108,12 +109,36 @@ def _asks(pod: PodDemand) -> bool:
     return bool(pod.claims or pod.legacy_requests)
 
 
+def _train_job(
+    w: WorkloadReport, objects: Sequence[Mapping[str, Any]], priorities: tuple[dict[str, int], int]
+) -> _Counted | str | None:
+    """A TrainJob's trainer pods on the legacy path (the webhook converts them), or why not."""
+    u = w.unit
+    found = train_job_pods(u.obj, objects)
+    if found.pod is None:
+        return f"{found.unknown}; {found.pods} pods ({found.source})" if found.pods else None
+    namespace, spec = u.namespace or "default", _spec(found.pod)
+    pods = tuple(pod_demand(namespace, f"{u.name}-node-{i}", spec, None, {}) for i in range(found.pods))
+    source = {"template": "spec.runtimeRef", "role": "node", "pods": found.pods, "from": found.source}
+    if not pods or not _asks(pods[0]):
+        return None
+    priority = pod_priority(spec, *priorities)
+    return _Counted(WorkloadDemand(namespace, u.name, u.kind, pods, priority), ({**source, "devices": True},), ())
+
+
 def _demand(
-    w: WorkloadReport, templates: _Named, claims: _Named, priorities: tuple[dict[str, int], int]
-) -> _Counted | None:
-    """The workload's demand; None when it is not placed (DaemonSet, nothing converted, no
-    device asked for: such pods are no part of the capacity totals)."""
+    w: WorkloadReport,
+    templates: _Named,
+    claims: _Named,
+    priorities: tuple[dict[str, int], int],
+    objects: Sequence[Mapping[str, Any]] = (),
+) -> _Counted | str | None:
+    """The workload's demand; a reason when it cannot be known; None when it is not placed
+    (DaemonSet, nothing converted, no device asked for: such pods are no part of the capacity
+    totals)."""
     u, converted = w.unit, w.converted
+    if is_train_job(u.obj):
+        return _train_job(w, objects, priorities)
     if converted is None or u.kind == "DaemonSet":
         return None
     namespace = u.namespace or "default"
@@ -219,11 +244,14 @@ def report_capacity(
         attach_capacity(report, {}, {}, {"skipped": NO_NODES})
         return
     counted: dict[int, _Counted] = {}
+    others = [o for _, o in objects if isinstance(o, Mapping)]
     for i, w in enumerate(report.workloads):
         try:
-            found = _demand(w, templates, claims, priorities)
+            found = _demand(w, templates, claims, priorities, others)
         except InputError as exc:
-            not_placed.append(f"{w.unit.kind}/{w.unit.namespace}/{w.unit.name}: {exc}")
+            found = str(exc)
+        if isinstance(found, str):
+            not_placed.append(f"{w.unit.kind}/{w.unit.namespace}/{w.unit.name}: {found}")
             found = None
         if found is None:
             unplaced_units.append(w.unit)

@@ -5,9 +5,10 @@
 ``objects`` are ``(source, object)`` pairs, in input order (files, or ``live`` for the
 cluster). Rules:
 
-- Workloads (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PodTemplate) and
-  custom resources that hold a pod template or pod spec (any depth) are each a
-  :class:`Unit`, planned from the object itself.
+- Workloads (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PodTemplate),
+  custom resources that hold a pod template or pod spec (any depth) and Kubeflow Trainer
+  TrainJobs (their pods come from a runtime) are each a :class:`Unit`, planned from the
+  object itself.
 - A Pod with a controller ``ownerReference`` joins its owner's unit; owners are followed up
   the chain the controllers build (ReplicaSet -> Deployment, Job -> CronJob) through the
   owners' own ``ownerReferences`` when those objects are in the input, else by the name the
@@ -114,7 +115,8 @@ def _group(obj: Mapping[str, Any]) -> str:
 def _is_custom_workload(obj: Mapping[str, Any]) -> bool:
     if _group(obj) in BUILTIN_GROUPS:
         return False
-    return bool(next(find_pod_templates(obj), None) or pod_spec_sites(obj) or _mentions_gpu(obj))
+    train_job = obj.get("kind") == "TrainJob" and _group(obj) == "trainer.kubeflow.org"  # pods from its runtime
+    return bool(train_job or next(find_pod_templates(obj), None) or pod_spec_sites(obj) or _mentions_gpu(obj))
 
 
 def _mentions_gpu(obj: Any) -> bool:
