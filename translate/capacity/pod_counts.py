@@ -21,7 +21,7 @@ The rules (docs/capacity.md, "Pod counts"; field names from the upstream types c
   group one leader (``leaderTemplate``, else the worker template) and ``size - 1`` workers
   (``workerTemplate``).
 - Kubeflow training jobs (``kubeflow.org``: PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob,
-  JAXJob; https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/common_types.go,
+  JAXJob; https://github.com/kubeflow/training-operator/blob/release-1.9/pkg/apis/kubeflow.org/v1/common_types.go,
   ``ReplicaSpec``): each ``spec.<x>ReplicaSpecs.<role>`` creates ``replicas`` pods (default 1).
 - JobSet (``jobset.x-k8s.io``;
   https://github.com/kubernetes-sigs/jobset/blob/main/api/jobset/v1alpha2/jobset_types.go):
