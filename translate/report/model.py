@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.errors import CountError
 from dra_bridge.translate.findings import SEVERITY, Finding, worst
 from dra_bridge.translate.names import CATALOG_API_VERSION, GFD_PRODUCT_LABEL
 from dra_bridge.translate.plan.alignment import Alignment, devices_per_constraint, not_written
 from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
+from dra_bridge.translate.plan.device_counts import parse_count
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.plan.workloads import (
     BUILTIN_TEMPLATE_PATHS,
@@ -357,8 +359,8 @@ def _node_pools(inv: Inventory, catalog: Catalog, label: str) -> tuple[dict[str,
         for resource, value in allocatable.items():
             if catalog.lookup(str(resource)):
                 try:
-                    report.legacy_devices[str(resource)] += int(str(value))
-                except ValueError:
+                    report.legacy_devices[str(resource)] += parse_count(value)
+                except CountError:
                     continue
     for piece in inv.slices:
         spec = piece.get("spec") if isinstance(piece.get("spec"), Mapping) else {}
