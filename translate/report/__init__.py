@@ -11,9 +11,9 @@ The renderers and the command live in ``migrate/``.
 """
 
 from dra_bridge.translate.report.model import (
-    CATEGORIES,
     DEFAULT_POOL_LABEL,
     FAIL_LEVELS,
+    OUTCOMES,
     REPORT_API_VERSION,
     PoolReport,
     Report,
@@ -25,9 +25,9 @@ from dra_bridge.translate.report.model import (
 from dra_bridge.translate.report.paths import PATHS
 
 __all__ = [
-    "CATEGORIES",
     "DEFAULT_POOL_LABEL",
     "FAIL_LEVELS",
+    "OUTCOMES",
     "PATHS",
     "REPORT_API_VERSION",
     "PoolReport",
