@@ -9,7 +9,8 @@ without ``-f``, the cluster (live mode, :mod:`migrate.live`; ``--kubeconfig``/``
 else ``$KUBECONFIG``, else the in-cluster service account); ``--inventory NODE=FILE`` adds a
 node's dump. The capacity check (:mod:`translate.report.capacity`) runs unless
 ``--no-capacity``. Each row names its source (``FILE#N``: the N-th object of the file, from 1;
-``cluster``). The report goes to stdout
+``cluster``); a live report lists the GPU workloads and counts the others
+(:mod:`translate.report.listing`; ``--all-workloads`` lists every one). The report goes to stdout
 (``-o table|wide|markdown|json|html``), logs and the live progress bar to stderr. Exit codes
 as ``convert``'s: 0, 1 an error (nothing on stdout), 3 with ``--fail-on LEVEL`` when a
 workload reaches LEVEL (``legacy-request``: any legacy device request left, ranks below every
@@ -129,6 +130,11 @@ def add_parser(sub: Any) -> None:
         help="skip the capacity check (which converted pods fit the cluster's devices)",
     )
     rep.add_argument(
+        "--all-workloads",
+        action="store_true",
+        help="live mode: list every workload, not only the GPU workloads (the others are counted)",
+    )
+    rep.add_argument(
         "--fail-on",
         choices=FAIL_LEVELS,
         help="exit 3 when a workload reaches this level (legacy-request: any legacy request left)",
@@ -239,6 +245,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         kubernetes_version=shown,
         sources=tuple(args.filename) or (LIVE_SOURCE,),
         live=live,
+        list_all=not live or args.all_workloads,
         user_catalog=args.catalog,
         policy=policy,
     )

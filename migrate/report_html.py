@@ -132,6 +132,7 @@ def render_html(report: Report) -> str:
         "risks": totals["risks"],
         "alignment lost": totals["alignmentLost"],
         "legacy devices": totals["legacyDevices"],
+        "not listed": totals["notListed"],
     }
     if report.capacity is not None:
         cap = report.capacity["totals"]

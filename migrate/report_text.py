@@ -155,6 +155,11 @@ def _md(cell: str) -> str:
     return cell.replace("|", "\\|").replace("\n", " ")
 
 
+def _not_listed(t: dict[str, Any]) -> str:
+    n = t["notListed"]
+    return f"; {n} other workloads without a GPU request not listed (--all-workloads lists them)" if n else ""
+
+
 def _markdown(report: Report) -> str:
     t = report.totals()
     lines = [
@@ -162,7 +167,7 @@ def _markdown(report: Report) -> str:
         "",
         f"{t['workloads']} workloads ({t['pods']} pods): "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
-        + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}.",
+        + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}{_not_listed(t)}.",
         "",
         *(f"> warning: {_md(w)}" for w in report.inventory.warnings),
         *([""] if report.inventory.warnings else []),
@@ -242,7 +247,7 @@ def render_text(report: Report, fmt: str) -> str:
     summary = (
         f"\n{t['workloads']} workloads, {t['pods']} pods: "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
-        + f"; {t['risks']} risks\n"
+        + f"; {t['risks']} risks{_not_listed(t)}\n"
     )
     capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
     warnings = "".join(f"warning: {w}\n" for w in report.inventory.warnings)

@@ -14,7 +14,10 @@ import pytest
 import yaml
 
 from dra_bridge.migrate.cli import main
+from dra_bridge.migrate.report_text import render_text
+from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.plan.device_counts import parse_count
+from dra_bridge.translate.report import Settings, build_report
 from dra_bridge.translate.report.paths import PATH_OUTCOMES, PATHS
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -142,3 +145,20 @@ def test_the_headline_counts_by_path(tmp_path: Path) -> None:
     assert "categories" not in doc["totals"] and all("workloads" not in p for p in doc["nodePools"])
     _, out, _ = run("report", "-f", str(tmp_path / "in.yaml"), "-o", "markdown")
     assert "2 workloads (1 pods): 0 nothing-to-do, 0 kep-5004, 1 needs-conversion, 1 blocked" in out
+
+
+def test_a_live_report_lists_the_gpu_workloads_and_counts_the_others() -> None:
+    plain = pod("web", {"limits": {"cpu": "1"}})
+    claimed = pod("dra", {"claims": [{"name": "gpu"}]}, resourceClaims=[{"name": "gpu"}])
+    by_hand = pod("sneaky", {})
+    by_hand["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    objects = [("cluster", o) for o in (pod("gpu", {"limits": {"nvidia.com/gpu": 1}}), plain, claimed, by_hand)]
+    live = build_report(objects, load_catalog(), Settings(live=True, list_all=False))
+    assert [w.unit.name for w in live.workloads] == ["gpu", "dra", "sneaky"]
+    assert live.totals()["notListed"] == 1 and live.totals()["workloads"] == 3
+    assert "1 other workloads without a GPU request not listed (--all-workloads lists them)" in render_text(
+        live, "table"
+    )
+    every = build_report(objects, load_catalog(), Settings(live=True, list_all=True))
+    assert [w.unit.name for w in every.workloads] == ["gpu", "web", "dra", "sneaky"]
+    assert every.totals()["notListed"] == 0 and every.as_json()["workloads"][1]["source"] == "cluster"

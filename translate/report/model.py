@@ -38,6 +38,7 @@ from dra_bridge.translate.plan.workloads import Converted, convert_object
 from dra_bridge.translate.policy import Policy, Translation
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.grouping import pod_templates as pod_templates  # re-exported: capacity, convert
+from dra_bridge.translate.report.listing import is_gpu_workload
 from dra_bridge.translate.report.paths import (
     PATHS,
     PathName,
@@ -65,7 +66,9 @@ OUTCOMES = ("unchanged", "ignored", "translated", "left-for-webhook", "partial",
 @dataclass(frozen=True)
 class Settings:
     """How to report: plan ``options`` (target version, alignment, ...), the node-pool label,
-    the Kubernetes version (``major.minor``) the paths are judged for, and the inputs' names."""
+    the Kubernetes version (``major.minor``) the paths are judged for, the inputs' names, and
+    whether every workload is listed (``list_all``; else only GPU workloads,
+    :mod:`translate.report.listing`, the others counted in ``Report.not_listed``)."""
 
     options: Options = field(default_factory=Options)
     pool_label: str = DEFAULT_POOL_LABEL
@@ -74,6 +77,7 @@ class Settings:
     live: bool = False
     user_catalog: str | None = None
     policy: Policy | None = None
+    list_all: bool = True
 
 
 @dataclass
@@ -174,6 +178,7 @@ class Report:
     inventory: Inventory = field(default_factory=Inventory)
     capacity: dict[str, Any] | None = None
     inventories: dict[str, str] = field(default_factory=dict)
+    not_listed: int = 0
 
     def fails(self, level: str) -> bool:
         """True when some workload reaches ``--fail-on level``."""
@@ -189,6 +194,7 @@ class Report:
             "risks": sum(len(w.risks) for w in self.workloads) + sum(len(p.mixed_allocators) for p in self.pools),
             "alignmentLost": sum(w.alignment["status"] == "lost" for w in self.workloads),
             "legacyDevices": sum(n for w in self.workloads for _, _, n, k in w.legacy if k != "slicing"),
+            "notListed": self.not_listed,
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -345,7 +351,8 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
     inv = group(listed)
     classes = kep5004_classes(inv.classes)
     node_pool, pools = _node_pools(inv, catalog, settings.pool_label)
-    workloads = [_workload(u, inv, catalog, settings, classes, node_pool) for u in inv.units]
+    every = [_workload(u, inv, catalog, settings, classes, node_pool) for u in inv.units]
+    workloads = [w for w in every if settings.list_all or _listed(w)]
     for w in workloads:
         for pool in w.pools:
             p = pools.setdefault(pool, PoolReport(pool))
@@ -358,7 +365,13 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
         counts,
         len(catalog.device_classes()),
         inv,
+        not_listed=len(every) - len(workloads),
     )
+
+
+def _listed(w: WorkloadReport) -> bool:
+    pods = [*w.unit.pod_objects, *(p for _, p in pod_templates(w.unit.obj))]
+    return is_gpu_workload(w.path.path, w.findings, w.risks, w.legacy, pods)
 
 
 def attach_capacity(
