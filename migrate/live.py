@@ -2,6 +2,8 @@
 
     objects, version = await read_cluster(api, progress)   (source, object) pairs; "v1.36.3"
 
+Every object's source is :data:`SOURCE` (``cluster``).
+
 Lists every kind of :data:`migrate.access.API_CALLS` cluster-wide in pages of
 :data:`PAGE` (``limit``/``continue``), ``resource.k8s.io`` kinds in the newest version the
 server serves (discovery; none served: no DeviceClasses or ResourceSlices, not an error), the
@@ -39,7 +41,7 @@ from dra_bridge.translate.names import API_VERSIONS
 from dra_bridge.translate.report.custom_kinds import KNOWN_CUSTOM_KINDS
 
 PAGE = 500
-SOURCE = "live"
+SOURCE = "cluster"
 CORE = (
     NODES,
     DEVICE_CLASSES,

@@ -8,7 +8,9 @@ Inputs: ``-f FILE|DIR|-`` (as ``convert`` reads them: Lists flattened, Helm outp
 without ``-f``, the cluster (live mode, :mod:`migrate.live`; ``--kubeconfig``/``--context``,
 else ``$KUBECONFIG``, else the in-cluster service account); ``--inventory NODE=FILE`` adds a
 node's dump. The capacity check (:mod:`translate.report.capacity`) runs unless
-``--no-capacity``. The report goes to stdout
+``--no-capacity``. Each row names its source (``FILE#N``: the N-th object of the file, from 1;
+``cluster``); a live report lists the GPU workloads and counts the others
+(:mod:`translate.report.listing`; ``--all-workloads`` lists every one). The report goes to stdout
 (``-o table|wide|markdown|json|html``), logs and the live progress bar to stderr. Exit codes
 as ``convert``'s: 0, 1 an error (nothing on stdout), 3 with ``--fail-on LEVEL`` when a
 workload reaches LEVEL (``legacy-request``: any legacy device request left, ranks below every
@@ -37,6 +39,7 @@ from dra_bridge.migrate.inventory_dumps import (
     read_dump,
     read_text,
 )
+from dra_bridge.migrate.live import SOURCE as LIVE_SOURCE
 from dra_bridge.migrate.live import read_cluster
 from dra_bridge.migrate.manifests import read_catalog, read_sources, why_empty
 from dra_bridge.migrate.report_html import render_html
@@ -127,6 +130,11 @@ def add_parser(sub: Any) -> None:
         help="skip the capacity check (which converted pods fit the cluster's devices)",
     )
     rep.add_argument(
+        "--all-workloads",
+        action="store_true",
+        help="live mode: list every workload, not only the GPU workloads (the others are counted)",
+    )
+    rep.add_argument(
         "--fail-on",
         choices=FAIL_LEVELS,
         help="exit 3 when a workload reaches this level (legacy-request: any legacy request left)",
@@ -173,7 +181,7 @@ def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, A
                     f"{doc.source}: document {doc.index + 1} is not a Kubernetes object "
                     "(a mapping with a kind) nor a dra-bridge inventory --json dump"
                 )
-            objects.append((doc.source, doc.obj))
+            objects.append((f"{doc.source}#{doc.index + 1}", doc.obj))  # FILE#N: the row's source
     return objects
 
 
@@ -235,8 +243,9 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         options=options,
         pool_label=args.pool_label,
         kubernetes_version=shown,
-        sources=tuple(args.filename) or ("live",),
+        sources=tuple(args.filename) or (LIVE_SOURCE,),
         live=live,
+        list_all=not live or args.all_workloads,
         user_catalog=args.catalog,
         policy=policy,
     )

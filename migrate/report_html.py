@@ -5,12 +5,13 @@ inline SVG).
 
 The page: the totals (``<dl id="totals">``, one ``<dd data-total=KEY>`` per total), one picture
 per namespace and one per node pool (``<svg class="picture" data-group="namespace|pool"
-data-name=NAME>``: a bar of what migrates, what is partial, what is blocked and what has
-nothing to do, each segment ``data-category`` with its count), the capacity before and after
+data-name=NAME>``: a bar of the workloads per path, each segment ``data-path`` with its
+count), the capacity before and after
 per pool when the capacity check ran (``<svg class="capacity">``: four bars ``data-bar`` =
 ``dra-before``, ``dra-after``, ``legacy-before``, ``legacy-after``, each with ``data-used`` and
-``data-total``), a table of every workload with its findings, risks and fit, and the pods
-that do not fit or place differently, with both verdicts.
+``data-total``), a table of every workload listed with its source, findings, risks and fit, the
+report's warnings (``<ul id="warnings">``), and the pods that do not fit or place
+differently, with both verdicts.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from html import escape
 
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report_text import cell, fit, workload_name
-from dra_bridge.translate.report import CATEGORIES, PoolReport, Report
+from dra_bridge.translate.report import PATHS, PoolReport, Report
 
-COLOURS = {"migrates": "#2e7d32", "partial": "#f9a825", "blocked": "#c62828", "nothing-to-do": "#9e9e9e"}
+#: A colour per path; a path without one is drawn in OTHER.
+COLOURS = {"nothing-to-do": "#9e9e9e", "kep-5004": "#1565c0", "needs-conversion": "#2e7d32", "blocked": "#c62828"}
+OTHER = "#6a1b9a"
 WIDTH = 480
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
@@ -35,21 +38,21 @@ margin-right:.3em;vertical-align:middle}"""
 
 
 def _bar(group: str, name: str, counts: Counter[str]) -> str:
-    total = sum(counts[c] for c in CATEGORIES)
+    total = sum(counts[c] for c in PATHS)
     parts = [
         f'<svg class="picture" data-group="{group}" data-name="{escape(name)}" xmlns="http://www.w3.org/2000/svg" '
         f'width="{WIDTH}" height="44" role="img" aria-label="{escape(name)}: '
-        + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES)
+        + ", ".join(f"{counts[c]} {c}" for c in PATHS)
         + '">'
     ]
     x = 0.0
-    for c in CATEGORIES:
+    for c in PATHS:
         if not counts[c]:
             continue
         w = WIDTH * counts[c] / total
         parts.append(
-            f'<rect data-category="{c}" data-count="{counts[c]}" x="{x:.1f}" y="0" width="{w:.1f}" '
-            f'height="28" fill="{COLOURS[c]}"><title>{counts[c]} {c}</title></rect>'
+            f'<rect data-path="{c}" data-count="{counts[c]}" x="{x:.1f}" y="0" width="{w:.1f}" '
+            f'height="28" fill="{COLOURS.get(c, OTHER)}"><title>{counts[c]} {c}</title></rect>'
         )
         parts.append(f'<text x="{x + 4:.1f}" y="19" font-size="13" fill="#fff">{counts[c]}</text>')
         x += w
@@ -112,17 +115,24 @@ def _pod_rows(report: Report) -> str:
     )
 
 
+def _warnings(report: Report) -> str:
+    if not report.inventory.warnings:
+        return ""
+    items = "".join(f"<li>{escape(w)}</li>" for w in report.inventory.warnings)
+    return f'<h2>Warnings</h2><ul id="warnings">{items}</ul>'
+
+
 def render_html(report: Report) -> str:
     """The report as one HTML page (see the module docstring)."""
     totals = report.totals()
     flat = {
         "workloads": totals["workloads"],
         "pods": totals["pods"],
-        **totals["categories"],
-        **{f"path {k}": v for k, v in totals["paths"].items()},
+        **totals["paths"],
         "risks": totals["risks"],
         "alignment lost": totals["alignmentLost"],
         "legacy devices": totals["legacyDevices"],
+        "not listed": totals["notListed"],
     }
     if report.capacity is not None and report.capacity.get("skipped"):
         flat["capacity"] = f"skipped: {report.capacity['skipped']}"
@@ -136,15 +146,16 @@ def render_html(report: Report) -> str:
         }
     namespaces: dict[str, Counter[str]] = {}
     for w in report.workloads:
-        namespaces.setdefault(w.unit.namespace or "(none)", Counter())[w.category] += 1
+        namespaces.setdefault(w.unit.namespace or "(none)", Counter())[w.path.path] += 1
     pools = {p.name: p for p in report.pools}
-    legend = "".join(f'<span><i style="background:{COLOURS[c]}"></i>{c}</span>' for c in CATEGORIES)
+    legend = "".join(f'<span><i style="background:{COLOURS.get(c, OTHER)}"></i>{c}</span>' for c in PATHS)
     rows = []
     for w in report.workloads:
         notes = [f"{f.outcome}: {f.path}: {f.reason}" for f in phrased(w.findings)]
         notes += [f"risk {r.code}: {r.path}: {r.detail}" for r in w.risks]
         rows.append(
-            f'<tr data-category="{w.category}"><td>{escape(workload_name(w))}</td><td>{len(w.unit.pods)}</td>'
+            f'<tr data-path="{escape(w.path.path)}"><td>{escape(workload_name(w))}</td>'
+            f"<td>{escape(w.unit.source)}</td><td>{len(w.unit.pods)}</td>"
             f"<td>{escape(w.outcome)}</td><td>{escape(w.path.path)}</td><td>{escape(w.path.reason)}</td>"
             f"<td>{escape(w.alignment['status'])}</td><td>{fit(w)}</td><td>{fit(w, legacy=True)}</td>"
             f"<td>{'<br>'.join(escape(n) for n in notes)}</td></tr>"
@@ -162,11 +173,12 @@ def render_html(report: Report) -> str:
             "<h2>Per namespace</h2>",
             _figures("namespace", namespaces),
             "<h2>Per node pool</h2>",
-            _figures("pool", {p.name: p.categories for p in report.pools}, pools),
-            "<h2>Workloads</h2><table><tr><th>workload</th><th>pods</th><th>outcome</th><th>path</th><th>why</th>"
+            _figures("pool", {p.name: p.paths for p in report.pools}, pools),
+            "<h2>Workloads</h2><table><tr><th>workload</th><th>source</th><th>pods</th><th>outcome</th><th>path</th><th>why</th>"
             "<th>alignment</th><th>fit (DRA)</th><th>fit (plugin)</th><th>findings and risks</th></tr>",
             *rows,
             "</table>",
+            _warnings(report),
             _pod_rows(report),
             "</body></html>\n",
         ]

@@ -2,13 +2,15 @@
 
     render_text(report, fmt) -> str       fmt: table | wide | markdown
 
-Every renderer shows every workload (kind/namespace/name; ``(not yet named)`` for
-generateName pods), its outcome, path and FIT (``placed/pods`` of the capacity check,
-docs/capacity.md), then the capacity summary (per node pool before and after; every workload
-with a pod that does not fit or places differently, with the verdicts' codes or nodes);
-``wide`` adds LEGACY-FIT, how, the legacy requests, the template names, alignment, risks and
-the reason, and each such pod's verdicts with their reasons; ``markdown`` adds totals, node
-pools, capacity, and per workload every finding and risk. Findings are phrased with ``dra-migrate`` flag names
+Every renderer shows every workload listed (kind/namespace/name; ``(not yet named)`` for
+generateName pods), where it came from (``FILE#N``, or ``cluster``), its outcome, path and
+FIT (``placed/pods`` of the capacity check, docs/capacity.md), then the headline by path,
+the capacity summary (per node pool before and after; every workload with a pod that does
+not fit or places differently, with the verdicts' codes or nodes) and the report's warnings
+(``warning: ...``, e.g. an object given twice); ``wide`` adds LEGACY-FIT, how, the legacy
+requests, the template names, alignment, risks and the reason, and each such pod's verdicts
+with their reasons; ``markdown`` adds totals, node pools (workloads per path), capacity, and
+per workload every finding and risk. Findings are phrased with ``dra-migrate`` flag names
 (:mod:`migrate.remedies`).
 """
 
@@ -19,11 +21,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from dra_bridge.migrate.remedies import phrased
-from dra_bridge.translate.report import Report, WorkloadReport
+from dra_bridge.translate.report import PATHS, Report, WorkloadReport
 
-TABLE = ("WORKLOAD", "PODS", "OUTCOME", "PATH", "FIT", "RISKS")
+TABLE = ("WORKLOAD", "SOURCE", "PODS", "OUTCOME", "PATH", "FIT", "RISKS")
 WIDE = (
     "WORKLOAD",
+    "SOURCE",
     "PODS",
     "OUTCOME",
     "PATH",
@@ -66,7 +69,7 @@ def fit(w: WorkloadReport, legacy: bool = False) -> str:
 
 
 def _row(w: WorkloadReport, wide: bool) -> tuple[str, ...]:
-    base = (workload_name(w), str(len(w.unit.pods)), w.outcome, w.path.path)
+    base = (workload_name(w), w.unit.source, str(len(w.unit.pods)), w.outcome, w.path.path)
     if not wide:
         return (*base, fit(w), _risks(w))
     templates = ",".join(str(t["metadata"]["name"]) for t in w.templates) or "-"
@@ -154,6 +157,11 @@ def _md(cell: str) -> str:
     return cell.replace("|", "\\|").replace("\n", " ")
 
 
+def _not_listed(t: dict[str, Any]) -> str:
+    n = t["notListed"]
+    return f"; {n} other workloads without a GPU request not listed (--all-workloads lists them)" if n else ""
+
+
 def _markdown(report: Report) -> str:
     t = report.totals()
     lines = [
@@ -161,14 +169,16 @@ def _markdown(report: Report) -> str:
         "",
         f"{t['workloads']} workloads ({t['pods']} pods): "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
-        + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}.",
+        + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}{_not_listed(t)}.",
         "",
-        "| workload | pods | outcome | path | via | risks | reason |",
-        "|---|---|---|---|---|---|---|",
+        *(f"> warning: {_md(w)}" for w in report.inventory.warnings),
+        *([""] if report.inventory.warnings else []),
+        "| workload | source | pods | outcome | path | via | risks | reason |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| `{_md(workload_name(w))}` | {len(w.unit.pods)} | {w.outcome} | {w.path.path} | {w.path.via or '-'} "
-        f"| {_md(_risks(w))} | {_md(w.path.reason)} |"
+        f"| `{_md(workload_name(w))}` | `{_md(w.unit.source)}` | {len(w.unit.pods)} | {w.outcome} | {w.path.path} "
+        f"| {w.path.via or '-'} | {_md(_risks(w))} | {_md(w.path.reason)} |"
         for w in report.workloads
     ]
     if report.pools:
@@ -176,13 +186,12 @@ def _markdown(report: Report) -> str:
             "",
             "### Node pools",
             "",
-            "| pool | nodes | legacy devices | DRA devices | migrates | partial | blocked | mixed allocators |",
-            "|---|---|---|---|---|---|---|---|",
+            f"| pool | nodes | legacy devices | DRA devices | {' | '.join(PATHS)} | mixed allocators |",
+            "|---" * (5 + len(PATHS)) + "|",
         ]
         lines += [
             f"| {_md(p.name)} | {len(p.nodes)} | {sum(p.legacy_devices.values())} | {p.dra_devices} "
-            f"| {p.categories['migrates']} | {p.categories['partial']} | {p.categories['blocked']} "
-            f"| {', '.join(p.mixed_allocators) or '-'} |"
+            f"| {' | '.join(str(p.paths[k]) for k in PATHS)} | {', '.join(p.mixed_allocators) or '-'} |"
             for p in report.pools
         ]
     if report.capacity is not None:
@@ -240,7 +249,8 @@ def render_text(report: Report, fmt: str) -> str:
     summary = (
         f"\n{t['workloads']} workloads, {t['pods']} pods: "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
-        + f"; {t['risks']} risks\n"
+        + f"; {t['risks']} risks{_not_listed(t)}\n"
     )
     capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
-    return _aligned(rows) + summary + capacity
+    warnings = "".join(f"warning: {w}\n" for w in report.inventory.warnings)
+    return _aligned(rows) + summary + capacity + warnings

@@ -64,13 +64,16 @@ def test_live_report_reads_the_cluster_read_only(
         api_path("v1", "pods", namespace),
         {"metadata": {"name": "pinned"}, "spec": {"nodeName": node, "containers": [container]}},
     )
+    kube.create(
+        api_path("v1", "pods", namespace),
+        {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}},
+    )
     kubeconfig = _read_only_kubeconfig(control_plane, kube, namespace, tmp_path / "report.kubeconfig")
 
-    def grouped() -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    def grouped(*extra: str) -> tuple[dict[str, Any], dict[str, Any], str] | None:
         out, err = io.StringIO(), io.StringIO()
-        assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "json"], stdout=out, stderr=err) == 0, (
-            err.getvalue()
-        )
+        argv = ["report", "--kubeconfig", str(kubeconfig), "-o", "json", *extra]
+        assert main(argv, stdout=out, stderr=err) == 0, err.getvalue()
         doc = json.loads(out.getvalue())
         mine = {f"{w['kind']}/{w['name']}": w for w in doc["workloads"] if w["namespace"] == namespace}
         return (doc, mine, err.getvalue()) if len(mine["Deployment/trainer"]["pods"]) == 2 else None
@@ -84,6 +87,11 @@ def test_live_report_reads_the_cluster_read_only(
     pools = {p["name"]: p for p in doc["nodePools"]}
     assert node in pools["NVIDIA-L4"]["nodes"]
     assert "read" in err and "\x1b" not in err  # no progress bar off a terminal
+    # The GPU workloads are listed, the others counted; --all-workloads lists every one.
+    assert "Pod/web" not in mine and doc["totals"]["notListed"] >= 1
+    assert {w["source"] for w in doc["workloads"]} == {"cluster"}
+    every = grouped("--all-workloads")
+    assert every is not None and "Pod/web" in every[1] and every[0]["totals"]["notListed"] == 0
 
 
 CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

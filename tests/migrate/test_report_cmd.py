@@ -39,7 +39,14 @@ def report(*extra: str) -> dict[str, Any]:
 
 
 def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {f"{w['kind']}/{w['namespace']}/{w['name']}#{w['source'].rsplit('/', 1)[-1]}": w for w in doc["workloads"]}
+    return {f"{w['kind']}/{w['namespace']}/{w['name']}#{file_of(w)}": w for w in doc["workloads"]}
+
+
+def file_of(w: dict[str, Any]) -> str:
+    """The file name of a row's source (``DIR/FILE#N``)."""
+    file, _, position = str(w["source"]).rsplit("/", 1)[-1].rpartition("#")
+    assert position.isdigit(), w["source"]
+    return file
 
 
 #: Every workload of the examples and dumps: (outcome, path) on 1.36 with the dumped DeviceClasses.
@@ -151,7 +158,7 @@ def test_node_pools_and_mixed_allocators() -> None:
     assert h100["nodes"] == ["h100-a", "h100-b"] and h100["legacyDevices"] == {"nvidia.com/gpu": 8}
     assert h100["draDevices"] == 4 and h100["mixedAllocators"] == {}
     assert pools["NVIDIA-A100-SXM4-40GB"]["mixedAllocators"] == {"a100-a": ["nvidia.com/gpu"]}
-    assert h100["workloads"]["partial"] == 1  # plugin-test's pods run on h100-a
+    assert h100["paths"]["needs-conversion"] == 1  # plugin-test's pods run on h100-a
     assert (h100["capacity"]["devices"], h100["capacity"]["usedBefore"]) == (12, 0)  # 8 from h100-a's allocatable
     assert pools["NVIDIA-A100-SXM4-40GB"]["capacity"]["legacyAllocatable"] == {"nvidia.com/gpu": 4}
 
@@ -228,7 +235,8 @@ def test_errors_exit_1_with_nothing_on_stdout(argv: list[str]) -> None:
 def test_markdown_for_a_pull_request() -> None:
     code, out, _ = run("report", "-f", EXAMPLES, "-o", "markdown")
     assert code == 0 and out.startswith("## DRA migration report")
-    assert "| `Pod/team-a/init-sidecar-app` | 1 | unsupported | blocked |" in out
+    source = f"{EXAMPLES}/09-init-sidecar-app-each-with-gpu.yaml#1"
+    assert f"| `Pod/team-a/init-sidecar-app` | `{source}` | 1 | unsupported | blocked |" in out
     assert "<details><summary><code>Pod/team-a/init-sidecar-app</code>" in out
 
 

@@ -75,12 +75,13 @@ def test_html_page_renders_with_pictures_and_totals(tmp_path: Path) -> None:
     assert ("namespace", "team-a") in pictures and ("namespace", "team-b") in pictures
     assert ("pool", "NVIDIA-H100-80GB-HBM3") in pictures and ("pool", "NVIDIA-A100-SXM4-40GB") in pictures
     totals = dict(re.findall(r'<dd data-total="([^"]+)">(\d+)</dd>', dom))
-    assert totals["workloads"] == "18" and totals["blocked"] == "2" and totals["path needs-conversion"] == "9"
+    assert totals["workloads"] == "18" and totals["blocked"] == "2" and totals["needs-conversion"] == "9"
     team_b = dom.split('data-name="team-b"', 1)[1].split("</svg>", 1)[0]
-    assert re.findall(r'data-category="(\S+)" data-count="(\d+)"', team_b) == [
-        ("migrates", "4"),
-        ("blocked", "1"),
+    assert re.findall(r'data-path="(\S+)" data-count="(\d+)"', team_b) == [
         ("nothing-to-do", "1"),
+        ("kep-5004", "2"),
+        ("needs-conversion", "2"),
+        ("blocked", "1"),
     ]
     capacity = {
         name: dict(re.findall(r'data-bar="([\w-]+)" data-used="(\d+)" data-total="\d+"', body))

@@ -1,24 +1,23 @@
 """Device counts of extended resources.
 
 Extended resources are whole numbers (core/v1 validation: "must be an integer"); manifests
-spell them as YAML ints or quoted strings (``"2"``), occasionally with a decimal SI suffix
-(``"1k"``) or a zero fraction (``"2.0"``).
+spell them as YAML ints or quoted strings (``"2"``), and sometimes as any other Kubernetes
+quantity of the same amount (``"2000m"``, ``"2.0"``, ``"1k"``). They are parsed as the API
+server parses quantities (:class:`translate.cel.quantity_semver.Quantity`, the one quantity
+parser of translate), so ``requests: 2000m`` equals ``limits: "2"``.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from decimal import Decimal, DecimalException
 
-from dra_bridge.translate.errors import CountError
+from dra_bridge.translate.cel.quantity_semver import Quantity
+from dra_bridge.translate.errors import CountError, ValueFormatError
 
-#: Kubernetes quantities hold at most 10^18 (int64 milli-units): larger exponents are refused
-#: before any arithmetic.
-MAX_EXPONENT = 30
-_SUFFIX = {"": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_QUANTITY = re.compile(r"([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:(e|E)([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei)|([kMGTPE]?))")
+#: Kubernetes quantities hold at most 2^63-1 milli-units: a larger count is refused.
+MAX_COUNT = (2**63 - 1) // 1000
+#: Longer text is not a quantity a person wrote (and would only make the arithmetic slow).
+MAX_TEXT = 64
 
 
 def parse_count(value: object) -> int:
@@ -30,29 +29,26 @@ def parse_count(value: object) -> int:
     """
     if isinstance(value, bool):
         raise CountError(f"{str(value).lower()} (a boolean) is not a quantity")
-    if isinstance(value, int):
-        number = Decimal(value)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise CountError(f"{value!r} is not a finite number")
-        number = Decimal(repr(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CountError(f"{value!r} is not a finite number")
+    if isinstance(value, int | float):
+        text = repr(value)
     elif isinstance(value, str):
-        m = _QUANTITY.fullmatch(value)
-        if not m:
-            raise CountError(f"{value!r} is not a whole-number quantity")
-        exponent = int(m.group(3)) if m.group(3) else _SUFFIX[m.group(5) or ""]
-        if abs(exponent) > MAX_EXPONENT:
-            raise CountError(f"{value!r} is out of range")
-        try:
-            number = Decimal(m.group(1)).scaleb(exponent) * (2 ** _BINARY[m.group(4)] if m.group(4) else 1)
-        except DecimalException as exc:
-            raise CountError(f"{value!r} is not a quantity") from exc
+        text = value
     elif value is None:
         raise CountError("an empty value (null) is not a quantity")
     else:
         raise CountError(f"a {type(value).__name__} is not a quantity")
+    if len(text) > MAX_TEXT:
+        raise CountError(f"{text[:MAX_TEXT]!r}... is not a quantity")
+    try:
+        number = Quantity.parse(text).value
+    except ValueFormatError as exc:
+        raise CountError(f"{value!r} is not a whole-number quantity") from exc
     if number < 0:
         raise CountError(f"{value!r} is negative")
-    if number != number.to_integral_value():
+    if number.denominator != 1:
         raise CountError(f"{value!r} is not a whole number (extended resources are counted in devices)")
+    if number > MAX_COUNT:
+        raise CountError(f"{value!r} is out of range")
     return int(number)

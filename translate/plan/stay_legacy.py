@@ -155,7 +155,10 @@ def translation_not_faithful(findings: Sequence[Finding], keep_legacy_partial: b
     if not blocks_conversion(findings) and not (keep_legacy_partial and worst(findings) >= 2):
         return None
     return Finding(
-        path or ".", "", "kept-legacy", "kept on the device plugin: a finding above forbids a faithful translation"
+        path.removesuffix(".") or ".",  # the pod template itself: ``spec.template``, or ``.`` for a Pod
+        "",
+        "kept-legacy",
+        "kept on the device plugin: a finding above forbids a faithful translation",
     )
 
 

@@ -2,8 +2,9 @@
 
     group(objects) -> Inventory(units, nodes, slices, classes, quotas)
 
-``objects`` are ``(source, object)`` pairs, in input order (files, or ``live`` for the
-cluster). Rules:
+``objects`` are ``(source, object)`` pairs, in input order; a source names where the object
+came from (``FILE#N``, the N-th object of a file counted from 1, or ``cluster`` in live mode).
+Rules:
 
 - Workloads (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PodTemplate),
   custom resources that hold a pod template or pod spec (any depth) and Kubeflow Trainer
@@ -20,6 +21,9 @@ cluster). Rules:
 - A ReplicaSet owned by a Deployment, and a Job owned by a CronJob, join their owner's unit.
 - Nodes, ResourceSlices, DeviceClasses and ResourceQuotas are cluster facts; every other
   kind (Services, ConfigMaps, ResourceClaimTemplates, ...) is ignored.
+- The same object (API group, kind, namespace, name) given twice is a warning
+  (``Inventory.warnings``: ``Kind/namespace/name given twice: SOURCE and SOURCE``); both stay
+  in the report, each row with its own source.
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_bridge.translate.plan.custom_resources import pod_spec_sites
-from dra_bridge.translate.plan.workloads import find_pod_templates
+from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
+from dra_bridge.translate.plan.workloads import BUILTIN_TEMPLATE_PATHS, CORE_GROUPS, find_pod_templates
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "PodTemplate")
 FACT_KINDS = ("Node", "ResourceSlice", "DeviceClass", "ResourceQuota")
@@ -91,6 +95,7 @@ class Inventory:
     slices: list[Mapping[str, Any]] = field(default_factory=list)
     classes: list[Mapping[str, Any]] = field(default_factory=list)
     quotas: list[Mapping[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -128,6 +133,47 @@ def _mentions_gpu(obj: Any) -> bool:
     return False
 
 
+def duplicates(listed: Iterable[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """A warning per object given again (same API group, kind, namespace and name; objects with
+    only ``generateName`` are never the same), naming its first source and this one."""
+    first: dict[tuple[str, str, str, str], str] = {}
+    out: list[str] = []
+    for source, obj in listed:
+        m = meta(obj)
+        if not m.get("name"):
+            continue
+        namespace, name = str(m.get("namespace") or ""), str(m["name"])
+        key = (_group(obj), str(obj["kind"]), namespace, name)
+        if key in first:
+            shown = "/".join(p for p in (key[1], namespace, name) if p)
+            out.append(f"{shown} given twice: {first[key]} and {source}")
+        else:
+            first[key] = source
+    return out
+
+
+def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(finding-path prefix, pod) of every pod template or pod spec the plan reads in ``obj``."""
+    kind = str(obj.get("kind", ""))
+    if kind == "Pod":
+        return [("", obj)]
+    builtin = kind in BUILTIN_TEMPLATE_PATHS and obj.get("apiVersion") in CORE_GROUPS
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    for p in [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj)):
+        try:
+            found = get_path(obj, p)
+        except (KeyError, IndexError, TypeError):
+            continue
+        if isinstance(found, Mapping):
+            out.append((path_text(p), found))
+    for site in [] if builtin else pod_spec_sites(obj):
+        try:
+            out.append(("", site.as_pod(get_path(obj, site.path))))
+        except (KeyError, IndexError, TypeError):
+            continue
+    return out
+
+
 def _owner_of(
     kind: str,
     name: str,
@@ -153,8 +199,8 @@ def _owner_of(
 
 def group(objects: Iterable[tuple[str, Any]]) -> Inventory:
     """Sort input objects into units and cluster facts (see the module docstring)."""
-    inv = Inventory()
     listed = [(s, o) for s, o in objects if isinstance(o, Mapping) and isinstance(o.get("kind"), str)]
+    inv = Inventory(warnings=duplicates(listed))
     owners = {
         (str(o["kind"]), str(meta(o).get("namespace") or ""), str(meta(o).get("name") or "")): o
         for _, o in listed

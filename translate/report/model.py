@@ -27,22 +27,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.errors import CountError
 from dra_bridge.translate.findings import SEVERITY, Finding, worst
 from dra_bridge.translate.names import CATALOG_API_VERSION, GFD_PRODUCT_LABEL
 from dra_bridge.translate.plan.alignment import Alignment, devices_per_constraint, not_written
-from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
+from dra_bridge.translate.plan.device_counts import parse_count
 from dra_bridge.translate.plan.pod_plan import Options
-from dra_bridge.translate.plan.workloads import (
-    BUILTIN_TEMPLATE_PATHS,
-    CORE_GROUPS,
-    Converted,
-    convert_object,
-    find_pod_templates,
-)
+from dra_bridge.translate.plan.workloads import Converted, convert_object
 from dra_bridge.translate.policy import Policy, Translation
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
-from dra_bridge.translate.report.paths import PathName, PathVerdict, choose_path, kep5004_blockers, kep5004_classes
+from dra_bridge.translate.report.grouping import pod_templates as pod_templates  # re-exported: capacity, convert
+from dra_bridge.translate.report.listing import is_gpu_workload
+from dra_bridge.translate.report.paths import (
+    PATHS,
+    PathName,
+    PathVerdict,
+    choose_path,
+    kep5004_blockers,
+    kep5004_classes,
+)
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
 
@@ -52,14 +56,19 @@ ANY_POOL = "(any)"
 #: ``--fail-on`` levels, lowest first: ``legacy-request`` (any legacy request left) ranks below
 #: every finding level.
 FAIL_LEVELS = ("legacy-request", "left-for-webhook", "partial", "unsupported")
-#: What a picture shows per workload: the path, and for conversions the worst finding.
-CATEGORIES = ("migrates", "partial", "blocked", "nothing-to-do")
+#: Outcomes, least first: a workload's outcome is its findings' last in this order (severity
+#: first; within one severity, a translated value outranks an ignored one, unsupported outranks
+#: kept-legacy), ``unchanged`` without findings. It agrees with the path
+#: (:data:`translate.report.paths.PATH_OUTCOMES`).
+OUTCOMES = ("unchanged", "ignored", "translated", "left-for-webhook", "partial", "kept-legacy", "unsupported")
 
 
 @dataclass(frozen=True)
 class Settings:
     """How to report: plan ``options`` (target version, alignment, ...), the node-pool label,
-    the Kubernetes version (``major.minor``) the paths are judged for, and the inputs' names."""
+    the Kubernetes version (``major.minor``) the paths are judged for, the inputs' names, and
+    whether every workload is listed (``list_all``; else only GPU workloads,
+    :mod:`translate.report.listing`, the others counted in ``Report.not_listed``)."""
 
     options: Options = field(default_factory=Options)
     pool_label: str = DEFAULT_POOL_LABEL
@@ -68,6 +77,7 @@ class Settings:
     live: bool = False
     user_catalog: str | None = None
     policy: Policy | None = None
+    list_all: bool = True
 
 
 @dataclass
@@ -94,17 +104,8 @@ class WorkloadReport:
 
     @property
     def outcome(self) -> str:
-        """The worst finding's outcome (``unchanged`` without findings)."""
-        if not self.findings:
-            return "unchanged"
-        return max(self.findings, key=lambda f: f.severity).outcome
-
-    @property
-    def category(self) -> str:
-        """``migrates``, ``partial``, ``blocked`` or ``nothing-to-do`` (:data:`CATEGORIES`)."""
-        if self.path.path in ("nothing-to-do", "blocked"):
-            return self.path.path
-        return "partial" if self.path.path == "needs-conversion" and self.severity >= 2 else "migrates"
+        """The findings' last outcome in :data:`OUTCOMES` (``unchanged`` without findings)."""
+        return max((f.outcome for f in self.findings), key=OUTCOMES.index, default="unchanged")
 
     def fails(self, level: str) -> bool:
         """True when this workload reaches ``--fail-on level`` (:data:`FAIL_LEVELS`)."""
@@ -125,7 +126,6 @@ class WorkloadReport:
             "pools": list(self.pools),
             "outcome": self.outcome,
             "severity": self.severity,
-            "category": self.category,
             "path": self.path.path,
             "via": self.path.via,
             "pathReason": self.path.reason,
@@ -142,15 +142,14 @@ class WorkloadReport:
 @dataclass
 class PoolReport:
     """One node pool: its nodes, the legacy devices they offer (resource -> allocatable), the
-    DRA devices their ResourceSlices publish, nodes mixing allocators, workloads per category
-    and path; ``capacity`` stays None without a capacity engine."""
+    DRA devices their ResourceSlices publish, nodes mixing allocators, workloads per path;
+    ``capacity`` stays None without a capacity engine."""
 
     name: str
     nodes: list[str] = field(default_factory=list)
     legacy_devices: Counter[str] = field(default_factory=Counter)
     dra_devices: int = 0
     mixed_allocators: dict[str, list[str]] = field(default_factory=dict)
-    categories: Counter[str] = field(default_factory=Counter)
     paths: Counter[str] = field(default_factory=Counter)
     capacity: dict[str, Any] | None = None
 
@@ -162,8 +161,7 @@ class PoolReport:
             "legacyDevices": dict(sorted(self.legacy_devices.items())),
             "draDevices": self.dra_devices,
             "mixedAllocators": self.mixed_allocators,
-            "workloads": {c: self.categories[c] for c in CATEGORIES},
-            "paths": {p: self.paths[p] for p in ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")},
+            "paths": {p: self.paths[p] for p in PATHS},
             "capacity": self.capacity,
         }
 
@@ -180,25 +178,23 @@ class Report:
     inventory: Inventory = field(default_factory=Inventory)
     capacity: dict[str, Any] | None = None
     inventories: dict[str, str] = field(default_factory=dict)
+    not_listed: int = 0
 
     def fails(self, level: str) -> bool:
         """True when some workload reaches ``--fail-on level``."""
         return any(w.fails(level) for w in self.workloads)
 
     def totals(self) -> dict[str, Any]:
-        """Workloads, pods, per path, category and outcome, risks, legacy devices asked for."""
+        """Workloads, pods, per path and outcome, risks, legacy devices asked for."""
         return {
             "workloads": len(self.workloads),
             "pods": sum(len(w.unit.pods) for w in self.workloads),
-            "paths": {
-                p: sum(w.path.path == p for w in self.workloads)
-                for p in ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")
-            },
-            "categories": {c: sum(w.category == c for w in self.workloads) for c in CATEGORIES},
+            "paths": {p: sum(w.path.path == p for w in self.workloads) for p in PATHS},
             "outcomes": dict(sorted(Counter(w.outcome for w in self.workloads).items())),
             "risks": sum(len(w.risks) for w in self.workloads) + sum(len(p.mixed_allocators) for p in self.pools),
             "alignmentLost": sum(w.alignment["status"] == "lost" for w in self.workloads),
             "legacyDevices": sum(n for w in self.workloads for _, _, n, k in w.legacy if k != "slicing"),
+            "notListed": self.not_listed,
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -229,29 +225,8 @@ class Report:
             "nodePools": [p.as_json() for p in self.pools],
             "totals": self.totals(),
             "capacity": self.capacity,
+            "warnings": list(self.inventory.warnings),
         }
-
-
-def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(finding-path prefix, pod) of every pod template or pod spec the plan reads in ``obj``."""
-    kind = str(obj.get("kind", ""))
-    if kind == "Pod":
-        return [("", obj)]
-    builtin = kind in BUILTIN_TEMPLATE_PATHS and obj.get("apiVersion") in CORE_GROUPS
-    out: list[tuple[str, Mapping[str, Any]]] = []
-    for p in [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj)):
-        try:
-            found = get_path(obj, p)
-        except (KeyError, IndexError, TypeError):
-            continue
-        if isinstance(found, Mapping):
-            out.append((path_text(p), found))
-    for site in [] if builtin else pod_spec_sites(obj):
-        try:
-            out.append(("", site.as_pod(get_path(obj, site.path))))
-        except (KeyError, IndexError, TypeError):
-            continue
-    return out
 
 
 def _alignment(
@@ -357,8 +332,8 @@ def _node_pools(inv: Inventory, catalog: Catalog, label: str) -> tuple[dict[str,
         for resource, value in allocatable.items():
             if catalog.lookup(str(resource)):
                 try:
-                    report.legacy_devices[str(resource)] += int(str(value))
-                except ValueError:
+                    report.legacy_devices[str(resource)] += parse_count(value)
+                except CountError:
                     continue
     for piece in inv.slices:
         spec = piece.get("spec") if isinstance(piece.get("spec"), Mapping) else {}
@@ -376,11 +351,11 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
     inv = group(listed)
     classes = kep5004_classes(inv.classes)
     node_pool, pools = _node_pools(inv, catalog, settings.pool_label)
-    workloads = [_workload(u, inv, catalog, settings, classes, node_pool) for u in inv.units]
+    every = [_workload(u, inv, catalog, settings, classes, node_pool) for u in inv.units]
+    workloads = [w for w in every if settings.list_all or _listed(w)]
     for w in workloads:
         for pool in w.pools:
             p = pools.setdefault(pool, PoolReport(pool))
-            p.categories[w.category] += 1
             p.paths[w.path.path] += 1
     counts = Counter(str(o.get("kind")) for _, o in listed if isinstance(o, Mapping) and o.get("kind"))
     return Report(
@@ -390,7 +365,13 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
         counts,
         len(catalog.device_classes()),
         inv,
+        not_listed=len(every) - len(workloads),
     )
+
+
+def _listed(w: WorkloadReport) -> bool:
+    pods = [*w.unit.pod_objects, *(p for _, p in pod_templates(w.unit.obj))]
+    return is_gpu_workload(w.path.path, w.findings, w.risks, w.legacy, pods)
 
 
 def attach_capacity(

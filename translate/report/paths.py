@@ -4,8 +4,13 @@
     kep5004_blockers(pod, demands, classes, minor) -> [why it does not apply]   (empty: it applies)
     choose_path(demands, findings, blockers, classes) -> PathVerdict
 
-Paths, in the order they are decided:
+Paths, in the order they are decided (:data:`PATH_RULES`; each path agrees with the outcomes
+of its row of :data:`PATH_OUTCOMES`):
 
+``blocked`` (refused)
+    an ``unsupported`` finding: the request cannot move (an invalid pod such as an extended
+    resource in requests only, an invalid quantity, a value with no DRA form), even when no
+    count could be read from it.
 ``nothing-to-do``
     no legacy device request with a count above zero (already DRA, or no GPU at all).
 ``kep-5004``
@@ -17,8 +22,8 @@ Paths, in the order they are decided:
     plugin). One DeviceClass wins a name: the newest (``creationTimestamp``, then name), as the
     scheduler's class mapping keeps the newest.
 ``blocked``
-    the plan keeps the pod on the device plugin (a ``kept-legacy`` or ``unsupported`` finding):
-    why, from those findings.
+    the plan keeps the pod on the device plugin (a ``kept-legacy`` finding) and KEP-5004 does
+    not serve it: why, from those findings.
 ``needs-conversion``
     ``convert`` rewrites it (``via: convert``), or the webhook converts its pods
     (``via: webhook``: DaemonSets, custom resources, Argo templates).
@@ -36,7 +41,7 @@ not place (``spec.nodeName``, another scheduler) never get the mapping's claim.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -128,35 +133,89 @@ def kep5004_blockers(
     return out
 
 
-def choose_path(
-    demands: Sequence[ContainerDemand], findings: Sequence[Finding], blockers: Sequence[str], classes: Mapping[str, str]
-) -> PathVerdict:
-    """The path of one planned pod template (see the module docstring). ``demands``: legacy
-    demands with a count above zero; ``findings``: the plan's (convert's, phrased)."""
-    if not demands:
-        return PathVerdict(
-            "nothing-to-do",
-            "",
-            "no legacy device request"
-            + (" (zero counts are dropped)" if any(f.outcome == "translated" for f in findings) else ""),
-        )
-    resources = sorted({d.mapping.resource_name for d in demands})
-    if not blockers:
-        served = ", ".join(f"{r} by DeviceClass {classes[r]}" for r in resources)
-        return PathVerdict(
-            "kep-5004",
-            "node hand-over",
-            f"served as it is ({served}) once its nodes are handed over: the scheduler uses the "
-            "mapping only on nodes whose allocatable for the resource is 0 or absent and where a "
-            "DRA driver serves the class",
-        )
-    kep_note = ""
-    if classes:  # the cluster maps some extended resource: say why it does not map this one
-        kep_note = f"; KEP-5004 does not serve it: {'; '.join(blockers)}"
-    if worst(findings) >= 3:
-        why = "; ".join(dict.fromkeys(f.reason for f in findings if f.severity >= 3))
-        return PathVerdict("blocked", "", why + kep_note)
+@dataclass(frozen=True)
+class PathFacts:
+    """What a path rule reads: the legacy ``demands`` with a count above zero, the plan's
+    ``findings`` (convert's), why KEP-5004 does not serve the pod (``blockers``) and the
+    cluster's extended-resource classes (``classes``)."""
+
+    demands: Sequence[ContainerDemand]
+    findings: Sequence[Finding]
+    blockers: Sequence[str]
+    classes: Mapping[str, str]
+
+    def kep_note(self) -> str:
+        """Why KEP-5004 does not serve it, when the cluster maps some extended resource."""
+        return f"; KEP-5004 does not serve it: {'; '.join(self.blockers)}" if self.classes and self.blockers else ""
+
+
+def _reasons(findings: Sequence[Finding], outcomes: Sequence[str]) -> str:
+    return "; ".join(dict.fromkeys(f.reason for f in findings if f.outcome in outcomes))
+
+
+def _refused(facts: PathFacts) -> PathVerdict | None:
+    """An ``unsupported`` finding: the request cannot move (an invalid pod, a value with no DRA
+    form), whether or not a count was read from it."""
+    why = _reasons(facts.findings, ("unsupported",))
+    return PathVerdict("blocked", "", why + facts.kep_note()) if why else None
+
+
+def _no_request(facts: PathFacts) -> PathVerdict | None:
+    if facts.demands:
+        return None
+    zero = " (zero counts are dropped)" if any(f.outcome == "translated" for f in facts.findings) else ""
+    return PathVerdict("nothing-to-do", "", f"no legacy device request{zero}")
+
+
+def _kep5004(facts: PathFacts) -> PathVerdict | None:
+    if facts.blockers:
+        return None
+    resources = sorted({d.mapping.resource_name for d in facts.demands})
+    served = ", ".join(f"{r} by DeviceClass {facts.classes[r]}" for r in resources)
+    return PathVerdict(
+        "kep-5004",
+        "node hand-over",
+        f"served as it is ({served}) once its nodes are handed over: the scheduler uses the "
+        "mapping only on nodes whose allocatable for the resource is 0 or absent and where a "
+        "DRA driver serves the class",
+    )
+
+
+def _kept_legacy(facts: PathFacts) -> PathVerdict | None:
+    why = _reasons(facts.findings, ("kept-legacy",))
+    return PathVerdict("blocked", "", why + facts.kep_note()) if why else None
+
+
+def _converts(facts: PathFacts) -> PathVerdict:
+    findings = facts.findings
     via = "webhook" if any(f.outcome == "left-for-webhook" for f in findings) else "convert"
     worst_findings = [f for f in findings if f.severity == worst(findings)] if findings else []
     why = worst_findings[0].reason if worst_findings and worst(findings) > 0 else "converts cleanly"
-    return PathVerdict("needs-conversion", via, why + kep_note)
+    return PathVerdict("needs-conversion", via, why + facts.kep_note())
+
+
+#: The path rules in the order they are decided: the first that answers is the path (see the
+#: module docstring). A new path is a rule here and a row of :data:`PATH_OUTCOMES`.
+PATH_RULES: tuple[Callable[[PathFacts], PathVerdict | None], ...] = (_refused, _no_request, _kep5004, _kept_legacy)
+#: The outcomes (:attr:`WorkloadReport.outcome`) each path agrees with: a workload whose outcome
+#: is not in its path's row contradicts itself (tests/migrate/test_report_verdict.py checks).
+PATH_OUTCOMES: dict[str, frozenset[str]] = {
+    "nothing-to-do": frozenset({"unchanged", "ignored", "translated"}),  # translated: a zero count dropped
+    "kep-5004": frozenset({"translated", "left-for-webhook", "partial", "kept-legacy"}),  # stays legacy
+    "needs-conversion": frozenset({"translated", "left-for-webhook", "partial"}),
+    "blocked": frozenset({"kept-legacy", "unsupported"}),
+}
+
+
+def choose_path(
+    demands: Sequence[ContainerDemand], findings: Sequence[Finding], blockers: Sequence[str], classes: Mapping[str, str]
+) -> PathVerdict:
+    """The path of one planned workload (see the module docstring): the first of
+    :data:`PATH_RULES` that answers, else ``needs-conversion``. ``demands``: legacy demands
+    with a count above zero; ``findings``: the plan's (convert's, phrased)."""
+    facts = PathFacts(demands, findings, blockers, classes)
+    for rule in PATH_RULES:
+        verdict = rule(facts)
+        if verdict is not None:
+            return verdict
+    return _converts(facts)
