@@ -18,7 +18,10 @@ Paths, in the order they are decided:
     scheduler's class mapping keeps the newest.
 ``blocked``
     the plan keeps the pod on the device plugin (a ``kept-legacy`` or ``unsupported`` finding):
-    why, from those findings.
+    why, from those findings. Decided first when the pod asks for an accelerator resource the
+    catalog does not know (``unknown-device-resource``: the remedy names the catalog entry to add)
+    or another GPU controller owns it (``other-gpu-controller``), with or without a catalogued
+    request; other extended resources (``other-extended-resource``) never block.
 ``needs-conversion``
     ``convert`` rewrites it (``via: convert``), or the webhook converts its pods
     (``via: webhook``: DaemonSets, custom resources, Argo templates).
@@ -40,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dra_bridge.translate.findings import Finding, worst
+from dra_bridge.translate.findings import FOREIGN_CODES, Finding, worst
 from dra_bridge.translate.names import GFD_PREFIX, HAMI_ANNOTATIONS
 from dra_bridge.translate.plan.demand import ContainerDemand
 
@@ -133,6 +136,9 @@ def choose_path(
 ) -> PathVerdict:
     """The path of one planned pod template (see the module docstring). ``demands``: legacy
     demands with a count above zero; ``findings``: the plan's (convert's, phrased)."""
+    foreign = [f for f in findings if f.code in FOREIGN_CODES]
+    if foreign:
+        return PathVerdict("blocked", "", "; ".join(dict.fromkeys(f.reason for f in foreign)))
     if not demands:
         return PathVerdict(
             "nothing-to-do",
