@@ -37,8 +37,8 @@ def remedy_text(finding: Finding) -> str | None:
             )
         case Remedy.ADD_CATALOG_ENTRY:
             return (
-                f"add an entry for {subject} to a user catalog and pass it with --catalog FILE "
-                f"(resources: [{{name: {subject}, kind: ..., deviceClass: ...}}])"
+                f"add {{name: {subject}, kind: ..., deviceClass: ...}} to the resources of a user catalog "
+                "and pass it with --catalog FILE"
             )
         case _:
             assert_never(finding.remedy)

@@ -75,7 +75,7 @@ from tests.factories import gpu, make_container, make_pod
             Remedy.ADD_CATALOG_ENTRY,
             "nvidia.com/pgpu",
             "kept-legacy",
-            "add an entry for nvidia.com/pgpu to a user catalog and pass it with --catalog FILE",
+            "add {name: nvidia.com/pgpu, kind: ..., deviceClass: ...} to the resources of a user catalog and pass it with --catalog FILE",
             "add an entry for nvidia.com/pgpu to the webhook's user catalog",
         ),
     ],
