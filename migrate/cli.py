@@ -30,8 +30,8 @@ from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputF
 from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import findings_table
+from dra_bridge.migrate.report_cmd import add_device_domain, device_domains, read_policy, run_report
 from dra_bridge.migrate.report_cmd import add_parser as add_report_parser
-from dra_bridge.migrate.report_cmd import read_policy, run_report
 from dra_bridge.migrate.simulate_cmd import run_simulate
 from dra_bridge.migrate.slices_cmd import run_slices
 from dra_bridge.translate.catalog import PROFILE_RE, Catalog
@@ -107,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="a scheduler besides default-scheduler that supports DRA (its pods are converted); repeatable",
     )
+    add_device_domain(conv)
     conv.add_argument(
         "--fail-requests-greater-than-one",
         action="store_true",
@@ -235,6 +236,7 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
         dra_schedulers=tuple(args.dra_scheduler),
         fail_requests_greater_than_one=args.fail_requests_greater_than_one,
         alignment=Alignment(args.alignment, args.alignment_scope),
+        device_domains=device_domains(args.device_domain),
     )
     policy = read_policy(args.policy)
     sources = args.filename or ["-"]

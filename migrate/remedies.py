@@ -35,6 +35,11 @@ def remedy_text(finding: Finding) -> str | None:
                 if stays
                 else "the webhook's policy ignoreLegacyQuota"
             )
+        case Remedy.ADD_CATALOG_ENTRY:
+            return (
+                f"add {{name: {subject}, kind: ..., deviceClass: ...}} to the resources of a user catalog "
+                "and pass it with --catalog FILE"
+            )
         case _:
             assert_never(finding.remedy)
 

@@ -42,6 +42,7 @@ from dra_bridge.migrate.inventory_dumps import (
 from dra_bridge.migrate.live import SOURCE as LIVE_SOURCE
 from dra_bridge.migrate.live import read_cluster
 from dra_bridge.migrate.manifests import read_catalog, read_sources, why_empty
+from dra_bridge.migrate.remedies import remedy_text
 from dra_bridge.migrate.report_html import render_html
 from dra_bridge.migrate.report_text import render_text
 from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
@@ -52,6 +53,8 @@ from dra_bridge.translate.report.capacity import report_capacity
 
 FORMATS = ("table", "wide", "markdown", "json", "html")
 _VERSION = re.compile(r"v?(1)\.(\d+)(?:\.\d+)?(?:[-+].*)?")
+#: A --device-domain value: a DNS domain, or one with a resource-name prefix after a slash.
+_DEVICE_DOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[-A-Za-z0-9_.]+)?")
 
 
 def add_parser(sub: Any) -> None:
@@ -110,6 +113,7 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="a scheduler besides default-scheduler that supports DRA; repeatable",
     )
+    add_device_domain(rep)
     rep.add_argument(
         "--policy",
         metavar="FILE",
@@ -139,6 +143,27 @@ def add_parser(sub: Any) -> None:
         choices=FAIL_LEVELS,
         help="exit 3 when a workload reaches this level (legacy-request: any legacy request left)",
     )
+
+
+def add_device_domain(parser: argparse.ArgumentParser) -> None:
+    """``--device-domain``, shared by ``report`` and ``convert``."""
+    parser.add_argument(
+        "--device-domain",
+        action="append",
+        default=[],
+        metavar="DOMAIN[/PREFIX]",
+        help="an extended-resource domain (or name prefix) of accelerators besides the built-in ones "
+        "(nvidia.com, amd.com, gpu.intel.com, volcano.sh/vgpu-, HAMi's, org.instaslice): its resources "
+        "outside the catalog keep the pod legacy; repeatable",
+    )
+
+
+def device_domains(values: list[str]) -> tuple[str, ...]:
+    """The ``--device-domain`` values; UsageError for one that is not a domain or domain/prefix."""
+    for value in values:
+        if not _DEVICE_DOMAIN.fullmatch(value):
+            raise UsageError(f"--device-domain {value!r}: a domain like xilinx.com, or a prefix like example.org/npu-")
+    return tuple(dict.fromkeys(values))
 
 
 def _minor(text: str) -> int:
@@ -235,6 +260,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
             kubernetes_minor=minor,
             dra_schedulers=tuple(args.dra_scheduler),
             alignment=Alignment(args.alignment, args.alignment_scope),
+            device_domains=device_domains(args.device_domain),
         )
         shown = f"1.{options.minor}"
     except (KeyError, ValueError) as exc:
@@ -248,6 +274,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         list_all=not live or args.all_workloads,
         user_catalog=args.catalog,
         policy=policy,
+        remedy_text=remedy_text,
     )
     gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
     report = build_report(objects, catalog, settings)

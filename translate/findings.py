@@ -58,6 +58,24 @@ class Remedy(StrEnum):
     #: The device plugin fails shared requests greater than one (its failRequestsGreaterThanOne),
     #: so such a pod stays legacy: the setting that said so.
     FAIL_REQUESTS_GREATER_THAN_ONE = "fail-requests-greater-than-one"
+    #: An accelerator resource the catalog does not know: a catalog entry for it (subject: the
+    #: resource name) lets the migration account for it.
+    ADD_CATALOG_ENTRY = "add-catalog-entry"
+
+
+#: ``Finding.code``: an extended resource of an accelerator domain
+#: (:func:`translate.names.is_accelerator_resource`) that the catalog does not know: the pod
+#: stays on its device plugin (``kept-legacy``) and its path is ``blocked``.
+UNKNOWN_DEVICE_RESOURCE = "unknown-device-resource"
+#: ``Finding.code``: an extended resource of any other domain (SR-IOV, RDMA, KubeVirt, fuse):
+#: not a device the migration moves, one informational (``ignored``) line.
+OTHER_EXTENDED_RESOURCE = "other-extended-resource"
+#: ``Finding.code``: another GPU controller owns the pod (a slicing controller's gate or per-pod
+#: resource, the GPU Operator's validation pods): it stays as it is (``kept-legacy``).
+OTHER_GPU_CONTROLLER = "other-gpu-controller"
+#: The codes of findings about devices and pods that are not the migration's, which block a
+#: workload whatever else it asks for.
+FOREIGN_CODES: tuple[str, ...] = (UNKNOWN_DEVICE_RESOURCE, OTHER_GPU_CONTROLLER)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,10 @@ Domains and drivers
     ``gpu.nvidia.com`` (the NVIDIA DRA driver and its attribute domain),
     ``resource.kubernetes.io`` (standard attributes: ``pciBusID``, ``pcieRoot``, ``numaNode``),
     and the ResourceQuota key suffix of DRA device counts (KEP-4381).
+Accelerator resources
+    the extended-resource domains of accelerator device plugins (``ACCELERATOR_DOMAINS``,
+    ``is_accelerator_resource``): what the report calls an unknown device when the catalog does
+    not know it; instaslice's domain (another slicing controller's pods).
 """
 
 from __future__ import annotations
@@ -110,3 +114,62 @@ INTEL_DRIVER: Final = "gpu.intel.com"
 STANDARD_DOMAIN: Final = "resource.kubernetes.io"
 #: ``<DeviceClass><suffix>``: the ResourceQuota key counting devices of a class (KEP-4381).
 DRA_QUOTA_SUFFIX: Final = ".deviceclass.resource.k8s.io/devices"
+
+# ------------------------------------------------------------------ accelerator resources
+
+#: instaslice's domain (openshift/instaslice-operator): its scheduling gate
+#: (``org.instaslice/accelarator``, later spelled ``accelerator``) and the extended resource it
+#: gives each pod (``org.instaslice/<pod>``), both under this prefix.
+INSTASLICE_DOMAIN: Final = "org.instaslice"
+#: Domains of other slicing controllers: a pod gated by one, or asking for one's per-pod
+#: resource, is that controller's (``other-gpu-controller``).
+SLICING_CONTROLLER_DOMAINS: Final[tuple[str, ...]] = (INSTASLICE_DOMAIN,)
+#: The GPU Operator's validation pods, by their ``app`` label: the operator-validator DaemonSet
+#: (https://github.com/NVIDIA/gpu-operator/blob/main/assets/state-operator-validation/0500_daemonset.yaml)
+#: and the pods its validator creates to run a CUDA workload and to ask the device plugin for a
+#: GPU (https://github.com/NVIDIA/gpu-operator/blob/main/validator/manifests/cuda-workload-validation.yaml,
+#: ``nvidia-device-plugin-validator`` beside it); all run as the service account below.
+GPU_OPERATOR_VALIDATOR_APPS: Final[tuple[str, ...]] = (
+    "nvidia-operator-validator",
+    "nvidia-cuda-validator",
+    "nvidia-device-plugin-validator",
+)
+GPU_OPERATOR_VALIDATOR_ACCOUNT: Final = "nvidia-operator-validator"
+#: Volcano's Job API group and the scheduler its job admission webhook sets when a Job names none
+#: (patchDefaultScheduler, https://github.com/volcano-sh/volcano/blob/master/pkg/webhooks/admission/jobs/mutate/mutate_job.go);
+#: the Job's pods run under the Job's ``spec.schedulerName``, which the task templates do not carry.
+VOLCANO_JOB_GROUP: Final = "batch.volcano.sh"
+VOLCANO_SCHEDULER: Final = "volcano"
+#: Extended-resource domains of accelerator device plugins: a resource of one that the catalog
+#: does not know is a device nobody migrates (``unknown-device-resource``); an extended resource
+#: of any other domain (SR-IOV, RDMA, KubeVirt, fuse) is not a device of ours
+#: (``other-extended-resource``). NVIDIA, AMD and Intel's device plugins; the vendors of HAMi's
+#: device config (Project-HAMi/HAMi, charts/hami/templates/scheduler/device-configmap.yaml:
+#: Cambricon, Hygon, MetaX, Enflame, Moore Threads, Iluvatar) and Huawei's Ascend plugin;
+#: instaslice. ``dra-migrate --device-domain`` adds more.
+ACCELERATOR_DOMAINS: Final[tuple[str, ...]] = (
+    NVIDIA_RESOURCE_DOMAIN,
+    "amd.com",
+    "gpu.intel.com",
+    "cambricon.com",
+    "hygon.com",
+    "metax-tech.com",
+    "enflame.com",
+    "mthreads.com",
+    "iluvatar.ai",
+    "huawei.com",
+    *SLICING_CONTROLLER_DOMAINS,
+)
+#: Accelerator name prefixes in domains that also hold other resources: Volcano's vGPU device
+#: plugin (``volcano.sh/vgpu-number``, ``-memory``, ``-cores``).
+ACCELERATOR_PREFIXES: Final[tuple[str, ...]] = ("volcano.sh/vgpu-",)
+
+
+def is_accelerator_resource(name: str, extra: tuple[str, ...] = ()) -> bool:
+    """True when the extended resource ``name`` is in an accelerator domain (or has an accelerator
+    prefix). ``extra``: more of them, each a domain (``xilinx.com``) or, with a slash, a name
+    prefix (``example.org/npu-``)."""
+    domain = name.split("/", 1)[0]
+    domains = (*ACCELERATOR_DOMAINS, *(e for e in extra if "/" not in e))
+    prefixes = (*ACCELERATOR_PREFIXES, *(e for e in extra if "/" in e))
+    return domain in domains or name.startswith(prefixes)

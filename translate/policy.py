@@ -320,6 +320,8 @@ def policy_remedy(finding: Finding) -> str | None:
             return "policy failRequestsGreaterThanOne"
         case Remedy.IGNORE_LEGACY_QUOTA:
             return "policy ignoreLegacyQuota: true converts it anyway" if stays else "policy ignoreLegacyQuota"
+        case Remedy.ADD_CATALOG_ENTRY:
+            return f"add an entry for {subject} to the webhook's user catalog (--catalog)"
         case _:
             assert_never(finding.remedy)
 

@@ -71,6 +71,13 @@ from tests.factories import gpu, make_container, make_pod
             "ignoreLegacyQuota",
             "policy ignoreLegacyQuota",
         ),
+        (
+            Remedy.ADD_CATALOG_ENTRY,
+            "nvidia.com/pgpu",
+            "kept-legacy",
+            "add {name: nvidia.com/pgpu, kind: ..., deviceClass: ...} to the resources of a user catalog and pass it with --catalog FILE",
+            "add an entry for nvidia.com/pgpu to the webhook's user catalog",
+        ),
     ],
     ids=lambda v: str(v),
 )

@@ -108,7 +108,8 @@ def test_invalid_device_requests_leave_the_pod_unchanged(
 def test_prefix_names_are_not_catalog_names(catalog: Catalog) -> None:
     pod = make_pod([make_container("c", {"nvidia.com/gpu-10gb": 1})])
     plan = plan_pod(pod, catalog)
-    assert not plan.changed and outcomes(plan) == ["ignored"]
+    assert not plan.changed and outcomes(plan) == ["kept-legacy"]  # an accelerator the catalog does not know
+    assert plan.findings[0].code == "unknown-device-resource"
 
 
 def test_unknown_resources_stay_beside_converted_ones(catalog: Catalog) -> None:

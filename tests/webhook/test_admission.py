@@ -430,3 +430,27 @@ async def test_zero_count_requests_are_removed_and_no_template_is_ensured(client
     assert "nvidia.com/gpu" not in (patched["spec"]["containers"][0].get("resources") or {}).get("limits", {})
     assert "resourceClaims" not in patched["spec"] and not any(templates for templates, _ in ensurer.calls)
     assert answer["response"]["auditAnnotations"]["plan"] == "drop the zero-count requests of nvidia.com/gpu"
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        pytest.param({"nvidia.com/pgpu": 1}, id="unknown-accelerator"),
+        pytest.param({"nvidia.com/gpu": 1, "volcano.sh/vgpu-number": 1}, id="known-beside-unknown"),
+    ],
+)
+async def test_a_pod_with_an_accelerator_outside_the_catalog_is_admitted_unchanged_with_a_warning(
+    client: Client, limits: dict[str, Any]
+) -> None:
+    pod = make_pod([{"name": "c", "image": "cuda", "resources": {"limits": limits}}])
+    _, answer = await post(client, make_admission_review(pod))
+    resp = answer["response"]
+    assert resp["allowed"] is True and "patch" not in resp
+    assert any("catalog does not know" in w for w in resp["warnings"])
+
+
+async def test_other_extended_resources_stay_beside_the_converted_claim(client: Client) -> None:
+    pod = make_pod([{"name": "c", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": 1, "rdma/hca": 1}}}])
+    _, answer = await post(client, make_admission_review(pod))
+    migrated = jsonpatch.apply_patch(pod, patch_of(answer))
+    assert migrated["spec"]["containers"][0]["resources"]["limits"] == {"rdma/hca": 1}

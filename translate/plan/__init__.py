@@ -15,7 +15,8 @@ shapes of custom resources without pod templates, KServe and Argo:
 :mod:`~translate.plan.custom_resources`),
 ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster state
 (:mod:`~translate.plan.cluster_state`), and every rule that keeps a pod on the device plugin
-(:mod:`~translate.plan.stay_legacy`).
+(:mod:`~translate.plan.stay_legacy`; for devices and pods that are not ours, accelerator
+resources outside the catalog and pods another GPU controller owns: :mod:`~translate.plan.foreign`).
 """
 
 from dra_bridge.translate.plan.claim_templates import internal_from_template, render_template

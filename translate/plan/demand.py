@@ -9,13 +9,14 @@ for non overcommitable resources"); a pod that breaks that is invalid and is lef
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog, ResourceMapping
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.plan.device_counts import parse_count
+from dra_bridge.translate.plan.foreign import other_extended_resource, unknown_device_resource
 from dra_bridge.translate.plan.request_layout import Role
 from dra_bridge.translate.plan.stay_legacy import invalid_quantity, requests_differ_from_limits, requests_without_limits
 
@@ -56,9 +57,16 @@ def containers(spec: Mapping[str, Any]) -> list[tuple[str, int, Role, Mapping[st
     return out
 
 
-def collect(spec: Mapping[str, Any], catalog: Catalog, path: str, findings: list[Finding]) -> list[ContainerDemand]:
-    """Every catalogued device demand (count may be 0), appending findings for unknown
-    resources and invalid quantities."""
+def collect(
+    spec: Mapping[str, Any],
+    catalog: Catalog,
+    path: str,
+    findings: list[Finding],
+    device_domains: Sequence[str] = (),
+) -> list[ContainerDemand]:
+    """Every catalogued device demand (count may be 0), appending findings for resources the
+    catalog does not know (an accelerator's keeps the pod legacy; ``device_domains`` adds
+    accelerator domains, :func:`translate.names.is_accelerator_resource`) and invalid quantities."""
     out: list[ContainerDemand] = []
     for fld, index, role, c in containers(spec):
         resources = c.get("resources") or {}
@@ -76,7 +84,10 @@ def collect(spec: Mapping[str, Any], catalog: Catalog, path: str, findings: list
             legacy = f"{name}: {raw if isinstance(raw, str) else json.dumps(raw, default=str)}"
             mapping = catalog.lookup(name)
             if mapping is None:
-                findings.append(Finding(vpath, legacy, "ignored", "not in the translation catalog: left as it is"))
+                findings.append(
+                    unknown_device_resource(name, device_domains, vpath, legacy)
+                    or other_extended_resource(name, vpath, legacy)
+                )
                 continue
             problem = (
                 requests_without_limits(name, limits, vpath, legacy)

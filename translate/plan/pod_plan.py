@@ -36,7 +36,7 @@ from dra_bridge.translate.names import (
     MINOR_FOR_VERSION,
     normalize_api_version,
 )
-from dra_bridge.translate.plan import alignment, mig_single, sharing, stay_legacy
+from dra_bridge.translate.plan import alignment, foreign, mig_single, sharing, stay_legacy
 from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.claim_templates import render_template
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
@@ -59,7 +59,9 @@ class Options:
     the device plugin's sharing config fails shared requests greater than one (such pods stay
     legacy, as the catalog entry's ``failRequestsGreaterThanOne`` does for its resource);
     ``alignment``: the NUMA/PCIe alignment to keep as claim constraints
-    (:mod:`~translate.plan.alignment`; none by default)."""
+    (:mod:`~translate.plan.alignment`; none by default); ``device_domains``: extended-resource
+    domains (or ``domain/prefix``) of accelerators besides ``translate.names.ACCELERATOR_DOMAINS``,
+    whose resources outside the catalog keep the pod legacy (:mod:`~translate.plan.foreign`)."""
 
     api_version: str = DEFAULT_API_VERSION
     kubernetes_minor: int | None = None
@@ -70,6 +72,7 @@ class Options:
     dra_schedulers: tuple[str, ...] = ()
     fail_requests_greater_than_one: bool = False
     alignment: Alignment = field(default_factory=Alignment)
+    device_domains: tuple[str, ...] = ()
 
     @property
     def minor(self) -> int:
@@ -130,9 +133,12 @@ def plan_pod(
     spec = pod.get("spec") or {}
     annotations = meta.get("annotations") or {}
     findings: list[Finding] = []
-    demands = collect(spec, catalog, path, findings)
+    demands = collect(spec, catalog, path, findings, options.device_domains)
     wanted = [d for d in demands if d.count > 0]
     zeros = [d for d in demands if d.count == 0]
+    owner = foreign.other_gpu_controller(meta, spec, path) if wanted or blocks_conversion(findings) else None
+    if owner is not None:
+        return _unchanged(pod, [owner])
     if not wanted:
         return _drop_zero_counts(pod, spec, zeros, findings) if zeros else _unchanged(pod, findings)
     again = stay_legacy.converted_before(annotations, path)

@@ -17,6 +17,9 @@ Per pod:
     partial one under keep-legacy-partial), :func:`live_pod`
 Cluster state (the webhook):
     :func:`daemonset_node_not_handed_over`, :func:`legacy_quota_only`, :func:`quota_not_known`
+Not the migration's (:mod:`translate.plan.foreign`, in the same shape):
+    ``unknown_device_resource`` (per value), ``other_gpu_controller`` (per pod),
+    ``controller_scheduler_without_dra`` (per workload)
 
 Where a front-end setting would convert the pod, the finding carries a
 :class:`~translate.findings.Remedy` code; the front end says it in its own words.

@@ -16,7 +16,9 @@ DaemonSets span legacy and DRA node pools, so they stay unchanged (``left-for-we
 webhook converts their pods node by node). Custom resources (RayCluster, PyTorchJob,
 LeaderWorkerSet, ...) stay unchanged unless ``include_custom_resources``: their operators
 derive settings (process counts, ...) from the GPU limit in the template (the findings carry
-:attr:`~translate.findings.Remedy.INCLUDE_CUSTOM_RESOURCES`). Why a pod stays legacy:
+:attr:`~translate.findings.Remedy.INCLUDE_CUSTOM_RESOURCES`); a Volcano Job's stay legacy, with
+or without it, while its scheduler is not declared to support DRA
+(:func:`~translate.plan.foreign.controller_scheduler_without_dra`). Why a pod stays legacy:
 :mod:`translate.plan.stay_legacy`; a ResourceQuota: :mod:`translate.plan.quota`.
 """
 
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
-from dra_bridge.translate.findings import Finding, Remedy
+from dra_bridge.translate.findings import FOREIGN_CODES, Finding, Remedy
 from dra_bridge.translate.json_copy import clone, clone_mapping
 from dra_bridge.translate.plan.custom_resources import (
     PodSpecSite,
@@ -36,6 +38,7 @@ from dra_bridge.translate.plan.custom_resources import (
     pod_spec_sites,
     stray_gpu_requests,
 )
+from dra_bridge.translate.plan.foreign import controller_scheduler_without_dra
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from dra_bridge.translate.plan.quota import convert_quota
 from dra_bridge.translate.plan.stay_legacy import live_pod
@@ -100,6 +103,7 @@ def convert_object(
     templates: list[dict[str, Any]] = []
     findings: list[Finding] = []
     units: list[tuple[tuple[str | int, ...], PodSpecSite | None]] = [(p, None) for p in paths]
+    held = controller_scheduler_without_dra(obj, options.dra_schedulers)
     for path, site in [*units, *((s.path, s) for s in sites)]:
         try:
             found = get_path(obj, path)
@@ -110,8 +114,8 @@ def convert_object(
         template = site.as_pod(found) if site else found
         plan = plan_pod(template, catalog, options, namespace, "" if site else path_text(path))
         planned = [site.finding(f, found) for f in plan.findings] if site else list(plan.findings)
-        if not plan.changed:
-            findings += planned
+        if not plan.changed or held is not None:  # unchanged, or its controller's scheduler keeps it
+            findings += _not_converted(plan.changed, planned, held, findings)
             continue
         if kind == "DaemonSet":
             findings += [
@@ -169,6 +173,18 @@ def convert_object(
     return Converted(new, tuple(templates), tuple(findings))
 
 
+def _not_converted(
+    changed: bool, planned: list[Finding], held: Finding | None, findings: list[Finding]
+) -> list[Finding]:
+    """The findings of a template left as it is: its plan's when the plan leaves it unchanged; when
+    its controller's scheduler keeps it legacy (``held``), its plan's but the translations, and
+    ``held`` once per object."""
+    if not changed or held is None:
+        return planned
+    kept = [f for f in planned if f.outcome != "translated"]
+    return kept if held in findings else [*kept, held]
+
+
 def _convert_pod(obj: Mapping[str, Any], catalog: Catalog, options: Options) -> Converted:
     """A bare Pod: its plan, unless it exists or has an owner (:func:`~translate.plan.stay_legacy.live_pod`)."""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
@@ -176,8 +192,8 @@ def _convert_pod(obj: Mapping[str, Any], catalog: Catalog, options: Options) -> 
     plan = plan_pod(obj, catalog, options, namespace)
     asks = plan.changed or any(f.severity > 0 for f in plan.findings)
     live = live_pod(meta) if asks and isinstance(meta, Mapping) else None  # before nodeName: why it stays
-    if live is not None:
-        return Converted(clone(obj), (), (live,))
+    if live is not None:  # what is not ours stays said: a live pod's unknown device is still unknown
+        return Converted(clone(obj), (), (live, *(f for f in plan.findings if f.code in FOREIGN_CODES)))
     return Converted(_without_server_fields(clone_mapping(plan.pod)), plan.templates, plan.findings)
 
 

@@ -22,7 +22,7 @@ fills them (through :func:`attach_capacity`; ``--no-capacity`` leaves them None)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,9 +66,11 @@ OUTCOMES = ("unchanged", "ignored", "translated", "left-for-webhook", "partial",
 @dataclass(frozen=True)
 class Settings:
     """How to report: plan ``options`` (target version, alignment, ...), the node-pool label,
-    the Kubernetes version (``major.minor``) the paths are judged for, the inputs' names, and
+    the Kubernetes version (``major.minor``) the paths are judged for, the inputs' names,
     whether every workload is listed (``list_all``; else only GPU workloads,
-    :mod:`translate.report.listing`, the others counted in ``Report.not_listed``)."""
+    :mod:`translate.report.listing`, the others counted in ``Report.not_listed``), and the front
+    end's words for remedy codes (``remedy_text``: each finding's reason, and so each path's, ends
+    with them; None leaves the codes unphrased)."""
 
     options: Options = field(default_factory=Options)
     pool_label: str = DEFAULT_POOL_LABEL
@@ -78,6 +80,7 @@ class Settings:
     user_catalog: str | None = None
     policy: Policy | None = None
     list_all: bool = True
+    remedy_text: Callable[[Finding], str | None] | None = None
 
 
 @dataclass
@@ -130,7 +133,7 @@ class WorkloadReport:
             "via": self.path.via,
             "pathReason": self.path.reason,
             "legacy": [{"container": c, "resource": r, "count": n, "kind": k} for c, r, n, k in self.legacy],
-            "findings": [f.as_dict() for f in self.findings],
+            "findings": [{**f.as_dict(), "code": f.code} for f in self.findings],
             "templates": list(self.templates),
             "risks": [r.as_dict() for r in self.risks],
             "alignment": self.alignment,
@@ -290,6 +293,8 @@ def _workload(
         if translation is not None and not translation.convert
         else convert_object(unit.obj, catalog, options)
     )
+    phrase = settings.remedy_text
+    findings = tuple(f.phrased(phrase(f)) for f in converted.findings) if phrase else converted.findings
     demands: list[ContainerDemand] = []
     blockers: list[str] = []
     risks: list[Risk] = []
@@ -300,18 +305,18 @@ def _workload(
         if found:
             blockers += kep5004_blockers(pod, found, classes, settings.options.minor)
         risks += workload_risks(unit.obj, pod, found, inv.quotas, catalog, unit.custom, prefix)
-    verdict = choose_path(demands, converted.findings, list(dict.fromkeys(blockers)), classes)
+    verdict = choose_path(demands, findings, list(dict.fromkeys(blockers)), classes)
     if verdict.path != "needs-conversion":  # the legacy request stays: the legacy quota still counts it
         risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
     return WorkloadReport(
         unit,
         verdict,
-        converted.findings,
+        findings,
         converted.templates,
         tuple(risks),
         legacy,
-        _alignment(demands, converted.findings, options.alignment, verdict.path),
+        _alignment(demands, findings, options.alignment, verdict.path),
         tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool, settings.pool_label)),
         converted=converted,
         policy=translation,

@@ -23,7 +23,10 @@ of its row of :data:`PATH_OUTCOMES`):
     scheduler's class mapping keeps the newest.
 ``blocked``
     the plan keeps the pod on the device plugin (a ``kept-legacy`` finding) and KEP-5004 does
-    not serve it: why, from those findings.
+    not serve it: why, from those findings. Decided first of all when the pod asks for an
+    accelerator resource the catalog does not know (``unknown-device-resource``: the remedy names
+    the catalog entry to add) or another GPU controller owns it (``other-gpu-controller``), with or
+    without a catalogued request; other extended resources (``other-extended-resource``) never block.
 ``needs-conversion``
     ``convert`` rewrites it (``via: convert``), or the webhook converts its pods
     (``via: webhook``: DaemonSets, custom resources, Argo templates).
@@ -45,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dra_bridge.translate.findings import Finding, worst
+from dra_bridge.translate.findings import FOREIGN_CODES, Finding, worst
 from dra_bridge.translate.names import GFD_PREFIX, HAMI_ANNOTATIONS
 from dra_bridge.translate.plan.demand import ContainerDemand
 
@@ -153,6 +156,14 @@ def _reasons(findings: Sequence[Finding], outcomes: Sequence[str]) -> str:
     return "; ".join(dict.fromkeys(f.reason for f in findings if f.outcome in outcomes))
 
 
+def _foreign(facts: PathFacts) -> PathVerdict | None:
+    """A device request the migration does not own: an accelerator resource outside the catalog,
+    or a pod another GPU controller owns (blocked before anything else, with or without a
+    catalogued request)."""
+    why = "; ".join(dict.fromkeys(f.reason for f in facts.findings if f.code in FOREIGN_CODES))
+    return PathVerdict("blocked", "", why) if why else None
+
+
 def _refused(facts: PathFacts) -> PathVerdict | None:
     """An ``unsupported`` finding: the request cannot move (an invalid pod, a value with no DRA
     form), whether or not a count was read from it."""
@@ -196,7 +207,13 @@ def _converts(facts: PathFacts) -> PathVerdict:
 
 #: The path rules in the order they are decided: the first that answers is the path (see the
 #: module docstring). A new path is a rule here and a row of :data:`PATH_OUTCOMES`.
-PATH_RULES: tuple[Callable[[PathFacts], PathVerdict | None], ...] = (_refused, _no_request, _kep5004, _kept_legacy)
+PATH_RULES: tuple[Callable[[PathFacts], PathVerdict | None], ...] = (
+    _foreign,
+    _refused,
+    _no_request,
+    _kep5004,
+    _kept_legacy,
+)
 #: The outcomes (:attr:`WorkloadReport.outcome`) each path agrees with: a workload whose outcome
 #: is not in its path's row contradicts itself (tests/migrate/test_report_verdict.py checks).
 PATH_OUTCOMES: dict[str, frozenset[str]] = {

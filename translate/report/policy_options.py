@@ -60,7 +60,11 @@ def workload_options(
     options = settings.plan_options(base.api_version, kep5004)
     schedulers = tuple(dict.fromkeys((*options.dra_schedulers, *base.dra_schedulers)))
     return replace(
-        options, kubernetes_minor=base.kubernetes_minor, managed_by=base.managed_by, dra_schedulers=schedulers
+        options,
+        kubernetes_minor=base.kubernetes_minor,
+        managed_by=base.managed_by,
+        dra_schedulers=schedulers,
+        device_domains=base.device_domains,
     ), settings
 
 
