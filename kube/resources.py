@@ -1,7 +1,7 @@
 """The resources some service calls, and the REST paths and RBAC names that derive from them.
 
     Resource(group, version, plural, kind, namespaced)
-    PODS, NODES, EVENTS, LEASES, RESOURCE_QUOTAS                        fixed versions
+    PODS, NODES, NAMESPACES, EVENTS, LEASES, RESOURCE_QUOTAS            fixed versions
     DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS, DAEMON_SETS, JOBS, CRON_JOBS    (apps/v1, batch/v1)
     DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS,                   resource.k8s.io: ``.at(api_version)``
     RESOURCE_CLAIM_TEMPLATES
@@ -69,6 +69,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod", True)
 NODES = Resource("", "v1", "nodes", "Node", False)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 EVENTS = Resource("", "v1", "events", "Event", True)
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)

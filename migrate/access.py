@@ -15,6 +15,7 @@ from dra_bridge.translate.report.custom_kinds import KNOWN_CUSTOM_KINDS
 API_CALLS: tuple[ApiCall, ...] = (
     *grant("", "pods", "list"),
     *grant("", "nodes", "list"),
+    *grant("", "namespaces", "list"),
     *grant("", "resourcequotas", "list"),
     *grant("apps", "deployments", "list"),
     *grant("apps", "replicasets", "list"),

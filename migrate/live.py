@@ -27,6 +27,7 @@ from dra_bridge.kube.resources import (
     DEPLOYMENTS,
     DEVICE_CLASSES,
     JOBS,
+    NAMESPACES,
     NODES,
     PODS,
     REPLICA_SETS,
@@ -41,6 +42,7 @@ from dra_bridge.translate.report.custom_kinds import KNOWN_CUSTOM_KINDS
 PAGE = 500
 SOURCE = "live"
 CORE = (
+    NAMESPACES,
     NODES,
     DEVICE_CLASSES,
     RESOURCE_SLICES,

@@ -41,6 +41,7 @@ from dra_bridge.migrate.live import read_cluster
 from dra_bridge.migrate.manifests import read_catalog, read_sources, why_empty
 from dra_bridge.migrate.report_html import render_html
 from dra_bridge.migrate.report_text import render_text
+from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.policy import Policy, load_policy_file
@@ -63,7 +64,7 @@ def add_parser(sub: Any) -> None:
         default=[],
         metavar="FILE|DIR|-",
         help="manifests, Helm output or kubectl List dumps of pods, workloads, custom resources, nodes, "
-        "ResourceSlices, DeviceClasses, ResourceQuotas; repeatable (default: read the cluster)",
+        "ResourceSlices, DeviceClasses, ResourceQuotas, Namespaces; repeatable (default: read the cluster)",
     )
     rep.add_argument(
         "--kubeconfig",
@@ -82,6 +83,16 @@ def add_parser(sub: Any) -> None:
         default="v1",
         metavar="v1|v1beta2|v1beta1",
         help="resource.k8s.io version of the templates shown (default v1)",
+    )
+    rep.add_argument(
+        "--release-namespace",
+        metavar="NS",
+        help="the chart's release namespace: never sent to the webhook, like kube-system (not-enrolled)",
+    )
+    rep.add_argument(
+        "--audit-all-namespaces",
+        action="store_true",
+        help="the chart's webhook.audit.allNamespaces is on: every namespace but the excluded is audited",
     )
     rep.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
     rep.add_argument("--target", choices=("bridge", "vendor"), help="DeviceClasses: ours (default) or the vendor's")
@@ -239,6 +250,9 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         live=live,
         user_catalog=args.catalog,
         policy=policy,
+        enrolment=EnrolmentSettings(
+            audit_all_namespaces=args.audit_all_namespaces, release_namespace=args.release_namespace
+        ),
     )
     gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
     report = build_report(objects, catalog, settings)

@@ -160,6 +160,7 @@ def _markdown(report: Report) -> str:
         f"{t['workloads']} workloads ({t['pods']} pods): "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
         + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}.",
+        *_notes(report),
         "",
         "| workload | pods | outcome | path | via | risks | reason |",
         "|---|---|---|---|---|---|---|",
@@ -228,6 +229,12 @@ def _legacy_use(cap: dict[str, Any]) -> str:
     )
 
 
+def _notes(report: Report) -> list[str]:
+    """Lines about what the report could not know (enrolment without Namespace objects)."""
+    note = report.enrolment_inputs()["note"]
+    return [note] if note else []
+
+
 def render_text(report: Report, fmt: str) -> str:
     """The report as ``table``, ``wide`` or ``markdown`` text (see the module docstring)."""
     if fmt == "markdown":
@@ -239,6 +246,7 @@ def render_text(report: Report, fmt: str) -> str:
         f"\n{t['workloads']} workloads, {t['pods']} pods: "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
         + f"; {t['risks']} risks\n"
+        + "".join(f"{note}\n" for note in _notes(report))
     )
     capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
     return _aligned(rows) + summary + capacity

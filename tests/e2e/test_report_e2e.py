@@ -19,6 +19,7 @@ from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for
 from tests.e2e.webhook_cluster import RBAC, token_kubeconfig
 
 pytestmark = pytest.mark.e2e
+NS_LABEL = "dra-bridge.io/webhook"  # the chart's webhook.namespaceLabel default
 
 
 def _read_only_kubeconfig(cp: ControlPlane, kube: KubeClient, namespace: str, path: Path) -> Path:
@@ -41,6 +42,8 @@ def test_live_report_reads_the_cluster_read_only(
     control_plane: ControlPlane, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
     node = f"gpu-{uuid.uuid4().hex[:6]}"
+    # enrolled for conversion: the report reads the Namespace's labels (translate/enrolment.py)
+    kube.patch(api_path("v1", "namespaces", name=namespace), {"metadata": {"labels": {NS_LABEL: "enforce"}}})
     create_fake_node(
         kube,
         node,
@@ -77,6 +80,8 @@ def test_live_report_reads_the_cluster_read_only(
 
     doc, mine, err = wait_for(grouped, 30, "the Deployment's two pods grouped under it")
     assert mine["Deployment/trainer"]["path"] == "needs-conversion"
+    assert mine["Deployment/trainer"]["enrolment"]["mode"] == "enforce"
+    assert doc["inputs"]["enrolment"]["namespaces"] >= 4 and doc["inputs"]["enrolment"]["note"] == ""
     assert mine["Deployment/trainer"]["alignment"]["status"] == "lost"
     assert mine["Pod/pinned"]["path"] == "blocked"
     assert [r["code"] for r in mine["Pod/pinned"]["risks"]] == ["pinned-to-node"]
@@ -157,5 +162,7 @@ def test_live_report_lists_a_served_custom_resource(
         f"{w['kind']}/{w['name']}": w for w in json.loads(out.getvalue())["workloads"] if w["namespace"] == namespace
     }
     ray = mine["RayCluster/ray"]
-    assert (ray["path"], ray["via"]) == ("needs-conversion", "webhook")
+    # the test's namespace carries no dra-bridge.io/webhook label: the webhook never sees its pods
+    assert ray["path"] == "not-enrolled" and ray["enrolment"]["mode"] == "none"
+    assert f"namespace {namespace} is not enrolled" in ray["pathReason"] and "(enrolled: " in ray["pathReason"]
     assert ray["legacy"] == [{"container": "worker", "resource": "nvidia.com/gpu", "count": 1, "kind": "gpu"}]

@@ -1,7 +1,8 @@
 """The migration report (``dra-migrate report``): pure rules, no I/O.
 
 Owns: which workloads the input holds and the pods each owns (:mod:`~translate.report.grouping`),
-the path each can take, KEP-5004 included (:mod:`~translate.report.paths`), the plan options the
+the path each can take, KEP-5004 included (:mod:`~translate.report.paths`), the namespaces
+whose enrolment it is judged in (:mod:`~translate.report.namespaces`), the plan options the
 webhook's policy gives each workload (:mod:`~translate.report.policy_options`), the custom
 resources a live report lists (:mod:`~translate.report.custom_kinds`), the risks the translation
 alone cannot see (:mod:`~translate.report.risks`), the capacity check over the report's workloads

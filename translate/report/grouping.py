@@ -1,6 +1,6 @@
 """What a report covers: input objects -> workloads (each with the pods it owns) and cluster facts.
 
-    group(objects) -> Inventory(units, nodes, slices, classes, quotas)
+    group(objects) -> Inventory(units, nodes, slices, classes, quotas, namespaces)
 
 ``objects`` are ``(source, object)`` pairs, in input order (files, or ``live`` for the
 cluster). Rules:
@@ -17,7 +17,7 @@ cluster). Rules:
 - A Pod without a controller is its own unit; one with only ``generateName`` is marked
   ``not_yet_named`` (its name is given at creation).
 - A ReplicaSet owned by a Deployment, and a Job owned by a CronJob, join their owner's unit.
-- Nodes, ResourceSlices, DeviceClasses and ResourceQuotas are cluster facts; every other
+- Nodes, ResourceSlices, DeviceClasses, ResourceQuotas and Namespaces are cluster facts; every other
   kind (Services, ConfigMaps, ResourceClaimTemplates, ...) is ignored.
 """
 
@@ -31,7 +31,7 @@ from dra_bridge.translate.plan.custom_resources import pod_spec_sites
 from dra_bridge.translate.plan.workloads import find_pod_templates
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "PodTemplate")
-FACT_KINDS = ("Node", "ResourceSlice", "DeviceClass", "ResourceQuota")
+FACT_KINDS = ("Node", "ResourceSlice", "DeviceClass", "ResourceQuota", "Namespace")
 #: Built-in API groups: their other kinds never hold pod templates.
 BUILTIN_GROUPS = (
     "",
@@ -90,6 +90,7 @@ class Inventory:
     slices: list[Mapping[str, Any]] = field(default_factory=list)
     classes: list[Mapping[str, Any]] = field(default_factory=list)
     quotas: list[Mapping[str, Any]] = field(default_factory=list)
+    namespaces: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -164,9 +165,13 @@ def group(objects: Iterable[tuple[str, Any]]) -> Inventory:
         kind, m = str(obj["kind"]), meta(obj)
         namespace = str(m.get("namespace") or "")
         if kind in FACT_KINDS and _group(obj) in ("", "resource.k8s.io"):
-            {"Node": inv.nodes, "ResourceSlice": inv.slices, "DeviceClass": inv.classes, "ResourceQuota": inv.quotas}[
-                kind
-            ].append(obj)
+            facts = {
+                "Node": inv.nodes,
+                "ResourceSlice": inv.slices,
+                "DeviceClass": inv.classes,
+                "ResourceQuota": inv.quotas,
+            }
+            (inv.namespaces if kind == "Namespace" else facts[kind]).append(obj)
         elif kind == "Pod" and _group(obj) == "":
             pods.append((order, source, obj))
         elif (kind in WORKLOAD_KINDS and _group(obj) in ("apps", "batch", "")) or _is_custom_workload(obj):

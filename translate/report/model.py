@@ -6,7 +6,9 @@
 
 Pure: objects in, a report out. Per workload (:mod:`translate.report.grouping`): the plan
 (``convert_object``: its findings and the ResourceClaimTemplates it would get), the path
-(:mod:`translate.report.paths`), the risks (:mod:`translate.report.risks`) and, for a
+(:mod:`translate.report.paths`; ``not-enrolled`` where :func:`translate.enrolment.enrolment`
+says the webhook never sees the namespace, from the input's Namespace objects and
+``settings.enrolment``), the risks (:mod:`translate.report.risks`) and, for a
 workload with more than one device in a container (or pod, with pod scope), whether the
 Topology Manager's NUMA/PCIe alignment survives (``kept``, ``partial``, or ``lost`` without
 ``--alignment``: MIGRATION.md, "Topology Manager"). A node pool is the value of
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.enrolment import Enrolment, EnrolmentSettings, enrolment
 from dra_bridge.translate.findings import SEVERITY, Finding, worst
 from dra_bridge.translate.names import CATALOG_API_VERSION, GFD_PRODUCT_LABEL
 from dra_bridge.translate.plan.alignment import Alignment, devices_per_constraint, not_written
@@ -42,7 +45,16 @@ from dra_bridge.translate.plan.workloads import (
 )
 from dra_bridge.translate.policy import Policy, Translation
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
-from dra_bridge.translate.report.paths import PathName, PathVerdict, choose_path, kep5004_blockers, kep5004_classes
+from dra_bridge.translate.report.namespaces import enrolment_inputs, enrolment_json, namespace_labels
+from dra_bridge.translate.report.paths import (
+    PATHS,
+    PathName,
+    PathVerdict,
+    choose_path,
+    enrolled_path,
+    kep5004_blockers,
+    kep5004_classes,
+)
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
 
@@ -59,7 +71,8 @@ CATEGORIES = ("migrates", "partial", "blocked", "nothing-to-do")
 @dataclass(frozen=True)
 class Settings:
     """How to report: plan ``options`` (target version, alignment, ...), the node-pool label,
-    the Kubernetes version (``major.minor``) the paths are judged for, and the inputs' names."""
+    the Kubernetes version (``major.minor``) the paths are judged for, the inputs' names, and
+    the chart settings that decide which namespaces the webhook sees (``enrolment``)."""
 
     options: Options = field(default_factory=Options)
     pool_label: str = DEFAULT_POOL_LABEL
@@ -68,6 +81,7 @@ class Settings:
     live: bool = False
     user_catalog: str | None = None
     policy: Policy | None = None
+    enrolment: EnrolmentSettings = field(default_factory=EnrolmentSettings)
 
 
 @dataclass
@@ -86,6 +100,7 @@ class WorkloadReport:
     capacity: dict[str, Any] | None = None
     converted: Converted | None = None
     policy: Translation | None = None
+    enrolment: Enrolment | None = None
 
     @property
     def severity(self) -> int:
@@ -101,9 +116,12 @@ class WorkloadReport:
 
     @property
     def category(self) -> str:
-        """``migrates``, ``partial``, ``blocked`` or ``nothing-to-do`` (:data:`CATEGORIES`)."""
+        """``migrates``, ``partial``, ``blocked`` or ``nothing-to-do`` (:data:`CATEGORIES`); a
+        ``not-enrolled`` workload stays on the device plugin: ``blocked``."""
         if self.path.path in ("nothing-to-do", "blocked"):
             return self.path.path
+        if self.path.path == "not-enrolled":
+            return "blocked"
         return "partial" if self.path.path == "needs-conversion" and self.severity >= 2 else "migrates"
 
     def fails(self, level: str) -> bool:
@@ -136,6 +154,7 @@ class WorkloadReport:
             "alignment": self.alignment,
             "capacity": self.capacity,
             "policy": None if self.policy is None else {"rule": self.policy.rule, "convert": self.policy.convert},
+            "enrolment": None if self.enrolment is None else enrolment_json(self.enrolment),
         }
 
 
@@ -163,7 +182,7 @@ class PoolReport:
             "draDevices": self.dra_devices,
             "mixedAllocators": self.mixed_allocators,
             "workloads": {c: self.categories[c] for c in CATEGORIES},
-            "paths": {p: self.paths[p] for p in ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")},
+            "paths": {p: self.paths[p] for p in PATHS},
             "capacity": self.capacity,
         }
 
@@ -190,16 +209,17 @@ class Report:
         return {
             "workloads": len(self.workloads),
             "pods": sum(len(w.unit.pods) for w in self.workloads),
-            "paths": {
-                p: sum(w.path.path == p for w in self.workloads)
-                for p in ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")
-            },
+            "paths": {p: sum(w.path.path == p for w in self.workloads) for p in PATHS},
             "categories": {c: sum(w.category == c for w in self.workloads) for c in CATEGORIES},
             "outcomes": dict(sorted(Counter(w.outcome for w in self.workloads).items())),
             "risks": sum(len(w.risks) for w in self.workloads) + sum(len(p.mixed_allocators) for p in self.pools),
             "alignmentLost": sum(w.alignment["status"] == "lost" for w in self.workloads),
             "legacyDevices": sum(n for w in self.workloads for _, _, n, k in w.legacy if k != "slicing"),
         }
+
+    def enrolment_inputs(self) -> dict[str, Any]:
+        """``inputs.enrolment`` of the JSON document (:func:`translate.report.namespaces.enrolment_inputs`)."""
+        return enrolment_inputs(self.settings.enrolment, len(self.inventory.namespaces))
 
     def as_json(self) -> dict[str, Any]:
         """The ``report.dra-bridge.io/v2`` document."""
@@ -213,6 +233,7 @@ class Report:
                 "kubernetesVersion": s.kubernetes_version,
                 "objects": dict(sorted(self.object_counts.items())),
                 "inventories": self.inventories,
+                "enrolment": self.enrolment_inputs(),
             },
             "catalog": {
                 "apiVersion": CATALOG_API_VERSION,
@@ -303,6 +324,7 @@ def _workload(
     settings: Settings,
     classes: Mapping[str, str],
     node_pool: Mapping[str, str],
+    enrolled: Enrolment,
 ) -> WorkloadReport:
     templates = pod_templates(unit.obj)
     options, translation = settings.options, None
@@ -325,7 +347,7 @@ def _workload(
         if found:
             blockers += kep5004_blockers(pod, found, classes, settings.options.minor)
         risks += workload_risks(unit.obj, pod, found, inv.quotas, catalog, unit.custom, prefix)
-    verdict = choose_path(demands, converted.findings, list(dict.fromkeys(blockers)), classes)
+    verdict = enrolled_path(choose_path(demands, converted.findings, list(dict.fromkeys(blockers)), classes), enrolled)
     if verdict.path != "needs-conversion":  # the legacy request stays: the legacy quota still counts it
         risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
@@ -340,6 +362,7 @@ def _workload(
         tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool, settings.pool_label)),
         converted=converted,
         policy=translation,
+        enrolment=enrolled,
     )
 
 
@@ -376,7 +399,19 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
     inv = group(listed)
     classes = kep5004_classes(inv.classes)
     node_pool, pools = _node_pools(inv, catalog, settings.pool_label)
-    workloads = [_workload(u, inv, catalog, settings, classes, node_pool) for u in inv.units]
+    labels = namespace_labels(inv.namespaces)
+    workloads = [
+        _workload(
+            u,
+            inv,
+            catalog,
+            settings,
+            classes,
+            node_pool,
+            enrolment(u.namespace, labels.get(u.namespace), settings.enrolment),
+        )
+        for u in inv.units
+    ]
     for w in workloads:
         for pool in w.pools:
             p = pools.setdefault(pool, PoolReport(pool))

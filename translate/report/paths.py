@@ -3,6 +3,7 @@
     kep5004_classes(device_classes) -> {extended resource name: DeviceClass}
     kep5004_blockers(pod, demands, classes, minor) -> [why it does not apply]   (empty: it applies)
     choose_path(demands, findings, blockers, classes) -> PathVerdict
+    enrolled_path(verdict, enrolment) -> PathVerdict     ``not-enrolled`` where the webhook never looks
 
 Paths, in the order they are decided:
 
@@ -22,6 +23,11 @@ Paths, in the order they are decided:
 ``needs-conversion``
     ``convert`` rewrites it (``via: convert``), or the webhook converts its pods
     (``via: webhook``: DaemonSets, custom resources, Argo templates).
+``not-enrolled``
+    it would need conversion, but the webhook never sees its namespace's pods
+    (:mod:`translate.enrolment`: kube-system, the release namespace, the opt-out label, a
+    namespace no entry's namespaceSelector selects): they stay on the device plugin. The
+    reason names what would enrol it.
 
 What the mapping loses (each a blocker): GFD node selectors and affinity (its per-pod claim
 has no device selector), MIG and shared (time-slicing) names and HAMi slicing (its claim asks
@@ -40,12 +46,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dra_bridge.translate.enrolment import Enrolment
 from dra_bridge.translate.findings import Finding, worst
 from dra_bridge.translate.names import GFD_PREFIX, HAMI_ANNOTATIONS
 from dra_bridge.translate.plan.demand import ContainerDemand
 
-PathName = Literal["nothing-to-do", "kep-5004", "needs-conversion", "blocked"]
-PATHS: tuple[PathName, ...] = ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")
+PathName = Literal["nothing-to-do", "kep-5004", "needs-conversion", "not-enrolled", "blocked"]
+PATHS: tuple[PathName, ...] = ("nothing-to-do", "kep-5004", "needs-conversion", "not-enrolled", "blocked")
 #: The first release whose scheduler serves extended resources through DRA by default (the issue).
 KEP5004_MINOR = 36
 
@@ -160,3 +167,16 @@ def choose_path(
     worst_findings = [f for f in findings if f.severity == worst(findings)] if findings else []
     why = worst_findings[0].reason if worst_findings and worst(findings) > 0 else "converts cleanly"
     return PathVerdict("needs-conversion", via, why + kep_note)
+
+
+def enrolled_path(verdict: PathVerdict, enrolment: Enrolment) -> PathVerdict:
+    """``verdict``, or ``not-enrolled`` when it needs conversion and the webhook never sees the
+    namespace's pods (``enrolment`` known and no path); enrolment not known leaves it as it is."""
+    if verdict.path != "needs-conversion" or not enrolment.known or enrolment.enrolled:
+        return verdict
+    how = f": {enrolment.enrol_with} to enrol it" if enrolment.enrol_with else ""
+    return PathVerdict(
+        "not-enrolled",
+        "",
+        f"{enrolment.reason}{how}; its pods stay on the device plugin (enrolled: {verdict.reason})",
+    )
