@@ -230,9 +230,13 @@ def _legacy_use(cap: dict[str, Any]) -> str:
 
 
 def _notes(report: Report) -> list[str]:
-    """Lines about what the report could not know (enrolment without Namespace objects)."""
+    """Lines about what the report judged by: the DRA gates and where they came from, and what it
+    could not know (enrolment without Namespace objects)."""
+    features = report.settings.cluster.features
+    gates = ", ".join(f"{g} {'on' if on else 'off'}" for g, on in features.as_json()["gates"].items())
+    where = "the API server's kubernetes_feature_enabled" if features.source == "metrics" else features.note
     note = report.enrolment_inputs()["note"]
-    return [note] if note else []
+    return [f"DRA features: {gates} ({where})", *([note] if note else [])]
 
 
 def render_text(report: Report, fmt: str) -> str:

@@ -15,7 +15,7 @@ import yaml
 
 from dra_bridge.kube.fake import FakeKube
 from dra_bridge.kube.resources import DEPLOYMENTS, DEVICE_CLASSES, NODES, PODS
-from dra_bridge.migrate.access import API_CALLS
+from dra_bridge.migrate.access import API_CALLS, OPTIONAL_CALLS
 from dra_bridge.migrate.cli import main
 from dra_bridge.migrate.live import read_cluster
 
@@ -92,7 +92,8 @@ def test_every_workload_has_its_outcome_and_path_on_136() -> None:
 def test_kep5004_needs_136_and_names_the_newest_class() -> None:
     old = by_name(report())  # default: v1's first release, 1.34
     assert {w["path"] for w in old.values()} == {"nothing-to-do", "needs-conversion", "blocked"}
-    assert "served from Kubernetes 1.36 (target 1.34)" in old["Pod/team-b/by-product#pods.yaml"]["pathReason"]
+    why = "served from Kubernetes 1.36 (target 1.34: DRAExtendedResource off by default)"
+    assert why in old["Pod/team-b/by-product#pods.yaml"]["pathReason"]
     new = by_name(report("--kubernetes-version", "v1.36.3"))
     served = new["Pod/team-a/gpu-pod#01-pod-limits-only-toleration.yaml"]
     assert "DeviceClass gpu.nvidia.com" in served["pathReason"] and served["via"] == "node hand-over"
@@ -279,6 +280,8 @@ def test_readme_documents_the_live_rbac() -> None:
     }
     declared = {(c.group or "core", c.resource) for c in API_CALLS}
     assert {(g, r) for g, r in rows} == declared
+    for call in OPTIONAL_CALLS:  # the optional non-resource URL, in words below the table
+        assert f"`{call.verb}` on the non-resource URL `{call.resource}`" in section
 
 
 def test_live_mode_reads_the_custom_resources_the_cluster_serves() -> None:
@@ -397,3 +400,37 @@ def test_live_mode_reads_the_namespaces_and_judges_enrolment_from_their_labels()
     assert {str(c) for c in fake.calls} <= {str(c) for c in API_CALLS}
     paths = {w.unit.namespace: w.path.path for w in build_report(objects, load_catalog()).workloads}
     assert paths == {"plain": "not-enrolled", "enforced": "needs-conversion"}
+
+
+@pytest.mark.parametrize("version", ["1.31", "v1.30.2", "1.0"])
+def test_a_kubernetes_version_below_132_is_refused(version: str) -> None:
+    code, out, err = run("report", "-f", EXAMPLES, "--kubernetes-version", version)
+    assert (code, out) == (1, "") and "below 1.32" in err and "no DRA to migrate to" in err
+
+
+def test_live_mode_reads_the_served_versions_and_the_feature_metric_where_granted() -> None:
+    from dra_bridge.migrate.access import OPTIONAL_CALLS
+    from dra_bridge.migrate.live import read_served
+
+    fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"])
+    fake.metrics = 'kubernetes_feature_enabled{name="DRAExtendedResource",stage="ALPHA"} 1\n'
+    served, metrics, why = asyncio.run(read_served(fake))
+    assert served == ("resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
+    assert metrics is None and why == "the API server's /metrics not read (403 Forbidden)"  # no grant: falls back
+    fake.allowed = frozenset((*API_CALLS, *OPTIONAL_CALLS))
+    assert asyncio.run(read_served(fake))[1:] == (fake.metrics, "")
+    assert {str(c) for c in fake.calls} == {str(c) for c in (*API_CALLS, *OPTIONAL_CALLS)} & {
+        str(c) for c in fake.calls
+    }
+
+
+def test_templates_are_rendered_for_the_version_the_cluster_serves() -> None:
+    from dra_bridge.migrate.errors import UsageError
+    from dra_bridge.migrate.report_cmd import LiveRead, _api_version
+
+    beta = LiveRead([], "v1.33.1", ("resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"), None, "")
+    assert _api_version(None, beta) == "resource.k8s.io/v1beta2"
+    assert _api_version("v1beta1", beta) == "resource.k8s.io/v1beta1"
+    with pytest.raises(UsageError, match=r"the cluster does not serve resource\.k8s\.io/v1 "):
+        _api_version("v1", beta)
+    assert _api_version(None, None) == "v1"  # files: v1 unless given

@@ -57,6 +57,7 @@ from dra_bridge.translate.report.paths import (
 )
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
+from dra_bridge.translate.report.served import NO_DRA, Served, cluster_features
 
 REPORT_API_VERSION = "report.dra-bridge.io/v2"
 DEFAULT_POOL_LABEL = GFD_PRODUCT_LABEL
@@ -82,6 +83,12 @@ class Settings:
     user_catalog: str | None = None
     policy: Policy | None = None
     enrolment: EnrolmentSettings = field(default_factory=EnrolmentSettings)
+    served: Served | None = None
+
+    @property
+    def cluster(self) -> Served:
+        """What the paths are judged against: ``served`` (live mode), else the release's defaults."""
+        return self.served or Served(cluster_features(self.options.minor))
 
 
 @dataclass
@@ -234,6 +241,8 @@ class Report:
                 "objects": dict(sorted(self.object_counts.items())),
                 "inventories": self.inventories,
                 "enrolment": self.enrolment_inputs(),
+                "servedApiVersions": None if s.cluster.api_versions is None else list(s.cluster.api_versions),
+                "features": s.cluster.features.as_json(),
             },
             "catalog": {
                 "apiVersion": CATALOG_API_VERSION,
@@ -317,6 +326,15 @@ def _pools_of(pods: Sequence[Mapping[str, Any]], node_pool: Mapping[str, str], l
     return list(dict.fromkeys(pools)) or [ANY_POOL]
 
 
+def _without_dra(
+    verdict: PathVerdict, served: Served, legacy: bool, templates: Sequence[tuple[str, Mapping[str, Any]]]
+) -> PathVerdict:
+    """``blocked`` (:data:`NO_DRA`) on a cluster serving no ``resource.k8s.io`` version, for a
+    workload with a legacy request or a claim; else ``verdict``."""
+    claims = any(isinstance(p.get("spec"), Mapping) and p["spec"].get("resourceClaims") for _, p in templates)
+    return PathVerdict("blocked", "", NO_DRA) if served.no_dra and (legacy or claims) else verdict
+
+
 def _workload(
     unit: Unit,
     inv: Inventory,
@@ -327,6 +345,7 @@ def _workload(
     enrolled: Enrolment,
 ) -> WorkloadReport:
     templates = pod_templates(unit.obj)
+    served = settings.cluster
     options, translation = settings.options, None
     if settings.policy is not None and templates:
         options, translation = workload_options(
@@ -345,9 +364,10 @@ def _workload(
         found = [d for d in collect(spec if isinstance(spec, Mapping) else {}, catalog, prefix, []) if d.count > 0]
         demands += found
         if found:
-            blockers += kep5004_blockers(pod, found, classes, settings.options.minor)
+            blockers += kep5004_blockers(pod, found, classes, served.features.mapping_off())
         risks += workload_risks(unit.obj, pod, found, inv.quotas, catalog, unit.custom, prefix)
     verdict = enrolled_path(choose_path(demands, converted.findings, list(dict.fromkeys(blockers)), classes), enrolled)
+    verdict = _without_dra(verdict, served, bool(demands), templates)
     if verdict.path != "needs-conversion":  # the legacy request stays: the legacy quota still counts it
         risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)

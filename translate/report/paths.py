@@ -1,7 +1,7 @@
 """The path each workload can take to DRA, and when KEP-5004's extended-resource mapping serves it.
 
     kep5004_classes(device_classes) -> {extended resource name: DeviceClass}
-    kep5004_blockers(pod, demands, classes, minor) -> [why it does not apply]   (empty: it applies)
+    kep5004_blockers(pod, demands, classes, mapping_off) -> [why it does not apply]   (empty: it applies)
     choose_path(demands, findings, blockers, classes) -> PathVerdict
     enrolled_path(verdict, enrolment) -> PathVerdict     ``not-enrolled`` where the webhook never looks
 
@@ -10,7 +10,8 @@ Paths, in the order they are decided:
 ``nothing-to-do``
     no legacy device request with a count above zero (already DRA, or no GPU at all).
 ``kep-5004``
-    served as it is by the cluster's own extended-resource mapping (KEP-5004, 1.36+): a
+    served as it is by the cluster's own extended-resource mapping (KEP-5004, the
+    ``DRAExtendedResource`` gate: on by default from 1.36, :mod:`translate.report.served`): a
     DeviceClass with ``spec.extendedResourceName`` names every legacy resource the pod asks for,
     and nothing in the pod depends on what the mapping loses. The node hand-over is still
     needed: the scheduler sends a resource to DRA only on nodes whose allocatable for it is 0
@@ -53,8 +54,6 @@ from dra_bridge.translate.plan.demand import ContainerDemand
 
 PathName = Literal["nothing-to-do", "kep-5004", "needs-conversion", "not-enrolled", "blocked"]
 PATHS: tuple[PathName, ...] = ("nothing-to-do", "kep-5004", "needs-conversion", "not-enrolled", "blocked")
-#: The first release whose scheduler serves extended resources through DRA by default (the issue).
-KEP5004_MINOR = 36
 
 
 @dataclass(frozen=True)
@@ -92,16 +91,18 @@ def _gpu_placement(spec: Mapping[str, Any]) -> str:
 
 
 def kep5004_blockers(
-    pod: Mapping[str, Any], demands: Sequence[ContainerDemand], classes: Mapping[str, str], minor: int
+    pod: Mapping[str, Any], demands: Sequence[ContainerDemand], classes: Mapping[str, str], mapping_off: str
 ) -> list[str]:
     """Why KEP-5004's mapping does not serve this pod as it is (empty: it does); see the module
-    docstring. ``demands``: the pod's legacy demands with a count above zero."""
+    docstring. ``demands``: the pod's legacy demands with a count above zero; ``mapping_off``:
+    why the cluster's mapping is off (DRAExtendedResource: :meth:`ClusterFeatures.mapping_off`),
+    empty when it is on."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
     meta = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
     assert isinstance(spec, Mapping) and isinstance(meta, Mapping)
     out: list[str] = []
-    if minor < KEP5004_MINOR:
-        out.append(f"the extended-resource mapping is served from Kubernetes 1.{KEP5004_MINOR} (target 1.{minor})")
+    if mapping_off:
+        out.append(mapping_off)
     missing = sorted({d.mapping.resource_name for d in demands} - set(classes))
     if missing:
         out.append(f"no DeviceClass has extendedResourceName {', '.join(missing)}")
