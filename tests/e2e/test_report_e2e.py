@@ -189,5 +189,5 @@ def test_live_report_lists_a_served_custom_resource(
     ray = mine["RayCluster/ray"]
     # the test's namespace carries no dra-bridge.io/webhook label: the webhook never sees its pods
     assert ray["path"] == "not-enrolled" and ray["enrolment"]["mode"] == "none"
-    assert f"namespace {namespace} is not enrolled" in ray["pathReason"] and "(enrolled: " in ray["pathReason"]
+    assert f"namespace {namespace} is not enrolled" in ray["pathReason"] and "(the plan: " in ray["pathReason"]
     assert ray["legacy"] == [{"container": "worker", "resource": "nvidia.com/gpu", "count": 1, "kind": "gpu"}]

@@ -338,6 +338,12 @@ def _enrolment_input(tmp_path: Path, namespaces: bool) -> Path:
             namespace("opted", {"dra-bridge.io/webhook": "enforce", "dra-bridge.io/webhook-opt-out": "true"}),
             namespace("enforced", {"dra-bridge.io/webhook": "enforce"}),
             namespace("audited", {"dra-bridge.io/webhook": "audit"}),
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "gpu", "namespace": "plain"},
+                "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+            },
         ]
     path = tmp_path / "in.yaml"
     path.write_text(yaml.safe_dump_all(docs))
@@ -366,6 +372,8 @@ def test_pods_the_webhook_never_sees_are_not_enrolled(tmp_path: Path) -> None:
     assert "label it dra-bridge.io/webhook=enforce to enrol it" in by_ns["plain"]["pathReason"]
     assert by_ns["opted"]["enrolment"]["enrolWith"] == "remove the label dra-bridge.io/webhook-opt-out"
     assert by_ns["kube-system"]["enrolment"]["enrolWith"] == ""
+    # what enrolling would change is still said: the legacy quota stops counting the converted pods
+    assert [r["code"] for r in by_ns["plain"]["risks"]] == ["quota-stops-counting"]
     assert doc["totals"]["paths"]["not-enrolled"] == 4 and doc["inputs"]["enrolment"]["note"] == ""
     # audit.allNamespaces: the unlabelled namespace is seen (audited), the excluded still are not
     _, every = _paths(_enrolment_input(tmp_path, namespaces=True), "--audit-all-namespaces")

@@ -368,7 +368,8 @@ def _workload(
         risks += workload_risks(unit.obj, pod, found, inv.quotas, catalog, unit.custom, prefix)
     verdict = enrolled_path(choose_path(demands, converted.findings, list(dict.fromkeys(blockers)), classes), enrolled)
     verdict = _without_dra(verdict, served, bool(demands), templates)
-    if verdict.path != "needs-conversion":  # the legacy request stays: the legacy quota still counts it
+    # the legacy request stays: the legacy quota still counts it (not-enrolled: it stops once enrolled)
+    if verdict.path not in ("needs-conversion", "not-enrolled"):
         risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
     return WorkloadReport(

@@ -179,5 +179,5 @@ def enrolled_path(verdict: PathVerdict, enrolment: Enrolment) -> PathVerdict:
     return PathVerdict(
         "not-enrolled",
         "",
-        f"{enrolment.reason}{how}; its pods stay on the device plugin (enrolled: {verdict.reason})",
+        f"{enrolment.reason}{how}; its pods stay on the device plugin (the plan: {verdict.reason})",
     )
