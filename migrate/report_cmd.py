@@ -150,11 +150,13 @@ def add_parser(sub: Any) -> None:
     )
 
 
-def _minor(text: str) -> int:
+def _minor(text: str, given: bool = True) -> int:
+    """The minor of ``--kubernetes-version`` (refused below 1.32) or, ``given`` False, of the
+    server's ``/version`` (an older server is judged as it is: it serves no DRA, every path blocked)."""
     m = _VERSION.fullmatch(text.strip())
     if not m:
         raise UsageError(f"--kubernetes-version {text!r}: a release like 1.36 or v1.36.3")
-    if int(m.group(2)) < OLDEST_MINOR:
+    if given and int(m.group(2)) < OLDEST_MINOR:
         raise UsageError(
             f"--kubernetes-version {text}: below 1.{OLDEST_MINOR}, the first release with a resource.k8s.io "
             "version dra-bridge renders (v1beta1): such a cluster has no DRA to migrate to"
@@ -286,7 +288,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
     for given in args.inventory:
         node, path = inventory_flag(given)
         dumps[node] = (path, read_dump(path))
-    minor = explicit_minor if args.kubernetes_version else (_minor(server) if server else None)
+    minor = explicit_minor if args.kubernetes_version else (_minor(server, given=False) if server else None)
     try:
         options = Options(
             api_version=_api_version(args.api_version, read),

@@ -414,6 +414,9 @@ def test_live_mode_reads_the_namespaces_and_judges_enrolment_from_their_labels()
 def test_a_kubernetes_version_below_132_is_refused(version: str) -> None:
     code, out, err = run("report", "-f", EXAMPLES, "--kubernetes-version", version)
     assert (code, out) == (1, "") and "below 1.32" in err and "no DRA to migrate to" in err
+    from dra_bridge.migrate.report_cmd import _minor
+
+    assert _minor("v1.31.4-eks.2", given=False) == 31  # a live server that old is judged, not refused
 
 
 def test_live_mode_reads_the_served_versions_and_the_feature_metric_where_granted() -> None:
