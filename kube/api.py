@@ -6,6 +6,8 @@
         await list(resource, namespace=None, label_selector=, field_selector=, limit=, continue_token=)
                                                 -> List object (one page when ``limit``: metadata.continue)
         await server_version() -> "v1.36.3"     GET /version (gitVersion; no RBAC: system:public-info-viewer)
+        await server_metrics() -> text          GET /metrics (Prometheus text; needs the non-resource grant
+                                                :data:`METRICS_CALL`, else Forbidden)
         await create(resource, body, namespace=None) -> obj
         await replace(resource, name, body, namespace=None) -> obj      (metadata.resourceVersion: CAS)
         await patch_status(resource, name, patch, namespace=None)       strategic merge of .../status
@@ -30,6 +32,8 @@ from dra_bridge.kube.errors import KubeError, NotFound, from_status
 from dra_bridge.kube.resources import ApiCall, Resource, Verb
 
 Obj = dict[str, Any]
+#: The permission ``server_metrics`` needs: ``get`` on the non-resource URL ``/metrics``.
+METRICS_CALL = ApiCall("get", "", "/metrics")
 
 
 def api_call(verb: Verb, resource: Resource, namespace: str | None = None, subresource: str = "") -> ApiCall:
@@ -76,6 +80,11 @@ class KubeApi(Protocol):
 
     async def server_version(self) -> str:
         """The API server's ``gitVersion`` (``v1.36.3``) from ``GET /version``."""
+        ...
+
+    async def server_metrics(self) -> str:
+        """The API server's ``/metrics`` (Prometheus text format); Forbidden without
+        :data:`METRICS_CALL`."""
         ...
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
@@ -157,6 +166,9 @@ class ApiServer:
         if not isinstance(doc, dict) or not isinstance(doc.get("gitVersion"), str):
             raise KubeError(f"GET /version: no gitVersion in {str(doc)[:120]!r}")
         return str(doc["gitVersion"])
+
+    async def server_metrics(self) -> str:
+        return await self.client.text(METRICS_CALL.resource)
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
         result: Obj = await self.client.request("POST", resource.path(namespace), body)

@@ -102,6 +102,25 @@ class Client:
                 raise Unavailable(f"{what}: API server unreachable: {type(exc).__name__}: {exc}") from exc
             raise
 
+    async def text(self, path: str) -> str:
+        """``GET path`` of a non-resource URL answering text (``/metrics``); KubeError for an error
+        status (403 Forbidden without the grant) or a connection failure."""
+        what = f"GET {path}"
+        resp = await self._call(what, path, "GET", header_params={"Accept": "text/plain"}, _preload_content=False)
+        try:
+            body = await resp.read()
+            if not 200 <= resp.status <= 299:
+                raise from_status(what, resp.status, body, str(resp.reason or ""))
+            return bytes(body).decode(errors="replace")
+        except KubeError:
+            raise
+        except Exception as exc:
+            if is_connection_failure(exc):
+                raise Unavailable(f"{what}: connection lost: {type(exc).__name__}: {exc}") from exc
+            raise
+        finally:
+            resp.close()
+
     async def stream(self, path: str, query: Sequence[tuple[str, str]] = ()) -> AsyncIterator[dict[str, Any]]:
         """The decoded JSON lines of a watch on ``path`` (``watch=true`` is added) until the server
         ends it. Raises KubeError: for an error status, a line that does not decode, or a

@@ -4,6 +4,7 @@
     fake.objects[plural][key]         what is stored ("name", or "namespace/name" when namespaced)
     fake.put(resource, obj) / fake.remove(resource, name, namespace)   the test's own hand (watchers see it)
     fake.calls, fake.writes           every call's permission; (verb, plural, key) of every write
+    fake.metrics = "..."              what ``server_metrics`` answers (Forbidden unless allowed)
     fake.fail = "refused"             every call raises Unavailable (or set a KubeError to raise)
     fake.delay = 0.5                  every call waits first (deadlines)
 
@@ -27,7 +28,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from dra_bridge.kube.api import api_call
+from dra_bridge.kube.api import METRICS_CALL, api_call
 from dra_bridge.kube.errors import AlreadyExists, Forbidden, KubeError, NotFound, Unavailable
 from dra_bridge.kube.resources import ApiCall, Resource, Verb
 
@@ -88,6 +89,7 @@ class FakeKube:
         self.allowed = frozenset(allowed) if allowed is not None else None
         self.served = builtins.list(served)
         self.version = "v1.36.3"
+        self.metrics = ""
         self.objects: defaultdict[str, dict[str, Obj]] = defaultdict(dict)
         self.calls: builtins.list[ApiCall] = []
         self.writes: builtins.list[tuple[str, str, str]] = []
@@ -193,6 +195,13 @@ class FakeKube:
     async def server_version(self) -> str:
         self._failing()  # /version needs no permission (system:public-info-viewer)
         return self.version
+
+    async def server_metrics(self) -> str:
+        self.calls.append(METRICS_CALL)
+        self._failing()
+        if self.allowed is not None and METRICS_CALL not in self.allowed:
+            raise Forbidden(f"{METRICS_CALL}: not among the declared API calls", 403, "Forbidden")
+        return self.metrics
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
         await self._check("create", resource, namespace)

@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from dra_bridge.kube.api import KubeApi, Obj, api_call
+from dra_bridge.kube.api import METRICS_CALL, KubeApi, Obj, api_call
 from dra_bridge.kube.errors import ApiError, Forbidden, KubeError, Unavailable
 from dra_bridge.kube.resources import ApiCall, Resource
 
@@ -159,6 +159,11 @@ class ObservedApi:
     async def server_version(self) -> str:
         """As :meth:`KubeApi.server_version` (needs no grant: not recorded as a call)."""
         return await self._api.server_version()
+
+    async def server_metrics(self) -> str:
+        """As :meth:`KubeApi.server_metrics`."""
+        result: str = await self._call(METRICS_CALL, self._api.server_metrics)
+        return result
 
     async def create(self, resource: Resource, body: Obj, namespace: str | None = None) -> Obj:
         """As :meth:`KubeApi.create`."""

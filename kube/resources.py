@@ -1,7 +1,7 @@
 """The resources some service calls, and the REST paths and RBAC names that derive from them.
 
     Resource(group, version, plural, kind, namespaced)
-    PODS, NODES, EVENTS, LEASES, RESOURCE_QUOTAS                        fixed versions
+    PODS, NODES, NAMESPACES, EVENTS, LEASES, RESOURCE_QUOTAS            fixed versions
     DEPLOYMENTS, REPLICA_SETS, STATEFUL_SETS, DAEMON_SETS, JOBS, CRON_JOBS    (apps/v1, batch/v1)
     DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS,                   resource.k8s.io: ``.at(api_version)``
     RESOURCE_CLAIM_TEMPLATES
@@ -69,6 +69,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", "Pod", True)
 NODES = Resource("", "v1", "nodes", "Node", False)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 EVENTS = Resource("", "v1", "events", "Event", True)
 RESOURCE_QUOTAS = Resource("", "v1", "resourcequotas", "ResourceQuota", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
@@ -87,14 +88,22 @@ RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtempl
 @dataclass(frozen=True, order=True)
 class ApiCall:
     """One permission: ``verb`` on ``group``/``resource`` (``nodes/status`` for a subresource),
-    cluster-wide or only in the service's own namespace (``scope``)."""
+    cluster-wide or only in the service's own namespace (``scope``); a ``resource`` starting
+    with ``/`` is a non-resource URL (``/metrics``: group empty, cluster scope)."""
 
     verb: Verb
     group: str
     resource: str
     scope: Scope = "cluster"
 
+    @property
+    def non_resource(self) -> bool:
+        """True for a non-resource URL (``/metrics``)."""
+        return self.resource.startswith("/")
+
     def __str__(self) -> str:
+        if self.non_resource:
+            return f"{self.verb} {self.resource}"
         where = " (own namespace)" if self.scope == "namespace" else ""
         return f"{self.verb} {self.group or 'core'}/{self.resource}{where}"
 
@@ -106,12 +115,17 @@ def grant(group: str, resource: str, *verbs: Verb, scope: Scope = "cluster") -> 
 
 def rbac_rules(calls: Iterable[ApiCall], scope: Scope = "cluster") -> list[dict[str, list[str]]]:
     """RBAC PolicyRules granting exactly the ``calls`` of ``scope``: a ClusterRole's
-    (``cluster``), or the Role's in the service's own namespace (``namespace``)."""
+    (``cluster``; non-resource URLs as ``nonResourceURLs`` rules), or the Role's in the service's
+    own namespace (``namespace``)."""
     verbs: dict[tuple[str, str], set[str]] = {}
+    urls: dict[str, set[str]] = {}
     for call in calls:
-        if call.scope == scope:
+        if call.non_resource and scope == "cluster":
+            urls.setdefault(call.resource, set()).add(call.verb)
+        elif call.scope == scope and not call.non_resource:
             verbs.setdefault((call.group, call.resource), set()).add(call.verb)
-    return [
+    rules: list[dict[str, list[str]]] = [
         {"apiGroups": [group], "resources": [resource], "verbs": sorted(v)}
         for (group, resource), v in sorted(verbs.items())
     ]
+    return rules + [{"nonResourceURLs": [url], "verbs": sorted(v)} for url, v in sorted(urls.items())]

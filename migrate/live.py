@@ -1,6 +1,7 @@
 """Live mode of ``dra-migrate report``: read what a report needs from the cluster, read-only.
 
     objects, version = await read_cluster(api, progress)   (source, object) pairs; "v1.36.3"
+    served, metrics, why = await read_served(api)          resource.k8s.io versions; /metrics or None
 
 Every object's source is :data:`SOURCE` (``cluster``).
 
@@ -10,7 +11,11 @@ server serves (discovery; none served: no DeviceClasses or ResourceSlices, not a
 custom resources of :data:`translate.report.custom_kinds.KNOWN_CUSTOM_KINDS` whose group the
 server serves (discovery; in the group's preferred version, the first listed; a kind of a
 served group whose list answers 404 is not installed and is skipped), and the server's
-version from ``/version``. ``progress(kind, count)`` is called after each page
+version from ``/version``. :func:`read_served` asks discovery which ``resource.k8s.io``
+versions the server serves, and reads the API server's ``/metrics`` (for its
+``kubernetes_feature_enabled`` samples) where the optional grant
+(:data:`migrate.access.OPTIONAL_CALLS`) allows: a refusal is no error, the report then judges
+the gates by the release's defaults and says why. ``progress(kind, count)`` is called after each page
 (the command draws a bar on stderr only when stderr is a terminal). Raises
 :class:`kube.errors.KubeError` (Forbidden names the missing permission).
 """
@@ -22,13 +27,14 @@ from typing import Any
 
 from dra_bridge.kube.api import KubeApi, list_pages
 from dra_bridge.kube.discovery import GROUP
-from dra_bridge.kube.errors import NotFound
+from dra_bridge.kube.errors import KubeError, NotFound, Unavailable
 from dra_bridge.kube.resources import (
     CRON_JOBS,
     DAEMON_SETS,
     DEPLOYMENTS,
     DEVICE_CLASSES,
     JOBS,
+    NAMESPACES,
     NODES,
     PODS,
     REPLICA_SETS,
@@ -43,6 +49,7 @@ from dra_bridge.translate.report.custom_kinds import KNOWN_CUSTOM_KINDS
 PAGE = 500
 SOURCE = "cluster"
 CORE = (
+    NAMESPACES,
     NODES,
     DEVICE_CLASSES,
     RESOURCE_SLICES,
@@ -92,3 +99,16 @@ async def read_cluster(
         except NotFound:  # the group is served, this kind is not (its CRD not installed)
             continue
     return objects, version
+
+
+async def read_served(api: KubeApi) -> tuple[tuple[str, ...], str | None, str]:
+    """The ``resource.k8s.io`` versions served, the ``/metrics`` text (None when it cannot be
+    read) and why not (see the module docstring). Raises Unavailable when the server is gone."""
+    served = tuple(await api.served_versions(GROUP))
+    try:
+        return served, await api.server_metrics(), ""
+    except Unavailable:
+        raise
+    except KubeError as exc:  # 403 without the optional grant; 404 where /metrics is off
+        answer = f"{exc.status} {exc.reason}".strip() if exc.status else str(exc)
+        return served, None, f"the API server's /metrics not read ({answer})"

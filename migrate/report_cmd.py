@@ -25,10 +25,12 @@ import gc
 import json
 import os
 import re
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import connect
+from dra_bridge.kube.discovery import newest_served
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputFileError, UsageError
 from dra_bridge.migrate.inventory_dumps import (
@@ -40,18 +42,24 @@ from dra_bridge.migrate.inventory_dumps import (
     read_text,
 )
 from dra_bridge.migrate.live import SOURCE as LIVE_SOURCE
-from dra_bridge.migrate.live import read_cluster
+from dra_bridge.migrate.live import read_cluster, read_served
 from dra_bridge.migrate.manifests import read_catalog, read_sources, why_empty
 from dra_bridge.migrate.remedies import remedy_text
 from dra_bridge.migrate.report_html import render_html
 from dra_bridge.migrate.report_text import render_text
+from dra_bridge.translate.enrolment import EnrolmentSettings
+from dra_bridge.translate.errors import ApiVersionError
+from dra_bridge.translate.names import API_VERSIONS, MINOR_FOR_VERSION, normalize_api_version
 from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.policy import Policy, load_policy_file
 from dra_bridge.translate.report import DEFAULT_POOL_LABEL, FAIL_LEVELS, Settings, build_report
 from dra_bridge.translate.report.capacity import report_capacity
+from dra_bridge.translate.report.served import Served, cluster_features
 
 FORMATS = ("table", "wide", "markdown", "json", "html")
+#: The oldest release a report judges: resource.k8s.io/v1beta1's first (translate/names.py).
+OLDEST_MINOR = min(MINOR_FOR_VERSION.values())
 _VERSION = re.compile(r"v?(1)\.(\d+)(?:\.\d+)?(?:[-+].*)?")
 #: A --device-domain value: a DNS domain, or one with a resource-name prefix after a slash.
 _DEVICE_DOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[-A-Za-z0-9_.]+)?")
@@ -69,7 +77,7 @@ def add_parser(sub: Any) -> None:
         default=[],
         metavar="FILE|DIR|-",
         help="manifests, Helm output or kubectl List dumps of pods, workloads, custom resources, nodes, "
-        "ResourceSlices, DeviceClasses, ResourceQuotas; repeatable (default: read the cluster)",
+        "ResourceSlices, DeviceClasses, ResourceQuotas, Namespaces; repeatable (default: read the cluster)",
     )
     rep.add_argument(
         "--kubeconfig",
@@ -85,9 +93,18 @@ def add_parser(sub: Any) -> None:
     )
     rep.add_argument(
         "--api-version",
-        default="v1",
         metavar="v1|v1beta2|v1beta1",
-        help="resource.k8s.io version of the templates shown (default v1)",
+        help="resource.k8s.io version of the templates shown (default: live, the newest the cluster serves; files, v1)",
+    )
+    rep.add_argument(
+        "--release-namespace",
+        metavar="NS",
+        help="the chart's release namespace: never sent to the webhook, like kube-system (not-enrolled)",
+    )
+    rep.add_argument(
+        "--audit-all-namespaces",
+        action="store_true",
+        help="the chart's webhook.audit.allNamespaces is on: every namespace but the excluded is audited",
     )
     rep.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
     rep.add_argument("--target", choices=("bridge", "vendor"), help="DeviceClasses: ours (default) or the vendor's")
@@ -166,10 +183,17 @@ def device_domains(values: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(values))
 
 
-def _minor(text: str) -> int:
+def _minor(text: str, given: bool = True) -> int:
+    """The minor of ``--kubernetes-version`` (refused below 1.32) or, ``given`` False, of the
+    server's ``/version`` (an older server is judged as it is: it serves no DRA, every path blocked)."""
     m = _VERSION.fullmatch(text.strip())
     if not m:
         raise UsageError(f"--kubernetes-version {text!r}: a release like 1.36 or v1.36.3")
+    if given and int(m.group(2)) < OLDEST_MINOR:
+        raise UsageError(
+            f"--kubernetes-version {text}: below 1.{OLDEST_MINOR}, the first release with a resource.k8s.io "
+            "version dra-bridge renders (v1beta1): such a cluster has no DRA to migrate to"
+        )
     return int(m.group(2))
 
 
@@ -210,7 +234,19 @@ def _read_files(sources: list[str], stdin: TextIO, dumps: dict[str, tuple[str, A
     return objects
 
 
-def _read_live(args: argparse.Namespace, err: TextIO) -> tuple[list[tuple[str, Any]], str]:
+@dataclass
+class LiveRead:
+    """What live mode read: the objects, the server's version, the ``resource.k8s.io`` versions it
+    serves, its ``/metrics`` text (None when refused) and why not."""
+
+    objects: list[tuple[str, Any]]
+    version: str
+    served: tuple[str, ...]
+    metrics: str | None
+    why: str
+
+
+def _read_live(args: argparse.Namespace, err: TextIO) -> LiveRead:
     bar = err.isatty()
 
     def progress(kind: str, count: int) -> None:
@@ -218,22 +254,52 @@ def _read_live(args: argparse.Namespace, err: TextIO) -> tuple[list[tuple[str, A
             err.write(f"\r\x1b[Kreading {kind}: {count}")
             err.flush()
 
-    async def read() -> tuple[list[tuple[str, Any]], str]:
+    async def read() -> LiveRead:
         client = await connect(args.kubeconfig or os.environ.get("KUBECONFIG") or None, args.context)
         try:
-            return await read_cluster(ApiServer(client), progress)
+            api = ApiServer(client)
+            objects, version = await read_cluster(api, progress)
+            return LiveRead(objects, version, *await read_served(api))
         finally:
             await client.close()
 
     try:
-        objects, version = asyncio.run(read())
+        got = asyncio.run(read())
     except KubeError as exc:
         raise InputFileError(f"live mode: {exc}") from exc
     finally:
         if bar:
             err.write("\r\x1b[K")
-    err.write(f"dra-migrate: read {len(objects)} objects from the cluster (Kubernetes {version})\n")
-    return objects, version
+    err.write(f"dra-migrate: read {len(got.objects)} objects from the cluster (Kubernetes {got.version})\n")
+    return got
+
+
+def _api_version(given: str | None, live: LiveRead | None) -> str:
+    """The templates' version: ``--api-version``, else (live) the newest the cluster serves, else v1;
+    a given version the cluster does not serve is refused."""
+    if live is None or not any(v in API_VERSIONS for v in live.served):
+        return given or "v1"
+    newest = newest_served(live.served)
+    if given is None:
+        return newest
+    try:
+        full = normalize_api_version(given)
+    except ApiVersionError as exc:
+        raise UsageError(f"--api-version {given!r}: {exc}") from exc
+    if full not in live.served:
+        raise UsageError(
+            f"--api-version {given}: the cluster does not serve {full} (it serves {', '.join(live.served)}): "
+            "its templates would be refused"
+        )
+    return full
+
+
+def _served(live: LiveRead | None, minor: int) -> Served:
+    """What the paths are judged against: live, the served versions and the gates from /metrics
+    (else the release's defaults, saying why); from files, the release's defaults."""
+    if live is None:
+        return Served(cluster_features(minor, None, f"files: the documented defaults of Kubernetes 1.{minor}"))
+    return Served(cluster_features(minor, live.metrics, live.why), live.served)
 
 
 def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
@@ -249,14 +315,16 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
     ):
         raise UsageError("report: give -f FILE|DIR|- or a cluster (--kubeconfig, $KUBECONFIG)")
     dumps: dict[str, tuple[str, Any]] = {}
-    objects, server = _read_live(args, err) if live else (_read_files(args.filename, stdin, dumps), "")
+    read = _read_live(args, err) if live else None
+    objects = read.objects if read is not None else _read_files(args.filename, stdin, dumps)
+    server = read.version if read is not None else ""
     for given in args.inventory:
         node, path = inventory_flag(given)
         dumps[node] = (path, read_dump(path))
-    minor = explicit_minor if args.kubernetes_version else (_minor(server) if server else None)
+    minor = explicit_minor if args.kubernetes_version else (_minor(server, given=False) if server else None)
     try:
         options = Options(
-            api_version=args.api_version,
+            api_version=_api_version(args.api_version, read),
             kubernetes_minor=minor,
             dra_schedulers=tuple(args.dra_scheduler),
             alignment=Alignment(args.alignment, args.alignment_scope),
@@ -275,12 +343,16 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         user_catalog=args.catalog,
         policy=policy,
         remedy_text=remedy_text,
+        served=_served(read, options.minor),
+        enrolment=EnrolmentSettings(
+            audit_all_namespaces=args.audit_all_namespaces, release_namespace=args.release_namespace
+        ),
     )
     gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
     report = build_report(objects, catalog, settings)
     report.inventories = {node: path for node, (path, _) in sorted(dumps.items())}
     if not args.no_capacity:
-        report_capacity(report, catalog, grouped(dumps), objects=objects)
+        report_capacity(report, catalog, grouped(dumps), settings.cluster.features.allocator(), objects=objects)
     elif dumps:
         err.write("dra-migrate: --no-capacity: the inventory dumps are not used\n")
     if args.output == "json":

@@ -170,6 +170,7 @@ def _markdown(report: Report) -> str:
         f"{t['workloads']} workloads ({t['pods']} pods): "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
         + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}{_not_listed(t)}.",
+        *_notes(report),
         "",
         *(f"> warning: {_md(w)}" for w in report.inventory.warnings),
         *([""] if report.inventory.warnings else []),
@@ -239,6 +240,16 @@ def _legacy_use(cap: dict[str, Any]) -> str:
     )
 
 
+def _notes(report: Report) -> list[str]:
+    """Lines about what the report judged by: the DRA gates and where they came from, and what it
+    could not know (enrolment without Namespace objects)."""
+    features = report.settings.cluster.features
+    gates = ", ".join(f"{g} {'on' if on else 'off'}" for g, on in features.as_json()["gates"].items())
+    where = "the API server's kubernetes_feature_enabled" if features.source == "metrics" else features.note
+    note = report.enrolment_inputs()["note"]
+    return [f"DRA features: {gates} ({where})", *([note] if note else [])]
+
+
 def render_text(report: Report, fmt: str) -> str:
     """The report as ``table``, ``wide`` or ``markdown`` text (see the module docstring)."""
     if fmt == "markdown":
@@ -250,6 +261,7 @@ def render_text(report: Report, fmt: str) -> str:
         f"\n{t['workloads']} workloads, {t['pods']} pods: "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
         + f"; {t['risks']} risks{_not_listed(t)}\n"
+        + "".join(f"{note}\n" for note in _notes(report))
     )
     capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
     warnings = "".join(f"warning: {w}\n" for w in report.inventory.warnings)

@@ -69,6 +69,13 @@ MANAGED_BY_WEBHOOK: Final = "dra-bridge-webhook"
 CONVERTED_LABEL: Final = "dra-bridge.io/converted"
 #: A converted pod's record: plan hash, template names, the original requests.
 CONVERSION_ANNOTATION: Final = "dra-bridge.io/conversion"
+#: The namespace label whose value (``audit`` or ``enforce``) enrols a namespace's pods in that
+#: webhook path (the chart's ``webhook.namespaceLabel`` default; translate/enrolment.py).
+WEBHOOK_MODE_LABEL: Final = "dra-bridge.io/webhook"
+#: A namespace with this label (any value) is never sent to the webhook (``webhook.optOutLabel``).
+WEBHOOK_OPT_OUT_LABEL: Final = "dra-bridge.io/webhook-opt-out"
+#: The label the API server sets on every Namespace to its name (the chart's selector matches it).
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 #: A Node's allocator: ``dra`` once handed over to DRA (docs/design.md D6), else legacy.
 NODE_MODE_LABEL: Final = "dra-bridge.io/mode"
 #: The legacy resource one of our DeviceClasses serves.

@@ -11,20 +11,24 @@ from typing import Any
 
 import pytest
 
-from dra_bridge.kube.resources import rbac_rules
-from dra_bridge.migrate.access import API_CALLS
+from dra_bridge.kube.resources import ApiCall, rbac_rules
+from dra_bridge.migrate.access import API_CALLS, OPTIONAL_CALLS
 from dra_bridge.migrate.cli import main
+from dra_bridge.translate.alloc import release_defaults
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for
 from tests.e2e.webhook_cluster import RBAC, token_kubeconfig
 
 pytestmark = pytest.mark.e2e
+NS_LABEL = "dra-bridge.io/webhook"  # the chart's webhook.namespaceLabel default
 
 
-def _read_only_kubeconfig(cp: ControlPlane, kube: KubeClient, namespace: str, path: Path) -> Path:
+def _read_only_kubeconfig(
+    cp: ControlPlane, kube: KubeClient, namespace: str, path: Path, calls: tuple[ApiCall, ...] = API_CALLS
+) -> Path:
     name = f"report-{uuid.uuid4().hex[:6]}"
     kube.create(api_path("v1", "serviceaccounts", namespace), {"metadata": {"name": name}})
-    kube.create(f"{RBAC}/clusterroles", {"metadata": {"name": name}, "rules": rbac_rules(API_CALLS)})
+    kube.create(f"{RBAC}/clusterroles", {"metadata": {"name": name}, "rules": rbac_rules(calls)})
     kube.create(
         f"{RBAC}/clusterrolebindings",
         {
@@ -41,6 +45,8 @@ def test_live_report_reads_the_cluster_read_only(
     control_plane: ControlPlane, kube: KubeClient, namespace: str, tmp_path: Path
 ) -> None:
     node = f"gpu-{uuid.uuid4().hex[:6]}"
+    # enrolled for conversion: the report reads the Namespace's labels (translate/enrolment.py)
+    kube.patch(api_path("v1", "namespaces", name=namespace), {"metadata": {"labels": {NS_LABEL: "enforce"}}})
     create_fake_node(
         kube,
         node,
@@ -80,6 +86,8 @@ def test_live_report_reads_the_cluster_read_only(
 
     doc, mine, err = wait_for(grouped, 30, "the Deployment's two pods grouped under it")
     assert mine["Deployment/trainer"]["path"] == "needs-conversion"
+    assert mine["Deployment/trainer"]["enrolment"]["mode"] == "enforce"
+    assert doc["inputs"]["enrolment"]["namespaces"] >= 4 and doc["inputs"]["enrolment"]["note"] == ""
     assert mine["Deployment/trainer"]["alignment"]["status"] == "lost"
     assert mine["Pod/pinned"]["path"] == "blocked"
     assert [r["code"] for r in mine["Pod/pinned"]["risks"]] == ["pinned-to-node"]
@@ -92,6 +100,28 @@ def test_live_report_reads_the_cluster_read_only(
     assert {w["source"] for w in doc["workloads"]} == {"cluster"}
     every = grouped("--all-workloads")
     assert every is not None and "Pod/web" in every[1] and every[0]["totals"]["notListed"] == 0
+    # what the cluster serves: discovery, and the gates by the release's defaults (no /metrics grant)
+    served = doc["inputs"]["servedApiVersions"]
+    assert "resource.k8s.io/v1" in served and doc["options"]["apiVersion"] == "resource.k8s.io/v1"
+    features = doc["inputs"]["features"]
+    assert features["source"] == "defaults" and "/metrics not read (403 Forbidden)" in features["note"]
+
+
+def test_live_report_reads_the_feature_metric_where_granted(
+    control_plane: ControlPlane, kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
+    calls = (*API_CALLS, *OPTIONAL_CALLS)
+    kubeconfig = _read_only_kubeconfig(control_plane, kube, namespace, tmp_path / "report.kubeconfig", calls)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["report", "--kubeconfig", str(kubeconfig), "-o", "json"], stdout=out, stderr=err) == 0, err.getvalue()
+    features = json.loads(out.getvalue())["inputs"]["features"]
+    assert (features["source"], features["note"]) == ("metrics", "")
+    minor = int(features["kubernetesVersion"].split(".")[1])
+    # the control plane runs its release's defaults: the metric agrees with the documented table
+    assert features["gates"] == {g: release_defaults(minor)[g] for g in features["gates"]}
+    text = io.StringIO()
+    assert main(["report", "--kubeconfig", str(kubeconfig)], stdout=text, stderr=io.StringIO()) == 0
+    assert "(the API server's kubernetes_feature_enabled)" in text.getvalue()
 
 
 CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -165,5 +195,7 @@ def test_live_report_lists_a_served_custom_resource(
         f"{w['kind']}/{w['name']}": w for w in json.loads(out.getvalue())["workloads"] if w["namespace"] == namespace
     }
     ray = mine["RayCluster/ray"]
-    assert (ray["path"], ray["via"]) == ("needs-conversion", "webhook")
+    # the test's namespace carries no dra-bridge.io/webhook label: the webhook never sees its pods
+    assert ray["path"] == "not-enrolled" and ray["enrolment"]["mode"] == "none"
+    assert f"namespace {namespace} is not enrolled" in ray["pathReason"] and "(the plan: " in ray["pathReason"]
     assert ray["legacy"] == [{"container": "worker", "resource": "nvidia.com/gpu", "count": 1, "kind": "gpu"}]

@@ -46,3 +46,15 @@ def test_rbac_rules_grant_exactly_the_declared_calls_of_a_scope() -> None:
     rules = rbac_rules(BRIDGE_CALLS)
     assert {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]} in rules
     assert sum(len(r["verbs"]) for r in rules) == len(BRIDGE_CALLS)
+
+
+def test_a_non_resource_url_is_a_cluster_rule_of_its_own() -> None:
+    from dra_bridge.kube.api import METRICS_CALL
+    from dra_bridge.kube.resources import grant, rbac_rules
+
+    calls = (*grant("", "pods", "list"), METRICS_CALL)
+    assert rbac_rules(calls) == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+    ]
+    assert rbac_rules(calls, "namespace") == [] and str(METRICS_CALL) == "get /metrics"

@@ -11,10 +11,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from dra_bridge.kube.fake import FakeKube
-from dra_bridge.kube.resources import DEVICE_CLASSES, NODES, PODS
-from dra_bridge.migrate.access import API_CALLS
+from dra_bridge.kube.resources import DEPLOYMENTS, DEVICE_CLASSES, NODES, PODS
+from dra_bridge.migrate.access import API_CALLS, OPTIONAL_CALLS
 from dra_bridge.migrate.cli import main
 from dra_bridge.migrate.live import read_cluster
 
@@ -83,13 +84,23 @@ def test_every_workload_has_its_outcome_and_path_on_136() -> None:
     got = {k: (w["outcome"], w["path"]) for k, w in by_name(doc).items()}
     assert got == EXPECTED_136
     assert doc["totals"]["workloads"] == len(EXPECTED_136)
-    assert doc["totals"]["paths"] == {"nothing-to-do": 2, "kep-5004": 5, "needs-conversion": 9, "blocked": 2}
+    assert doc["totals"]["paths"] == {
+        "nothing-to-do": 2,
+        "kep-5004": 5,
+        "needs-conversion": 9,
+        "not-enrolled": 0,
+        "blocked": 2,
+    }
+    # no Namespace objects in these files: enrolment is not known, and the report says so
+    assert doc["inputs"]["enrolment"]["note"].startswith("enrolment not known: no Namespace objects")
+    assert {w["enrolment"]["mode"] for w in doc["workloads"]} == {"unknown"}
 
 
 def test_kep5004_needs_136_and_names_the_newest_class() -> None:
     old = by_name(report())  # default: v1's first release, 1.34
     assert {w["path"] for w in old.values()} == {"nothing-to-do", "needs-conversion", "blocked"}
-    assert "served from Kubernetes 1.36 (target 1.34)" in old["Pod/team-b/by-product#pods.yaml"]["pathReason"]
+    why = "served from Kubernetes 1.36 (target 1.34: DRAExtendedResource off by default)"
+    assert why in old["Pod/team-b/by-product#pods.yaml"]["pathReason"]
     new = by_name(report("--kubernetes-version", "v1.36.3"))
     served = new["Pod/team-a/gpu-pod#01-pod-limits-only-toleration.yaml"]
     assert "DeviceClass gpu.nvidia.com" in served["pathReason"] and served["via"] == "node hand-over"
@@ -277,6 +288,8 @@ def test_readme_documents_the_live_rbac() -> None:
     }
     declared = {(c.group or "core", c.resource) for c in API_CALLS}
     assert {(g, r) for g, r in rows} == declared
+    for call in OPTIONAL_CALLS:  # the optional non-resource URL, in words below the table
+        assert f"`{call.verb}` on the non-resource URL `{call.resource}`" in section
 
 
 def test_live_mode_reads_the_custom_resources_the_cluster_serves() -> None:
@@ -309,3 +322,134 @@ def test_live_mode_reads_the_custom_resources_the_cluster_serves() -> None:
     assert "rayclusters" in listed and "inferenceservices" not in listed  # not served: not listed
     assert {(k.group, k.plural) for k in KNOWN_CUSTOM_KINDS} <= {(c.group, c.resource) for c in API_CALLS}
     assert {str(c) for c in fake.calls} <= {str(c) for c in API_CALLS}
+
+
+GPU_POD = {"name": "c", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+
+
+def _enrolment_input(tmp_path: Path, namespaces: bool) -> Path:
+    def pod(ns: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": ns},
+            "spec": {"containers": [GPU_POD]},
+        }
+
+    def namespace(name: str, labels: dict[str, str]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+    docs = [pod(ns) for ns in ("kube-system", "gpu-system", "plain", "opted", "enforced", "audited")]
+    if namespaces:
+        docs += [
+            namespace("plain", {}),
+            namespace("opted", {"dra-bridge.io/webhook": "enforce", "dra-bridge.io/webhook-opt-out": "true"}),
+            namespace("enforced", {"dra-bridge.io/webhook": "enforce"}),
+            namespace("audited", {"dra-bridge.io/webhook": "audit"}),
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "gpu", "namespace": "plain"},
+                "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+            },
+        ]
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def _paths(path: Path, *extra: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    code, out, err = run("report", "-f", str(path), "-o", "json", "--kubernetes-version", "1.34", *extra)
+    assert code == 0, err
+    doc = json.loads(out)
+    jsonschema.validate(doc, SCHEMA, cls=jsonschema.Draft202012Validator)
+    return doc, {w["namespace"]: w for w in doc["workloads"]}
+
+
+def test_pods_the_webhook_never_sees_are_not_enrolled(tmp_path: Path) -> None:
+    doc, by_ns = _paths(_enrolment_input(tmp_path, namespaces=True), "--release-namespace", "gpu-system")
+    got = {ns: (w["path"], w["enrolment"]["mode"]) for ns, w in by_ns.items()}
+    assert got == {
+        "kube-system": ("not-enrolled", "none"),
+        "gpu-system": ("not-enrolled", "none"),
+        "plain": ("not-enrolled", "none"),
+        "opted": ("not-enrolled", "none"),
+        "enforced": ("needs-conversion", "enforce"),
+        "audited": ("needs-conversion", "audit"),
+    }
+    assert "label it dra-bridge.io/webhook=enforce to enrol it" in by_ns["plain"]["pathReason"]
+    assert by_ns["opted"]["enrolment"]["enrolWith"] == "remove the label dra-bridge.io/webhook-opt-out"
+    assert by_ns["kube-system"]["enrolment"]["enrolWith"] == ""
+    # what enrolling would change is still said: the legacy quota stops counting the converted pods
+    assert [r["code"] for r in by_ns["plain"]["risks"]] == ["quota-stops-counting"]
+    assert doc["totals"]["paths"]["not-enrolled"] == 4 and doc["inputs"]["enrolment"]["note"] == ""
+    # audit.allNamespaces: the unlabelled namespace is seen (audited), the excluded still are not
+    _, every = _paths(_enrolment_input(tmp_path, namespaces=True), "--audit-all-namespaces")
+    assert (every["plain"]["path"], every["plain"]["enrolment"]["mode"]) == ("needs-conversion", "audit")
+    assert every["kube-system"]["path"] == "not-enrolled" and every["gpu-system"]["path"] == "needs-conversion"
+
+
+def test_without_namespace_objects_only_what_the_name_decides_applies(tmp_path: Path) -> None:
+    doc, by_ns = _paths(_enrolment_input(tmp_path, namespaces=False), "--release-namespace", "gpu-system")
+    assert {ns: w["path"] for ns, w in by_ns.items() if w["path"] == "not-enrolled"}.keys() == {
+        "kube-system",
+        "gpu-system",
+    }
+    assert {by_ns[ns]["enrolment"]["mode"] for ns in ("plain", "opted", "enforced", "audited")} == {"unknown"}
+    assert doc["inputs"]["enrolment"]["note"].startswith("enrolment not known: no Namespace objects")
+    code, out, _ = run("report", "-f", str(tmp_path / "in.yaml"))
+    assert code == 0 and "enrolment not known: no Namespace objects" in out
+
+
+def test_live_mode_reads_the_namespaces_and_judges_enrolment_from_their_labels() -> None:
+    from dra_bridge.kube.resources import NAMESPACES
+    from dra_bridge.translate.catalog import load_catalog
+    from dra_bridge.translate.report import build_report
+
+    fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1"])
+    for ns, labels in (("plain", {}), ("enforced", {"dra-bridge.io/webhook": "enforce"})):
+        fake.put(NAMESPACES, {"metadata": {"name": ns, "labels": labels}})
+        template = {"metadata": {"labels": {"app": "p"}}, "spec": {"containers": [GPU_POD]}}
+        fake.put(DEPLOYMENTS, {"metadata": {"name": "p", "namespace": ns}, "spec": {"template": template}})
+    objects, _ = asyncio.run(read_cluster(fake))
+    assert {o["metadata"]["name"] for _, o in objects if o["kind"] == "Namespace"} == {"plain", "enforced"}
+    assert {str(c) for c in fake.calls} <= {str(c) for c in API_CALLS}
+    paths = {w.unit.namespace: w.path.path for w in build_report(objects, load_catalog()).workloads}
+    assert paths == {"plain": "not-enrolled", "enforced": "needs-conversion"}
+
+
+@pytest.mark.parametrize("version", ["1.31", "v1.30.2", "1.0"])
+def test_a_kubernetes_version_below_132_is_refused(version: str) -> None:
+    code, out, err = run("report", "-f", EXAMPLES, "--kubernetes-version", version)
+    assert (code, out) == (1, "") and "below 1.32" in err and "no DRA to migrate to" in err
+    from dra_bridge.migrate.report_cmd import _minor
+
+    assert _minor("v1.31.4-eks.2", given=False) == 31  # a live server that old is judged, not refused
+
+
+def test_live_mode_reads_the_served_versions_and_the_feature_metric_where_granted() -> None:
+    from dra_bridge.migrate.access import OPTIONAL_CALLS
+    from dra_bridge.migrate.live import read_served
+
+    fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"])
+    fake.metrics = 'kubernetes_feature_enabled{name="DRAExtendedResource",stage="ALPHA"} 1\n'
+    served, metrics, why = asyncio.run(read_served(fake))
+    assert served == ("resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
+    assert metrics is None and why == "the API server's /metrics not read (403 Forbidden)"  # no grant: falls back
+    fake.allowed = frozenset((*API_CALLS, *OPTIONAL_CALLS))
+    assert asyncio.run(read_served(fake))[1:] == (fake.metrics, "")
+    assert {str(c) for c in fake.calls} == {str(c) for c in (*API_CALLS, *OPTIONAL_CALLS)} & {
+        str(c) for c in fake.calls
+    }
+
+
+def test_templates_are_rendered_for_the_version_the_cluster_serves() -> None:
+    from dra_bridge.migrate.errors import UsageError
+    from dra_bridge.migrate.report_cmd import LiveRead, _api_version
+
+    beta = LiveRead([], "v1.33.1", ("resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"), None, "")
+    assert _api_version(None, beta) == "resource.k8s.io/v1beta2"
+    assert _api_version("v1beta1", beta) == "resource.k8s.io/v1beta1"
+    with pytest.raises(UsageError, match=r"the cluster does not serve resource\.k8s\.io/v1 "):
+        _api_version("v1", beta)
+    assert _api_version(None, None) == "v1"  # files: v1 unless given

@@ -14,7 +14,14 @@ Rules are re-typed from k8s.io/dynamic-resource-allocation ``structured/`` (see 
 """
 
 from dra_bridge.translate.alloc.engine import NodeAllocator
-from dra_bridge.translate.alloc.features import DEFAULT_GATES, Features, parse_gates
+from dra_bridge.translate.alloc.features import (
+    DEFAULT_GATES,
+    RELEASE_DEFAULTS,
+    Features,
+    features_of,
+    parse_gates,
+    release_defaults,
+)
 from dra_bridge.translate.alloc.node_match import Node
 from dra_bridge.translate.alloc.pools import gather_pools
 from dra_bridge.translate.alloc.selectors import SelectorCache
@@ -23,6 +30,7 @@ from dra_bridge.translate.alloc.state import AllocatedState
 
 __all__ = [
     "DEFAULT_GATES",
+    "RELEASE_DEFAULTS",
     "AllocatedState",
     "ClaimOutcome",
     "Features",
@@ -30,7 +38,9 @@ __all__ = [
     "NodeAllocator",
     "SelectorCache",
     "Simulation",
+    "features_of",
     "gather_pools",
     "parse_gates",
+    "release_defaults",
     "simulate",
 ]

@@ -14,7 +14,10 @@ Which gate switches which allocator feature (k8s.io/dynamic-resource-allocation
   DRAListTypeAttributes -> ``list_type_attributes``.
 
 1.36 defaults (https://github.com/kubernetes/kubernetes/blob/master/pkg/features/kube_features.go): all on except
-DRAListTypeAttributes.
+DRAListTypeAttributes. :data:`RELEASE_DEFAULTS` holds each DRA gate's default per release from
+the same file's ``VersionedSpecs`` (a gate is off before its first release), for
+:func:`release_defaults` ``(minor)`` and DRAExtendedResource (KEP-5004's extended-resource
+mapping, which the report reads); :func:`features_of` turns a gate table into :class:`Features`.
 Gates the allocator does not read (DRAExtendedResource, DRASchedulerFilterTimeout, ...)
 are accepted and ignored, so a scheduler's ``--feature-gates`` value can be pasted as is.
 """
@@ -26,7 +29,7 @@ from typing import Final
 
 from dra_bridge.translate.errors import InputError
 
-__all__ = ["DEFAULT_GATES", "Features", "parse_gates"]
+__all__ = ["DEFAULT_GATES", "RELEASE_DEFAULTS", "Features", "features_of", "parse_gates", "release_defaults"]
 
 DEFAULT_GATES: Final[dict[str, bool]] = {
     "DRAAdminAccess": True,
@@ -37,6 +40,18 @@ DEFAULT_GATES: Final[dict[str, bool]] = {
     "DRADeviceBindingConditions": True,
     "DRAResourceClaimDeviceStatus": True,
     "DRAListTypeAttributes": False,
+}
+#: Gate -> ((first minor of a default, the default), ...), ascending: kube_features.go's VersionedSpecs.
+RELEASE_DEFAULTS: Final[dict[str, tuple[tuple[int, bool], ...]]] = {
+    "DRAAdminAccess": ((32, False), (34, True)),
+    "DRAPrioritizedList": ((33, False), (34, True)),
+    "DRADeviceTaints": ((33, False), (36, True)),
+    "DRAPartitionableDevices": ((33, False), (36, True)),
+    "DRAConsumableCapacity": ((34, False), (36, True)),
+    "DRADeviceBindingConditions": ((34, False), (36, True)),
+    "DRAResourceClaimDeviceStatus": ((32, False), (33, True)),
+    "DRAListTypeAttributes": ((36, False),),
+    "DRAExtendedResource": ((34, False), (36, True)),
 }
 _IGNORED: Final = frozenset(
     {
@@ -75,6 +90,20 @@ def _features(gates: dict[str, bool]) -> Features:
         binding_conditions=gates["DRADeviceBindingConditions"] and gates["DRAResourceClaimDeviceStatus"],
         list_type_attributes=gates["DRAListTypeAttributes"],
     )
+
+
+def release_defaults(minor: int) -> dict[str, bool]:
+    """Every gate of :data:`RELEASE_DEFAULTS` at its default in Kubernetes ``1.<minor>`` (off
+    where the release does not have it yet)."""
+    return {
+        gate: next((on for first, on in reversed(steps) if first <= minor), False)
+        for gate, steps in RELEASE_DEFAULTS.items()
+    }
+
+
+def features_of(gates: dict[str, bool]) -> Features:
+    """The allocator :class:`Features` of a gate table (a gate it lacks is off)."""
+    return _features({gate: gates.get(gate, False) for gate in DEFAULT_GATES})
 
 
 def parse_gates(text: str | None) -> Features:

@@ -1,7 +1,10 @@
 """The migration report (``dra-migrate report``): pure rules, no I/O.
 
 Owns: which workloads the input holds and the pods each owns (:mod:`~translate.report.grouping`),
-the path each can take, KEP-5004 included (:mod:`~translate.report.paths`), the plan options the
+the path each can take, KEP-5004 included (:mod:`~translate.report.paths`), the namespaces
+whose enrolment it is judged in (:mod:`~translate.report.namespaces`), what the cluster serves
+(``resource.k8s.io`` versions, the DRA gates that decide paths: :mod:`~translate.report.served`),
+the plan options the
 webhook's policy gives each workload (:mod:`~translate.report.policy_options`), the custom
 resources a live report lists (:mod:`~translate.report.custom_kinds`), the risks the translation
 alone cannot see (:mod:`~translate.report.risks`), which workloads a live report lists

@@ -1,6 +1,6 @@
 """What a report covers: input objects -> workloads (each with the pods it owns) and cluster facts.
 
-    group(objects) -> Inventory(units, nodes, slices, classes, quotas)
+    group(objects) -> Inventory(units, nodes, slices, classes, quotas, namespaces)
 
 ``objects`` are ``(source, object)`` pairs, in input order; a source names where the object
 came from (``FILE#N``, the N-th object of a file counted from 1, or ``cluster`` in live mode).
@@ -19,7 +19,7 @@ Rules:
 - A Pod without a controller is its own unit; one with only ``generateName`` is marked
   ``not_yet_named`` (its name is given at creation).
 - A ReplicaSet owned by a Deployment, and a Job owned by a CronJob, join their owner's unit.
-- Nodes, ResourceSlices, DeviceClasses and ResourceQuotas are cluster facts; every other
+- Nodes, ResourceSlices, DeviceClasses, ResourceQuotas and Namespaces are cluster facts; every other
   kind (Services, ConfigMaps, ResourceClaimTemplates, ...) is ignored.
 - The same object (API group, kind, namespace, name) given twice is a warning
   (``Inventory.warnings``: ``Kind/namespace/name given twice: SOURCE and SOURCE``); both stay
@@ -36,7 +36,7 @@ from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_
 from dra_bridge.translate.plan.workloads import BUILTIN_TEMPLATE_PATHS, CORE_GROUPS, find_pod_templates
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "PodTemplate")
-FACT_KINDS = ("Node", "ResourceSlice", "DeviceClass", "ResourceQuota")
+FACT_KINDS = ("Node", "ResourceSlice", "DeviceClass", "ResourceQuota", "Namespace")
 #: Built-in API groups: their other kinds never hold pod templates.
 BUILTIN_GROUPS = (
     "",
@@ -96,6 +96,7 @@ class Inventory:
     classes: list[Mapping[str, Any]] = field(default_factory=list)
     quotas: list[Mapping[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    namespaces: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -212,9 +213,13 @@ def group(objects: Iterable[tuple[str, Any]]) -> Inventory:
         kind, m = str(obj["kind"]), meta(obj)
         namespace = str(m.get("namespace") or "")
         if kind in FACT_KINDS and _group(obj) in ("", "resource.k8s.io"):
-            {"Node": inv.nodes, "ResourceSlice": inv.slices, "DeviceClass": inv.classes, "ResourceQuota": inv.quotas}[
-                kind
-            ].append(obj)
+            facts = {
+                "Node": inv.nodes,
+                "ResourceSlice": inv.slices,
+                "DeviceClass": inv.classes,
+                "ResourceQuota": inv.quotas,
+            }
+            (inv.namespaces if kind == "Namespace" else facts[kind]).append(obj)
         elif kind == "Pod" and _group(obj) == "":
             pods.append((order, source, obj))
         elif (kind in WORKLOAD_KINDS and _group(obj) in ("apps", "batch", "")) or _is_custom_workload(obj):

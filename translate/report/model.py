@@ -6,7 +6,9 @@
 
 Pure: objects in, a report out. Per workload (:mod:`translate.report.grouping`): the plan
 (``convert_object``: its findings and the ResourceClaimTemplates it would get), the path
-(:mod:`translate.report.paths`), the risks (:mod:`translate.report.risks`) and, for a
+(:mod:`translate.report.paths`; ``not-enrolled`` where :func:`translate.enrolment.enrolment`
+says the webhook never sees the namespace, from the input's Namespace objects and
+``settings.enrolment``), the risks (:mod:`translate.report.risks`) and, for a
 workload with more than one device in a container (or pod, with pod scope), whether the
 Topology Manager's NUMA/PCIe alignment survives (``kept``, ``partial``, or ``lost`` without
 ``--alignment``: MIGRATION.md, "Topology Manager"). A node pool is the value of
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.enrolment import Enrolment, EnrolmentSettings, enrolment
 from dra_bridge.translate.errors import CountError
 from dra_bridge.translate.findings import SEVERITY, Finding, worst
 from dra_bridge.translate.names import CATALOG_API_VERSION, GFD_PRODUCT_LABEL
@@ -39,16 +42,19 @@ from dra_bridge.translate.policy import Policy, Translation
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.grouping import pod_templates as pod_templates  # re-exported: capacity, convert
 from dra_bridge.translate.report.listing import is_gpu_workload
+from dra_bridge.translate.report.namespaces import enrolment_inputs, enrolment_json, namespace_labels
 from dra_bridge.translate.report.paths import (
     PATHS,
     PathName,
     PathVerdict,
     choose_path,
+    enrolled_path,
     kep5004_blockers,
     kep5004_classes,
 )
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
+from dra_bridge.translate.report.served import NO_DRA, Served, cluster_features
 
 REPORT_API_VERSION = "report.dra-bridge.io/v2"
 DEFAULT_POOL_LABEL = GFD_PRODUCT_LABEL
@@ -68,9 +74,10 @@ class Settings:
     """How to report: plan ``options`` (target version, alignment, ...), the node-pool label,
     the Kubernetes version (``major.minor``) the paths are judged for, the inputs' names,
     whether every workload is listed (``list_all``; else only GPU workloads,
-    :mod:`translate.report.listing`, the others counted in ``Report.not_listed``), and the front
+    :mod:`translate.report.listing`, the others counted in ``Report.not_listed``), the front
     end's words for remedy codes (``remedy_text``: each finding's reason, and so each path's, ends
-    with them; None leaves the codes unphrased)."""
+    with them; None leaves the codes unphrased), and the chart settings that decide which
+    namespaces the webhook sees (``enrolment``)."""
 
     options: Options = field(default_factory=Options)
     pool_label: str = DEFAULT_POOL_LABEL
@@ -81,6 +88,13 @@ class Settings:
     policy: Policy | None = None
     list_all: bool = True
     remedy_text: Callable[[Finding], str | None] | None = None
+    enrolment: EnrolmentSettings = field(default_factory=EnrolmentSettings)
+    served: Served | None = None
+
+    @property
+    def cluster(self) -> Served:
+        """What the paths are judged against: ``served`` (live mode), else the release's defaults."""
+        return self.served or Served(cluster_features(self.options.minor))
 
 
 @dataclass
@@ -99,6 +113,7 @@ class WorkloadReport:
     capacity: dict[str, Any] | None = None
     converted: Converted | None = None
     policy: Translation | None = None
+    enrolment: Enrolment | None = None
 
     @property
     def severity(self) -> int:
@@ -139,6 +154,7 @@ class WorkloadReport:
             "alignment": self.alignment,
             "capacity": self.capacity,
             "policy": None if self.policy is None else {"rule": self.policy.rule, "convert": self.policy.convert},
+            "enrolment": None if self.enrolment is None else enrolment_json(self.enrolment),
         }
 
 
@@ -200,6 +216,10 @@ class Report:
             "notListed": self.not_listed,
         }
 
+    def enrolment_inputs(self) -> dict[str, Any]:
+        """``inputs.enrolment`` of the JSON document (:func:`translate.report.namespaces.enrolment_inputs`)."""
+        return enrolment_inputs(self.settings.enrolment, len(self.inventory.namespaces))
+
     def as_json(self) -> dict[str, Any]:
         """The ``report.dra-bridge.io/v2`` document."""
         s = self.settings
@@ -212,6 +232,9 @@ class Report:
                 "kubernetesVersion": s.kubernetes_version,
                 "objects": dict(sorted(self.object_counts.items())),
                 "inventories": self.inventories,
+                "enrolment": self.enrolment_inputs(),
+                "servedApiVersions": None if s.cluster.api_versions is None else list(s.cluster.api_versions),
+                "features": s.cluster.features.as_json(),
             },
             "catalog": {
                 "apiVersion": CATALOG_API_VERSION,
@@ -274,6 +297,15 @@ def _pools_of(pods: Sequence[Mapping[str, Any]], node_pool: Mapping[str, str], l
     return list(dict.fromkeys(pools)) or [ANY_POOL]
 
 
+def _without_dra(
+    verdict: PathVerdict, served: Served, legacy: bool, templates: Sequence[tuple[str, Mapping[str, Any]]]
+) -> PathVerdict:
+    """``blocked`` (:data:`NO_DRA`) on a cluster serving no ``resource.k8s.io`` version, for a
+    workload with a legacy request or a claim; else ``verdict``."""
+    claims = any(isinstance(p.get("spec"), Mapping) and p["spec"].get("resourceClaims") for _, p in templates)
+    return PathVerdict("blocked", "", NO_DRA) if served.no_dra and (legacy or claims) else verdict
+
+
 def _workload(
     unit: Unit,
     inv: Inventory,
@@ -281,8 +313,10 @@ def _workload(
     settings: Settings,
     classes: Mapping[str, str],
     node_pool: Mapping[str, str],
+    enrolled: Enrolment,
 ) -> WorkloadReport:
     templates = pod_templates(unit.obj)
+    served = settings.cluster
     options, translation = settings.options, None
     if settings.policy is not None and templates:
         options, translation = workload_options(
@@ -303,10 +337,12 @@ def _workload(
         found = [d for d in collect(spec if isinstance(spec, Mapping) else {}, catalog, prefix, []) if d.count > 0]
         demands += found
         if found:
-            blockers += kep5004_blockers(pod, found, classes, settings.options.minor)
+            blockers += kep5004_blockers(pod, found, classes, served.features.mapping_off())
         risks += workload_risks(unit.obj, pod, found, inv.quotas, catalog, unit.custom, prefix)
-    verdict = choose_path(demands, findings, list(dict.fromkeys(blockers)), classes)
-    if verdict.path != "needs-conversion":  # the legacy request stays: the legacy quota still counts it
+    verdict = enrolled_path(choose_path(demands, findings, list(dict.fromkeys(blockers)), classes), enrolled)
+    verdict = _without_dra(verdict, served, bool(demands), templates)
+    # the legacy request stays: the legacy quota still counts it (not-enrolled: it stops once enrolled)
+    if verdict.path not in ("needs-conversion", "not-enrolled"):
         risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
     return WorkloadReport(
@@ -320,6 +356,7 @@ def _workload(
         tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool, settings.pool_label)),
         converted=converted,
         policy=translation,
+        enrolment=enrolled,
     )
 
 
@@ -356,7 +393,19 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
     inv = group(listed)
     classes = kep5004_classes(inv.classes)
     node_pool, pools = _node_pools(inv, catalog, settings.pool_label)
-    every = [_workload(u, inv, catalog, settings, classes, node_pool) for u in inv.units]
+    labels = namespace_labels(inv.namespaces)
+    every = [
+        _workload(
+            u,
+            inv,
+            catalog,
+            settings,
+            classes,
+            node_pool,
+            enrolment(u.namespace, labels.get(u.namespace), settings.enrolment),
+        )
+        for u in inv.units
+    ]
     workloads = [w for w in every if settings.list_all or _listed(w)]
     for w in workloads:
         for pool in w.pools:

@@ -1,8 +1,9 @@
 """The path each workload can take to DRA, and when KEP-5004's extended-resource mapping serves it.
 
     kep5004_classes(device_classes) -> {extended resource name: DeviceClass}
-    kep5004_blockers(pod, demands, classes, minor) -> [why it does not apply]   (empty: it applies)
+    kep5004_blockers(pod, demands, classes, mapping_off) -> [why it does not apply]   (empty: it applies)
     choose_path(demands, findings, blockers, classes) -> PathVerdict
+    enrolled_path(verdict, enrolment) -> PathVerdict     ``not-enrolled`` where the webhook never looks
 
 Paths, in the order they are decided (:data:`PATH_RULES`; each path agrees with the outcomes
 of its row of :data:`PATH_OUTCOMES`):
@@ -14,7 +15,8 @@ of its row of :data:`PATH_OUTCOMES`):
 ``nothing-to-do``
     no legacy device request with a count above zero (already DRA, or no GPU at all).
 ``kep-5004``
-    served as it is by the cluster's own extended-resource mapping (KEP-5004, 1.36+): a
+    served as it is by the cluster's own extended-resource mapping (KEP-5004, the
+    ``DRAExtendedResource`` gate: on by default from 1.36, :mod:`translate.report.served`): a
     DeviceClass with ``spec.extendedResourceName`` names every legacy resource the pod asks for,
     and nothing in the pod depends on what the mapping loses. The node hand-over is still
     needed: the scheduler sends a resource to DRA only on nodes whose allocatable for it is 0
@@ -30,6 +32,11 @@ of its row of :data:`PATH_OUTCOMES`):
 ``needs-conversion``
     ``convert`` rewrites it (``via: convert``), or the webhook converts its pods
     (``via: webhook``: DaemonSets, custom resources, Argo templates).
+``not-enrolled``
+    it would need conversion, but the webhook never sees its namespace's pods
+    (:mod:`translate.enrolment`: kube-system, the release namespace, the opt-out label, a
+    namespace no entry's namespaceSelector selects): they stay on the device plugin. The
+    reason names what would enrol it.
 
 What the mapping loses (each a blocker): GFD node selectors and affinity (its per-pod claim
 has no device selector), MIG and shared (time-slicing) names and HAMi slicing (its claim asks
@@ -48,14 +55,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dra_bridge.translate.enrolment import Enrolment
 from dra_bridge.translate.findings import FOREIGN_CODES, Finding, worst
 from dra_bridge.translate.names import GFD_PREFIX, HAMI_ANNOTATIONS
 from dra_bridge.translate.plan.demand import ContainerDemand
 
-PathName = Literal["nothing-to-do", "kep-5004", "needs-conversion", "blocked"]
-PATHS: tuple[PathName, ...] = ("nothing-to-do", "kep-5004", "needs-conversion", "blocked")
-#: The first release whose scheduler serves extended resources through DRA by default (the issue).
-KEP5004_MINOR = 36
+PathName = Literal["nothing-to-do", "kep-5004", "needs-conversion", "not-enrolled", "blocked"]
+PATHS: tuple[PathName, ...] = ("nothing-to-do", "kep-5004", "needs-conversion", "not-enrolled", "blocked")
 
 
 @dataclass(frozen=True)
@@ -93,16 +99,18 @@ def _gpu_placement(spec: Mapping[str, Any]) -> str:
 
 
 def kep5004_blockers(
-    pod: Mapping[str, Any], demands: Sequence[ContainerDemand], classes: Mapping[str, str], minor: int
+    pod: Mapping[str, Any], demands: Sequence[ContainerDemand], classes: Mapping[str, str], mapping_off: str
 ) -> list[str]:
     """Why KEP-5004's mapping does not serve this pod as it is (empty: it does); see the module
-    docstring. ``demands``: the pod's legacy demands with a count above zero."""
+    docstring. ``demands``: the pod's legacy demands with a count above zero; ``mapping_off``:
+    why the cluster's mapping is off (DRAExtendedResource: :meth:`ClusterFeatures.mapping_off`),
+    empty when it is on."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
     meta = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
     assert isinstance(spec, Mapping) and isinstance(meta, Mapping)
     out: list[str] = []
-    if minor < KEP5004_MINOR:
-        out.append(f"the extended-resource mapping is served from Kubernetes 1.{KEP5004_MINOR} (target 1.{minor})")
+    if mapping_off:
+        out.append(mapping_off)
     missing = sorted({d.mapping.resource_name for d in demands} - set(classes))
     if missing:
         out.append(f"no DeviceClass has extendedResourceName {', '.join(missing)}")
@@ -221,6 +229,7 @@ PATH_OUTCOMES: dict[str, frozenset[str]] = {
     "kep-5004": frozenset({"translated", "left-for-webhook", "partial", "kept-legacy"}),  # stays legacy
     "needs-conversion": frozenset({"translated", "left-for-webhook", "partial"}),
     "blocked": frozenset({"kept-legacy", "unsupported"}),
+    "not-enrolled": frozenset({"translated", "left-for-webhook", "partial"}),  # needs conversion, never seen
 }
 
 
@@ -236,3 +245,16 @@ def choose_path(
         if verdict is not None:
             return verdict
     return _converts(facts)
+
+
+def enrolled_path(verdict: PathVerdict, enrolment: Enrolment) -> PathVerdict:
+    """``verdict``, or ``not-enrolled`` when it needs conversion and the webhook never sees the
+    namespace's pods (``enrolment`` known and no path); enrolment not known leaves it as it is."""
+    if verdict.path != "needs-conversion" or not enrolment.known or enrolment.enrolled:
+        return verdict
+    how = f": {enrolment.enrol_with} to enrol it" if enrolment.enrol_with else ""
+    return PathVerdict(
+        "not-enrolled",
+        "",
+        f"{enrolment.reason}{how}; its pods stay on the device plugin (the plan: {verdict.reason})",
+    )
