@@ -39,10 +39,10 @@ from dra_bridge.migrate.inventory_dumps import (
 )
 from dra_bridge.migrate.live import read_cluster
 from dra_bridge.migrate.manifests import read_catalog, read_sources, why_empty
+from dra_bridge.migrate.option_flags import add_option_flags, option_values
 from dra_bridge.migrate.report_html import render_html
 from dra_bridge.migrate.report_text import render_text
-from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
-from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.plan.options import Options
 from dra_bridge.translate.policy import Policy, load_policy_file
 from dra_bridge.translate.report import DEFAULT_POOL_LABEL, FAIL_LEVELS, Settings, build_report
 from dra_bridge.translate.report.capacity import report_capacity
@@ -77,35 +77,14 @@ def add_parser(sub: Any) -> None:
         help="the release the paths are judged for (live: the server's; default: the --api-version's "
         "first release, 1.34 for v1)",
     )
-    rep.add_argument(
-        "--api-version",
-        default="v1",
-        metavar="v1|v1beta2|v1beta1",
-        help="resource.k8s.io version of the templates shown (default v1)",
-    )
+    add_option_flags(rep, "report")
     rep.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
-    rep.add_argument("--target", choices=("bridge", "vendor"), help="DeviceClasses: ours (default) or the vendor's")
     rep.add_argument("-o", "--output", choices=FORMATS, default="table", help="default table")
     rep.add_argument(
         "--pool-label",
         default=DEFAULT_POOL_LABEL,
         metavar="KEY",
         help=f"the node label whose value names a node pool (default {DEFAULT_POOL_LABEL})",
-    )
-    rep.add_argument(
-        "--alignment",
-        choices=POLICIES,
-        default="none",
-        help="the alignment convert would keep (--alignment of convert); none reports where the Topology "
-        "Manager's alignment would be lost",
-    )
-    rep.add_argument("--alignment-scope", choices=SCOPES, default="container", help="as convert's")
-    rep.add_argument(
-        "--dra-scheduler",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a scheduler besides default-scheduler that supports DRA; repeatable",
     )
     rep.add_argument(
         "--policy",
@@ -205,7 +184,8 @@ def _read_live(args: argparse.Namespace, err: TextIO) -> tuple[list[tuple[str, A
 
 def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``report`` (see the module docstring)."""
-    catalog = read_catalog(args.catalog, args.target)
+    chosen = option_values(args, "report")
+    catalog = read_catalog(args.catalog, chosen.get("target"))
     policy = read_policy(args.policy)  # before a live read: a wrong path fails at once
     explicit_minor = _minor(args.kubernetes_version) if args.kubernetes_version else None
     live = not args.filename
@@ -222,12 +202,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         dumps[node] = (path, read_dump(path))
     minor = explicit_minor if args.kubernetes_version else (_minor(server) if server else None)
     try:
-        options = Options(
-            api_version=args.api_version,
-            kubernetes_minor=minor,
-            dra_schedulers=tuple(args.dra_scheduler),
-            alignment=Alignment(args.alignment, args.alignment_scope),
-        )
+        options = Options(**(chosen | {"kubernetes_minor": minor}))
         shown = f"1.{options.minor}"
     except (KeyError, ValueError) as exc:
         raise UsageError(f"--api-version {args.api_version!r}: {exc}") from exc

@@ -40,7 +40,7 @@ from dra_bridge.translate.plan.workloads import (
     convert_object,
     find_pod_templates,
 )
-from dra_bridge.translate.policy import Policy, Translation
+from dra_bridge.translate.policy import Policy
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.paths import PathName, PathVerdict, choose_path, kep5004_blockers, kep5004_classes
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
@@ -85,7 +85,7 @@ class WorkloadReport:
     pools: tuple[str, ...]
     capacity: dict[str, Any] | None = None
     converted: Converted | None = None
-    policy: Translation | None = None
+    policy: Options | None = None
 
     @property
     def severity(self) -> int:
@@ -222,8 +222,8 @@ class Report:
             "options": {
                 "apiVersion": s.options.api_version,
                 "poolLabel": s.pool_label,
-                "alignment": s.options.alignment.policy,
-                "alignmentScope": s.options.alignment.scope,
+                "alignment": s.options.alignment,
+                "alignmentScope": s.options.alignment_scope,
             },
             "workloads": [w.as_json() for w in self.workloads],
             "nodePools": [p.as_json() for p in self.pools],
@@ -336,7 +336,7 @@ def _workload(
         converted.templates,
         tuple(risks),
         legacy,
-        _alignment(demands, converted.findings, options.alignment, verdict.path),
+        _alignment(demands, converted.findings, options.topology, verdict.path),
         tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool, settings.pool_label)),
         converted=converted,
         policy=translation,
