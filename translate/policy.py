@@ -22,6 +22,7 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
       failRequestsGreaterThanOne: false  # the device plugin fails shared requests > 1 (such pods stay legacy)
       alignment: none              # none | numa | pcie: keep the Topology Manager's alignment as a claim constraint
       alignmentScope: container    # container | pod (as topologyManagerScope)
+      convertHalfMigrated: false   # convert pods that already have DRA claims beside a legacy request
     rules:
       - name: training             # for logs and warnings
         match:                     # every key given must match (AND); lists are alternatives (OR)
@@ -250,6 +251,8 @@ def policy_remedy(finding: Finding) -> str | None:
             return "dra-migrate convert --include-custom-resources"
         case Remedy.FAIL_REQUESTS_GREATER_THAN_ONE:
             return "policy failRequestsGreaterThanOne"
+        case Remedy.CONVERT_HALF_MIGRATED:
+            return "policy convertHalfMigrated: true converts it anyway" if stays else "policy convertHalfMigrated"
         case Remedy.IGNORE_LEGACY_QUOTA:
             return "policy ignoreLegacyQuota: true converts it anyway" if stays else "policy ignoreLegacyQuota"
         case _:

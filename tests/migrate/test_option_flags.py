@@ -27,7 +27,7 @@ def test_the_commands_take_the_models_flags(command: Command) -> None:
     assert {f for f in flags if f in option_flags} == {s.flag for s in flag_specs(command)}
 
 
-def test_the_convert_flags_are_unchanged() -> None:
+def test_the_convert_flags_are_the_former_ones_and_the_new_one() -> None:
     assert {s.flag for s in flag_specs("convert")} == {
         "--api-version",
         "--target",
@@ -36,4 +36,5 @@ def test_the_convert_flags_are_unchanged() -> None:
         "--fail-requests-greater-than-one",
         "--alignment",
         "--alignment-scope",
+        "--convert-half-migrated",
     }

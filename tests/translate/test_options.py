@@ -35,6 +35,7 @@ def test_the_policy_keys_are_the_models() -> None:
         "failRequestsGreaterThanOne",
         "alignment",
         "alignmentScope",
+        "convertHalfMigrated",
     ]
     assert setting_names() == tuple(s.attribute for s in option_specs() if s.policy_key)
     by_key = {k["key"]: k for k in policy_keys()}
@@ -58,6 +59,7 @@ def test_the_policy_sets_each_key_onto_its_field() -> None:
         "failRequestsGreaterThanOne": True,
         "alignment": "pcie",
         "alignmentScope": "pod",
+        "convertHalfMigrated": True,
     }
     got = load_policy(yaml.safe_dump({"defaults": doc}), "p").defaults
     spec_of = {s.policy_key: s for s in option_specs() if s.policy_key}
@@ -77,6 +79,7 @@ def test_the_record_keeps_what_the_model_says() -> None:
         "failRequestsGreaterThanOne",
         "alignment",
         "alignmentScope",
+        "convertHalfMigrated",
     ]
 
 

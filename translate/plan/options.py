@@ -263,6 +263,20 @@ class Options:
             )
         ),
     )
+    convert_half_migrated: bool = field(
+        default=False,
+        metadata=about(
+            OptionSpec(
+                "convert a pod that already has DRA claims besides a legacy request (half-migrated by hand): "
+                "the legacy request gets a claim of its own (default: the pod is kept unchanged, with a warning)",
+                policy_key="convertHalfMigrated",
+                flag="--convert-half-migrated",
+                commands=BOTH,
+                record_key="convertHalfMigrated",
+                recorded_with="convert_half_migrated",
+            )
+        ),
+    )
     rule: str = field(
         default="", metadata=about(OptionSpec("the policy rule these options come from (empty: the defaults)"))
     )

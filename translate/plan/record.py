@@ -23,7 +23,10 @@ result: the managed-by value and the target minor release (both in the template 
 catalog's target (bridge or vendor classes), HAMi slicing, the schedulers declared to
 support DRA and whether shared requests greater than one fail (all three decide whether a pod
 converts at all), and the topology alignment (in the templates; written only when not ``none``,
-and an absent one reads as ``none``: releases before it wrote no constraints). Options that cannot change a
+and an absent one reads as ``none``: releases before it wrote no constraints), and whether a
+pod with DRA claims of its own beside a legacy request was converted (``convertHalfMigrated``,
+written only when true; absent reads as false: releases before it gave such a pod a second
+claim without recording why). Options that cannot change a
 conversion that happened are not recorded (KEP-5004 deference, keeping partial translations:
 a converted pod was neither deferred nor partial-and-kept).
 
@@ -81,6 +84,7 @@ class RecordedOptions:
     fail_requests_greater_than_one: bool | None = None
     alignment: AlignmentPolicy = "none"
     alignment_scope: AlignmentScope = "container"
+    convert_half_migrated: bool = False
 
     @property
     def topology(self) -> Alignment:

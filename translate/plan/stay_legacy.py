@@ -21,7 +21,7 @@ Per value, while the requests are read (``translate.plan.demand``, before there 
     :func:`requests_without_limits`, :func:`invalid_quantity`, :func:`requests_differ_from_limits`
 Per request (:data:`REQUEST_CHECKS`):
     :func:`hami_slicing_kept`, :func:`shared_count_over_one`
-Per pod: :data:`GATES` :func:`converted_before`, :func:`too_many_devices`; :data:`CHECKS`
+Per pod: :data:`GATES` :func:`converted_before`, :func:`half_migrated`, :func:`too_many_devices`; :data:`CHECKS`
     :func:`pinned_to_node`, :func:`scheduler_without_dra`; the verdict
     :func:`translation_not_faithful` (any finding above, or a partial one under
     keep-legacy-partial); :func:`live_pod` (a Pod object, before planning it)
@@ -179,6 +179,25 @@ def converted_before(facts: Facts) -> Finding | None:
     )
 
 
+def half_migrated(facts: Facts) -> Finding | None:
+    """A pod that already has DRA claims (``spec.resourceClaims``) and a legacy request too was
+    half-migrated by hand: converting it would add a second claim beside the first, without a
+    word. Kept unchanged with a warning, unless the options say convert it anyway."""
+    claims = facts.spec.get("resourceClaims")
+    if not isinstance(claims, list) or not claims or facts.options.convert_half_migrated:
+        return None
+    names = ", ".join(str(c.get("name", "?")) if isinstance(c, Mapping) else "?" for c in claims)
+    return Finding(
+        f"{facts.path}spec.resourceClaims",
+        names,
+        "kept-legacy",
+        "the pod already has DRA claims besides a legacy device request (half-migrated by hand, or claims "
+        "for other devices such as a NIC?): converting adds a claim for the legacy request beside them; "
+        "left unchanged",
+        Remedy.CONVERT_HALF_MIGRATED,
+    )
+
+
 def too_many_devices(facts: Facts) -> Finding | None:
     """More than MAX_DEVICES_PER_POD devices (the path: the first request's); slicing requests
     (memory, cores) count no devices."""
@@ -248,7 +267,7 @@ def live_pod(meta: Mapping[str, Any]) -> Finding | None:
 
 
 #: The first hit leaves the pod unchanged (its findings so far and the gate's).
-GATES: tuple[Check, ...] = (converted_before, too_many_devices)
+GATES: tuple[Check, ...] = (converted_before, half_migrated, too_many_devices)
 #: Every hit is kept; one of severity 3 keeps the pod legacy (the verdict).
 CHECKS: tuple[Check, ...] = (pinned_to_node, scheduler_without_dra)
 #: Per request (``facts.demand``): the first hit keeps that request, and so the pod, legacy.
