@@ -177,7 +177,11 @@ def _apply_kinds(
         m, notes = mig_single.serve(m, placement, catalog, d.path, d.legacy)
         findings += notes
         d = replace(d, mapping=m)
-        if m.profile and m.profile not in catalog.mig_profiles and catalog.target == "bridge":
+        if (
+            m.profile
+            and catalog.canonical_profile(m.profile) not in catalog.mig_profiles
+            and catalog.target == "bridge"
+        ):
             findings.append(
                 Finding(
                     d.path,
