@@ -115,7 +115,7 @@ def plan_pod(
             findings.append(Finding(d.path, d.legacy, "ignored", f"served by KEP-5004 DeviceClass {dclass}"))
         return _unchanged(pod, findings)
     placement = place(spec, annotations, path, options.minor, catalog.aliases)
-    wanted, dropped = _apply_kinds(facts, catalog, placement, findings)
+    wanted, dropped = _apply_kinds(replace(facts, placement=placement), catalog, placement, findings)
     target = catalog.target
     uses_gfd = any(d.mapping.gfd == "nvidia" for d in wanted)
     if uses_gfd:
@@ -174,6 +174,11 @@ def _apply_kinds(
             count, finding = sharing.shared_request(m, d.count, catalog.target, d.path, d.legacy)
             findings.append(finding)
             d = replace(d, count=count)
+        if not placement.mig_profiles:
+            replicas = sharing.shared_product_request(
+                m, d.count, catalog.target, placement.shared_products, d.path, d.legacy
+            )
+            findings += [replicas] if replicas is not None else []
         m, notes = mig_single.serve(m, placement, catalog, d.path, d.legacy)
         findings += notes
         d = replace(d, mapping=m)

@@ -20,7 +20,7 @@ the lists.
 Per value, while the requests are read (``translate.plan.demand``, before there are facts):
     :func:`requests_without_limits`, :func:`invalid_quantity`, :func:`requests_differ_from_limits`
 Per request (:data:`REQUEST_CHECKS`):
-    :func:`hami_slicing_kept`, :func:`shared_count_over_one`
+    :func:`hami_slicing_kept`, :func:`shared_count_over_one`, :func:`shared_product_count_over_one`
 Per pod: :data:`GATES` :func:`converted_before`, :func:`half_migrated`, :func:`too_many_devices`; :data:`CHECKS`
     :func:`pinned_to_node`, :func:`scheduler_without_dra`; the verdict
     :func:`translation_not_faithful` (any finding above, or a partial one under
@@ -46,6 +46,7 @@ from dra_bridge.translate.plan.options import Options
 
 if TYPE_CHECKING:
     from dra_bridge.translate.plan.demand import ContainerDemand
+    from dra_bridge.translate.plan.placement import Placement
 
 #: More devices than this in one pod is a typo or an attack, not a workload: refused.
 MAX_DEVICES_PER_POD = 256
@@ -74,8 +75,10 @@ CLUSTER_STATE = frozenset(
 class Facts:
     """What a stay-legacy check may read about one pod: its ``spec`` and ``annotations``, the
     legacy requests with a count (``demands``), the plan ``options``, the ``path`` prefix of its
-    findings (``spec.template.`` in a Deployment), the ``findings`` so far, and for a check of
-    one request that ``demand`` (:meth:`of`)."""
+    findings (``spec.template.`` in a Deployment), the ``findings`` so far, the pod's GPU node
+    selection as device selectors (``placement``: set for the request checks, None for gates and
+    checks, which run before it is read), and for a check of one request that
+    ``demand`` (:meth:`of`)."""
 
     spec: Mapping[str, Any]
     annotations: Mapping[str, Any]
@@ -84,6 +87,7 @@ class Facts:
     path: str = ""
     findings: tuple[Finding, ...] = ()
     demand: ContainerDemand | None = None
+    placement: Placement | None = None
 
     def of(self, demand: ContainerDemand) -> Facts:
         """These facts, about one request."""
@@ -160,6 +164,30 @@ def shared_count_over_one(facts: Facts) -> Finding | None:
         "unsupported",
         "the device plugin fails shared requests greater than one (failRequestsGreaterThanOne): the pod stays as it is",
         None if mapping.fail_requests_greater_than_one else Remedy.FAIL_REQUESTS_GREATER_THAN_ONE,
+    )
+
+
+def shared_product_count_over_one(facts: Facts) -> Finding | None:
+    """A plain ``nvidia.com/gpu`` greater than one on nodes whose ``gpu.product`` ends in
+    ``-SHARED`` (time-slicing without renaming) asks for replicas, which a device plugin with
+    ``failRequestsGreaterThanOne`` fails: such a pod stays as it is, as for a shared resource."""
+    d, placement = facts.demand, facts.placement
+    if (
+        d is None
+        or placement is None
+        or not placement.shared_products
+        or not facts.options.fail_requests_greater_than_one
+    ):
+        return None
+    if d.mapping.kind != "gpu" or d.mapping.gfd != "nvidia" or d.count <= 1:
+        return None
+    return Finding(
+        d.path,
+        d.legacy,
+        "unsupported",
+        f"the pod's nodes share each GPU by time-slicing ({placement.shared_products[0]}) and the device plugin "
+        "fails requests greater than one there (failRequestsGreaterThanOne): the pod stays as it is",
+        Remedy.FAIL_REQUESTS_GREATER_THAN_ONE,
     )
 
 
@@ -271,7 +299,7 @@ GATES: tuple[Check, ...] = (converted_before, half_migrated, too_many_devices)
 #: Every hit is kept; one of severity 3 keeps the pod legacy (the verdict).
 CHECKS: tuple[Check, ...] = (pinned_to_node, scheduler_without_dra)
 #: Per request (``facts.demand``): the first hit keeps that request, and so the pod, legacy.
-REQUEST_CHECKS: tuple[Check, ...] = (hami_slicing_kept, shared_count_over_one)
+REQUEST_CHECKS: tuple[Check, ...] = (hami_slicing_kept, shared_count_over_one, shared_product_count_over_one)
 
 
 def gate(facts: Facts) -> Finding | None:
