@@ -21,6 +21,7 @@ import re
 import sys
 from collections.abc import Sequence
 from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import replace
 from typing import Any, TextIO
 
 from dra_bridge.kube.flags import Parser, add_version
@@ -28,18 +29,18 @@ from dra_bridge.kube.logs import LEVELS
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
+from dra_bridge.migrate.option_flags import add_option_flags, option_values
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import findings_table
-from dra_bridge.migrate.report_cmd import add_device_domain, device_domains, read_policy, run_report
 from dra_bridge.migrate.report_cmd import add_parser as add_report_parser
+from dra_bridge.migrate.report_cmd import read_policy, run_report
 from dra_bridge.migrate.simulate_cmd import run_simulate
 from dra_bridge.migrate.slices_cmd import run_slices
 from dra_bridge.translate.catalog import PROFILE_RE, Catalog
 from dra_bridge.translate.errors import ApiVersionError, TranslateError
 from dra_bridge.translate.findings import SEVERITY, Finding
 from dra_bridge.translate.names import normalize_api_version
-from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
-from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.plan.options import Options
 from dra_bridge.translate.plan.workloads import Converted, convert_object
 from dra_bridge.translate.policy import Policy
 from dra_bridge.translate.report.model import pod_templates
@@ -62,23 +63,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE|DIR|-",
         help="manifest file, directory (recursive .yaml/.yml/.json) or - for stdin; repeatable (default: stdin)",
     )
-    conv.add_argument(
-        "--api-version",
-        default="v1",
-        metavar="v1|v1beta2|v1beta1",
-        help="resource.k8s.io version to render (default v1)",
-    )
+    add_option_flags(conv, "convert")
     conv.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
     conv.add_argument(
         "--policy",
         metavar="FILE",
         help="the webhook's policy (its file, or the ConfigMap holding it): convert each object with the "
         "settings the webhook would apply to its pods (they replace --hami-slicing, --alignment...)",
-    )
-    conv.add_argument(
-        "--target",
-        choices=("bridge", "vendor"),
-        help="DeviceClasses to use: ours (bridge, default) or the vendor driver's own",
     )
     conv.add_argument(
         "-o",
@@ -93,39 +84,6 @@ def _parser() -> argparse.ArgumentParser:
         help="also convert pod templates and pod specs inside custom resources (RayCluster, "
         "PyTorchJob, KServe InferenceService, ...); Argo templates have none and stay "
         "left-for-webhook",
-    )
-    conv.add_argument(
-        "--hami-slicing",
-        choices=("unsupported", "whole-devices"),
-        default="unsupported",
-        help="HAMi memory/core slicing: keep such pods legacy, or convert them to whole devices",
-    )
-    conv.add_argument(
-        "--dra-scheduler",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a scheduler besides default-scheduler that supports DRA (its pods are converted); repeatable",
-    )
-    add_device_domain(conv)
-    conv.add_argument(
-        "--fail-requests-greater-than-one",
-        action="store_true",
-        help="the device plugin's sharing config sets failRequestsGreaterThanOne: pods asking for "
-        "more than one shared replica stay legacy, as they fail there too",
-    )
-    conv.add_argument(
-        "--alignment",
-        choices=POLICIES,
-        default="none",
-        help="keep the Topology Manager's alignment: a container's (or pod's) devices share their NUMA "
-        "node (numa) or PCIe root (pcie) through a claim constraint (default none)",
-    )
-    conv.add_argument(
-        "--alignment-scope",
-        choices=SCOPES,
-        default="container",
-        help="align each container's devices or the whole pod's, as topologyManagerScope (default container)",
     )
     conv.add_argument(
         "--allow-empty",
@@ -229,15 +187,9 @@ def _convert(obj: dict[str, Any], catalog: Catalog, options: Options, policy: Po
 
 def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``convert``: objects (with templates inserted before first use) to ``out``."""
-    catalog = read_catalog(args.catalog, args.target)
-    options = Options(
-        api_version=_api_version(args.api_version),
-        hami_slicing=args.hami_slicing,
-        dra_schedulers=tuple(args.dra_scheduler),
-        fail_requests_greater_than_one=args.fail_requests_greater_than_one,
-        alignment=Alignment(args.alignment, args.alignment_scope),
-        device_domains=device_domains(args.device_domain),
-    )
+    options = Options(**option_values(args, "convert"))
+    options = replace(options, api_version=_api_version(options.api_version))
+    catalog = read_catalog(args.catalog, options.target)
     policy = read_policy(args.policy)
     sources = args.filename or ["-"]
     objects: list[Any] = []

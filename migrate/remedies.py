@@ -29,6 +29,8 @@ def remedy_text(finding: Finding) -> str | None:
             )
         case Remedy.FAIL_REQUESTS_GREATER_THAN_ONE:
             return "because of --fail-requests-greater-than-one"
+        case Remedy.CONVERT_HALF_MIGRATED:
+            return "--convert-half-migrated converts it anyway" if stays else "because of --convert-half-migrated"
         case Remedy.IGNORE_LEGACY_QUOTA:  # quotas are the webhook's concern: only its policy has this setting
             return (
                 "the webhook's policy ignoreLegacyQuota: true converts it anyway"

@@ -44,14 +44,14 @@ from dra_bridge.migrate.inventory_dumps import (
 from dra_bridge.migrate.live import SOURCE as LIVE_SOURCE
 from dra_bridge.migrate.live import read_cluster, read_served
 from dra_bridge.migrate.manifests import read_catalog, read_sources, why_empty
+from dra_bridge.migrate.option_flags import add_option_flags, option_values
 from dra_bridge.migrate.remedies import remedy_text
 from dra_bridge.migrate.report_html import render_html
 from dra_bridge.migrate.report_text import render_text
 from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.errors import ApiVersionError
 from dra_bridge.translate.names import API_VERSIONS, MINOR_FOR_VERSION, normalize_api_version
-from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
-from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.plan.options import Options
 from dra_bridge.translate.policy import Policy, load_policy_file
 from dra_bridge.translate.report import DEFAULT_POOL_LABEL, FAIL_LEVELS, Settings, build_report
 from dra_bridge.translate.report.capacity import report_capacity
@@ -62,7 +62,6 @@ FORMATS = ("table", "wide", "markdown", "json", "html")
 OLDEST_MINOR = min(MINOR_FOR_VERSION.values())
 _VERSION = re.compile(r"v?(1)\.(\d+)(?:\.\d+)?(?:[-+].*)?")
 #: A --device-domain value: a DNS domain, or one with a resource-name prefix after a slash.
-_DEVICE_DOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[-A-Za-z0-9_.]+)?")
 
 
 def add_parser(sub: Any) -> None:
@@ -91,11 +90,7 @@ def add_parser(sub: Any) -> None:
         help="the release the paths are judged for (live: the server's; default: the --api-version's "
         "first release, 1.34 for v1)",
     )
-    rep.add_argument(
-        "--api-version",
-        metavar="v1|v1beta2|v1beta1",
-        help="resource.k8s.io version of the templates shown (default: live, the newest the cluster serves; files, v1)",
-    )
+    add_option_flags(rep, "report")
     rep.add_argument(
         "--release-namespace",
         metavar="NS",
@@ -107,7 +102,6 @@ def add_parser(sub: Any) -> None:
         help="the chart's webhook.audit.allNamespaces is on: every namespace but the excluded is audited",
     )
     rep.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
-    rep.add_argument("--target", choices=("bridge", "vendor"), help="DeviceClasses: ours (default) or the vendor's")
     rep.add_argument("-o", "--output", choices=FORMATS, default="table", help="default table")
     rep.add_argument(
         "--pool-label",
@@ -115,22 +109,6 @@ def add_parser(sub: Any) -> None:
         metavar="KEY",
         help=f"the node label whose value names a node pool (default {DEFAULT_POOL_LABEL})",
     )
-    rep.add_argument(
-        "--alignment",
-        choices=POLICIES,
-        default="none",
-        help="the alignment convert would keep (--alignment of convert); none reports where the Topology "
-        "Manager's alignment would be lost",
-    )
-    rep.add_argument("--alignment-scope", choices=SCOPES, default="container", help="as convert's")
-    rep.add_argument(
-        "--dra-scheduler",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a scheduler besides default-scheduler that supports DRA; repeatable",
-    )
-    add_device_domain(rep)
     rep.add_argument(
         "--policy",
         metavar="FILE",
@@ -160,27 +138,6 @@ def add_parser(sub: Any) -> None:
         choices=FAIL_LEVELS,
         help="exit 3 when a workload reaches this level (legacy-request: any legacy request left)",
     )
-
-
-def add_device_domain(parser: argparse.ArgumentParser) -> None:
-    """``--device-domain``, shared by ``report`` and ``convert``."""
-    parser.add_argument(
-        "--device-domain",
-        action="append",
-        default=[],
-        metavar="DOMAIN[/PREFIX]",
-        help="an extended-resource domain (or name prefix) of accelerators besides the built-in ones "
-        "(nvidia.com, amd.com, gpu.intel.com, volcano.sh/vgpu-, HAMi's, org.instaslice): its resources "
-        "outside the catalog keep the pod legacy; repeatable",
-    )
-
-
-def device_domains(values: list[str]) -> tuple[str, ...]:
-    """The ``--device-domain`` values; UsageError for one that is not a domain or domain/prefix."""
-    for value in values:
-        if not _DEVICE_DOMAIN.fullmatch(value):
-            raise UsageError(f"--device-domain {value!r}: a domain like xilinx.com, or a prefix like example.org/npu-")
-    return tuple(dict.fromkeys(values))
 
 
 def _minor(text: str, given: bool = True) -> int:
@@ -304,7 +261,8 @@ def _served(live: LiveRead | None, minor: int) -> Served:
 
 def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Run ``report`` (see the module docstring)."""
-    catalog = read_catalog(args.catalog, args.target)
+    chosen = option_values(args, "report")
+    catalog = read_catalog(args.catalog, chosen.get("target"))
     policy = read_policy(args.policy)  # before a live read: a wrong path fails at once
     explicit_minor = _minor(args.kubernetes_version) if args.kubernetes_version else None
     live = not args.filename
@@ -323,13 +281,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         dumps[node] = (path, read_dump(path))
     minor = explicit_minor if args.kubernetes_version else (_minor(server, given=False) if server else None)
     try:
-        options = Options(
-            api_version=_api_version(args.api_version, read),
-            kubernetes_minor=minor,
-            dra_schedulers=tuple(args.dra_scheduler),
-            alignment=Alignment(args.alignment, args.alignment_scope),
-            device_domains=device_domains(args.device_domain),
-        )
+        options = Options(**(chosen | {"kubernetes_minor": minor, "api_version": _api_version(args.api_version, read)}))
         shown = f"1.{options.minor}"
     except (KeyError, ValueError) as exc:
         raise UsageError(f"--api-version {args.api_version!r}: {exc}") from exc

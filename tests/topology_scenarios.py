@@ -124,7 +124,9 @@ class TopologyCase:
                 ]
             },
         }
-        return plan_pod(pod, catalog, Options(alignment=self.alignment), namespace)
+        return plan_pod(
+            pod, catalog, Options(alignment=self.alignment.policy, alignment_scope=self.alignment.scope), namespace
+        )
 
 
 NUMA, PCIE, NONE = Alignment("numa"), Alignment("pcie"), Alignment()

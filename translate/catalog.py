@@ -157,11 +157,21 @@ class Catalog:
                 names |= group
         return tuple(sorted(n + suffix for n in names))
 
+    def canonical_profile(self, profile: str) -> str:
+        """The spelling of ``profile`` whose DeviceClass the catalog ships: the first of its aliases
+        (suffix kept) in ``migProfiles``, else ``profile`` itself (``3g.39gb`` -> ``3g.40gb``,
+        ``1g.9gb.me`` -> ``1g.10gb.me`` with the shipped table)."""
+        if profile in self.mig_profiles:
+            return profile
+        spelled = [a.replace("+", ".") for a in self.aliases(profile)]
+        return next((a for a in spelled if a in self.mig_profiles), profile)
+
     def _mapping(self, entry: CatalogEntry, name: str, profile: str | None) -> ResourceMapping:
         aliases = self.aliases(profile) if profile else ()
         if entry.kind == "slicing":
             return ResourceMapping(name, entry.kind, "", (), None, entry.gfd, reason=entry.reason)
-        our_class = entry.device_class.replace("{profile}", profile or "")
+        # An alias spelling gets the class shipped for its profile (its selector takes every spelling).
+        our_class = entry.device_class.replace("{profile}", self.canonical_profile(profile) if profile else "")
         class_selector = self._class_selector(entry, name, aliases)
         selectors: tuple[str, ...] = ()
         device_class = our_class

@@ -58,6 +58,9 @@ class Remedy(StrEnum):
     #: The device plugin fails shared requests greater than one (its failRequestsGreaterThanOne),
     #: so such a pod stays legacy: the setting that said so.
     FAIL_REQUESTS_GREATER_THAN_ONE = "fail-requests-greater-than-one"
+    #: The pod already has DRA claims beside a legacy request (half-migrated by hand): converting
+    #: it anyway gives the legacy request a claim of its own.
+    CONVERT_HALF_MIGRATED = "convert-half-migrated"
     #: An accelerator resource the catalog does not know: a catalog entry for it (subject: the
     #: resource name) lets the migration account for it.
     ADD_CATALOG_ENTRY = "add-catalog-entry"

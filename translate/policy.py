@@ -22,6 +22,7 @@ policy file (YAML) holds defaults and an ordered list of rules; the first rule w
       failRequestsGreaterThanOne: false  # the device plugin fails shared requests > 1 (such pods stay legacy)
       alignment: none              # none | numa | pcie: keep the Topology Manager's alignment as a claim constraint
       alignmentScope: container    # container | pod (as topologyManagerScope)
+      convertHalfMigrated: false   # convert pods that already have DRA claims beside a legacy request
     rules:
       - name: training             # for logs and warnings
         match:                     # every key given must match (AND); lists are alternatives (OR)
@@ -42,86 +43,24 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, assert_never
+from dataclasses import dataclass, field, replace
+from typing import Any, assert_never
 
 import yaml
 
-from dra_bridge.translate.dns_names import is_dns_subdomain
 from dra_bridge.translate.errors import PolicyError
 from dra_bridge.translate.findings import Finding, Remedy
-from dra_bridge.translate.names import MANAGED_BY_WEBHOOK
-from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment, AlignmentPolicy, AlignmentScope
-from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.plan.options import OnError, Options, policy_specs
 from dra_bridge.translate.strict_yaml import StrictLoader
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
-OnError = Literal["admit-unchanged", "deny"]
-HamiSlicing = Literal["unsupported", "whole-devices"]
-_SETTING_KEYS = {
-    "convert": "convert",
-    "keepLegacy": "keep_legacy",
-    "hamiSlicing": "hami_slicing",
-    "onError": "on_error",
-    "deferToKEP5004": "defer_to_kep5004",
-    "ignoreLegacyQuota": "ignore_legacy_quota",
-    "draSchedulers": "dra_schedulers",
-    "failRequestsGreaterThanOne": "fail_requests_greater_than_one",
-    "alignment": "alignment",
-    "alignmentScope": "alignment_scope",
-}
+#: Policy key -> Options attribute (derived from the options model).
+_SETTING_KEYS = {s.policy_key: s.attribute for s in policy_specs()}
+_SPECS = {s.policy_key: s for s in policy_specs()}
 _MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
-_BOOLEAN_KEYS = ("convert", "keepLegacy", "deferToKEP5004", "ignoreLegacyQuota", "failRequestsGreaterThanOne")
 #: Namespaces the webhook never converts, whatever the policy says (the webhook's own is added by
 #: ``webhook.settings``): a system pod must never wait on a template or on this webhook.
 SYSTEM_NAMESPACES = frozenset({"kube-system"})
-
-
-@dataclass(frozen=True)
-class Translation:
-    """The translation settings that apply to one pod.
-
-    ``convert``: False leaves the pod untouched (admitted as it came, no warning: the scope is
-    switched off); ``keep_legacy``: partial translations stay on the device plugin; ``hami_slicing``: how
-    HAMi memory/core slicing requests are treated; ``on_error``: what to answer when a
-    template cannot be ensured (docs/design.md D9); ``defer_to_kep5004``: leave count-only
-    pods to a KEP-5004 DeviceClass serving their resource; ``ignore_legacy_quota``: convert
-    even where a ResourceQuota limits the legacy resource but not the DRA class (which
-    lifts the limit); ``dra_schedulers``: schedulers besides the default one that support
-    DRA (pods naming another scheduler stay on the device plugin); ``fail_requests_greater_than_one``:
-    the device plugin's sharing config fails shared requests greater than one (such pods stay on
-    it, as they fail there too); ``alignment``, ``alignment_scope``: the NUMA/PCIe alignment to
-    keep as claim constraints (``translate.plan.alignment``); ``rule``: the rule that
-    matched (empty for the defaults).
-    """
-
-    convert: bool = True
-    keep_legacy: bool = False
-    hami_slicing: HamiSlicing = "unsupported"
-    on_error: OnError = "admit-unchanged"
-    defer_to_kep5004: bool = False
-    ignore_legacy_quota: bool = False
-    dra_schedulers: tuple[str, ...] = ()
-    fail_requests_greater_than_one: bool = False
-    alignment: AlignmentPolicy = "none"
-    alignment_scope: AlignmentScope = "container"
-    rule: str = ""
-
-    def plan_options(self, api_version: str, kep5004: Mapping[str, str]) -> Options:
-        """The plan options these settings stand for: the one place the policy becomes
-        ``translate.plan.Options`` (``kep5004``: the cluster's KEP-5004 classes, used only
-        where ``defer_to_kep5004``). ``on_error`` and ``ignore_legacy_quota`` are not plan
-        options: the first governs the answer, the second the cluster checks."""
-        return Options(
-            api_version=api_version,
-            managed_by=MANAGED_BY_WEBHOOK,
-            keep_legacy_partial=self.keep_legacy,
-            hami_slicing=self.hami_slicing,
-            kep5004=kep5004 if self.defer_to_kep5004 else {},
-            dra_schedulers=self.dra_schedulers,
-            fail_requests_greater_than_one=self.fail_requests_greater_than_one,
-            alignment=Alignment(self.alignment, self.alignment_scope),
-        )
 
 
 @dataclass(frozen=True)
@@ -168,11 +107,11 @@ class Rule:
 class Policy:
     """A validated policy. Build it with :func:`load_policy`; ``source`` names the file."""
 
-    defaults: Translation = Translation()
+    defaults: Options = Options()
     rules: tuple[Rule, ...] = ()
     source: str = "built-in defaults"
 
-    def settings_for(self, subject: Subject) -> Translation:
+    def settings_for(self, subject: Subject) -> Options:
         """The defaults, overridden by the first rule that fits ``subject``."""
         for rule in self.rules:
             if rule.match.fits(subject):
@@ -190,23 +129,16 @@ def _settings(raw: object, source: str, key: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in raw.items():
         path = f"{key}.{name}"
-        if name not in _SETTING_KEYS:
+        spec = _SPECS.get(name)
+        if spec is None:
             raise _fail(source, path, f"unknown key (known: {', '.join(_SETTING_KEYS)})")
-        if name in _BOOLEAN_KEYS and not isinstance(value, bool):
-            raise _fail(source, path, "must be true or false")
-        if name == "hamiSlicing" and value not in ("unsupported", "whole-devices"):
-            raise _fail(source, path, "must be unsupported or whole-devices")
-        if name == "alignment" and value not in POLICIES:
-            raise _fail(source, path, f"must be one of {', '.join(POLICIES)}")
-        if name == "alignmentScope" and value not in SCOPES:
-            raise _fail(source, path, f"must be one of {', '.join(SCOPES)}")
-        if name == "onError" and value not in ("admit-unchanged", "deny"):
-            raise _fail(source, path, "must be admit-unchanged or deny")
-        if name == "draSchedulers":
+        if spec.kind == "names":
             value = _strings(value, source, path)
-            if not all(is_dns_subdomain(v) for v in value):  # core/v1 validates spec.schedulerName so
-                raise _fail(source, path, "must be a list of scheduler names (DNS subdomains, as spec.schedulerName)")
-        out[_SETTING_KEYS[name]] = value
+            if spec.valid is not None and not all(spec.valid(v) for v in value):
+                raise _fail(source, path, spec.rule)
+        elif not spec.accepts(value):
+            raise _fail(source, path, f"must be {spec.must()}")
+        out[spec.attribute] = value
     return out
 
 
@@ -246,7 +178,7 @@ def parse_policy(doc: object, source: str) -> Policy:
     if doc.get("apiVersion", POLICY_API_VERSION) != POLICY_API_VERSION:
         raise _fail(source, "apiVersion", f"must be {POLICY_API_VERSION}")
     raw_defaults = doc.get("defaults")
-    defaults = Translation(**_settings({} if raw_defaults is None else raw_defaults, source, "defaults"))
+    defaults = Options(**_settings({} if raw_defaults is None else raw_defaults, source, "defaults"))
     raw_rules = doc.get("rules")
     raw_rules = [] if raw_rules is None else raw_rules
     if not isinstance(raw_rules, list):
@@ -297,8 +229,9 @@ def load_policy_file(text: str, source: str) -> Policy:
 
 
 def setting_names() -> tuple[str, ...]:
-    """The attribute names of :class:`Translation` (for documentation and tests)."""
-    return tuple(f.name for f in fields(Translation))
+    """The attributes of :class:`~translate.plan.options.Options` the policy sets, in the order of
+    its keys (derived from the options model; for documentation and tests)."""
+    return tuple(_SETTING_KEYS.values())
 
 
 def policy_remedy(finding: Finding) -> str | None:
@@ -318,6 +251,8 @@ def policy_remedy(finding: Finding) -> str | None:
             return "dra-migrate convert --include-custom-resources"
         case Remedy.FAIL_REQUESTS_GREATER_THAN_ONE:
             return "policy failRequestsGreaterThanOne"
+        case Remedy.CONVERT_HALF_MIGRATED:
+            return "policy convertHalfMigrated: true converts it anyway" if stays else "policy convertHalfMigrated"
         case Remedy.IGNORE_LEGACY_QUOTA:
             return "policy ignoreLegacyQuota: true converts it anyway" if stays else "policy ignoreLegacyQuota"
         case Remedy.ADD_CATALOG_ENTRY:
@@ -331,10 +266,10 @@ __all__ = [
     "SYSTEM_NAMESPACES",
     "Match",
     "OnError",
+    "Options",
     "Policy",
     "Rule",
     "Subject",
-    "Translation",
     "load_policy",
     "load_policy_file",
     "parse_policy",

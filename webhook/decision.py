@@ -30,6 +30,7 @@ from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.plan.cluster_state import QuotaKeys, held_back
 from dra_bridge.translate.plan.pod_plan import plan_pod
+from dra_bridge.translate.plan.stay_legacy import CLUSTER_STATE
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES, OnError, Policy, Subject, policy_remedy
 from dra_bridge.webhook.patch import PatchMemo, diff
 from dra_bridge.webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
@@ -200,7 +201,7 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
     findings = list(plan.findings)
     if plan.changed:
         findings += held_back(
-            plan.pod,
+            plan.record,
             spec,
             subject.owner_kind,
             ctx.node_mode,
@@ -209,7 +210,7 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
             settings.ignore_legacy_quota,
         )
     warnings = tuple(_warning(f) for f in findings if f.severity >= 2)[:MAX_WARNINGS]
-    held = [f for f in findings if f.outcome == "kept-legacy" and f.path.startswith("(")]
+    held = [f for f in findings if f.outcome == "kept-legacy" and f.code in CLUSTER_STATE]
     if held:  # cluster state keeps a convertible pod legacy: say so in the audit log and metrics too
         reasons = "; ".join(f"{f.path} {f.reason}" for f in held)
         audit = {"kept-legacy": clip(reasons, MAX_AUDIT_CHARS)}

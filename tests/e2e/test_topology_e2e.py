@@ -24,7 +24,6 @@ import pytest
 from dra_bridge.kube.errors import AlreadyExists
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.inventory.pool import render_slice
-from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.claim_templates import internal_from_template
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from tests.e2e.kubeapi import KubeClient, api_path, create_fake_node, wait_for, wait_for_object
@@ -66,7 +65,7 @@ def test_aligned_templates_are_accepted_in_every_served_version(
         plan = plan_pod(
             pod,
             catalog,
-            Options(api_version=api_version, alignment=Alignment("pcie", scope)),  # type: ignore[arg-type]
+            Options(api_version=api_version, alignment="pcie", alignment_scope=scope),  # type: ignore[arg-type]
             namespace,
         )
         assert plan.changed, case

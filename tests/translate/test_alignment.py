@@ -33,7 +33,7 @@ def _plan(
     return plan_pod(
         pod,
         catalog,
-        Options(api_version=api_version, alignment=Alignment(policy, scope)),  # type: ignore[arg-type]
+        Options(api_version=api_version, alignment=policy, alignment_scope=scope),  # type: ignore[arg-type]
         "team-a",
     )
 
@@ -193,13 +193,13 @@ def test_numa_on_nvidia_gpus_says_which_driver_versions_publish_it(catalog: Cata
 
 def test_an_unalignable_pod_stays_legacy_when_partial_translations_are_kept(catalog: Catalog) -> None:
     pod = make_pod([make_container("main", gpu(2, "nvidia.com/mig-1g.10gb"))])
-    plan = plan_pod(pod, catalog, Options(alignment=Alignment("numa"), keep_legacy_partial=True))
+    plan = plan_pod(pod, catalog, Options(alignment="numa", keep_legacy_partial=True))
     assert not plan.changed
 
 
 def test_alignment_none_is_todays_output(catalog: Catalog) -> None:
     pod = make_pod([make_container("app", gpu(4))], init=[make_container("setup", gpu(6))])
-    assert plan_pod(pod, catalog, Options(alignment=Alignment())) == plan_pod(pod, catalog, Options())
+    assert plan_pod(pod, catalog, Options(alignment="none")) == plan_pod(pod, catalog, Options())
     assert "alignment" not in plan_pod(pod, catalog).pod["metadata"]["annotations"]["dra-bridge.io/conversion"]
 
 
@@ -223,7 +223,7 @@ def test_alignment_is_recorded_and_the_record_replans_the_same_templates(catalog
     pod = make_pod([make_container("main", gpu(2))])
     plan = _plan(catalog, pod, "pcie", "pod")
     record = ConversionRecord.read(plan.pod)
-    assert record is not None and record.options.alignment == Alignment("pcie", "pod")
+    assert record is not None and record.options.topology == Alignment("pcie", "pod")
     again = plan_pod(pod, catalog, record.options.apply(Options()), "team-a")
     assert again.templates == plan.templates
     assert ConversionRecord.parse(record.to_json()) == record

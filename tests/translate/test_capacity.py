@@ -25,7 +25,6 @@ from dra_bridge.translate.capacity import (
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.inventory.pool import render_slice
-from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.plan.workloads import convert_object
 from tests.capacity_scenarios import (
@@ -145,7 +144,7 @@ def test_pod_priority_from_field_class_or_default() -> None:
 def test_numa_alignment_fits_where_legacy_fits_only_by_count(catalog: Catalog) -> None:
     slices = [render_slice(s, V1) for s in TWO_NUMA_X4.slices(catalog, "numa")]
     node = gfd_node("numa", H100, 8)
-    aligned = _demand(catalog, gpu_pod("aligned-5", 5), Options(alignment=Alignment("numa")))
+    aligned = _demand(catalog, gpu_pod("aligned-5", 5), Options(alignment="numa"))
     result = _check(catalog, [node], [aligned], slices)
     pod = result.workloads[0].pods[0]
     assert (pod.fits, pod.code, pod.legacy_fits, pod.differs) == (False, "constraint", True, True)
@@ -154,14 +153,14 @@ def test_numa_alignment_fits_where_legacy_fits_only_by_count(catalog: Catalog) -
 
 
 def test_devices_from_node_capacity_carry_no_topology_so_aligned_pods_do_not_fit(catalog: Catalog) -> None:
-    aligned = _demand(catalog, gpu_pod("aligned-2", 2), Options(alignment=Alignment("numa")))
+    aligned = _demand(catalog, gpu_pod("aligned-2", 2), Options(alignment="numa"))
     pod = _check(catalog, [gfd_node("n", H100, 8)], [aligned]).workloads[0].pods[0]
     assert (pod.fits, pod.code, pod.legacy_fits) == (False, "constraint", True)
 
 
 def test_inventory_dump_gives_numa_nodes_so_aligned_pods_fit(catalog: Catalog) -> None:
     inventory = list(TWO_NUMA_X4.inventory)
-    aligned = _demand(catalog, gpu_pod("aligned-4", 4), Options(alignment=Alignment("numa")))
+    aligned = _demand(catalog, gpu_pod("aligned-4", 4), Options(alignment="numa"))
     nodes = [cluster_node(gfd_node("n", H100, 8))]
     devices = cluster_devices(nodes, [], catalog, {"n": inventory})
     assert devices.sources == {"n": "inventory"}

@@ -7,6 +7,8 @@ from typing import Any
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.plan.cluster_state import daemonset_node, held_back
 from dra_bridge.translate.plan.pod_plan import plan_pod
+from dra_bridge.translate.plan.record import ConversionRecord
+from dra_bridge.translate.plan.stay_legacy import CLUSTER_STATE
 from tests.factories import gpu, make_container, make_pod
 
 KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"
@@ -22,9 +24,9 @@ def _pinned(node: str) -> dict[str, Any]:
     }
 
 
-def _converted(catalog: Catalog) -> tuple[dict[str, Any], dict[str, Any]]:
+def _converted(catalog: Catalog) -> tuple[ConversionRecord | None, dict[str, Any]]:
     pod = make_pod([make_container("c", gpu(1))], affinity=_pinned("n1"))
-    return plan_pod(pod, catalog).pod, pod["spec"]
+    return plan_pod(pod, catalog).record, pod["spec"]
 
 
 def test_daemonset_pods_convert_only_on_nodes_handed_over_to_dra(catalog: Catalog) -> None:
@@ -57,3 +59,19 @@ def test_an_unknown_quota_keeps_the_pod_legacy_and_says_why(catalog: Catalog) ->
     assert "list core/resourcequotas" in held[0].reason and "nvidia.com/gpu" in held[0].legacy
     ignored = held_back(migrated, spec, "", lambda n: None, unknown, catalog, ignore_legacy_quota=True)
     assert [(f.path, f.outcome) for f in ignored] == [("(quota-view)", "partial")]
+
+
+def test_cluster_state_findings_carry_their_codes(catalog: Catalog) -> None:
+    from dra_bridge.translate.plan.cluster_state import QuotaUnknown
+
+    migrated, spec = _converted(catalog)
+    found = [
+        *held_back(migrated, spec, "DaemonSet", lambda n: None, frozenset(), catalog),
+        *held_back(migrated, spec, "", lambda n: None, frozenset({"requests.nvidia.com/gpu"}), catalog),
+        *held_back(migrated, spec, "", lambda n: None, frozenset({"nvidia.com/gpu", KEY}), catalog),
+        *held_back(migrated, spec, "", lambda n: None, frozenset({"nvidia.com/gpu"}), catalog, True),
+        *held_back(migrated, spec, "", lambda n: None, QuotaUnknown(), catalog),
+        *held_back(migrated, spec, "", lambda n: None, QuotaUnknown(), catalog, True),
+    ]
+    assert len(found) == 6 and {f.code for f in found} == CLUSTER_STATE
+    assert held_back(None, spec, "", lambda n: None, QuotaUnknown(), catalog) == []

@@ -171,7 +171,9 @@ def test_existing_claims_are_kept_and_names_do_not_collide(catalog: Catalog) -> 
     nic = {"name": "gpu", "resourceClaimTemplateName": "nic"}
     c = make_container("c", gpu(1))
     c["resources"]["claims"] = [{"name": "gpu"}]
-    plan = plan_pod(make_pod([c], resourceClaims=[nic]), catalog)
+    # a pod with claims of its own stays unless told (tests/translate/test_half_migrated.py)
+    plan = plan_pod(make_pod([c], resourceClaims=[nic]), catalog, Options(convert_half_migrated=True))
+    assert plan.changed
     names = [x["name"] for x in plan.pod["spec"]["resourceClaims"]]
     assert names[0] == "gpu" and len(set(names)) == 2
     assert plan.pod["spec"]["containers"][0]["resources"]["claims"][0] == {"name": "gpu"}
@@ -226,10 +228,12 @@ def test_input_is_never_mutated(catalog: Catalog) -> None:
     )
     pod["metadata"].update(labels={"app": "a"}, annotations={"keep": "me"})
     snapshot = repr(pod)
-    first = plan_pod(pod, catalog)
+    options = Options(convert_half_migrated=True)  # it has a claim of its own
+    first = plan_pod(pod, catalog, options)
     assert first.changed and repr(pod) == snapshot
-    assert plan_pod(pod, catalog).pod == first.pod and repr(pod) == snapshot
-    assert plan_pod(pod, catalog, Options(api_version="resource.k8s.io/v1beta1")).changed and repr(pod) == snapshot
+    assert plan_pod(pod, catalog, options).pod == first.pod and repr(pod) == snapshot
+    beta = Options(api_version="resource.k8s.io/v1beta1", convert_half_migrated=True)
+    assert plan_pod(pod, catalog, beta).changed and repr(pod) == snapshot
 
 
 counts = st.integers(min_value=0, max_value=12)

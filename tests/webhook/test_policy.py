@@ -77,13 +77,13 @@ rules:
         "p",
     )
     job = policy.settings_for(Subject("ml-train", {}, "Job"))
-    assert (job.rule, job.keep_legacy, job.on_error) == ("ml-jobs", True, "deny")
+    assert (job.rule, job.keep_legacy_partial, job.on_error) == ("ml-jobs", True, "deny")
     assert policy.settings_for(Subject("ml-train", {}, "ReplicaSet")).rule == ""
     assert policy.settings_for(Subject("x", {}, "", "volcano")).hami_slicing == "whole-devices"
     volcano = policy.settings_for(Subject("x", {}, "", "volcano")).plan_options("resource.k8s.io/v1", {})
     assert volcano.fail_requests_greater_than_one is True
-    assert volcano.alignment == Alignment("numa", "pod")
-    assert Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).alignment == Alignment()
+    assert volcano.topology == Alignment("numa", "pod")
+    assert Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).topology == Alignment()
     assert (
         Policy().settings_for(Subject("x")).plan_options("resource.k8s.io/v1", {}).fail_requests_greater_than_one
         is False

@@ -1,6 +1,7 @@
 """The pod plan (docs/design.md D1): a pod or workload -> claim templates, migrated pod, findings.
 
-Owns: the field types a plan needs (:mod:`~translate.plan.field_types`), legacy demand per
+Owns: the one options model (every setting with its policy key, flag and record key:
+:mod:`~translate.plan.options`), the field types a plan needs (:mod:`~translate.plan.field_types`), legacy demand per
 container (:mod:`~translate.plan.demand`, counts in :mod:`~translate.plan.device_counts`),
 request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAMi annotations as
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`; the MIG
@@ -27,7 +28,8 @@ from dra_bridge.translate.plan.cluster_state import (
     daemonset_node,
     held_back,
 )
-from dra_bridge.translate.plan.pod_plan import Options, Plan, plan_pod
+from dra_bridge.translate.plan.options import Options
+from dra_bridge.translate.plan.pod_plan import Plan, plan_pod
 from dra_bridge.translate.plan.record import ConversionRecord, RecordedOptions
 from dra_bridge.translate.plan.workloads import Converted, convert_object
 

@@ -28,6 +28,9 @@ from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.plan.quota import dra_quota_key
 from dra_bridge.translate.plan.record import ConversionRecord
 from dra_bridge.translate.plan.stay_legacy import (
+    LEGACY_QUOTA_LIFTED,
+    QUOTA_CHARGED_AT_CLAIM,
+    QUOTA_VIEW_UNKNOWN,
     daemonset_node_not_handed_over,
     legacy_quota_only,
     quota_not_known,
@@ -66,7 +69,7 @@ def converted_resources(pod: Mapping[str, Any]) -> set[str]:
 
 
 def held_back(
-    migrated: Mapping[str, Any],
+    record: ConversionRecord | None,
     spec: Mapping[str, Any],
     owner_kind: str,
     node_mode: Callable[[str], str | None],
@@ -74,22 +77,25 @@ def held_back(
     catalog: Catalog,
     ignore_legacy_quota: bool = False,
 ) -> list[Finding]:
-    """Cluster-state findings for a pod ``plan_pod`` converted into ``migrated``.
+    """Cluster-state findings for a pod ``plan_pod`` converted with conversion ``record``
+    (``Plan.record``: the resources it converted; None converts none).
 
     ``node_mode(node)`` gives a node's ``dra-bridge.io/mode`` label (None when unset);
     ``quota_keys`` are the keys any ResourceQuota in the pod's namespace limits (or
     :class:`QuotaUnknown`: the pod stays legacy, as a whole, unless ``ignore_legacy_quota``). A
-    ``kept-legacy`` finding means the pod must be admitted unchanged; paths start with ``(``
-    because they name cluster state, not a field of the pod.
+    ``kept-legacy`` finding means the pod must be admitted unchanged. Each finding carries its
+    code (:data:`~translate.plan.stay_legacy.CLUSTER_STATE`), by which a front end selects
+    them; their paths start with ``(`` because they name cluster state, not a field of the pod.
     """
     out: list[Finding] = []
+    converted = sorted(record.resources) if record else []
     pinned = daemonset_node_not_handed_over(
         owner_kind, daemonset_node(spec) if owner_kind == "DaemonSet" else None, node_mode
     )
     if pinned is not None:
         out.append(pinned)
     if isinstance(quota_keys, QuotaUnknown):
-        resources = sorted(converted_resources(migrated))
+        resources = converted
         unknown = quota_not_known(resources, quota_keys.cause, ignore_legacy_quota)
         if unknown is None and resources:
             unknown = Finding(
@@ -98,11 +104,12 @@ def held_back(
                 "partial",
                 f"converted without knowing this namespace's ResourceQuotas ({quota_keys.cause})",
                 Remedy.IGNORE_LEGACY_QUOTA,
+                code=QUOTA_VIEW_UNKNOWN,
             )
         return [*out, unknown] if unknown else out
     if not quota_keys:
         return out
-    for resource in sorted(converted_resources(migrated)):
+    for resource in converted:
         mapping = catalog.lookup(resource)
         legacy_limited = sorted({f"requests.{resource}", resource} & quota_keys)
         if mapping is None or not legacy_limited:
@@ -119,6 +126,7 @@ def held_back(
                     "partial",
                     "DRA quota is charged when the claim is created: an over-quota pod now waits "
                     "Pending instead of being refused",
+                    code=QUOTA_CHARGED_AT_CLAIM,
                 )
             )
         else:
@@ -131,6 +139,7 @@ def held_back(
                     "applies to this pod",
                     Remedy.IGNORE_LEGACY_QUOTA,
                     dra_key,
+                    code=LEGACY_QUOTA_LIFTED,
                 )
             )
     return out

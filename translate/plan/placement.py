@@ -50,7 +50,9 @@ class Placement:
     What the translated requirements say about MIG (GFD's ``gpu.product``): ``mig_profiles``, the
     profiles of ``gpu.product`` values with a ``-MIG-<profile>`` suffix (In), ``whole_products``,
     whether a value without one was among them, ``mig_single``, whether ``mig.strategy=single``
-    was required: a node where ``nvidia.com/gpu`` counts MIG devices.
+    was required: a node where ``nvidia.com/gpu`` counts MIG devices. ``shared_products``: the
+    ``gpu.product`` values required (In) that end in ``-SHARED``: nodes that share each GPU by
+    time-slicing without renaming the resource, where ``nvidia.com/gpu: N`` means N replicas.
     """
 
     selectors: list[str] = field(default_factory=list)
@@ -61,6 +63,7 @@ class Placement:
     mig_profiles: list[str] = field(default_factory=list)
     whole_products: bool = False
     mig_single: bool = False
+    shared_products: list[str] = field(default_factory=list)
 
     def note_mig(self, req: Requirement) -> None:
         """Record what a translated requirement says about MIG devices."""
@@ -105,6 +108,8 @@ def _translate(
         return None
     out.findings.append(Finding(path, _describe(req), "translated", f"device selector over {NVIDIA_DRIVER} attributes"))
     out.note_mig(req)
+    if req.key == GFD_PRODUCT_LABEL and req.operator == "In":
+        out.shared_products += [v for v in req.values if v.endswith("-SHARED")]
     if req.key == GFD_PRODUCT_LABEL and any(v.endswith("-SHARED") for v in req.values):
         out.findings.append(
             Finding(

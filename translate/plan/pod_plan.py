@@ -23,63 +23,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any
 
 from dra_bridge.translate.catalog import Catalog, Target
 from dra_bridge.translate.dns_names import digest, resource_label, to_label, unique_labels
 from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
 from dra_bridge.translate.names import (
-    DEFAULT_API_VERSION,
     GFD_PREFIX,
-    MANAGED_BY_CONVERT,
-    MINOR_FOR_VERSION,
     normalize_api_version,
 )
 from dra_bridge.translate.plan import alignment, foreign, mig_single, sharing, stay_legacy
-from dra_bridge.translate.plan.alignment import Alignment
 from dra_bridge.translate.plan.claim_templates import render_template
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
+from dra_bridge.translate.plan.options import Options  # the options model lives in options.py; importable from here too
 from dra_bridge.translate.plan.placement import Placement, place
 from dra_bridge.translate.plan.pod_rewrite import PodClaims, remove_legacy, rewrite, writable
 from dra_bridge.translate.plan.record import ConversionRecord, RecordedOptions
 from dra_bridge.translate.plan.request_layout import Demand, layout
-
-
-@dataclass(frozen=True)
-class Options:
-    """How to plan. ``api_version``: the resource.k8s.io version to render;
-    ``kubernetes_minor``: the target release's minor version (default: the one that
-    introduced ``api_version``); ``managed_by``: the templates' managed-by value;
-    ``hami_slicing``: ``unsupported`` or ``whole-devices``; ``keep_legacy_partial``: keep
-    pods whose translation would be partial on the device plugin; ``kep5004``: resource name
-    -> DeviceClass serving it through KEP-5004 (count-only pods are left to it); ``dra_schedulers``:
-    schedulers besides the default one known to support DRA; ``fail_requests_greater_than_one``:
-    the device plugin's sharing config fails shared requests greater than one (such pods stay
-    legacy, as the catalog entry's ``failRequestsGreaterThanOne`` does for its resource);
-    ``alignment``: the NUMA/PCIe alignment to keep as claim constraints
-    (:mod:`~translate.plan.alignment`; none by default); ``device_domains``: extended-resource
-    domains (or ``domain/prefix``) of accelerators besides ``translate.names.ACCELERATOR_DOMAINS``,
-    whose resources outside the catalog keep the pod legacy (:mod:`~translate.plan.foreign`)."""
-
-    api_version: str = DEFAULT_API_VERSION
-    kubernetes_minor: int | None = None
-    managed_by: str = MANAGED_BY_CONVERT
-    hami_slicing: Literal["unsupported", "whole-devices"] = "unsupported"
-    keep_legacy_partial: bool = False
-    kep5004: Mapping[str, str] = field(default_factory=dict)
-    dra_schedulers: tuple[str, ...] = ()
-    fail_requests_greater_than_one: bool = False
-    alignment: Alignment = field(default_factory=Alignment)
-    device_domains: tuple[str, ...] = ()
-
-    @property
-    def minor(self) -> int:
-        """The target Kubernetes minor version."""
-        if self.kubernetes_minor is not None:
-            return self.kubernetes_minor
-        return MINOR_FOR_VERSION[normalize_api_version(self.api_version)]
 
 
 @dataclass(frozen=True)
@@ -141,20 +103,11 @@ def plan_pod(
         return _unchanged(pod, [owner])
     if not wanted:
         return _drop_zero_counts(pod, spec, zeros, findings) if zeros else _unchanged(pod, findings)
-    again = stay_legacy.converted_before(annotations, path)
-    if again is not None:
-        return _unchanged(pod, [again])
-    too_many = stay_legacy.too_many_devices(sum(d.count for d in wanted if d.mapping.kind != "slicing"), wanted[0].path)
-    if too_many is not None:
-        return _unchanged(pod, [*findings, too_many])
-    findings += [
-        f
-        for f in (
-            stay_legacy.pinned_to_node(spec, path),
-            stay_legacy.scheduler_without_dra(spec, options.dra_schedulers, path),
-        )
-        if f is not None
-    ]
+    facts = stay_legacy.Facts(spec, annotations, tuple(wanted), options, path)
+    stop = stay_legacy.gate(facts.adding(findings))
+    if stop is not None:
+        return _unchanged(pod, [*findings, stop])
+    findings += stay_legacy.checks(facts.adding(findings))
     if (
         options.kep5004
         and all(d.mapping.resource_name in options.kep5004 for d in wanted)
@@ -165,7 +118,7 @@ def plan_pod(
             findings.append(Finding(d.path, d.legacy, "ignored", f"served by KEP-5004 DeviceClass {dclass}"))
         return _unchanged(pod, findings)
     placement = place(spec, annotations, path, options.minor, catalog.aliases)
-    wanted, dropped = _apply_kinds(wanted, catalog, options, placement, findings)
+    wanted, dropped = _apply_kinds(replace(facts, placement=placement), catalog, placement, findings)
     target = catalog.target
     uses_gfd = any(d.mapping.gfd == "nvidia" for d in wanted)
     if uses_gfd:
@@ -182,9 +135,9 @@ def plan_pod(
             )
         )
     findings += alignment.unalignable(
-        [(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted], target, options.alignment, path
+        [(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted], target, options.topology, path
     )
-    verdict = stay_legacy.translation_not_faithful(findings, options.keep_legacy_partial, path)
+    verdict = stay_legacy.translation_not_faithful(facts.adding(findings))
     if verdict is not None:
         return _unchanged(pod, [*findings, verdict])
     findings += [_zero_dropped(d) for d in zeros]
@@ -201,18 +154,16 @@ def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) 
 
 
 def _apply_kinds(
-    wanted: list[ContainerDemand], catalog: Catalog, options: Options, placement: Placement, findings: list[Finding]
+    facts: stay_legacy.Facts, catalog: Catalog, placement: Placement, findings: list[Finding]
 ) -> tuple[list[ContainerDemand], set[str]]:
     """Apply per-kind rules; returns the demands to translate and the resource names to drop
     without a request (HAMi slicing converted to whole devices). MIG single-strategy nodes:
     :mod:`~translate.plan.mig_single`."""
     out = []
     dropped: set[str] = set()
-    for d in wanted:
+    for d in facts.demands:
         m = d.mapping
-        kept = stay_legacy.hami_slicing_kept(
-            m, options.hami_slicing == "whole-devices", d.path, d.legacy
-        ) or stay_legacy.shared_count_over_one(m, d.count, options.fail_requests_greater_than_one, d.path, d.legacy)
+        kept = stay_legacy.request_check(facts.of(d))
         if kept is not None:
             findings.append(kept)
             continue
@@ -226,10 +177,19 @@ def _apply_kinds(
             count, finding = sharing.shared_request(m, d.count, catalog.target, d.path, d.legacy)
             findings.append(finding)
             d = replace(d, count=count)
+        if not placement.mig_profiles:
+            replicas = sharing.shared_product_request(
+                m, d.count, catalog.target, placement.shared_products, d.path, d.legacy
+            )
+            findings += [replicas] if replicas is not None else []
         m, notes = mig_single.serve(m, placement, catalog, d.path, d.legacy)
         findings += notes
         d = replace(d, mapping=m)
-        if m.profile and m.profile not in catalog.mig_profiles and catalog.target == "bridge":
+        if (
+            m.profile
+            and catalog.canonical_profile(m.profile) not in catalog.mig_profiles
+            and catalog.target == "bridge"
+        ):
             findings.append(
                 Finding(
                     d.path,
@@ -259,10 +219,10 @@ def _claims(
     # Claims: at most 32 devices and 32 requests each (resource.k8s.io/v1 limits), the requests
     # of one alignment constraint in one claim.
     counts = [r["count"] for r in requests]
-    together = alignment.groups(users, counts, [v[0] is None for v in verdicts], options.alignment)
+    together = alignment.groups(users, counts, [v[0] is None for v in verdicts], options.topology)
     claims, lost = alignment.pack_claims(counts, together)
     where = {d.container: (d.path, d.legacy) for d in reversed(wanted)} | {"": (wanted[0].path, wanted[0].legacy)}
-    findings += alignment.outcome(together, lost, [v[1] for v in verdicts], where, options.alignment)
+    findings += alignment.outcome(together, lost, [v[1] for v in verdicts], where, options.topology)
     together = [g for i, g in enumerate(together) if i not in lost]
     existing = [str(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, Mapping)]
     claim_names = unique_labels(["gpu" if len(claims) == 1 else f"gpu-{n}" for n in range(len(claims))], existing)
@@ -272,7 +232,7 @@ def _claims(
     ]
     for internal, idx in zip(internals, claims, strict=True):
         constraints = alignment.claim_constraints(
-            idx, together, [r["name"] for r in requests], options.alignment.attribute
+            idx, together, [r["name"] for r in requests], options.topology.attribute
         )
         if constraints:
             internal["constraints"] = constraints
@@ -318,9 +278,7 @@ def _requests(
             requests.append({"deviceClassName": mapping.device_class, "count": part.count, "selectors": sels})
             users.append(part.users)
             verdicts.append(
-                alignment.missing(mapping, target, options.alignment)
-                if options.alignment.policy != "none"
-                else ("none", "")
+                alignment.missing(mapping, target, options.topology) if options.alignment != "none" else ("none", "")
             )
         findings += [
             Finding(d.path, d.legacy, "translated", f"DRA request for DeviceClass {mapping.device_class}") for d in ds
@@ -354,3 +312,6 @@ def _drop_zero_counts(
             if isinstance(c.get("resources"), dict) and remove_legacy(c["resources"], names) and not c["resources"]:
                 del c["resources"]
     return Plan((), new, (*findings, *(_zero_dropped(d) for d in zeros)), True, dropped_zero=frozenset(names))
+
+
+__all__ = ["Options", "Plan", "plan_pod"]

@@ -23,7 +23,10 @@ result: the managed-by value and the target minor release (both in the template 
 catalog's target (bridge or vendor classes), HAMi slicing, the schedulers declared to
 support DRA and whether shared requests greater than one fail (all three decide whether a pod
 converts at all), and the topology alignment (in the templates; written only when not ``none``,
-and an absent one reads as ``none``: releases before it wrote no constraints). Options that cannot change a
+and an absent one reads as ``none``: releases before it wrote no constraints), and whether a
+pod with DRA claims of its own beside a legacy request was converted (``convertHalfMigrated``,
+written only when true; absent reads as false: releases before it gave such a pod a second
+claim without recording why). Options that cannot change a
 conversion that happened are not recorded (KEP-5004 deference, keeping partial translations:
 a converted pod was neither deferred nor partial-and-kept).
 
@@ -43,18 +46,15 @@ import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from dra_bridge.translate.catalog import Catalog, Target
 from dra_bridge.translate.errors import RecordError
 from dra_bridge.translate.names import CONVERSION_ANNOTATION, CONVERTED_LABEL
-from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment
-
-if TYPE_CHECKING:
-    from dra_bridge.translate.plan.pod_plan import Options
+from dra_bridge.translate.plan.alignment import Alignment, AlignmentPolicy, AlignmentScope
+from dra_bridge.translate.plan.options import HamiSlicing, Options, recorded_specs
 
 RECORD_API_VERSION = "conversion.dra-bridge.io/v1"
-HamiSlicing = Literal["unsupported", "whole-devices"]
 #: Set on the pod by the API server after admission: a reverted pod is a new pod.
 _SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation")
 
@@ -70,8 +70,11 @@ class OriginalValues(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class RecordedOptions:
-    """The plan options a conversion used (None: not recorded, in a record written before
-    options were; the reader's own value applies)."""
+    """The plan options a conversion used: the fields of
+    :class:`~translate.plan.options.Options` whose spec has a record key (tests check the two
+    agree), read, written and applied through those specs. None: not recorded (in a record
+    written before options were; the reader's own value applies); an option written only with
+    another (``recorded_with``) reads as its default when absent."""
 
     managed_by: str | None = None
     kubernetes_minor: int | None = None
@@ -79,34 +82,27 @@ class RecordedOptions:
     hami_slicing: HamiSlicing | None = None
     dra_schedulers: tuple[str, ...] | None = None
     fail_requests_greater_than_one: bool | None = None
-    alignment: Alignment = field(default_factory=Alignment)
+    alignment: AlignmentPolicy = "none"
+    alignment_scope: AlignmentScope = "container"
+    convert_half_migrated: bool = False
+
+    @property
+    def topology(self) -> Alignment:
+        """The recorded alignment (none when the record has none)."""
+        return Alignment(self.alignment, self.alignment_scope)
 
     @classmethod
     def of(cls, options: Options, catalog: Catalog) -> RecordedOptions:
-        """What to record for a plan made with ``options`` and ``catalog``."""
-        return cls(
-            options.managed_by,
-            options.minor,
-            catalog.target,
-            options.hami_slicing,
-            tuple(options.dra_schedulers),
-            options.fail_requests_greater_than_one,
-            options.alignment,
-        )
+        """What to record for a plan made with ``options`` and ``catalog`` (its target, the
+        release's minor version)."""
+        values = {s.attribute: getattr(options, s.attribute) for s in recorded_specs()}
+        values |= {"target": catalog.target, "kubernetes_minor": options.minor}
+        return cls(**values)
 
     def apply(self, options: Options) -> Options:
         """``options`` with the recorded values in place of their own."""
-        return replace(
-            options,
-            managed_by=options.managed_by if self.managed_by is None else self.managed_by,
-            kubernetes_minor=options.kubernetes_minor if self.kubernetes_minor is None else self.kubernetes_minor,
-            hami_slicing=options.hami_slicing if self.hami_slicing is None else self.hami_slicing,
-            dra_schedulers=options.dra_schedulers if self.dra_schedulers is None else self.dra_schedulers,
-            fail_requests_greater_than_one=options.fail_requests_greater_than_one
-            if self.fail_requests_greater_than_one is None
-            else self.fail_requests_greater_than_one,
-            alignment=self.alignment,
-        )
+        recorded = {s.attribute: getattr(self, s.attribute) for s in recorded_specs()}
+        return replace(options, **{k: v for k, v in recorded.items() if v is not None})
 
     def aim(self, catalog: Catalog) -> Catalog:
         """``catalog`` aimed at the recorded target (bridge or vendor classes)."""
@@ -114,17 +110,17 @@ class RecordedOptions:
 
     def to_wire(self) -> dict[str, Any]:
         """The ``options`` object of the annotation (recorded values only)."""
-        wire = {
-            "managedBy": self.managed_by,
-            "kubernetesMinor": self.kubernetes_minor,
-            "target": self.target,
-            "hamiSlicing": self.hami_slicing,
-            "draSchedulers": list(self.dra_schedulers) if self.dra_schedulers is not None else None,
-            "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
-        }
-        if self.alignment.policy != "none":
-            wire |= {"alignment": self.alignment.policy, "alignmentScope": self.alignment.scope}
-        return {k: v for k, v in wire.items() if v is not None}
+        wire: dict[str, Any] = {}
+        for s in recorded_specs():
+            value = getattr(self, s.attribute)
+            anchor = _SPEC_OF[s.recorded_with] if s.recorded_with else None
+            if value is None or (anchor is not None and getattr(self, anchor.attribute) == anchor.default):
+                continue
+            wire[s.record_key] = list(value) if isinstance(value, tuple) else value
+        return wire
+
+
+_SPEC_OF = {s.attribute: s for s in recorded_specs()}
 
 
 @dataclass(frozen=True)
@@ -302,32 +298,10 @@ def _options(raw: object, fail: Any) -> RecordedOptions:
     if not isinstance(raw, dict):
         raise fail("options must be an object")
     # Keys this release does not know are ignored (forward compatibility, see the module docstring).
-    managed_by, minor, target = raw.get("managedBy"), raw.get("kubernetesMinor"), raw.get("target")
-    hami, schedulers = raw.get("hamiSlicing"), raw.get("draSchedulers")
-    fail_gt_one = raw.get("failRequestsGreaterThanOne")
-    policy, scope = raw.get("alignment", "none"), raw.get("alignmentScope", "container")
-    if policy not in POLICIES:
-        raise fail(f"options.alignment must be one of {', '.join(POLICIES)}")
-    if scope not in SCOPES:
-        raise fail(f"options.alignmentScope must be one of {', '.join(SCOPES)}")
-    if managed_by is not None and (not isinstance(managed_by, str) or not managed_by):
-        raise fail("options.managedBy must be a non-empty string")
-    if minor is not None and (not isinstance(minor, int) or isinstance(minor, bool) or minor < 0):
-        raise fail("options.kubernetesMinor must be a minor version number")
-    if target not in (None, "bridge", "vendor"):
-        raise fail("options.target must be bridge or vendor")
-    if hami not in (None, "unsupported", "whole-devices"):
-        raise fail("options.hamiSlicing must be unsupported or whole-devices")
-    if schedulers is not None and (not isinstance(schedulers, list) or not all(isinstance(s, str) for s in schedulers)):
-        raise fail("options.draSchedulers must be a list of scheduler names")
-    if fail_gt_one is not None and not isinstance(fail_gt_one, bool):
-        raise fail("options.failRequestsGreaterThanOne must be true or false")
-    return RecordedOptions(
-        managed_by,
-        minor,
-        target,
-        hami,
-        None if schedulers is None else tuple(schedulers),
-        fail_gt_one,
-        Alignment(policy, scope),
-    )
+    values: dict[str, Any] = {}
+    for s in recorded_specs():
+        value = raw.get(s.record_key, s.default if s.recorded_with else None)
+        if (value is not None or s.recorded_with) and not s.accepts(value):
+            raise fail(f"options.{s.record_key} must be {s.must()}")
+        values[s.attribute] = tuple(value) if isinstance(value, list) else value
+    return RecordedOptions(**values)

@@ -8,14 +8,24 @@ families of findings that come with their inputs' parsing: fields of the wrong J
 (:func:`translate.plan.field_types.shape_problems`) and GPU node labels that cannot become a
 selector (:mod:`translate.plan.gfd_selectors`).
 
-Per value (a container's request):
-    :func:`requests_without_limits`, :func:`invalid_quantity`, :func:`requests_differ_from_limits`,
-    :func:`hami_slicing_kept`, :func:`shared_count_over_one`
-Per pod:
-    :func:`converted_before`, :func:`too_many_devices`, :func:`pinned_to_node`,
-    :func:`scheduler_without_dra`, :func:`translation_not_faithful` (any finding above, or a
-    partial one under keep-legacy-partial), :func:`live_pod`
-Cluster state (the webhook):
+One shape for the rules of a pod: a check takes one :class:`Facts` (everything it may read:
+the pod's spec and annotations, its legacy requests, the options, the findings so far and, for a
+rule about one request, that request) and returns a finding or None. The plan runs
+:data:`GATES` first (:func:`gate`: the first hit leaves the pod unchanged), then
+:data:`CHECKS` (:func:`checks`: every hit is kept, and the verdict decides), per request
+:data:`REQUEST_CHECKS` (:func:`request_check`: the first hit keeps that request legacy), and last
+the verdict :func:`translation_not_faithful`. A new rule is a function and a line in one of
+the lists.
+
+Per value, while the requests are read (``translate.plan.demand``, before there are facts):
+    :func:`requests_without_limits`, :func:`invalid_quantity`, :func:`requests_differ_from_limits`
+Per request (:data:`REQUEST_CHECKS`):
+    :func:`hami_slicing_kept`, :func:`shared_count_over_one`, :func:`shared_product_count_over_one`
+Per pod: :data:`GATES` :func:`converted_before`, :func:`half_migrated`, :func:`too_many_devices`; :data:`CHECKS`
+    :func:`pinned_to_node`, :func:`scheduler_without_dra`; the verdict
+    :func:`translation_not_faithful` (any finding above, or a partial one under
+    keep-legacy-partial); :func:`live_pod` (a Pod object, before planning it)
+Cluster state (the webhook, after the plan), selected by their :data:`CLUSTER_STATE` codes:
     :func:`daemonset_node_not_handed_over`, :func:`legacy_quota_only`, :func:`quota_not_known`
 Not the migration's (:mod:`translate.plan.foreign`, in the same shape):
     ``unknown_device_resource`` (per value), ``other_gpu_controller`` (per pod),
@@ -28,18 +38,71 @@ Where a front-end setting would convert the pod, the finding carries a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from dra_bridge.translate.catalog import ResourceMapping
 from dra_bridge.translate.errors import CountError
 from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
 from dra_bridge.translate.names import CONVERSION_ANNOTATION, NODE_MODE_LABEL
 from dra_bridge.translate.plan.device_counts import parse_count
+from dra_bridge.translate.plan.options import Options
+
+if TYPE_CHECKING:
+    from dra_bridge.translate.plan.demand import ContainerDemand
+    from dra_bridge.translate.plan.placement import Placement
 
 #: More devices than this in one pod is a typo or an attack, not a workload: refused.
 MAX_DEVICES_PER_POD = 256
 #: Schedulers known to support DRA without being declared.
 DEFAULT_SCHEDULERS = ("", "default-scheduler")
+#: The codes of the cluster-state findings (``Finding.code``): a front end selects them by these.
+DAEMONSET_NODE = "daemonset-node-not-handed-over"
+LEGACY_QUOTA_ONLY = "legacy-quota-only"
+QUOTA_NOT_KNOWN = "quota-not-known"
+QUOTA_CHARGED_AT_CLAIM = "quota-charged-at-claim"
+LEGACY_QUOTA_LIFTED = "legacy-quota-lifted"
+QUOTA_VIEW_UNKNOWN = "quota-view-unknown"
+CLUSTER_STATE = frozenset(
+    {
+        DAEMONSET_NODE,
+        LEGACY_QUOTA_ONLY,
+        QUOTA_NOT_KNOWN,
+        QUOTA_CHARGED_AT_CLAIM,
+        LEGACY_QUOTA_LIFTED,
+        QUOTA_VIEW_UNKNOWN,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a stay-legacy check may read about one pod: its ``spec`` and ``annotations``, the
+    legacy requests with a count (``demands``), the plan ``options``, the ``path`` prefix of its
+    findings (``spec.template.`` in a Deployment), the ``findings`` so far, the pod's GPU node
+    selection as device selectors (``placement``: set for the request checks, None for gates and
+    checks, which run before it is read), and for a check of one request that
+    ``demand`` (:meth:`of`)."""
+
+    spec: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    demands: tuple[ContainerDemand, ...]
+    options: Options
+    path: str = ""
+    findings: tuple[Finding, ...] = ()
+    demand: ContainerDemand | None = None
+    placement: Placement | None = None
+
+    def of(self, demand: ContainerDemand) -> Facts:
+        """These facts, about one request."""
+        return replace(self, demand=demand)
+
+    def adding(self, findings: Sequence[Finding]) -> Facts:
+        """These facts with ``findings`` (all so far)."""
+        return replace(self, findings=tuple(findings))
+
+
+#: A stay-legacy rule: facts in, the finding that keeps the pod (or the request) legacy or None out.
+Check = Callable[[Facts], Finding | None]
 
 # ------------------------------------------------------------------ per value
 
@@ -76,41 +139,70 @@ def requests_differ_from_limits(
     )
 
 
-def hami_slicing_kept(mapping: ResourceMapping, whole_devices: bool, path: str, legacy: str) -> Finding | None:
+def hami_slicing_kept(facts: Facts) -> Finding | None:
     """HAMi memory/core slicing has no DRA form: legacy, unless converted to whole devices."""
-    if mapping.kind != "slicing" or whole_devices:
+    d = facts.demand
+    if d is None or d.mapping.kind != "slicing" or facts.options.hami_slicing == "whole-devices":
         return None
-    return Finding(path, legacy, "unsupported", f"{mapping.reason}: the pod stays legacy", Remedy.HAMI_WHOLE_DEVICES)
+    return Finding(
+        d.path, d.legacy, "unsupported", f"{d.mapping.reason}: the pod stays legacy", Remedy.HAMI_WHOLE_DEVICES
+    )
 
 
-def shared_count_over_one(
-    mapping: ResourceMapping, count: int, fail_by_option: bool, path: str, legacy: str
-) -> Finding | None:
+def shared_count_over_one(facts: Facts) -> Finding | None:
     """A shared GPU whose device plugin fails requests greater than one (its sharing config's
     ``failRequestsGreaterThanOne``, NVIDIA/k8s-device-plugin README.md: the pod gets UnexpectedAdmissionError)
     stays as it is: a claim would give it what the plugin refused. Set on the catalog entry
-    (a user catalog's own entries) or by the front end's option (``fail_by_option``, with its
-    remedy code), for every shared resource."""
-    if mapping.kind != "shared" or count <= 1 or not (mapping.fail_requests_greater_than_one or fail_by_option):
+    (a user catalog's own entries) or by the front end's option (with its remedy code), for
+    every shared resource."""
+    d = facts.demand
+    if d is None:
+        return None
+    mapping, by_option = d.mapping, facts.options.fail_requests_greater_than_one
+    if mapping.kind != "shared" or d.count <= 1 or not (mapping.fail_requests_greater_than_one or by_option):
         return None
     return Finding(
-        path,
-        legacy,
+        d.path,
+        d.legacy,
         "unsupported",
         "the device plugin fails shared requests greater than one (failRequestsGreaterThanOne): the pod stays as it is",
         None if mapping.fail_requests_greater_than_one else Remedy.FAIL_REQUESTS_GREATER_THAN_ONE,
     )
 
 
+def shared_product_count_over_one(facts: Facts) -> Finding | None:
+    """A plain ``nvidia.com/gpu`` greater than one on nodes whose ``gpu.product`` ends in
+    ``-SHARED`` (time-slicing without renaming) asks for replicas, which a device plugin with
+    ``failRequestsGreaterThanOne`` fails: such a pod stays as it is, as for a shared resource."""
+    d, placement = facts.demand, facts.placement
+    if (
+        d is None
+        or placement is None
+        or not placement.shared_products
+        or not facts.options.fail_requests_greater_than_one
+    ):
+        return None
+    if d.mapping.kind != "gpu" or d.mapping.gfd != "nvidia" or d.count <= 1:
+        return None
+    return Finding(
+        d.path,
+        d.legacy,
+        "unsupported",
+        f"the pod's nodes share each GPU by time-slicing ({placement.shared_products[0]}) and the device plugin "
+        "fails requests greater than one there (failRequestsGreaterThanOne): the pod stays as it is",
+        Remedy.FAIL_REQUESTS_GREATER_THAN_ONE,
+    )
+
+
 # ------------------------------------------------------------------ per pod
 
 
-def converted_before(annotations: Mapping[str, Any], path: str) -> Finding | None:
+def converted_before(facts: Facts) -> Finding | None:
     """A converted pod that asks for legacy devices again would hold them twice."""
-    if CONVERSION_ANNOTATION not in annotations:
+    if CONVERSION_ANNOTATION not in facts.annotations:
         return None
     return Finding(
-        f"{path}metadata.annotations[{CONVERSION_ANNOTATION}]",
+        f"{facts.path}metadata.annotations[{CONVERSION_ANNOTATION}]",
         "",
         "kept-legacy",
         "converted before, yet asks for legacy devices again (they would be held twice): re-convert "
@@ -118,33 +210,56 @@ def converted_before(annotations: Mapping[str, Any], path: str) -> Finding | Non
     )
 
 
-def too_many_devices(total: int, path: str) -> Finding | None:
-    """More than MAX_DEVICES_PER_POD devices (``path``: the first request's)."""
-    if total <= MAX_DEVICES_PER_POD:
+def half_migrated(facts: Facts) -> Finding | None:
+    """A pod that already has DRA claims (``spec.resourceClaims``) and a legacy request too was
+    half-migrated by hand: converting it would add a second claim beside the first, without a
+    word. Kept unchanged with a warning, unless the options say convert it anyway."""
+    claims = facts.spec.get("resourceClaims")
+    if not isinstance(claims, list) or not claims or facts.options.convert_half_migrated:
         return None
-    return Finding(path, f"{total} devices", "unsupported", f"more than {MAX_DEVICES_PER_POD} devices in one pod")
+    names = ", ".join(str(c.get("name", "?")) if isinstance(c, Mapping) else "?" for c in claims)
+    return Finding(
+        f"{facts.path}spec.resourceClaims",
+        names,
+        "kept-legacy",
+        "the pod already has DRA claims besides a legacy device request (half-migrated by hand, or claims "
+        "for other devices such as a NIC?): converting adds a claim for the legacy request beside them; "
+        "left unchanged",
+        Remedy.CONVERT_HALF_MIGRATED,
+    )
 
 
-def pinned_to_node(spec: Mapping[str, Any], path: str) -> Finding | None:
-    """``spec.nodeName`` skips the scheduler, so no claim of the pod could ever be allocated."""
-    if not spec.get("nodeName"):
+def too_many_devices(facts: Facts) -> Finding | None:
+    """More than MAX_DEVICES_PER_POD devices (the path: the first request's); slicing requests
+    (memory, cores) count no devices."""
+    total = sum(d.count for d in facts.demands if d.mapping.kind != "slicing")
+    if total <= MAX_DEVICES_PER_POD or not facts.demands:
         return None
     return Finding(
-        f"{path}spec.nodeName",
-        str(spec["nodeName"]),
+        facts.demands[0].path, f"{total} devices", "unsupported", f"more than {MAX_DEVICES_PER_POD} devices in one pod"
+    )
+
+
+def pinned_to_node(facts: Facts) -> Finding | None:
+    """``spec.nodeName`` skips the scheduler, so no claim of the pod could ever be allocated."""
+    if not facts.spec.get("nodeName"):
+        return None
+    return Finding(
+        f"{facts.path}spec.nodeName",
+        str(facts.spec["nodeName"]),
         "kept-legacy",
         "a pod with spec.nodeName skips the scheduler, so its claims could never be allocated: it stays "
         "on the device plugin",
     )
 
 
-def scheduler_without_dra(spec: Mapping[str, Any], dra_schedulers: Sequence[str], path: str) -> Finding | None:
+def scheduler_without_dra(facts: Facts) -> Finding | None:
     """A scheduler other than the default one, not declared to support DRA."""
-    scheduler = str(spec.get("schedulerName") or "")
-    if scheduler in DEFAULT_SCHEDULERS or scheduler in dra_schedulers:
+    scheduler = str(facts.spec.get("schedulerName") or "")
+    if scheduler in DEFAULT_SCHEDULERS or scheduler in facts.options.dra_schedulers:
         return None
     return Finding(
-        f"{path}spec.schedulerName",
+        f"{facts.path}spec.schedulerName",
         scheduler,
         "kept-legacy",
         f"scheduler {scheduler!r} may not support DRA: the pod stays on the device plugin",
@@ -153,12 +268,13 @@ def scheduler_without_dra(spec: Mapping[str, Any], dra_schedulers: Sequence[str]
     )
 
 
-def translation_not_faithful(findings: Sequence[Finding], keep_legacy_partial: bool, path: str) -> Finding | None:
-    """The pod-level verdict: a finding forbids rewriting the pod, or policy keeps partial ones legacy."""
-    if not blocks_conversion(findings) and not (keep_legacy_partial and worst(findings) >= 2):
+def translation_not_faithful(facts: Facts) -> Finding | None:
+    """The pod-level verdict: a finding so far forbids rewriting the pod, or policy keeps partial ones legacy."""
+    findings = facts.findings
+    if not blocks_conversion(findings) and not (facts.options.keep_legacy_partial and worst(findings) >= 2):
         return None
     return Finding(
-        path.removesuffix(".") or ".",  # the pod template itself: ``spec.template``, or ``.`` for a Pod
+        facts.path.removesuffix(".") or ".",  # the pod template itself: ``spec.template``, or ``.`` for a Pod
         "",
         "kept-legacy",
         "kept on the device plugin: a finding above forbids a faithful translation",
@@ -181,6 +297,29 @@ def live_pod(meta: Mapping[str, Any]) -> Finding | None:
     )
 
 
+#: The first hit leaves the pod unchanged (its findings so far and the gate's).
+GATES: tuple[Check, ...] = (converted_before, half_migrated, too_many_devices)
+#: Every hit is kept; one of severity 3 keeps the pod legacy (the verdict).
+CHECKS: tuple[Check, ...] = (pinned_to_node, scheduler_without_dra)
+#: Per request (``facts.demand``): the first hit keeps that request, and so the pod, legacy.
+REQUEST_CHECKS: tuple[Check, ...] = (hami_slicing_kept, shared_count_over_one, shared_product_count_over_one)
+
+
+def gate(facts: Facts) -> Finding | None:
+    """The first of :data:`GATES` that hits (the pod stays unchanged), or None."""
+    return next((f for f in (g(facts) for g in GATES) if f is not None), None)
+
+
+def checks(facts: Facts) -> list[Finding]:
+    """Every finding of :data:`CHECKS`."""
+    return [f for f in (c(facts) for c in CHECKS) if f is not None]
+
+
+def request_check(facts: Facts) -> Finding | None:
+    """The first of :data:`REQUEST_CHECKS` that hits for ``facts.demand``, or None."""
+    return next((f for f in (c(facts) for c in REQUEST_CHECKS) if f is not None), None)
+
+
 # ------------------------------------------------------------------ cluster state
 
 
@@ -198,6 +337,7 @@ def daemonset_node_not_handed_over(
         "kept-legacy",
         f"DaemonSet pod for node {node or '?'}: converted only once that node is handed over to DRA "
         f"({NODE_MODE_LABEL}=dra)",
+        code=DAEMONSET_NODE,
     )
 
 
@@ -214,6 +354,7 @@ def legacy_quota_only(
         f"a ResourceQuota limits {sorted(legacy_keys)[0]} but not {dra_key}: converting would lift the limit",
         Remedy.IGNORE_LEGACY_QUOTA,
         dra_key,
+        code=LEGACY_QUOTA_ONLY,
     )
 
 
@@ -230,4 +371,5 @@ def quota_not_known(resources: Sequence[str], cause: str, ignore_legacy_quota: b
         f"this namespace's ResourceQuotas are not known yet ({cause}): converting could lift a limit on "
         "the legacy resource",
         Remedy.IGNORE_LEGACY_QUOTA,
+        code=QUOTA_NOT_KNOWN,
     )

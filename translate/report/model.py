@@ -37,8 +37,11 @@ from dra_bridge.translate.plan.alignment import Alignment, devices_per_constrain
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.device_counts import parse_count
 from dra_bridge.translate.plan.pod_plan import Options
-from dra_bridge.translate.plan.workloads import Converted, convert_object
-from dra_bridge.translate.policy import Policy, Translation
+from dra_bridge.translate.plan.workloads import (
+    Converted,
+    convert_object,
+)
+from dra_bridge.translate.policy import Policy
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.grouping import pod_templates as pod_templates  # re-exported: capacity, convert
 from dra_bridge.translate.report.listing import is_gpu_workload
@@ -112,7 +115,7 @@ class WorkloadReport:
     pools: tuple[str, ...]
     capacity: dict[str, Any] | None = None
     converted: Converted | None = None
-    policy: Translation | None = None
+    policy: Options | None = None
     enrolment: Enrolment | None = None
 
     @property
@@ -244,8 +247,8 @@ class Report:
             "options": {
                 "apiVersion": s.options.api_version,
                 "poolLabel": s.pool_label,
-                "alignment": s.options.alignment.policy,
-                "alignmentScope": s.options.alignment.scope,
+                "alignment": s.options.alignment,
+                "alignmentScope": s.options.alignment_scope,
             },
             "workloads": [w.as_json() for w in self.workloads],
             "nodePools": [p.as_json() for p in self.pools],
@@ -352,7 +355,7 @@ def _workload(
         converted.templates,
         tuple(risks),
         legacy,
-        _alignment(demands, findings, options.alignment, verdict.path),
+        _alignment(demands, findings, options.topology, verdict.path),
         tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool, settings.pool_label)),
         converted=converted,
         policy=translation,

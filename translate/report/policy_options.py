@@ -1,14 +1,14 @@
 """The plan options the webhook's policy gives one workload (``dra-migrate report|convert --policy``).
 
-    workload_options(pod, obj, namespace, policy, base, kep5004) -> (Options, Translation)
-    switched_off(obj, translation) -> Converted        what the webhook does where convert: false
+    workload_options(pod, obj, namespace, policy, base, kep5004) -> (plan options, the scope's options)
+    switched_off(obj, settings) -> Converted             what the webhook does where convert: false
 
 Pure. The policy (:mod:`translate.policy`) is matched, as the webhook matches a pod's
 AdmissionReview, against what the workload's pods will carry (docs/design.md D8): the
 namespace (``default`` when the manifest has none), the pod template's labels, the owner kind
 of the pods (a Deployment's pods are owned by a ReplicaSet, a CronJob's by a Job, a bare Pod by
 none, a pod read from a cluster by its controller, any other workload by itself), and the
-scheduler name. The options are the rule's (:meth:`Translation.plan_options`) with the
+scheduler name. The options are the rule's (:meth:`Options.plan_options`) with the
 caller's API version, target release and managed-by value (templates ``convert`` writes stay
 ``convert``'s); the caller's extra DRA schedulers are added to the policy's.
 """
@@ -22,7 +22,7 @@ from typing import Any
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.plan.pod_plan import Options
 from dra_bridge.translate.plan.workloads import Converted
-from dra_bridge.translate.policy import Policy, Subject, Translation
+from dra_bridge.translate.policy import Policy, Subject
 
 __all__ = ["pod_owner_kind", "switched_off", "workload_options"]
 
@@ -52,7 +52,7 @@ def workload_options(
     policy: Policy,
     base: Options,
     kep5004: Mapping[str, str],
-) -> tuple[Options, Translation]:
+) -> tuple[Options, Options]:
     """The options for workload ``obj`` whose first pod template (or pod) is ``pod``."""
     labels = {str(k): str(v) for k, v in _map(_map(pod.get("metadata")).get("labels")).items()}
     scheduler = str(_map(pod.get("spec")).get("schedulerName") or "")
@@ -68,7 +68,7 @@ def workload_options(
     ), settings
 
 
-def switched_off(obj: Any, settings: Translation) -> Converted:
+def switched_off(obj: Any, settings: Options) -> Converted:
     """The workload as the webhook leaves it where the policy says ``convert: false``: unchanged,
     with one ``kept-legacy`` finding naming the rule."""
     rule = f"rule {settings.rule}" if settings.rule else "defaults"
