@@ -60,6 +60,11 @@ class Remedy(StrEnum):
     FAIL_REQUESTS_GREATER_THAN_ONE = "fail-requests-greater-than-one"
 
 
+#: :attr:`Finding.code` of a finding that keeps a pod legacy because a ResourceQuota in its
+#: namespace counts our bridge class but not the class the target writes (docs/design.md D27).
+QUOTA_CLASS_NOT_COUNTED = "quota-class-not-counted"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One observation about one legacy value: ``path`` in the object, the ``legacy`` value

@@ -57,3 +57,29 @@ def test_an_unknown_quota_keeps_the_pod_legacy_and_says_why(catalog: Catalog) ->
     assert "list core/resourcequotas" in held[0].reason and "nvidia.com/gpu" in held[0].legacy
     ignored = held_back(migrated, spec, "", lambda n: None, unknown, catalog, ignore_legacy_quota=True)
     assert [(f.path, f.outcome) for f in ignored] == [("(quota-view)", "partial")]
+
+
+VENDOR_KEY = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
+
+
+def test_a_quota_on_the_bridge_class_alone_keeps_the_pod_legacy_under_the_vendor_target(catalog: Catalog) -> None:
+    """MIGRATION.md's vendor step: quotas still count our class while new claims name the vendor's."""
+    from dra_bridge.translate.findings import QUOTA_CLASS_NOT_COUNTED
+
+    vendor = catalog.with_target("vendor")
+    migrated, spec = _converted(vendor)
+    for keys in ({KEY}, {KEY, "requests.nvidia.com/gpu"}):
+        (held,) = held_back(migrated, spec, "", lambda n: None, frozenset(keys), vendor)
+        assert (held.path, held.outcome, held.code, held.remedy_subject) == (
+            "(quota)",
+            "kept-legacy",
+            QUOTA_CLASS_NOT_COUNTED,
+            VENDOR_KEY,
+        )
+        assert KEY in held.reason and VENDOR_KEY in held.reason
+    counted = held_back(migrated, spec, "", lambda n: None, frozenset({KEY, VENDOR_KEY}), vendor)
+    assert [f.outcome for f in counted] == []
+    waived = held_back(migrated, spec, "", lambda n: None, frozenset({KEY}), vendor, ignore_legacy_quota=True)
+    assert waived == []
+    bridge_target = _converted(catalog)[0]
+    assert held_back(bridge_target, spec, "", lambda n: None, frozenset({KEY}), catalog) == []

@@ -11,6 +11,10 @@ The webhook feeds these from its watch caches; tests feed them directly.
   told to ignore legacy quota (:attr:`~translate.findings.Remedy.IGNORE_LEGACY_QUOTA`). Where
   both exist: DRA quota is charged when the claim is created, so an over-quota pod now waits
   Pending instead of being refused.
+- Quota on the wrong class (docs/design.md D27): where a ResourceQuota counts our bridge class
+  (``<ours>.deviceclass.resource.k8s.io/devices``) but not the class the catalog's target writes
+  (the vendor's, once ``target: vendor``), new claims would go uncounted: the pod stays legacy
+  (:func:`translate.plan.stay_legacy.bridge_class_quota_only`), with the same waiver.
 - Quota safety fails closed: where the front end does not know a namespace's quotas yet
   (:class:`QuotaUnknown`: its view has not synced, e.g. RBAC refuses ``list resourcequotas``
   or the list has not answered), the pod stays legacy as a whole
@@ -28,6 +32,7 @@ from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.plan.quota import dra_quota_key
 from dra_bridge.translate.plan.record import ConversionRecord
 from dra_bridge.translate.plan.stay_legacy import (
+    bridge_class_quota_only,
     daemonset_node_not_handed_over,
     legacy_quota_only,
     quota_not_known,
@@ -63,6 +68,19 @@ def converted_resources(pod: Mapping[str, Any]) -> set[str]:
     """The legacy resource names a converted pod's conversion record holds (none without one)."""
     record = ConversionRecord.read(pod)
     return set(record.resources) if record else set()
+
+
+def class_not_counted(
+    resource: str, catalog: Catalog, quota_keys: frozenset[str], ignore_legacy_quota: bool
+) -> Finding | None:
+    """The facts of :func:`~translate.plan.stay_legacy.bridge_class_quota_only` for one converted
+    legacy resource: the quota key of our bridge class and of the class the catalog's target writes."""
+    mapping, ours = catalog.lookup(resource), catalog.with_target("bridge").lookup(resource)
+    if mapping is None or ours is None or mapping.kind == "slicing":
+        return None
+    return bridge_class_quota_only(
+        resource, dra_quota_key(ours), dra_quota_key(mapping), quota_keys, ignore_legacy_quota
+    )
 
 
 def held_back(
@@ -104,6 +122,10 @@ def held_back(
         return out
     for resource in sorted(converted_resources(migrated)):
         mapping = catalog.lookup(resource)
+        uncounted = class_not_counted(resource, catalog, quota_keys, ignore_legacy_quota)
+        if uncounted is not None:
+            out.append(uncounted)
+            continue
         legacy_limited = sorted({f"requests.{resource}", resource} & quota_keys)
         if mapping is None or not legacy_limited:
             continue

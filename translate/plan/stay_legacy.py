@@ -16,7 +16,8 @@ Per pod:
     :func:`scheduler_without_dra`, :func:`translation_not_faithful` (any finding above, or a
     partial one under keep-legacy-partial), :func:`live_pod`
 Cluster state (the webhook):
-    :func:`daemonset_node_not_handed_over`, :func:`legacy_quota_only`, :func:`quota_not_known`
+    :func:`daemonset_node_not_handed_over`, :func:`legacy_quota_only`, :func:`bridge_class_quota_only`,
+    :func:`quota_not_known`
 
 Where a front-end setting would convert the pod, the finding carries a
 :class:`~translate.findings.Remedy` code; the front end says it in its own words.
@@ -29,7 +30,7 @@ from typing import Any
 
 from dra_bridge.translate.catalog import ResourceMapping
 from dra_bridge.translate.errors import CountError
-from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
+from dra_bridge.translate.findings import QUOTA_CLASS_NOT_COUNTED, Finding, Remedy, blocks_conversion, worst
 from dra_bridge.translate.names import CONVERSION_ANNOTATION, NODE_MODE_LABEL
 from dra_bridge.translate.plan.device_counts import parse_count
 
@@ -208,6 +209,25 @@ def legacy_quota_only(
         f"a ResourceQuota limits {sorted(legacy_keys)[0]} but not {dra_key}: converting would lift the limit",
         Remedy.IGNORE_LEGACY_QUOTA,
         dra_key,
+    )
+
+
+def bridge_class_quota_only(
+    resource: str, bridge_key: str, target_key: str, quota_keys: frozenset[str], ignore_legacy_quota: bool
+) -> Finding | None:
+    """A ResourceQuota counts our bridge class but not the class the target writes (the vendor's
+    own, after ``target: vendor``): the new claims would go uncounted (docs/design.md D27)."""
+    if bridge_key == target_key or bridge_key not in quota_keys or target_key in quota_keys or ignore_legacy_quota:
+        return None
+    return Finding(
+        "(quota)",
+        resource,
+        "kept-legacy",
+        f"a ResourceQuota counts {bridge_key} but not {target_key}, the class new claims name: "
+        f"converted pods would not count against it (add {target_key} to the quota)",
+        Remedy.IGNORE_LEGACY_QUOTA,
+        target_key,
+        code=QUOTA_CLASS_NOT_COUNTED,
     )
 
 
