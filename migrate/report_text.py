@@ -8,8 +8,9 @@ docs/capacity.md), then the capacity summary (per node pool before and after; ev
 with a pod that does not fit or places differently, with the verdicts' codes or nodes);
 ``wide`` adds LEGACY-FIT, how, the legacy requests, the template names, alignment, risks and
 the reason, and each such pod's verdicts with their reasons; ``markdown`` adds totals, node
-pools, capacity, and per workload every finding and risk. Findings are phrased with ``dra-migrate`` flag names
-(:mod:`migrate.remedies`).
+pools, capacity, and per workload every finding and risk. Every renderer lists the
+ResourceQuotas on legacy device resources or our classes, one line each (docs/design.md D27).
+Findings are phrased with ``dra-migrate`` flag names (:mod:`migrate.remedies`).
 """
 
 from __future__ import annotations
@@ -205,6 +206,13 @@ def _markdown(report: Report) -> str:
                 f"| `{_md(w.unit.namespace + '/' + pod['name'])}` | {_md(cell(pod))} | {_md(cell(pod, legacy=True))} |"
                 for w, pod in rows
             ]
+    if report.quotas:
+        lines += [
+            "",
+            "### ResourceQuotas on GPUs",
+            "",
+            *(f"- {_md(line.removeprefix('quota: '))}" for line in quota_lines(report)),
+        ]
     details = [w for w in report.workloads if w.findings or w.risks]
     if details:
         lines += ["", "### Findings and risks", ""]
@@ -228,6 +236,18 @@ def _legacy_use(cap: dict[str, Any]) -> str:
     )
 
 
+def quota_lines(report: Report) -> list[str]:
+    """One line per ResourceQuota on a legacy device resource or our classes (docs/design.md D27)."""
+    lines = []
+    for q in report.quotas:
+        where = f"ResourceQuota/{q.namespace + '/' if q.namespace else ''}{q.name}"
+        keys = ", ".join([*q.legacy, *q.classes])
+        missing = f"; lacks {', '.join(q.missing)}" if q.missing else ""
+        seen = f"{q.workloads} workloads in the input" if q.workloads else "no workload of its namespace in the input"
+        lines.append(f"quota: {where} limits {keys}{missing} ({seen})")
+    return lines
+
+
 def render_text(report: Report, fmt: str) -> str:
     """The report as ``table``, ``wide`` or ``markdown`` text (see the module docstring)."""
     if fmt == "markdown":
@@ -241,4 +261,4 @@ def render_text(report: Report, fmt: str) -> str:
         + f"; {t['risks']} risks\n"
     )
     capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
-    return _aligned(rows) + summary + capacity
+    return _aligned(rows) + summary + "".join(f"{line}\n" for line in quota_lines(report)) + capacity

@@ -291,9 +291,8 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         out = sh.run("kubectl get deviceclasses -l app.kubernetes.io/instance=dra-bridge").stdout
         assert "nvidia-gpu.dra-bridge.io" in out.split(), out
         live = sh.run("dra-migrate report").stdout
-        assert any(
-            "Deployment/team-a/trainer" in line and "quota-stops-counting" in line for line in live.splitlines()
-        ), live
+        assert any("Deployment/team-a/trainer" in line and "blocked" in line for line in live.splitlines()), live
+        assert "quota: ResourceQuota/team-a/gpu limits requests.nvidia.com/gpu; lacks " in live, live
         assert " of 1 converted pods fit" in live, live  # the chart's own pods ask for no device
         sh.run("dra-migrate report -o markdown > migration-report.md")
         assert "trainer" in (work / "migration-report.md").read_text()

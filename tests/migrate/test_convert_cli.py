@@ -334,3 +334,47 @@ def test_errors_form_one_tree_and_translate_value_errors_are_named() -> None:
         parse_count("1.5")
     for exc in (version.value, count.value):  # named translate errors, still ValueErrors for older callers
         assert isinstance(exc, TranslateError) and isinstance(exc, ValueError)
+
+
+def _quota(hard: dict[str, str]) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "gpu", "namespace": "team-a"},
+        "spec": {"hard": hard},
+    }
+
+
+BRIDGE_KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"
+VENDOR_KEY = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
+
+
+def test_a_quota_counting_only_our_class_keeps_workloads_legacy_under_the_vendor_target() -> None:
+    """docs/design.md D27, as the webhook: the quota of the input (as convert writes it) decides."""
+    pod = _gpu_pod("p")
+    pod["metadata"]["namespace"] = "team-a"  # type: ignore[index]
+    stdin = yaml.safe_dump_all([pod, _quota({BRIDGE_KEY: "8"})])
+    proc = run("convert", "--target", "vendor", "--fail-on", "unsupported", "-f", "-", stdin=stdin)
+    out = list(yaml.safe_load_all(proc.stdout))
+    assert out[0] == pod and proc.returncode == EXIT_FINDINGS, proc.stdout
+    assert VENDOR_KEY in proc.stderr and "ignoreLegacyQuota" in proc.stderr
+    counted = run(
+        "convert",
+        "--target",
+        "vendor",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump_all([pod, _quota({BRIDGE_KEY: "8", VENDOR_KEY: "8"})]),
+    )
+    assert [o["kind"] for o in yaml.safe_load_all(counted.stdout)] == ["ResourceClaimTemplate", "Pod", "ResourceQuota"]
+
+
+def test_a_legacy_only_quota_keeps_workloads_legacy_unless_this_run_converts_it() -> None:
+    pod = _gpu_pod("p")
+    pod["metadata"]["namespace"] = "team-a"  # type: ignore[index]
+    legacy_only = _quota({"requests.nvidia.com/gpu": "8"})
+    # the quota converted in the same run gets the class key beside the legacy one: no hole left
+    both = run("convert", "-f", "-", stdin=yaml.safe_dump_all([pod, legacy_only]))
+    assert [o["kind"] for o in yaml.safe_load_all(both.stdout)] == ["ResourceClaimTemplate", "Pod", "ResourceQuota"]
+    slicing = _quota({"requests.nvidia.com/gpu": "8", "requests.nvidia.com/gpumem": "100"})
+    assert "ResourceClaimTemplate" in run("convert", "-f", "-", stdin=yaml.safe_dump_all([pod, slicing])).stdout

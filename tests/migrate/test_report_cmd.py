@@ -126,16 +126,7 @@ def test_risks() -> None:
     doc = by_name(report())
     codes = {k: sorted({r["code"] for r in w["risks"]}) for k, w in doc.items() if w["risks"]}
     assert codes == {
-        "Deployment/team-a/plugin-test#02-deployment-product-label-shared-suffix.yaml": ["quota-stops-counting"],
-        "Pod/team-a/gpu-pod#01-pod-limits-only-toleration.yaml": ["quota-stops-counting"],
-        "Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml": ["quota-stops-counting"],
-        "Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml": [
-            "quota-stops-counting"
-        ],
-        "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": [
-            "operator-reads-limit",
-            "quota-stops-counting",
-        ],
+        "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": ["operator-reads-limit"],
         "Pod/team-b/trainer-#pods.yaml": ["gpu-count-in-env"],
         "Pod/team-b/pinned#pods.yaml": ["pinned-to-node"],
         "Pod/team-b/sneaky#pods.yaml": ["visible-devices-by-hand"],

@@ -30,6 +30,7 @@ from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import SEVERITY, Finding, worst
 from dra_bridge.translate.names import CATALOG_API_VERSION, GFD_PRODUCT_LABEL
 from dra_bridge.translate.plan.alignment import Alignment, devices_per_constraint, not_written
+from dra_bridge.translate.plan.cluster_state import hold_for_quota, namespace_quota_keys
 from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.pod_plan import Options
@@ -44,6 +45,7 @@ from dra_bridge.translate.policy import Policy, Translation
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.paths import PathName, PathVerdict, choose_path, kep5004_blockers, kep5004_classes
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
+from dra_bridge.translate.report.quotas import QuotaReport, legacy_quotas
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
 
 REPORT_API_VERSION = "report.dra-bridge.io/v2"
@@ -180,6 +182,7 @@ class Report:
     inventory: Inventory = field(default_factory=Inventory)
     capacity: dict[str, Any] | None = None
     inventories: dict[str, str] = field(default_factory=dict)
+    quotas: list[QuotaReport] = field(default_factory=list)
 
     def fails(self, level: str) -> bool:
         """True when some workload reaches ``--fail-on level``."""
@@ -229,6 +232,7 @@ class Report:
             "nodePools": [p.as_json() for p in self.pools],
             "totals": self.totals(),
             "capacity": self.capacity,
+            "quotas": [q.as_json() for q in self.quotas],
         }
 
 
@@ -315,6 +319,9 @@ def _workload(
         if translation is not None and not translation.convert
         else convert_object(unit.obj, catalog, options)
     )
+    keys = namespace_quota_keys(inv.quotas).get(unit.namespace, frozenset())
+    ignore = translation is not None and translation.ignore_legacy_quota
+    converted = hold_for_quota(unit.obj, converted, keys, catalog, ignore)  # as the webhook would
     demands: list[ContainerDemand] = []
     blockers: list[str] = []
     risks: list[Risk] = []
@@ -324,10 +331,8 @@ def _workload(
         demands += found
         if found:
             blockers += kep5004_blockers(pod, found, classes, settings.options.minor)
-        risks += workload_risks(unit.obj, pod, found, inv.quotas, catalog, unit.custom, prefix)
+        risks += workload_risks(unit.obj, pod, found, catalog, unit.custom, prefix)
     verdict = choose_path(demands, converted.findings, list(dict.fromkeys(blockers)), classes)
-    if verdict.path != "needs-conversion":  # the legacy request stays: the legacy quota still counts it
-        risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
     return WorkloadReport(
         unit,
@@ -390,6 +395,7 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
         counts,
         len(catalog.device_classes()),
         inv,
+        quotas=legacy_quotas(inv.quotas, catalog, (u.namespace for u in inv.units)),
     )
 
 
