@@ -378,3 +378,36 @@ def test_a_legacy_only_quota_keeps_workloads_legacy_unless_this_run_converts_it(
     assert [o["kind"] for o in yaml.safe_load_all(both.stdout)] == ["ResourceClaimTemplate", "Pod", "ResourceQuota"]
     slicing = _quota({"requests.nvidia.com/gpu": "8", "requests.nvidia.com/gpumem": "100"})
     assert "ResourceClaimTemplate" in run("convert", "-f", "-", stdin=yaml.safe_dump_all([pod, slicing])).stdout
+
+
+def _ray_cluster(worker_params: dict[str, str]) -> dict[str, object]:
+    def template(gpus: int) -> dict[str, object]:
+        limits = {"nvidia.com/gpu": gpus} if gpus else {"cpu": "1"}
+        return {"spec": {"containers": [{"name": "ray", "image": "ray", "resources": {"limits": limits}}]}}
+
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "ray", "namespace": "team-a"},
+        "spec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": template(0)},
+            "workerGroupSpecs": [
+                {"groupName": "gpu", "replicas": 2, "rayStartParams": worker_params, "template": template(2)},
+                {"groupName": "big", "replicas": 1, "template": template(4)},
+            ],
+        },
+    }
+
+
+def test_converted_ray_groups_keep_their_gpu_count_in_ray_start_params() -> None:
+    """KubeRay derives ray start --num-gpus from the Ray container's GPU limit, which the claim replaces."""
+    proc = run("convert", "--include-custom-resources", "-f", "-", stdin=json.dumps(_ray_cluster({})))
+    (ray,) = [o for o in yaml.safe_load_all(proc.stdout) if o["kind"] == "RayCluster"]
+    spec = ray["spec"]
+    assert spec["headGroupSpec"]["rayStartParams"] == {}
+    assert [g["rayStartParams"] for g in spec["workerGroupSpecs"]] == [{"num-gpus": "2"}, {"num-gpus": "4"}]
+    assert spec["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"].get("limits", {}) == {}
+    assert "spec.workerGroupSpecs[0].rayStartParams[num-gpus]" in proc.stderr
+    kept = run("convert", "--include-custom-resources", "-f", "-", stdin=json.dumps(_ray_cluster({"num-gpus": "1"})))
+    (ray,) = [o for o in yaml.safe_load_all(kept.stdout) if o["kind"] == "RayCluster"]
+    assert ray["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {"num-gpus": "1"}  # the user's own value stays

@@ -4,9 +4,10 @@ Owns: which workloads the input holds and the pods each owns (:mod:`~translate.r
 the path each can take, KEP-5004 included (:mod:`~translate.report.paths`), the plan options the
 webhook's policy gives each workload (:mod:`~translate.report.policy_options`), the custom
 resources a live report lists (:mod:`~translate.report.custom_kinds`), the risks the translation
-alone cannot see (:mod:`~translate.report.risks`), the ResourceQuotas on legacy devices it lists
-(:mod:`~translate.report.quotas`), the capacity check over the report's workloads
-(:mod:`~translate.report.capacity`), and the report itself with its JSON document
+alone cannot see (:mod:`~translate.report.risks`; those of the software around a workload, Kueue,
+pod-resources readers, KubeRay, KServe: :mod:`~translate.report.integrations`), the
+ResourceQuotas on legacy devices it lists (:mod:`~translate.report.quotas`), the capacity check
+over the report's workloads (:mod:`~translate.report.capacity`), and the report itself with its JSON document
 (:mod:`~translate.report.model`; schema: ``translate/data/report-v2.schema.json``).
 The renderers and the command live in ``migrate/``.
 """

@@ -43,6 +43,7 @@ from dra_bridge.translate.plan.workloads import (
 )
 from dra_bridge.translate.policy import Policy, Translation
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
+from dra_bridge.translate.report.integrations import integration_risks
 from dra_bridge.translate.report.paths import PathName, PathVerdict, choose_path, kep5004_blockers, kep5004_classes
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
 from dra_bridge.translate.report.quotas import QuotaReport, legacy_quotas
@@ -332,6 +333,7 @@ def _workload(
         if found:
             blockers += kep5004_blockers(pod, found, classes, settings.options.minor)
         risks += workload_risks(unit.obj, pod, found, catalog, unit.custom, prefix)
+        risks += integration_risks(unit.obj, pod, found, catalog, prefix)
     verdict = choose_path(demands, converted.findings, list(dict.fromkeys(blockers)), classes)
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
     return WorkloadReport(
