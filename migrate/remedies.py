@@ -29,9 +29,9 @@ def remedy_text(finding: Finding) -> str | None:
             )
         case Remedy.FAIL_REQUESTS_GREATER_THAN_ONE:
             return "because of --fail-requests-greater-than-one"
-        case Remedy.IGNORE_LEGACY_QUOTA:  # quotas are the webhook's concern: only its policy has this setting
+        case Remedy.IGNORE_LEGACY_QUOTA:  # a policy setting only: convert and report read it from --policy
             return (
-                "the webhook's policy ignoreLegacyQuota: true converts it anyway"
+                "the webhook's policy ignoreLegacyQuota: true (--policy) converts it anyway"
                 if stays
                 else "the webhook's policy ignoreLegacyQuota"
             )

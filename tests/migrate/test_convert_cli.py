@@ -357,7 +357,7 @@ def test_a_quota_counting_only_our_class_keeps_workloads_legacy_under_the_vendor
     proc = run("convert", "--target", "vendor", "--fail-on", "unsupported", "-f", "-", stdin=stdin)
     out = list(yaml.safe_load_all(proc.stdout))
     assert out[0] == pod and proc.returncode == EXIT_FINDINGS, proc.stdout
-    assert VENDOR_KEY in proc.stderr and "ignoreLegacyQuota" in proc.stderr
+    assert VENDOR_KEY in proc.stderr and "ignoreLegacyQuota: true (--policy)" in proc.stderr
     counted = run(
         "convert",
         "--target",
@@ -367,6 +367,16 @@ def test_a_quota_counting_only_our_class_keeps_workloads_legacy_under_the_vendor
         stdin=yaml.safe_dump_all([pod, _quota({BRIDGE_KEY: "8", VENDOR_KEY: "8"})]),
     )
     assert [o["kind"] for o in yaml.safe_load_all(counted.stdout)] == ["ResourceClaimTemplate", "Pod", "ResourceQuota"]
+
+
+def test_the_policy_waiver_of_quota_holes_applies_to_convert(tmp_path: Path) -> None:
+    pod = _gpu_pod("p")
+    pod["metadata"]["namespace"] = "team-a"  # type: ignore[index]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("defaults: {ignoreLegacyQuota: true}\n")
+    stdin = yaml.safe_dump_all([pod, _quota({BRIDGE_KEY: "8"})])
+    proc = run("convert", "--target", "vendor", "--policy", str(policy), "-f", "-", stdin=stdin)
+    assert [o["kind"] for o in yaml.safe_load_all(proc.stdout)] == ["ResourceClaimTemplate", "Pod", "ResourceQuota"]
 
 
 def test_a_legacy_only_quota_keeps_workloads_legacy_unless_this_run_converts_it() -> None:
