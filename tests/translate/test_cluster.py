@@ -83,3 +83,15 @@ def test_a_quota_on_the_bridge_class_alone_keeps_the_pod_legacy_under_the_vendor
     assert waived == []
     bridge_target = _converted(catalog)[0]
     assert held_back(bridge_target, spec, "", lambda n: None, frozenset({KEY}), catalog) == []
+
+
+def test_a_hand_edited_conversion_record_does_not_break_the_quota_rule_of_convert(catalog: Catalog) -> None:
+    from dra_bridge.translate.names import CONVERSION_ANNOTATION
+    from dra_bridge.translate.plan.cluster_state import hold_for_quota
+    from dra_bridge.translate.plan.workloads import convert_object
+
+    pod = make_pod([make_container("c", gpu(1))])
+    pod["metadata"]["annotations"] = {CONVERSION_ANNOTATION: "{not json"}
+    converted = convert_object(pod, catalog)
+    held = hold_for_quota(pod, converted, frozenset({"requests.nvidia.com/gpu"}), catalog, False)
+    assert held.findings == converted.findings  # the plan says why it stays; no RecordError

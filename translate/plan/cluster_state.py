@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.errors import RecordError
 from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.json_copy import clone
 from dra_bridge.translate.names import CONVERSION_ANNOTATION
@@ -210,11 +211,12 @@ def _records(node: Any) -> set[str]:
         return set()
     meta = node.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    found = (
-        converted_resources(node)
-        if isinstance(annotations, Mapping) and CONVERSION_ANNOTATION in annotations
-        else set()
-    )
+    found: set[str] = set()
+    if isinstance(annotations, Mapping) and CONVERSION_ANNOTATION in annotations:
+        try:
+            found = converted_resources(node)
+        except RecordError:  # a record edited by hand: the plan's own findings say so
+            found = set()
     return found | {r for key, value in node.items() if key != "metadata" for r in _records(value)}
 
 
