@@ -106,6 +106,10 @@ SKIPPED = {
     "ran a device plugin",
     "kubectl get resourceslices --field-selector spec.driver=gpu.nvidia.com,spec.nodeName=NODE": "the NVIDIA DRA "
     "driver cannot be installed here (no registry, no GPU)",
+    "kubectl -n team-a patch resourcequota gpu --type merge "
+    '-p \'{"spec":{"hard":{"gpu.nvidia.com.deviceclass.resource.k8s.io/devices":"8"}}}\'': "step 6's vendor key: the "
+    "NVIDIA DRA driver cannot be installed here; the webhook's rule it satisfies is "
+    "tests/webhook/test_quota_classes.py",
     "dra-migrate convert --alignment ... --alignment-scope ...": "a form with placeholders, not a command "
     "(the options are covered by the convert tests)",
     "dra-bridge inventory --json": "run on a GPU node against its kubelet; the agent's inventory here is seeded",

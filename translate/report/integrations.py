@@ -55,6 +55,7 @@ def _kueue(obj: Mapping[str, Any], pod: Mapping[str, Any], demands: Sequence[Con
     if not queue or not demands:
         return []
     classes = ", ".join(sorted({d.mapping.device_class for d in demands if d.mapping.device_class}))
+    resources = ", ".join(sorted({d.mapping.resource_name for d in demands}))
     return [
         Risk(
             "kueue-quota",
@@ -62,7 +63,7 @@ def _kueue(obj: Mapping[str, Any], pod: Mapping[str, Any], demands: Sequence[Con
             f"Kueue admits it through LocalQueue {queue}: once converted, its GPUs are in ResourceClaimTemplates, "
             "which Kueue counts only with its DRA integration (feature gate DynamicResourceAllocation, "
             f"KueueDRAIntegration from 0.18) and resources.deviceClassMappings mapping {classes} to the "
-            "resource name its ClusterQueue's quotas use (e.g. nvidia.com/gpu); otherwise they go uncounted",
+            f"resource name its ClusterQueue's quotas use (today {resources}); otherwise they go uncounted",
         )
     ]
 
