@@ -19,7 +19,7 @@ import argparse
 import logging
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from typing import Any, TextIO
@@ -40,6 +40,7 @@ from dra_bridge.translate.catalog import PROFILE_RE, Catalog
 from dra_bridge.translate.errors import ApiVersionError, TranslateError
 from dra_bridge.translate.findings import SEVERITY, Finding
 from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.translate.plan.cluster_state import hold_for_quota, namespace_quota_keys
 from dra_bridge.translate.plan.options import Options
 from dra_bridge.translate.plan.workloads import Converted, convert_object
 from dra_bridge.translate.policy import Policy
@@ -174,15 +175,28 @@ def _api_version(value: str) -> str:
         raise UsageError(f"--api-version: {exc}") from exc
 
 
-def _convert(obj: dict[str, Any], catalog: Catalog, options: Options, policy: Policy | None, custom: bool) -> Converted:
-    """One object, with the options the policy gives it (none: ``options``)."""
+def _convert(
+    obj: dict[str, Any],
+    catalog: Catalog,
+    options: Options,
+    policy: Policy | None,
+    custom: bool,
+    quotas: Mapping[str, frozenset[str]],
+) -> Converted:
+    """One object, with the options the policy gives it (none: ``options``), kept as it is where
+    the quotas of its namespace (``quotas``: as this run writes them) would not count it
+    (docs/design.md D27)."""
     templates = pod_templates(obj) if policy is not None else []
-    if policy is None or not templates:
-        return convert_object(obj, catalog, options, custom)
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     namespace = str((meta or {}).get("namespace") or "")
+    keys = quotas.get(namespace, frozenset())
+    if policy is None or not templates:
+        return hold_for_quota(obj, convert_object(obj, catalog, options, custom), keys, catalog, False)
     judged, settings = workload_options(templates[0][1], obj, namespace, policy, options, {})
-    return switched_off(obj, settings) if not settings.convert else convert_object(obj, catalog, judged, custom)
+    if not settings.convert:
+        return switched_off(obj, settings)
+    converted = convert_object(obj, catalog, judged, custom)
+    return hold_for_quota(obj, converted, keys, catalog, settings.ignore_legacy_quota)
 
 
 def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
@@ -195,12 +209,17 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
     objects: list[Any] = []
     rows: list[tuple[str, str, Finding]] = []
     seen: set[tuple[str, str]] = set()
-    for doc in _read(sources, stdin, args.allow_empty):
+    docs = _read(sources, stdin, args.allow_empty)
+    for doc in docs:
         if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
             raise InputFileError(
                 f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
             )
-        result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources)
+    quotas = namespace_quota_keys(
+        convert_object(d.obj, catalog).obj for d in docs if d.obj.get("kind") == "ResourceQuota"
+    )
+    for doc in docs:
+        result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources, quotas)
         for template in result.templates:
             key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
             if key not in seen:

@@ -31,9 +31,9 @@ def remedy_text(finding: Finding) -> str | None:
             return "because of --fail-requests-greater-than-one"
         case Remedy.CONVERT_HALF_MIGRATED:
             return "--convert-half-migrated converts it anyway" if stays else "because of --convert-half-migrated"
-        case Remedy.IGNORE_LEGACY_QUOTA:  # quotas are the webhook's concern: only its policy has this setting
+        case Remedy.IGNORE_LEGACY_QUOTA:  # a policy setting only: convert and report read it from --policy
             return (
-                "the webhook's policy ignoreLegacyQuota: true converts it anyway"
+                "the webhook's policy ignoreLegacyQuota: true (--policy) converts it anyway"
                 if stays
                 else "the webhook's policy ignoreLegacyQuota"
             )

@@ -7,7 +7,8 @@ generateName pods), where it came from (``FILE#N``, or ``cluster``), its outcome
 FIT (``placed/pods`` of the capacity check, docs/capacity.md), then the headline by path,
 the capacity summary (per node pool before and after; every workload with a pod that does
 not fit or places differently, with the verdicts' codes or nodes) and the report's warnings
-(``warning: ...``, e.g. an object given twice); ``wide`` adds LEGACY-FIT, how, the legacy
+(``warning: ...``, e.g. an object given twice), and the ResourceQuotas on legacy device
+resources or our classes, one line each (docs/design.md D27); ``wide`` adds LEGACY-FIT, how, the legacy
 requests, the template names, alignment, risks and the reason, and each such pod's verdicts
 with their reasons; ``markdown`` adds totals, node pools (workloads per path), capacity, and
 per workload every finding and risk. Findings are phrased with ``dra-migrate`` flag names
@@ -217,6 +218,13 @@ def _markdown(report: Report) -> str:
                 f"| `{_md(w.unit.namespace + '/' + pod['name'])}` | {_md(cell(pod))} | {_md(cell(pod, legacy=True))} |"
                 for w, pod in rows
             ]
+    if report.quotas:
+        lines += [
+            "",
+            "### ResourceQuotas on GPUs",
+            "",
+            *(f"- {_md(line.removeprefix('quota: '))}" for line in quota_lines(report)),
+        ]
     details = [w for w in report.workloads if w.findings or w.risks]
     if details:
         lines += ["", "### Findings and risks", ""]
@@ -250,6 +258,18 @@ def _notes(report: Report) -> list[str]:
     return [f"DRA features: {gates} ({where})", *([note] if note else [])]
 
 
+def quota_lines(report: Report) -> list[str]:
+    """One line per ResourceQuota on a legacy device resource or our classes (docs/design.md D27)."""
+    lines = []
+    for q in report.quotas:
+        where = f"ResourceQuota/{q.namespace + '/' if q.namespace else ''}{q.name}"
+        keys = ", ".join([*q.legacy, *q.classes])
+        missing = f"; lacks {', '.join(q.missing)}" if q.missing else ""
+        seen = f"{q.workloads} workloads in the input" if q.workloads else "no workload of its namespace in the input"
+        lines.append(f"quota: {where} limits {keys}{missing} ({seen})")
+    return lines
+
+
 def render_text(report: Report, fmt: str) -> str:
     """The report as ``table``, ``wide`` or ``markdown`` text (see the module docstring)."""
     if fmt == "markdown":
@@ -265,4 +285,4 @@ def render_text(report: Report, fmt: str) -> str:
     )
     capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
     warnings = "".join(f"warning: {w}\n" for w in report.inventory.warnings)
-    return _aligned(rows) + summary + capacity + warnings
+    return _aligned(rows) + summary + "".join(f"{line}\n" for line in quota_lines(report)) + capacity + warnings

@@ -81,6 +81,11 @@ OTHER_GPU_CONTROLLER = "other-gpu-controller"
 FOREIGN_CODES: tuple[str, ...] = (UNKNOWN_DEVICE_RESOURCE, OTHER_GPU_CONTROLLER)
 
 
+#: :attr:`Finding.code` of a finding that keeps a pod legacy because a ResourceQuota in its
+#: namespace counts our bridge class but not the class the target writes (docs/design.md D27).
+QUOTA_CLASS_NOT_COUNTED = "quota-class-not-counted"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One observation about one legacy value: ``path`` in the object, the ``legacy`` value

@@ -106,6 +106,10 @@ SKIPPED = {
     "ran a device plugin",
     "kubectl get resourceslices --field-selector spec.driver=gpu.nvidia.com,spec.nodeName=NODE": "the NVIDIA DRA "
     "driver cannot be installed here (no registry, no GPU)",
+    "kubectl -n team-a patch resourcequota gpu --type merge "
+    '-p \'{"spec":{"hard":{"gpu.nvidia.com.deviceclass.resource.k8s.io/devices":"8"}}}\'': "step 6's vendor key: the "
+    "NVIDIA DRA driver cannot be installed here; the webhook's rule it satisfies is "
+    "tests/webhook/test_quota_classes.py",
     "dra-migrate convert --alignment ... --alignment-scope ...": "a form with placeholders, not a command "
     "(the options are covered by the convert tests)",
     "dra-bridge inventory --json": "run on a GPU node against its kubelet; the agent's inventory here is seeded",
@@ -291,9 +295,8 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         out = sh.run("kubectl get deviceclasses -l app.kubernetes.io/instance=dra-bridge").stdout
         assert "nvidia-gpu.dra-bridge.io" in out.split(), out
         live = sh.run("dra-migrate report").stdout
-        assert any(
-            "Deployment/team-a/trainer" in line and "quota-stops-counting" in line for line in live.splitlines()
-        ), live
+        assert any("Deployment/team-a/trainer" in line and "blocked" in line for line in live.splitlines()), live
+        assert "quota: ResourceQuota/team-a/gpu limits requests.nvidia.com/gpu; lacks " in live, live
         assert " of 1 converted pods fit" in live, live  # the chart's own pods ask for no device
         sh.run("dra-migrate report -o markdown > migration-report.md")
         assert "trainer" in (work / "migration-report.md").read_text()

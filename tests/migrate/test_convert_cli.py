@@ -334,3 +334,90 @@ def test_errors_form_one_tree_and_translate_value_errors_are_named() -> None:
         parse_count("1.5")
     for exc in (version.value, count.value):  # named translate errors, still ValueErrors for older callers
         assert isinstance(exc, TranslateError) and isinstance(exc, ValueError)
+
+
+def _quota(hard: dict[str, str]) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "gpu", "namespace": "team-a"},
+        "spec": {"hard": hard},
+    }
+
+
+BRIDGE_KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"
+VENDOR_KEY = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
+
+
+def test_a_quota_counting_only_our_class_keeps_workloads_legacy_under_the_vendor_target() -> None:
+    """docs/design.md D27, as the webhook: the quota of the input (as convert writes it) decides."""
+    pod = _gpu_pod("p")
+    pod["metadata"]["namespace"] = "team-a"  # type: ignore[index]
+    stdin = yaml.safe_dump_all([pod, _quota({BRIDGE_KEY: "8"})])
+    proc = run("convert", "--target", "vendor", "--fail-on", "unsupported", "-f", "-", stdin=stdin)
+    out = list(yaml.safe_load_all(proc.stdout))
+    assert out[0] == pod and proc.returncode == EXIT_FINDINGS, proc.stdout
+    assert VENDOR_KEY in proc.stderr and "ignoreLegacyQuota: true (--policy)" in proc.stderr
+    counted = run(
+        "convert",
+        "--target",
+        "vendor",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump_all([pod, _quota({BRIDGE_KEY: "8", VENDOR_KEY: "8"})]),
+    )
+    assert [o["kind"] for o in yaml.safe_load_all(counted.stdout)] == ["ResourceClaimTemplate", "Pod", "ResourceQuota"]
+
+
+def test_the_policy_waiver_of_quota_holes_applies_to_convert(tmp_path: Path) -> None:
+    pod = _gpu_pod("p")
+    pod["metadata"]["namespace"] = "team-a"  # type: ignore[index]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("defaults: {ignoreLegacyQuota: true}\n")
+    stdin = yaml.safe_dump_all([pod, _quota({BRIDGE_KEY: "8"})])
+    proc = run("convert", "--target", "vendor", "--policy", str(policy), "-f", "-", stdin=stdin)
+    assert [o["kind"] for o in yaml.safe_load_all(proc.stdout)] == ["ResourceClaimTemplate", "Pod", "ResourceQuota"]
+
+
+def test_a_legacy_only_quota_keeps_workloads_legacy_unless_this_run_converts_it() -> None:
+    pod = _gpu_pod("p")
+    pod["metadata"]["namespace"] = "team-a"  # type: ignore[index]
+    legacy_only = _quota({"requests.nvidia.com/gpu": "8"})
+    # the quota converted in the same run gets the class key beside the legacy one: no hole left
+    both = run("convert", "-f", "-", stdin=yaml.safe_dump_all([pod, legacy_only]))
+    assert [o["kind"] for o in yaml.safe_load_all(both.stdout)] == ["ResourceClaimTemplate", "Pod", "ResourceQuota"]
+    slicing = _quota({"requests.nvidia.com/gpu": "8", "requests.nvidia.com/gpumem": "100"})
+    assert "ResourceClaimTemplate" in run("convert", "-f", "-", stdin=yaml.safe_dump_all([pod, slicing])).stdout
+
+
+def _ray_cluster(worker_params: dict[str, str]) -> dict[str, object]:
+    def template(gpus: int) -> dict[str, object]:
+        limits = {"nvidia.com/gpu": gpus} if gpus else {"cpu": "1"}
+        return {"spec": {"containers": [{"name": "ray", "image": "ray", "resources": {"limits": limits}}]}}
+
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "ray", "namespace": "team-a"},
+        "spec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": template(0)},
+            "workerGroupSpecs": [
+                {"groupName": "gpu", "replicas": 2, "rayStartParams": worker_params, "template": template(2)},
+                {"groupName": "big", "replicas": 1, "template": template(4)},
+            ],
+        },
+    }
+
+
+def test_converted_ray_groups_keep_their_gpu_count_in_ray_start_params() -> None:
+    """KubeRay derives ray start --num-gpus from the Ray container's GPU limit, which the claim replaces."""
+    proc = run("convert", "--include-custom-resources", "-f", "-", stdin=json.dumps(_ray_cluster({})))
+    (ray,) = [o for o in yaml.safe_load_all(proc.stdout) if o["kind"] == "RayCluster"]
+    spec = ray["spec"]
+    assert spec["headGroupSpec"]["rayStartParams"] == {}
+    assert [g["rayStartParams"] for g in spec["workerGroupSpecs"]] == [{"num-gpus": "2"}, {"num-gpus": "4"}]
+    assert spec["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"].get("limits", {}) == {}
+    assert "spec.workerGroupSpecs[0].rayStartParams[num-gpus]" in proc.stderr
+    kept = run("convert", "--include-custom-resources", "-f", "-", stdin=json.dumps(_ray_cluster({"num-gpus": "1"})))
+    (ray,) = [o for o in yaml.safe_load_all(kept.stdout) if o["kind"] == "RayCluster"]
+    assert ray["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {"num-gpus": "1"}  # the user's own value stays

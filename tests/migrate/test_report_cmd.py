@@ -144,16 +144,7 @@ def test_risks() -> None:
     doc = by_name(report())
     codes = {k: sorted({r["code"] for r in w["risks"]}) for k, w in doc.items() if w["risks"]}
     assert codes == {
-        "Deployment/team-a/plugin-test#02-deployment-product-label-shared-suffix.yaml": ["quota-stops-counting"],
-        "Pod/team-a/gpu-pod#01-pod-limits-only-toleration.yaml": ["quota-stops-counting"],
-        "Pod/team-a/gpu-pod#07-hami-gputype-annotation-two-gpus.yaml": ["quota-stops-counting"],
-        "Deployment/team-a/vllm-qwen7b-deployment-vllm#16-vllm-stack-rendered-recreate-runtimeclass.yaml": [
-            "quota-stops-counting"
-        ],
-        "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": [
-            "operator-reads-limit",
-            "quota-stops-counting",
-        ],
+        "LeaderWorkerSet/team-a/vllm#19-lws-leader-worker-eight-gpus.yaml": ["operator-reads-limit"],
         "Pod/team-b/trainer-#pods.yaml": ["gpu-count-in-env"],
         "Pod/team-b/pinned#pods.yaml": ["pinned-to-node"],
         "Pod/team-b/sneaky#pods.yaml": ["visible-devices-by-hand"],
@@ -346,12 +337,6 @@ def _enrolment_input(tmp_path: Path, namespaces: bool) -> Path:
             namespace("opted", {"dra-bridge.io/webhook": "enforce", "dra-bridge.io/webhook-opt-out": "true"}),
             namespace("enforced", {"dra-bridge.io/webhook": "enforce"}),
             namespace("audited", {"dra-bridge.io/webhook": "audit"}),
-            {
-                "apiVersion": "v1",
-                "kind": "ResourceQuota",
-                "metadata": {"name": "gpu", "namespace": "plain"},
-                "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
-            },
         ]
     path = tmp_path / "in.yaml"
     path.write_text(yaml.safe_dump_all(docs))
@@ -380,13 +365,29 @@ def test_pods_the_webhook_never_sees_are_not_enrolled(tmp_path: Path) -> None:
     assert "label it dra-bridge.io/webhook=enforce to enrol it" in by_ns["plain"]["pathReason"]
     assert by_ns["opted"]["enrolment"]["enrolWith"] == "remove the label dra-bridge.io/webhook-opt-out"
     assert by_ns["kube-system"]["enrolment"]["enrolWith"] == ""
-    # what enrolling would change is still said: the legacy quota stops counting the converted pods
-    assert [r["code"] for r in by_ns["plain"]["risks"]] == ["quota-stops-counting"]
     assert doc["totals"]["paths"]["not-enrolled"] == 4 and doc["inputs"]["enrolment"]["note"] == ""
     # audit.allNamespaces: the unlabelled namespace is seen (audited), the excluded still are not
     _, every = _paths(_enrolment_input(tmp_path, namespaces=True), "--audit-all-namespaces")
     assert (every["plain"]["path"], every["plain"]["enrolment"]["mode"]) == ("needs-conversion", "audit")
     assert every["kube-system"]["path"] == "not-enrolled" and every["gpu-system"]["path"] == "needs-conversion"
+
+
+def test_a_quota_hole_blocks_a_workload_before_its_enrolment_is_judged(tmp_path: Path) -> None:
+    """The plan's own verdict comes first: a legacy-only ResourceQuota keeps the pods legacy
+    whether or not the webhook sees the namespace; the enrolment still says how to enrol it."""
+    path = _enrolment_input(tmp_path, namespaces=True)
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "gpu", "namespace": "plain"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+    }
+    path.write_text(path.read_text() + "---\n" + yaml.safe_dump(quota))
+    _, by_ns = _paths(path)
+    plain = by_ns["plain"]
+    assert (plain["path"], plain["enrolment"]["mode"]) == ("blocked", "none")
+    assert any(f["code"] == "legacy-quota-only" for f in plain["findings"])
+    assert plain["enrolment"]["enrolWith"] == "label it dra-bridge.io/webhook=enforce"
 
 
 def test_without_namespace_objects_only_what_the_name_decides_applies(tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ def test_an_unknown_quota_keeps_the_pod_legacy_and_says_why(catalog: Catalog) ->
 
 
 def test_cluster_state_findings_carry_their_codes(catalog: Catalog) -> None:
+    from dra_bridge.translate.findings import QUOTA_CLASS_NOT_COUNTED
     from dra_bridge.translate.plan.cluster_state import QuotaUnknown
 
     migrated, spec = _converted(catalog)
@@ -73,5 +74,44 @@ def test_cluster_state_findings_carry_their_codes(catalog: Catalog) -> None:
         *held_back(migrated, spec, "", lambda n: None, QuotaUnknown(), catalog),
         *held_back(migrated, spec, "", lambda n: None, QuotaUnknown(), catalog, True),
     ]
-    assert len(found) == 6 and {f.code for f in found} == CLUSTER_STATE
+    assert len(found) == 6 and {f.code for f in found} == CLUSTER_STATE - {QUOTA_CLASS_NOT_COUNTED}
     assert held_back(None, spec, "", lambda n: None, QuotaUnknown(), catalog) == []
+
+
+VENDOR_KEY = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
+
+
+def test_a_quota_on_the_bridge_class_alone_keeps_the_pod_legacy_under_the_vendor_target(catalog: Catalog) -> None:
+    """MIGRATION.md's vendor step: quotas still count our class while new claims name the vendor's."""
+    from dra_bridge.translate.findings import QUOTA_CLASS_NOT_COUNTED
+
+    vendor = catalog.with_target("vendor")
+    migrated, spec = _converted(vendor)
+    for keys in ({KEY}, {KEY, "requests.nvidia.com/gpu"}):
+        (held,) = held_back(migrated, spec, "", lambda n: None, frozenset(keys), vendor)
+        assert (held.path, held.outcome, held.code, held.remedy_subject) == (
+            "(quota)",
+            "kept-legacy",
+            QUOTA_CLASS_NOT_COUNTED,
+            VENDOR_KEY,
+        )
+        assert held.code in CLUSTER_STATE
+        assert KEY in held.reason and VENDOR_KEY in held.reason
+    counted = held_back(migrated, spec, "", lambda n: None, frozenset({KEY, VENDOR_KEY}), vendor)
+    assert [f.outcome for f in counted] == []
+    waived = held_back(migrated, spec, "", lambda n: None, frozenset({KEY}), vendor, ignore_legacy_quota=True)
+    assert waived == []
+    bridge_target = _converted(catalog)[0]
+    assert held_back(bridge_target, spec, "", lambda n: None, frozenset({KEY}), catalog) == []
+
+
+def test_a_hand_edited_conversion_record_does_not_break_the_quota_rule_of_convert(catalog: Catalog) -> None:
+    from dra_bridge.translate.names import CONVERSION_ANNOTATION
+    from dra_bridge.translate.plan.cluster_state import hold_for_quota
+    from dra_bridge.translate.plan.workloads import convert_object
+
+    pod = make_pod([make_container("c", gpu(1))])
+    pod["metadata"]["annotations"] = {CONVERSION_ANNOTATION: "{not json"}
+    converted = convert_object(pod, catalog)
+    held = hold_for_quota(pod, converted, frozenset({"requests.nvidia.com/gpu"}), catalog, False)
+    assert held.findings == converted.findings  # the plan says why it stays; no RecordError

@@ -13,7 +13,8 @@ ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the pl
 the conversion record it leaves on the pod (written, read, reverted: :mod:`~translate.plan.record`),
 workloads (:mod:`~translate.plan.workloads`; the
 shapes of custom resources without pod templates, KServe and Argo:
-:mod:`~translate.plan.custom_resources`),
+:mod:`~translate.plan.custom_resources`; Ray's GPU count pinned in a converted Ray node group:
+:mod:`~translate.plan.ray_params`),
 ResourceQuota (:mod:`~translate.plan.quota`), the rules that depend on cluster state
 (:mod:`~translate.plan.cluster_state`), and every rule that keeps a pod on the device plugin
 (:mod:`~translate.plan.stay_legacy`; for devices and pods that are not ours, accelerator

@@ -26,7 +26,8 @@ Per pod: :data:`GATES` :func:`converted_before`, :func:`half_migrated`, :func:`t
     :func:`translation_not_faithful` (any finding above, or a partial one under
     keep-legacy-partial); :func:`live_pod` (a Pod object, before planning it)
 Cluster state (the webhook, after the plan), selected by their :data:`CLUSTER_STATE` codes:
-    :func:`daemonset_node_not_handed_over`, :func:`legacy_quota_only`, :func:`quota_not_known`
+    :func:`daemonset_node_not_handed_over`, :func:`legacy_quota_only`,
+    :func:`bridge_class_quota_only`, :func:`quota_not_known`
 Not the migration's (:mod:`translate.plan.foreign`, in the same shape):
     ``unknown_device_resource`` (per value), ``other_gpu_controller`` (per pod),
     ``controller_scheduler_without_dra`` (per workload)
@@ -42,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dra_bridge.translate.errors import CountError
-from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
+from dra_bridge.translate.findings import QUOTA_CLASS_NOT_COUNTED, Finding, Remedy, blocks_conversion, worst
 from dra_bridge.translate.names import CONVERSION_ANNOTATION, NODE_MODE_LABEL
 from dra_bridge.translate.plan.device_counts import parse_count
 from dra_bridge.translate.plan.options import Options
@@ -70,6 +71,7 @@ CLUSTER_STATE = frozenset(
         QUOTA_CHARGED_AT_CLAIM,
         LEGACY_QUOTA_LIFTED,
         QUOTA_VIEW_UNKNOWN,
+        QUOTA_CLASS_NOT_COUNTED,
     }
 )
 
@@ -355,6 +357,25 @@ def legacy_quota_only(
         Remedy.IGNORE_LEGACY_QUOTA,
         dra_key,
         code=LEGACY_QUOTA_ONLY,
+    )
+
+
+def bridge_class_quota_only(
+    resource: str, bridge_key: str, target_key: str, quota_keys: frozenset[str], ignore_legacy_quota: bool
+) -> Finding | None:
+    """A ResourceQuota counts our bridge class but not the class the target writes (the vendor's
+    own, after ``target: vendor``): the new claims would go uncounted (docs/design.md D27)."""
+    if bridge_key == target_key or bridge_key not in quota_keys or target_key in quota_keys or ignore_legacy_quota:
+        return None
+    return Finding(
+        "(quota)",
+        resource,
+        "kept-legacy",
+        f"a ResourceQuota counts {bridge_key} but not {target_key}, the class new claims name: "
+        f"converted pods would not count against it (add {target_key} to the quota)",
+        Remedy.IGNORE_LEGACY_QUOTA,
+        target_key,
+        code=QUOTA_CLASS_NOT_COUNTED,
     )
 
 

@@ -41,6 +41,7 @@ from dra_bridge.translate.plan.custom_resources import (
 from dra_bridge.translate.plan.foreign import controller_scheduler_without_dra
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from dra_bridge.translate.plan.quota import convert_quota
+from dra_bridge.translate.plan.ray_params import pin_num_gpus
 from dra_bridge.translate.plan.stay_legacy import live_pod
 
 BUILTIN_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
@@ -151,6 +152,8 @@ def convert_object(
         else:
             target: Any = get_path(new, path[:-1]) if len(path) > 1 else new
             target[path[-1]] = clone_mapping(plan.pod)  # an output of its own: plan.pod shares with obj
+            pinned = pin_num_gpus(kind, target, found, path_text(path[:-1]))
+            findings += [pinned] if pinned else []
         templates += plan.templates
         findings += planned
         if not builtin:

@@ -7,8 +7,10 @@ whose enrolment it is judged in (:mod:`~translate.report.namespaces`), what the 
 the plan options the
 webhook's policy gives each workload (:mod:`~translate.report.policy_options`), the custom
 resources a live report lists (:mod:`~translate.report.custom_kinds`), the risks the translation
-alone cannot see (:mod:`~translate.report.risks`), which workloads a live report lists
-(:mod:`~translate.report.listing`), the capacity check over the report's workloads
+alone cannot see (:mod:`~translate.report.risks`; those of the software around a workload, Kueue,
+pod-resources readers, KubeRay, KServe: :mod:`~translate.report.integrations`), which workloads
+a live report lists (:mod:`~translate.report.listing`), the ResourceQuotas on legacy devices it
+lists (:mod:`~translate.report.quotas`), the capacity check over the report's workloads
 (:mod:`~translate.report.capacity`), and the report itself with its JSON document
 (:mod:`~translate.report.model`; schema: ``translate/data/report-v2.schema.json``).
 The renderers and the command live in ``migrate/``.

@@ -34,6 +34,7 @@ from dra_bridge.translate.errors import CountError
 from dra_bridge.translate.findings import SEVERITY, Finding, worst
 from dra_bridge.translate.names import CATALOG_API_VERSION, GFD_PRODUCT_LABEL
 from dra_bridge.translate.plan.alignment import Alignment, devices_per_constraint, not_written
+from dra_bridge.translate.plan.cluster_state import hold_for_quota, namespace_quota_keys
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.device_counts import parse_count
 from dra_bridge.translate.plan.pod_plan import Options
@@ -44,6 +45,7 @@ from dra_bridge.translate.plan.workloads import (
 from dra_bridge.translate.policy import Policy
 from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.grouping import pod_templates as pod_templates  # re-exported: capacity, convert
+from dra_bridge.translate.report.integrations import integration_risks
 from dra_bridge.translate.report.listing import is_gpu_workload
 from dra_bridge.translate.report.namespaces import enrolment_inputs, enrolment_json, namespace_labels
 from dra_bridge.translate.report.paths import (
@@ -56,6 +58,7 @@ from dra_bridge.translate.report.paths import (
     kep5004_classes,
 )
 from dra_bridge.translate.report.policy_options import switched_off, workload_options
+from dra_bridge.translate.report.quotas import QuotaReport, legacy_quotas
 from dra_bridge.translate.report.risks import Risk, mixed_allocator_nodes, workload_risks
 from dra_bridge.translate.report.served import NO_DRA, Served, cluster_features
 
@@ -201,6 +204,7 @@ class Report:
     capacity: dict[str, Any] | None = None
     inventories: dict[str, str] = field(default_factory=dict)
     not_listed: int = 0
+    quotas: list[QuotaReport] = field(default_factory=list)
 
     def fails(self, level: str) -> bool:
         """True when some workload reaches ``--fail-on level``."""
@@ -255,6 +259,7 @@ class Report:
             "totals": self.totals(),
             "capacity": self.capacity,
             "warnings": list(self.inventory.warnings),
+            "quotas": [q.as_json() for q in self.quotas],
         }
 
 
@@ -330,6 +335,9 @@ def _workload(
         if translation is not None and not translation.convert
         else convert_object(unit.obj, catalog, options)
     )
+    keys = namespace_quota_keys(inv.quotas).get(unit.namespace, frozenset())
+    ignore = translation is not None and translation.ignore_legacy_quota
+    converted = hold_for_quota(unit.obj, converted, keys, catalog, ignore)  # as the webhook would
     phrase = settings.remedy_text
     findings = tuple(f.phrased(phrase(f)) for f in converted.findings) if phrase else converted.findings
     demands: list[ContainerDemand] = []
@@ -341,12 +349,10 @@ def _workload(
         demands += found
         if found:
             blockers += kep5004_blockers(pod, found, classes, served.features.mapping_off())
-        risks += workload_risks(unit.obj, pod, found, inv.quotas, catalog, unit.custom, prefix)
+        risks += workload_risks(unit.obj, pod, found, catalog, unit.custom, prefix)
+        risks += integration_risks(unit.obj, pod, found, catalog, prefix)
     verdict = enrolled_path(choose_path(demands, findings, list(dict.fromkeys(blockers)), classes), enrolled)
     verdict = _without_dra(verdict, served, bool(demands), templates)
-    # the legacy request stays: the legacy quota still counts it (not-enrolled: it stops once enrolled)
-    if verdict.path not in ("needs-conversion", "not-enrolled"):
-        risks = [r for r in risks if r.code != "quota-stops-counting"]
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
     return WorkloadReport(
         unit,
@@ -423,6 +429,7 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
         len(catalog.device_classes()),
         inv,
         not_listed=len(every) - len(workloads),
+        quotas=legacy_quotas(inv.quotas, catalog, (u.namespace for u in inv.units)),
     )
 
 

@@ -1,14 +1,10 @@
 """Risks the translation alone cannot see, per workload and per node (pure).
 
-    workload_risks(unit_obj, pod, demands, quotas, catalog, custom) -> [Risk]
+    workload_risks(unit_obj, pod, demands, catalog, custom) -> [Risk]
     mixed_allocator_nodes(nodes, slices, catalog) -> {node name: [legacy resources]}
 
 Codes (``Risk.code``):
 
-``quota-stops-counting``
-    a ResourceQuota in the namespace limits the legacy resource (``requests.<name>`` or
-    ``<name>``) but not the DRA key of its class (``<class>.deviceclass.resource.k8s.io/devices``,
-    KEP-4381): once converted, the pod's devices no longer count against it.
 ``gpu-count-in-env``
     the GPU count reaches the container through the downward API (``resourceFieldRef`` on the
     legacy resource, in env or a downwardAPI volume: it reads 0 once the limit is gone), or an
@@ -37,7 +33,6 @@ from typing import Any
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.plan.demand import ContainerDemand, containers, is_extended
 from dra_bridge.translate.plan.device_counts import parse_count
-from dra_bridge.translate.plan.quota import dra_quota_key
 
 VISIBLE_DEVICES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 _GPU_ENV = re.compile(r"GPU", re.IGNORECASE)
@@ -54,33 +49,6 @@ class Risk:
     def as_dict(self) -> dict[str, str]:
         """JSON form."""
         return {"code": self.code, "path": self.path, "detail": self.detail}
-
-
-def _quota_risks(namespace: str, demands: Sequence[ContainerDemand], quotas: Sequence[Mapping[str, Any]]) -> list[Risk]:
-    out: list[Risk] = []
-    for q in quotas:
-        meta = q.get("metadata") if isinstance(q.get("metadata"), Mapping) else {}
-        if not isinstance(meta, Mapping) or str(meta.get("namespace") or "") != namespace:
-            continue
-        spec = q.get("spec") if isinstance(q.get("spec"), Mapping) else {}
-        hard: Mapping[str, Any] = (
-            spec["hard"] if isinstance(spec, Mapping) and isinstance(spec.get("hard"), Mapping) else {}
-        )
-        for mapping in {d.mapping.resource_name: d.mapping for d in demands}.values():
-            resource, key = mapping.resource_name, dra_quota_key(mapping)
-            legacy = [k for k in (f"requests.{resource}", resource) if k in hard]
-            if legacy and key not in hard:
-                out.append(
-                    Risk(
-                        "quota-stops-counting",
-                        f"ResourceQuota/{meta.get('name')}.spec.hard[{legacy[0]}]",
-                        f"limits {resource} but not {key}: converted pods would not count against it, "
-                        f"so the webhook keeps this namespace's pods legacy until {key} is added "
-                        "(policy ignoreLegacyQuota: true converts them anyway); convert writes the key "
-                        "beside the legacy one",
-                    )
-                )
-    return out
 
 
 def _env_risks(spec: Mapping[str, Any], demands: Sequence[ContainerDemand], path: str) -> list[Risk]:
@@ -152,7 +120,6 @@ def workload_risks(
     obj: Mapping[str, Any],
     pod: Mapping[str, Any],
     demands: Sequence[ContainerDemand],
-    quotas: Sequence[Mapping[str, Any]],
     catalog: Catalog,
     custom: bool,
     path: str = "",
@@ -164,7 +131,6 @@ def workload_risks(
     assert isinstance(spec, Mapping) and isinstance(meta, Mapping)
     out = _env_risks(spec, demands, path)
     if demands:
-        out += _quota_risks(str(meta.get("namespace") or ""), demands, quotas)
         if spec.get("nodeName"):
             out.append(
                 Risk(
