@@ -24,7 +24,8 @@ Domains and drivers
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from dra_bridge.translate.errors import ApiVersionError
 
@@ -110,3 +111,15 @@ INTEL_DRIVER: Final = "gpu.intel.com"
 STANDARD_DOMAIN: Final = "resource.kubernetes.io"
 #: ``<DeviceClass><suffix>``: the ResourceQuota key counting devices of a class (KEP-4381).
 DRA_QUOTA_SUFFIX: Final = ".deviceclass.resource.k8s.io/devices"
+
+# ------------------------------------------------------------------ pods not yet named
+
+NOT_YET_NAMED: Final = "(not yet named)"
+"""What stands for the name the API server gives a pod with only ``generateName``."""
+
+
+def pod_name(metadata: Mapping[str, Any]) -> str:
+    """A pod's ``metadata.name``, or for one with only ``generateName`` (named at creation) that
+    prefix and :data:`NOT_YET_NAMED`: the name the report and ``simulate`` give it."""
+    name = metadata.get("name")
+    return str(name) if name else f"{metadata.get('generateName') or '?'}{NOT_YET_NAMED}"
