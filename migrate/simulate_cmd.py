@@ -38,10 +38,12 @@ from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sour
 from dra_bridge.translate.alloc import parse_gates, simulate
 from dra_bridge.translate.alloc.placement import FirstFit
 from dra_bridge.translate.alloc.shapes import object_label
+from dra_bridge.translate.alloc.simulate import Explain
 from dra_bridge.translate.capacity.diagnose import MatchCache, diagnose
 from dra_bridge.translate.capacity.model import ClaimDemand
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import TranslateError
+from dra_bridge.translate.names import pod_name
 from dra_bridge.translate.plan.custom_resources import stray_gpu_requests
 from dra_bridge.translate.plan.workloads import custom_pod_templates
 from dra_bridge.translate.report.grouping import BUILTIN_GROUPS
@@ -94,7 +96,7 @@ class _Prepared:
                     }
                 )
                 continue
-            where = f"{doc.source} document {doc.index + 1}"
+            where = f"document {doc.index + 1} of {doc.source}"
             if not _custom(obj):
                 self.objects.append(obj)
                 self.where.append(where)
@@ -107,7 +109,7 @@ class _Prepared:
                     {
                         "apiVersion": "v1",
                         "kind": "Pod",
-                        "metadata": {"name": f"{meta.get('name')}[{path}]", "namespace": meta.get("namespace")},
+                        "metadata": {"name": f"{pod_name(meta)}[{path}]", "namespace": meta.get("namespace")},
                         "spec": pod["spec"],
                     }
                 )
@@ -119,7 +121,8 @@ class _Prepared:
                 )
 
 
-def _explainer() -> Any:
+def _explainer() -> Explain:
+    """The capacity check's diagnosis as simulate's ``explain`` (its matching devices kept across pods)."""
     known: MatchCache = {}
 
     def explain(

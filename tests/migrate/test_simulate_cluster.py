@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +222,9 @@ def test_the_same_object_twice_is_a_warning_and_the_later_one_counts() -> None:
     first, second = _convert([_pod("p", gpus=1)]), _convert([_pod("p", gpus=2)])
     code, body, err = _simulate([*_cluster(nodes=1, gpus=2), *first, *second])
     assert code == 0, err
-    assert "warning: Pod ml/p appears 2 times" in err
+    assert re.search(
+        r"warning: Pod ml/p appears 2 times \(document \d+ of -, document \d+ of -\): the last one counts", err
+    )
     assert body["warnings"] and "Pod ml/p" in body["warnings"][0]
     (pod,) = body["pods"]
     assert pod["name"] == "p" and pod["outcome"] == "allocated"
@@ -261,3 +264,23 @@ def test_a_selector_nothing_matches_is_named() -> None:
     assert "request c-gpu: no device of the 2 eligible nodes matches" in claim["reason"]
     assert f"selector `{selector}`" in claim["reason"]
     assert "ResourceClaim ml/p-gpu: unsatisfiable: " in err
+
+
+def test_a_constraint_that_keeps_free_devices_apart_is_named() -> None:
+    request = {"exactly": {"deviceClassName": "nvidia-gpu.dra-bridge.io", "count": 1}}
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "pair", "namespace": "ml"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "a", **request}, {"name": "b", **request}],
+                "constraints": [{"requests": ["a", "b"], "matchAttribute": "dra-bridge.io/index"}],
+            }
+        },
+    }
+    code, body, _ = _simulate([*_cluster(nodes=1, gpus=2), claim])
+    assert code == 2
+    (outcome,) = body["claims"]
+    assert "but not together: a claim constraint cannot be satisfied" in outcome["reason"]
+    assert "claim pair: matchAttribute dra-bridge.io/index over a, b" in outcome["reason"]

@@ -237,9 +237,9 @@ class _Inputs:
         if meta.get("name") or not meta.get("generateName"):
             return _meta(obj)[1]
         name = pod_name(meta)
-        self._named[(str(obj.get("kind")), str(meta.get("namespace") or "default"), name)] += 1
-        count = self._named[(str(obj.get("kind")), str(meta.get("namespace") or "default"), name)]
-        return name if count == 1 else f"{name}#{count}"
+        key = (str(obj.get("kind")), str(meta.get("namespace") or "default"), name)
+        self._named[key] += 1
+        return name if self._named[key] == 1 else f"{name}#{self._named[key]}"
 
     def _pods(self, obj: Mapping[str, Any]) -> list[_Pod]:
         namespace = str(_metadata(obj).get("namespace") or "default")
