@@ -12,9 +12,10 @@ does, runs :func:`translate.alloc.simulate` and prints:
 
 What it does to the input before the simulation:
 
-- a custom resource is simulated through its pod templates, as convert finds them
-  (:func:`translate.plan.workloads.custom_pod_templates`): one pod ``<name>[<path>]`` per
-  template, said on stderr (its controller may create more);
+- a custom resource is simulated through its pod templates, each as many pods as the capacity
+  check counts (:func:`translate.capacity.pod_counts.pod_counts`: Ray, LeaderWorkerSet,
+  Kubeflow, JobSet, KServe; 1 per template otherwise, with a note), named
+  ``<name>-<role>-<i>``; the counts and their notes are said on stderr;
 - an object that still asks for a catalog resource through the device plugin (a custom
   resource left for the webhook, an Argo template, a pod convert kept legacy) is refused:
   ``<Kind> <ns>/<name>: not simulated`` and why, on stderr and in ``refused``;
@@ -41,11 +42,11 @@ from dra_bridge.translate.alloc.shapes import object_label
 from dra_bridge.translate.alloc.simulate import Explain
 from dra_bridge.translate.capacity.diagnose import MatchCache, diagnose
 from dra_bridge.translate.capacity.model import ClaimDemand
+from dra_bridge.translate.capacity.pod_counts import pod_counts
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.names import pod_name
 from dra_bridge.translate.plan.custom_resources import stray_gpu_requests
-from dra_bridge.translate.plan.workloads import custom_pod_templates
 from dra_bridge.translate.report.grouping import BUILTIN_GROUPS
 
 __all__ = ["EXIT_UNALLOCATED", "run_simulate"]
@@ -96,29 +97,36 @@ class _Prepared:
                     }
                 )
                 continue
-            where = f"document {doc.index + 1} of {doc.source}"
+            where = f"{doc.source}#{doc.index + 1}"  # as the report names sources
             if not _custom(obj):
                 self.objects.append(obj)
                 self.where.append(where)
                 continue
-            templates = custom_pod_templates(obj)
+            counts = pod_counts(obj)
             meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
             assert isinstance(meta, Mapping)
-            for path, pod in templates:
-                self.objects.append(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Pod",
-                        "metadata": {"name": f"{pod_name(meta)}[{path}]", "namespace": meta.get("namespace")},
-                        "spec": pod["spec"],
-                    }
-                )
-                self.where.append(where)
-            if templates:
-                self.notes.append(
-                    f"{object_label(obj)}: simulated as one pod per pod template ({len(templates)}); "
-                    "its controller may create more pods of each"
-                )
+            made = []
+            for template in counts.templates:
+                pod = template.pod(obj)
+                if pod is None or not template.pods:
+                    continue
+                made.append(f"{template.pods} {template.role} ({template.source})")
+                for i in range(template.pods):
+                    self.objects.append(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "metadata": {
+                                "name": f"{pod_name(meta)}-{template.role}-{i}",
+                                "namespace": meta.get("namespace"),
+                            },
+                            "spec": pod.get("spec") or {},
+                        }
+                    )
+                    self.where.append(where)
+            if made:
+                self.notes.append(f"{object_label(obj)}: simulated as {', '.join(made)}")
+            self.notes += counts.notes
 
 
 def _explainer() -> Explain:

@@ -121,10 +121,11 @@ def test_convert_of_every_example_is_simulated_pod_by_pod() -> None:
     pods = {p["name"]: p for p in body["pods"]}
     assert pods["vllm-qwen7b-deployment-vllm-0"]["outcome"] == "allocated"
     # The LeaderWorkerSet's two pod templates are simulated as pods of their own.
-    lws = [p for name, p in pods.items() if name.startswith("vllm[")]
-    assert len(lws) == 2 and all(p["outcome"] == "allocated" for p in lws), lws
+    # The LeaderWorkerSet's pods, as many as the capacity check counts (2 groups of 2 pods).
+    lws = ["vllm-leader-0", "vllm-leader-1", "vllm-worker-0", "vllm-worker-1"]
+    assert all(pods[name]["outcome"] == "allocated" for name in lws), [pods[name] for name in lws]
     # Each pod went to a node of its own choosing, not all to one.
-    assert len({p["node"] for p in pods.values() if p["node"]}) == 3
+    assert len({p["node"] for p in pods.values() if p["node"]}) == 5
     # A pod whose GPU model no node has says which selector matched nothing.
     assert "request plugin-test-ctr-gpu: no device of the 8 eligible nodes matches" in pods["plugin-test-0"]["reason"]
     # The pod convert kept legacy is refused by name, not passed over.
@@ -154,16 +155,18 @@ def test_node_flag_keeps_every_pod_on_that_node() -> None:
 # ----------------------------------------------------------------------- custom resources
 
 
-def test_a_custom_resource_is_simulated_through_its_pod_templates() -> None:
+def test_a_custom_resource_is_simulated_through_its_pod_templates_as_many_pods_as_it_makes() -> None:
     lws = yaml.safe_load((EXAMPLES / "19-lws-leader-worker-eight-gpus.yaml").read_text())
     converted = _convert([lws], "--include-custom-resources")
-    code, body, err = _simulate([*_cluster(nodes=2, gpus=8), *converted])
+    code, body, err = _simulate([*_cluster(nodes=4, gpus=8), *converted])
     assert code == 0, err
     assert [(p["name"], p["node"]) for p in body["pods"]] == [
-        ("vllm[spec.leaderWorkerTemplate.leaderTemplate]", "node-a"),
-        ("vllm[spec.leaderWorkerTemplate.workerTemplate]", "node-b"),
+        ("vllm-leader-0", "node-a"),
+        ("vllm-leader-1", "node-b"),
+        ("vllm-worker-0", "node-c"),
+        ("vllm-worker-1", "node-d"),
     ]
-    assert "one pod per pod template" in err
+    assert "LeaderWorkerSet team-a/vllm: simulated as 2 leader (spec.replicas 2: one leader a group), 2 worker" in err
 
 
 def test_kserve_pod_specs_are_simulated_as_the_pods_they_make() -> None:
@@ -172,8 +175,8 @@ def test_kserve_pod_specs_are_simulated_as_the_pods_they_make() -> None:
     code, body, err = _simulate([*_cluster(nodes=2, gpus=2), *converted])
     assert code == 0, err
     assert [(p["name"], p["node"]) for p in body["pods"]] == [
-        ("llama-70b[spec.predictor]", "node-a"),
-        ("llama-70b[spec.predictor.workerSpec]", "node-b"),
+        ("llama-70b-predictor-0", "node-a"),
+        ("llama-70b-predictor-worker-0", "node-b"),
     ]
 
 
@@ -222,9 +225,7 @@ def test_the_same_object_twice_is_a_warning_and_the_later_one_counts() -> None:
     first, second = _convert([_pod("p", gpus=1)]), _convert([_pod("p", gpus=2)])
     code, body, err = _simulate([*_cluster(nodes=1, gpus=2), *first, *second])
     assert code == 0, err
-    assert re.search(
-        r"warning: Pod ml/p appears 2 times \(document \d+ of -, document \d+ of -\): the last one counts", err
-    )
+    assert re.search(r"warning: Pod ml/p appears 2 times \(-#\d+, -#\d+\): the last one counts", err)
     assert body["warnings"] and "Pod ml/p" in body["warnings"][0]
     (pod,) = body["pods"]
     assert pod["name"] == "p" and pod["outcome"] == "allocated"

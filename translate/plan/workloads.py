@@ -79,24 +79,6 @@ def find_pod_templates(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[
             yield from find_pod_templates(value, (*path, i))
 
 
-def custom_pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """A custom resource's pod templates as convert finds them, ``(path, {"metadata", "spec"})``:
-    every nested pod template (:func:`find_pod_templates`), then KServe's pod specs as the pods
-    they make (:meth:`PodSpecSite.as_pod`); each is one pod template, not a pod count."""
-    out: list[tuple[str, dict[str, Any]]] = []
-    for path in find_pod_templates(obj):
-        template = get_path(obj, path)
-        meta = template.get("metadata")
-        out.append(
-            (path_text(path)[:-1], {"metadata": meta if isinstance(meta, Mapping) else {}, "spec": template["spec"]})
-        )
-    for site in pod_spec_sites(obj):
-        found = get_path(obj, site.path)
-        if isinstance(found, Mapping):
-            out.append((path_text(site.path)[:-1], site.as_pod(found)))
-    return out
-
-
 def convert_object(
     obj: Any, catalog: Catalog, options: Options = Options(), include_custom_resources: bool = False
 ) -> Converted:
