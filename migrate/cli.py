@@ -139,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
         "--node",
         metavar="NAME",
         help="allocate on this node (its Node object gives the labels); "
-        "default: the first Node in the input where everything fits",
+        "default: each pod on the first Node in the input where its claims fit",
     )
     sim.add_argument(
         "--feature-gates",
@@ -153,8 +153,8 @@ def _parser() -> argparse.ArgumentParser:
         "--output",
         choices=("yaml", "json"),
         default="yaml",
-        help="yaml: the claims with status.allocation; json: {node, claims: [{name, namespace, "
-        "outcome, reason, allocation}]}",
+        help="yaml: the claims with status.allocation; json: {claims: [{name, namespace, node, "
+        "outcome, reason, allocation}], pods, refused, warnings}",
     )
     add_report_parser(sub)
     for each in (parser, *sub.choices.values()):  # before or after the subcommand

@@ -28,7 +28,8 @@ Accelerator resources
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from dra_bridge.translate.errors import ApiVersionError
 
@@ -180,3 +181,16 @@ def is_accelerator_resource(name: str, extra: tuple[str, ...] = ()) -> bool:
     domains = (*ACCELERATOR_DOMAINS, *(e for e in extra if "/" not in e))
     prefixes = (*ACCELERATOR_PREFIXES, *(e for e in extra if "/" in e))
     return domain in domains or name.startswith(prefixes)
+
+
+# ------------------------------------------------------------------ pods not yet named
+
+NOT_YET_NAMED: Final = "(not yet named)"
+"""What stands for the name the API server gives a pod with only ``generateName``."""
+
+
+def pod_name(metadata: Mapping[str, Any]) -> str:
+    """A pod's ``metadata.name``, or for one with only ``generateName`` (named at creation) that
+    prefix and :data:`NOT_YET_NAMED`: the name the report and ``simulate`` give it."""
+    name = metadata.get("name")
+    return str(name) if name else f"{metadata.get('generateName') or '?'}{NOT_YET_NAMED}"

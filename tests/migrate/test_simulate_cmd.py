@@ -59,9 +59,8 @@ def test_claim_allocated_exits_0_and_json_has_the_scheduler_shape() -> None:
     code, out, _ = _run([NODE, CLASS, SLICE, _claim("one", version="v1beta1")], "-o", "json")
     assert code == 0
     body = json.loads(out)
-    assert body["node"] == "node-1"
     (claim,) = body["claims"]
-    assert claim["outcome"] == "allocated" and claim["namespace"] == "ml"
+    assert claim["outcome"] == "allocated" and claim["namespace"] == "ml" and claim["node"] == "node-1"
     assert claim["allocation"]["devices"]["results"] == [
         {"request": "gpus", "driver": "gpu.example.com", "pool": "node-1", "device": "gpu-0"}
     ]

@@ -2,20 +2,30 @@
 
 Pure (no I/O). Input: Kubernetes objects as dicts (Node, DeviceClass, ResourceSlice,
 ResourceClaim, ResourceClaimTemplate, Pod and pod-template workloads; other kinds are
-ignored), resource.k8s.io v1, v1beta2 or v1beta1. Rules (issue 12; the scheduler's DRA plugin):
+ignored), resource.k8s.io v1, v1beta2 or v1beta1. Rules (issues 12 and 19; the scheduler's DRA
+plugin):
 
+- an object given twice (same kind, namespace and name) is a warning, and the last one counts
+  (as applying both leaves it), except ResourceSlices: the allocator takes every slice it is
+  given (upstream's test table repeats slice names across drivers);
 - a Pod's claims (``spec.resourceClaims``: ``resourceClaimName``, or a
   ``resourceClaimTemplateName`` whose template becomes a claim named ``<pod>-<entry>``) are
   allocated together, in the pod's order; a workload (Deployment, ReplicaSet, StatefulSet:
   ``replicas``, default 1; Job: ``parallelism``, default 1; CronJob: 1) counts as that many
-  pods ``<name>-<i>``; claims no pod references are allocated one by one in input order;
+  pods ``<name>-<i>``; a pod or workload with only ``generateName`` is named as the report
+  names it (:func:`translate.names.pod_name`; ``#2``, ``#3``... after a second of one prefix);
+  claims no pod references are allocated one by one in input order;
 - claims with ``status.allocation`` hold their devices and are not allocated again (a pod
-  whose allocated claim's node selector excludes the node does not fit there);
-- ``node``: that Node only; otherwise every Node in input order, and the first on which
-  every claim is allocated wins (when none does, the node where most are allocated);
-- each set of claims is allocated by :class:`translate.alloc.engine.NodeAllocator`; an
-  :class:`~translate.errors.AllocationError` makes each claim of the set an ``error`` with
-  upstream's message.
+  whose allocated claim's node selector excludes a node does not go there);
+- each pod (and each claim no pod references) goes to the first Node, in input order, where
+  its claims still to allocate fit together, cumulatively
+  (:class:`translate.alloc.placement.FirstFit`): the node is chosen per pod; ``node``: that
+  Node only;
+- a pod no node fits is ``unsatisfiable``, with the reason ``explain`` gives (``dra-migrate
+  simulate`` passes the capacity check's diagnosis: which request, selector or constraint
+  failed); an :class:`~translate.errors.AllocationError` that is not about one node makes each
+  claim still to allocate an ``error`` with upstream's message, and so does the per-node error
+  (invalid pools) when only one node is tried, as the allocator library answers.
 
 :func:`simulate` returns a :class:`Simulation`. Malformed input raises
 :class:`translate.errors.InputError` naming the object, the field and the rule.
@@ -24,20 +34,20 @@ ignored), resource.k8s.io v1, v1beta2 or v1beta1. Rules (issue 12; the scheduler
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from dra_bridge.translate.alloc.engine import NodeAllocator
 from dra_bridge.translate.alloc.features import Features
 from dra_bridge.translate.alloc.node_match import Node, selector_matches
-from dra_bridge.translate.alloc.pools import gather_pools
+from dra_bridge.translate.alloc.placement import PER_NODE_ERROR, FirstFit, PlacementError
 from dra_bridge.translate.alloc.selectors import SelectorCache
 from dra_bridge.translate.alloc.shapes import claim_spec, class_spec, object_label, slice_spec
-from dra_bridge.translate.alloc.state import AllocatedState
-from dra_bridge.translate.errors import AllocationError, InputError
+from dra_bridge.translate.errors import InputError
+from dra_bridge.translate.names import pod_name
 
-__all__ = ["ClaimOutcome", "Simulation", "simulate"]
+__all__ = ["ClaimOutcome", "Explain", "PodOutcome", "Simulation", "simulate"]
 
 _WORKLOADS: Final = {
     "Deployment": "replicas",
@@ -46,11 +56,17 @@ _WORKLOADS: Final = {
     "Job": "parallelism",
     "CronJob": "",
 }
+_CLUSTER_SCOPED: Final = ("Node", "DeviceClass", "ResourceSlice")
+
+Explain = Callable[[str, Sequence[tuple[str, Mapping[str, Any]]], FirstFit, Sequence[int]], str]
+"""Why claims fit on no node: (namespace, claims as ``(name, v1 spec)``, the cluster as it is
+when they were tried, the indexes of the nodes tried) -> the reason."""
 
 
 @dataclass
 class ClaimOutcome:
-    """One claim's outcome: ``allocated``, ``unsatisfiable`` or ``error``."""
+    """One claim's outcome: ``allocated``, ``unsatisfiable`` or ``error``; ``node``: where it
+    was allocated (None when not, or when it came allocated)."""
 
     name: str
     namespace: str
@@ -58,11 +74,13 @@ class ClaimOutcome:
     reason: str
     allocation: dict[str, Any] | None
     claim: dict[str, Any]
+    node: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "namespace": self.namespace,
+            "node": self.node,
             "outcome": self.outcome,
             "reason": self.reason,
             "allocation": self.allocation,
@@ -70,11 +88,35 @@ class ClaimOutcome:
 
 
 @dataclass
-class Simulation:
-    """The node chosen and every claim's outcome, in input order."""
+class PodOutcome:
+    """One pod with claims: the node it goes to, ``allocated`` when all its claims are, else
+    the outcome of the first claim that is not."""
 
-    node: str
+    name: str
+    namespace: str
+    node: str | None
+    outcome: str
+    reason: str
+    claims: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "node": self.node,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "claims": self.claims,
+        }
+
+
+@dataclass
+class Simulation:
+    """Every claim's outcome (input order), every pod's, and the warnings about the input."""
+
     claims: list[ClaimOutcome] = field(default_factory=list)
+    pods: list[PodOutcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def all_allocated(self) -> bool:
@@ -89,18 +131,57 @@ class _Claim:
     allocation: dict[str, Any] | None
 
 
+@dataclass
+class _Pod:
+    namespace: str
+    name: str
+    keys: list[tuple[str, str]]
+
+
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
 def _meta(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    assert isinstance(meta, Mapping)
+    meta = _metadata(obj)
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise InputError(f"{obj.get('kind')} (no name): metadata.name: must be a non-empty string")
     return str(meta.get("namespace") or "default"), name
 
 
-def _pod_specs(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) of a named object ("" namespace when cluster-scoped); None
+    without a name (generateName: each is a new object)."""
+    meta = _metadata(obj)
+    if not isinstance(meta.get("name"), str) or not meta.get("name"):
+        return None
     kind = str(obj.get("kind"))
-    _, name = _meta(obj)
+    namespace = "" if kind in _CLUSTER_SCOPED else str(meta.get("namespace") or "default")
+    return kind, namespace, str(meta["name"])
+
+
+def _last_of_each(objects: Sequence[Mapping[str, Any]], where: Sequence[str]) -> tuple[list[int], list[str]]:
+    """The indexes of the objects that count (the last of each identity) and a warning per
+    identity given more than once."""
+    seen: dict[tuple[str, str, str], list[int]] = {}
+    for i, obj in enumerate(objects):
+        identity = _identity(obj)
+        if identity is not None:
+            seen.setdefault(identity, []).append(i)
+    warnings = []
+    for (kind, namespace, name), places in seen.items():
+        if len(places) > 1:
+            label = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+            which = "each is used, as the allocator lists them" if kind == "ResourceSlice" else "the last one counts"
+            warnings.append(f"{label} appears {len(places)} times ({', '.join(where[i] for i in places)}): {which}")
+    dropped = {i for (kind, _, _), places in seen.items() if kind != "ResourceSlice" for i in places[:-1]}
+    return [i for i in range(len(objects)) if i not in dropped], warnings
+
+
+def _pod_specs(obj: Mapping[str, Any], name: str) -> list[tuple[str, Mapping[str, Any]]]:
+    kind = str(obj.get("kind"))
     if kind == "Pod":
         return [(name, obj.get("spec") or {})]
     spec = obj.get("spec") or {}
@@ -122,12 +203,13 @@ class _Inputs:
         self.slices: list[tuple[str, dict[str, Any]]] = []
         self.claims: dict[tuple[str, str], _Claim] = {}
         self.templates: dict[tuple[str, str], Mapping[str, Any]] = {}
-        self.order: list[Any] = []  # claim keys and pod groups, in input order
+        self.order: list[Any] = []  # claim keys and pods, in input order
+        self._named: Counter[tuple[str, str, str]] = Counter()
         pods: list[Mapping[str, Any]] = []
         for obj in objects:
             kind = obj.get("kind")
             if kind == "Node":
-                labels = (obj.get("metadata") or {}).get("labels") or {}
+                labels = _metadata(obj).get("labels") or {}
                 self.nodes.append(Node(_meta(obj)[1], {str(k): str(v) for k, v in labels.items()}))
             elif kind == "DeviceClass":
                 self.classes[_meta(obj)[1]] = class_spec(obj)
@@ -137,105 +219,134 @@ class _Inputs:
                 self.templates[_meta(obj)] = obj
             elif kind == "ResourceClaim":
                 key = _meta(obj)
-                label = object_label(obj)
-                spec = claim_spec(obj, obj.get("spec"), f"{label}: spec")
+                spec = claim_spec(obj, obj.get("spec"), f"{object_label(obj)}: spec")
                 allocation = (obj.get("status") or {}).get("allocation")
                 self.claims[key] = _Claim(key, dict(obj), spec, allocation)
                 self.order.append(key)
             elif kind == "Pod" or kind in _WORKLOADS:
                 pods.append(obj)
                 self.order.append(len(pods) - 1)
-        order = [self._group(pods[item]) if isinstance(item, int) else item for item in self.order]
-        referenced = {key for item in order if isinstance(item, list) for group in item for key in group}
+        order = [self._pods(pods[item]) if isinstance(item, int) else item for item in self.order]
+        referenced = {key for item in order if isinstance(item, list) for pod in item for key in pod.keys}
         self.order = [item for item in order if isinstance(item, list) or item not in referenced]
 
-    def _group(self, obj: Mapping[str, Any]) -> list[list[tuple[str, str]]]:
-        namespace, _ = _meta(obj)
-        groups = []
-        for pod_name, spec in _pod_specs(obj):
+    def _name(self, obj: Mapping[str, Any]) -> str:
+        """The object's name; one with only ``generateName`` gets the report's name for it,
+        numbered from the second of one prefix."""
+        meta = _metadata(obj)
+        if meta.get("name") or not meta.get("generateName"):
+            return _meta(obj)[1]
+        name = pod_name(meta)
+        key = (str(obj.get("kind")), str(meta.get("namespace") or "default"), name)
+        self._named[key] += 1
+        return name if self._named[key] == 1 else f"{name}#{self._named[key]}"
+
+    def _pods(self, obj: Mapping[str, Any]) -> list[_Pod]:
+        namespace = str(_metadata(obj).get("namespace") or "default")
+        out = []
+        for pod_name_, spec in _pod_specs(obj, self._name(obj)):
             keys = []
             for i, entry in enumerate(spec.get("resourceClaims") or []):
-                where = f"{object_label(obj)}: spec.resourceClaims[{i}]"
-                if entry.get("resourceClaimName"):
-                    key = (namespace, str(entry["resourceClaimName"]))
-                    if key not in self.claims:
-                        raise InputError(
-                            f"{where}.resourceClaimName: ResourceClaim {key[0]}/{key[1]} is not in the input"
-                        )
-                elif entry.get("resourceClaimTemplateName"):
-                    template = self.templates.get((namespace, str(entry["resourceClaimTemplateName"])))
-                    if template is None:
-                        raise InputError(
-                            f"{where}.resourceClaimTemplateName: ResourceClaimTemplate {namespace}/"
-                            f"{entry['resourceClaimTemplateName']} is not in the input (put it before "
-                            "the objects that use it, as convert writes it)"
-                        )
-                    key = (namespace, f"{pod_name}-{entry.get('name')}")
-                    label = object_label(template)
-                    obj_claim = {
-                        "apiVersion": "resource.k8s.io/v1",
-                        "kind": "ResourceClaim",
-                        "metadata": {"name": key[1], "namespace": namespace},
-                    }
-                    spec_v1 = claim_spec(template, (template.get("spec") or {}).get("spec"), f"{label}: spec.spec")
-                    self.claims[key] = _Claim(key, obj_claim, spec_v1, None)
-                else:
-                    raise InputError(f"{where}: one of resourceClaimName or resourceClaimTemplateName must be set")
-                keys.append(key)
-            groups.append(keys)
-        return groups
+                keys.append(self._claim_of(obj, namespace, pod_name_, i, entry))
+            out.append(_Pod(namespace, pod_name_, keys))
+        return out
 
-
-def _try_node(inputs: _Inputs, node: Node, features: Features, cache: SelectorCache) -> dict[tuple[str, str], Any]:
-    state = AllocatedState()
-    for claim in inputs.claims.values():
-        if claim.allocation:
-            state.add_allocation(claim.allocation)
-    pools = gather_pools(inputs.slices, node, features.partitionable_devices)
-    allocator = NodeAllocator(node, pools, inputs.classes, features, state, cache)
-    done: dict[tuple[str, str], Any] = {}
-    groups: list[list[tuple[str, str]]] = []
-    for item in inputs.order:
-        groups += item if isinstance(item, list) else [[item]]
-    for group in groups:
-        held = [inputs.claims[k] for k in group if inputs.claims[k].allocation or k in done]
-        todo = list(dict.fromkeys(k for k in group if not inputs.claims[k].allocation and k not in done))
-        if not todo:
-            continue
-        excluded = [
-            c
-            for c in held
-            if (c.allocation or {}).get("nodeSelector")
-            and not selector_matches((c.allocation or {})["nodeSelector"], node)
-        ]
-        try:
-            results = (
-                None if excluded else allocator.allocate([(f"{k[0]}/{k[1]}", inputs.claims[k].spec) for k in todo])
+    def _claim_of(
+        self, obj: Mapping[str, Any], namespace: str, pod: str, i: int, entry: Mapping[str, Any]
+    ) -> tuple[str, str]:
+        where = f"{object_label(obj)}: spec.resourceClaims[{i}]"
+        if entry.get("resourceClaimName"):
+            key = (namespace, str(entry["resourceClaimName"]))
+            if key not in self.claims:
+                raise InputError(f"{where}.resourceClaimName: ResourceClaim {key[0]}/{key[1]} is not in the input")
+            return key
+        if not entry.get("resourceClaimTemplateName"):
+            raise InputError(f"{where}: one of resourceClaimName or resourceClaimTemplateName must be set")
+        template = self.templates.get((namespace, str(entry["resourceClaimTemplateName"])))
+        if template is None:
+            raise InputError(
+                f"{where}.resourceClaimTemplateName: ResourceClaimTemplate {namespace}/"
+                f"{entry['resourceClaimTemplateName']} is not in the input (put it before "
+                "the objects that use it, as convert writes it)"
             )
-        except AllocationError as exc:
-            for k in todo:
-                done[k] = exc
-            continue
-        for i, k in enumerate(todo):
-            done[k] = results[i] if results is not None else None
-            if results is not None:
-                state.add_allocation(results[i])
-    return done
+        key = (namespace, f"{pod}-{entry.get('name')}")
+        obj_claim = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": key[1], "namespace": namespace},
+        }
+        label = object_label(template)
+        spec_v1 = claim_spec(template, (template.get("spec") or {}).get("spec"), f"{label}: spec.spec")
+        self.claims[key] = _Claim(key, obj_claim, spec_v1, None)
+        return key
 
 
-def _outcome(claim: _Claim, result: Any, node: str) -> ClaimOutcome:
-    namespace, name = claim.key
-    out = copy.deepcopy(claim.obj)
-    if claim.allocation:
-        return ClaimOutcome(name, namespace, "allocated", "already allocated", claim.allocation, out)
-    if isinstance(result, AllocationError):
-        return ClaimOutcome(name, namespace, "error", str(result), None, out)
-    if result is None:
-        return ClaimOutcome(
-            name, namespace, "unsatisfiable", f"cannot allocate all claims of its pod on node {node}", None, out
-        )
-    out.setdefault("status", {})["allocation"] = result
-    return ClaimOutcome(name, namespace, "allocated", "", result, out)
+class _Run:
+    """One simulation: the cluster (FirstFit over the candidate nodes) and each claim's result."""
+
+    def __init__(self, inputs: _Inputs, candidates: list[int], features: Features, cache: SelectorCache) -> None:
+        self.inputs, self.candidates = inputs, candidates
+        held = [c.allocation for c in inputs.claims.values() if c.allocation]
+        self.cluster = FirstFit(inputs.nodes, inputs.slices, inputs.classes, features, cache, held)
+        self.done: dict[tuple[str, str], tuple[str, str | None, Any]] = {}  # outcome, node, result or reason
+
+    def holds(self, key: tuple[str, str]) -> Mapping[str, Any] | None:
+        """The allocation the claim has (from the input or this run), or None."""
+        claim = self.inputs.claims[key]
+        if claim.allocation:
+            return claim.allocation
+        done = self.done.get(key)
+        return done[2] if done is not None and done[0] == "allocated" else None
+
+    def place(self, namespace: str, keys: Sequence[tuple[str, str]], explain: Explain | None) -> None:
+        todo = list(dict.fromkeys(k for k in keys if self.holds(k) is None))
+        if not todo:
+            return
+        selectors = [a["nodeSelector"] for k in keys if (a := self.holds(k)) is not None and a.get("nodeSelector")]
+        nodes = self.inputs.nodes
+        candidates = [i for i in self.candidates if all(selector_matches(s, nodes[i]) for s in selectors)]
+        if not candidates:
+            why = "no node is allowed by the node selectors of its claims already allocated"
+            self.done.update({k: ("unsatisfiable", None, why) for k in todo})
+            return
+        claims = [(f"{k[0]}/{k[1]}", self.inputs.claims[k].spec) for k in todo]
+        try:
+            found = self.cluster.first_fit(claims, candidates)
+        except PlacementError as exc:
+            self.done.update({k: ("error", None, str(exc)) for k in todo})
+            return
+        if found is not None:
+            node = nodes[found[0]].name
+            self.done.update({k: ("allocated", node, result) for k, result in zip(todo, found[1], strict=True)})
+            return
+        if self.cluster.last_node_error == PER_NODE_ERROR and len(candidates) == 1:
+            self.done.update({k: ("error", None, PER_NODE_ERROR) for k in todo})
+            return
+        plain = [(k[1], self.inputs.claims[k].spec) for k in todo]
+        why = explain(namespace, plain, self.cluster, candidates) if explain else ""
+        where = f"node {nodes[candidates[0]].name}" if len(candidates) == 1 else f"any of the {len(candidates)} nodes"
+        why = f"cannot allocate all claims of its pod on {where}" + (f": {why}" if why else "")
+        self.done.update({k: ("unsatisfiable", None, why) for k in todo})
+
+    def outcome(self, claim: _Claim) -> ClaimOutcome:
+        namespace, name = claim.key
+        out = copy.deepcopy(claim.obj)
+        if claim.allocation:
+            return ClaimOutcome(name, namespace, "allocated", "already allocated", claim.allocation, out)
+        kind, node, result = self.done.get(claim.key, ("unsatisfiable", None, "not tried"))
+        if kind != "allocated":
+            return ClaimOutcome(name, namespace, kind, str(result), None, out)
+        out.setdefault("status", {})["allocation"] = result
+        return ClaimOutcome(name, namespace, "allocated", "", result, out, node)
+
+
+def _pod_outcome(pod: _Pod, claims: Mapping[tuple[str, str], ClaimOutcome]) -> PodOutcome:
+    mine = [claims[k] for k in pod.keys]
+    failed = next((c for c in mine if c.outcome != "allocated"), None)
+    nodes = [c.node for c in mine if c.node]
+    node = None if failed or not nodes else nodes[0]
+    outcome, reason = (failed.outcome, failed.reason) if failed else ("allocated", "")
+    return PodOutcome(pod.name, pod.namespace, node, outcome, reason, [c.name for c in mine])
 
 
 def simulate(
@@ -243,30 +354,29 @@ def simulate(
     features: Features,
     node: str | None = None,
     cache: SelectorCache | None = None,
+    explain: Explain | None = None,
+    where: Sequence[str] | None = None,
 ) -> Simulation:
-    """Allocate every claim of ``objects`` (see the module docstring). Raises InputError."""
-    inputs = _Inputs(objects)
-    nodes = inputs.nodes
+    """Allocate every claim of ``objects`` (see the module docstring); ``where``: a label per
+    object for the warnings (default: its position). Raises InputError."""
+    labels = where if where is not None else [f"input object {i + 1}" for i in range(len(objects))]
+    kept, warnings = _last_of_each(objects, labels)
+    inputs = _Inputs([objects[i] for i in kept])
+    candidates = list(range(len(inputs.nodes)))
     if node is not None:
-        nodes = [n for n in nodes if n.name == node]
-        if not nodes:
+        candidates = [i for i in candidates if inputs.nodes[i].name == node]
+        if not candidates:
             raise InputError(
                 f"--node {node}: no Node object of that name in the input (its labels decide which slices reach it)"
             )
-    if not nodes:
+    if not candidates:
         raise InputError(
             "no Node object in the input: simulate allocates on a node (add `kubectl get node NAME -o yaml`)"
         )
-    cache = cache or SelectorCache()
-    best: tuple[int, str, dict[tuple[str, str], Any]] | None = None
-    for candidate in nodes:
-        done = _try_node(inputs, candidate, features, cache)
-        allocated = sum(1 for r in done.values() if isinstance(r, dict))
-        if best is None or allocated > best[0]:
-            best = (allocated, candidate.name, done)
-        if all(isinstance(r, dict) for r in done.values()):
-            best = (allocated, candidate.name, done)
-            break
-    assert best is not None
-    _, chosen, done = best
-    return Simulation(chosen, [_outcome(c, done.get(k), chosen) for k, c in inputs.claims.items()])
+    run = _Run(inputs, candidates, features, cache or SelectorCache())
+    for item in inputs.order:
+        for pod in item if isinstance(item, list) else [_Pod(item[0], item[1], [item])]:
+            run.place(pod.namespace, pod.keys, explain)
+    claims = {k: run.outcome(c) for k, c in inputs.claims.items()}
+    pods = [_pod_outcome(p, claims) for item in inputs.order if isinstance(item, list) for p in item if p.keys]
+    return Simulation(list(claims.values()), pods, warnings)

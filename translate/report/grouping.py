@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_bridge.translate.names import pod_name
 from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.workloads import BUILTIN_TEMPLATE_PATHS, CORE_GROUPS, find_pod_templates
 
@@ -60,7 +61,6 @@ BUILTIN_GROUPS = (
 )
 #: The owner kinds a controller chain climbs: a pod's owner -> that owner's usual owner.
 CHAIN = {"ReplicaSet": "Deployment", "Job": "CronJob"}
-NOT_YET_NAMED = "(not yet named)"
 
 
 @dataclass
@@ -252,7 +252,7 @@ def group(objects: Iterable[tuple[str, Any]]) -> Inventory:
                 not_yet_named=not name,
                 order=order,
             )
-            unit.pods.append(name or f"{unit.name}{NOT_YET_NAMED}")
+            unit.pods.append(pod_name(m))
             unit.pod_objects.append(pod)
             inv.units.append(unit)
             continue
@@ -261,7 +261,7 @@ def group(objects: Iterable[tuple[str, Any]]) -> Inventory:
         if key not in by_key:
             by_key[key] = Unit(kind, namespace, oname, source, pod, custom=kind not in WORKLOAD_KINDS, order=order)
             inv.units.append(by_key[key])
-        by_key[key].pods.append(name or f"{m.get('generateName', '')}{NOT_YET_NAMED}")
+        by_key[key].pods.append(pod_name(m))
         by_key[key].pod_objects.append(pod)
     inv.units.sort(key=lambda u: u.order)
     return inv
