@@ -29,6 +29,7 @@ from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.kube.logs import configure as configure_logs
+from dra_bridge.kube.logs import escape
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import TranslateError
 
@@ -135,6 +136,7 @@ async def run(settings: Settings) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
     args = _parser().parse_args(argv)
+    configure_logs("INFO")  # until the settings say otherwise: what reading them logs is formatted too
     try:
         settings = Settings.from_namespace(args).validate(need_node=args.command != "inventory")
         configure_logs(settings.log_level)
@@ -142,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(inventory(settings, args.json, sys.stdout))
         return asyncio.run(run(settings))
     except (BridgeError, KubeError, TranslateError, OSError) as exc:
-        print(f"dra-bridge: {exc}", file=sys.stderr)
+        print(f"dra-bridge: {escape(str(exc))}", file=sys.stderr)  # a path or value the caller gave, escaped
         return 1
 
 

@@ -7,9 +7,11 @@ writing to stderr (``dra-migrate`` keeps stdout for its output) in :data:`FORMAT
 
 One record is one physical line. The webhook logs what callers send (a pod's name, an
 AdmissionReview's uid), so a control character in a field could forge a line or drive the
-reader's terminal: the formatter writes every control character (C0, DEL, C1, and the Unicode
-line and paragraph separators) as an escape, ``\\n``, ``\\r``, ``\\t``, ``\\x1b``, ``\\u2028``,
-in every field of the record: the message after %-formatting with its arguments, the logger
+reader's terminal: the formatter writes every character that is not printable (C0, DEL, C1,
+Unicode format characters such as the right-to-left override, the line and paragraph separators)
+as an escape, ``\\n``, ``\\r``, ``\\t``, ``\\x1b``, ``\\u202e``, ``\\u2028``, and a backslash
+as ``\\\\`` (so an escape always stands for one character the caller sent), in every field of
+the record: the message after %-formatting with its arguments, the logger
 name, fields given with ``extra``, the exception text and the stack (a traceback's line breaks
 too, so it stays on its record's line).
 """
@@ -25,23 +27,26 @@ LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 """Every command's log line."""
 
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
 
 
-def _escape_of(code: int) -> str:
-    char = chr(code)
+def _escape_of(char: str) -> str:
     if char in _NAMED:
         return _NAMED[char]
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-_CONTROLS = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
-_TABLE = {code: _escape_of(code) for code in _CONTROLS}
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def escape(text: str) -> str:
-    """``text`` with each control character written as its escape (module docstring)."""
-    return text.translate(_TABLE)
+    """``text`` with each character that is not printable (:meth:`str.isprintable`: controls,
+    format characters such as U+202E RIGHT-TO-LEFT OVERRIDE and U+FEFF, line and paragraph
+    separators) written as its escape, and a backslash doubled, so an escape in the output always
+    stands for one character of the input (module docstring)."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    return "".join(c if c.isprintable() and c != "\\" else _escape_of(c) for c in text)
 
 
 class EscapingFormatter(logging.Formatter):

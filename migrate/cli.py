@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from dra_bridge.kube.flags import Parser, add_version
-from dra_bridge.kube.logs import LEVELS
+from dra_bridge.kube.logs import LEVELS, escape, level_number
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
@@ -160,8 +160,8 @@ def _parser() -> argparse.ArgumentParser:
     for each in (parser, *sub.choices.values()):  # before or after the subcommand
         each.add_argument(
             "--log-level",
-            type=str.upper,
-            choices=LEVELS,
+            type=_log_level,
+            metavar="|".join(LEVELS),
             default="INFO" if each is parser else argparse.SUPPRESS,
             help="lowest level logged, in any case (default INFO); logs go to stderr, stdout keeps the output",
         )
@@ -280,6 +280,15 @@ def slices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_slices(args.node, args.podresources, args.node_labels, args.api_version, args.catalog, out, err)
 
 
+def _log_level(value: str) -> str:
+    """``--log-level``, read as the services read theirs (:func:`kube.logs.level_number`)."""
+    try:
+        level_number(value)
+    except ValueError as exc:  # argparse names the flag before the message, which quotes the value as typed
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value.strip().upper()
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -316,7 +325,7 @@ def main(
         stderr.write("dra-migrate: error: the input nests too deeply (a recursive YAML alias?)\n")
         return EXIT_ERROR
     except (MigrateError, TranslateError) as exc:
-        stderr.write(f"dra-migrate: error: {exc}\n")
+        stderr.write(f"dra-migrate: error: {escape(str(exc))}\n")  # file names and values the caller gave, escaped
         return EXIT_ERROR
     finally:  # main runs in process (tests): leave no handler on a stream the caller may close
         logging.getLogger().removeHandler(handler)

@@ -109,5 +109,45 @@ def test_every_command_sets_up_its_logs_through_kube_logs(
     assert bridge_main(["--log-level", "error", "inventory", "--kubelet-dir", str(tmp_path)]) == 1  # no kubelet
     assert seen["dra-migrate"] == [("DEBUG", err)]  # stderr: stdout keeps the output
     assert seen["dra-webhook"][-1] == ("warning", None)
-    assert seen["dra-bridge"] == [("error", None)]
+    assert seen["dra-bridge"] == [("INFO", None), ("error", None)]  # INFO while the settings are read
     assert out.getvalue().startswith("apiVersion: resource.k8s.io/v1")
+
+
+FORGED = "/tmp/dra-bridge-test\nFORGED line\x1b[31m"
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ("dra-bridge", ["--node-name", "n1", "--kubeconfig", FORGED, "run"]),
+        ("dra-migrate", ["report", "-f", FORGED]),
+    ],
+    ids=["bridge-kubeconfig", "migrate-input-file"],
+)
+def test_an_error_naming_what_the_caller_gave_is_one_escaped_line(
+    command: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(command, argv) == 1
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if line.startswith(f"{command}: "))
+    assert "FORGED" in line and "\\nFORGED line\\x1b[31m" in line, err
+    assert "\x1b" not in err and not any(line.startswith("FORGED") for line in err.splitlines())
+
+
+def test_the_agent_logs_what_reading_its_settings_says_in_the_common_format(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("NODE_NAME", "n1")  # the deprecated twin: a warning while the settings are read
+    monkeypatch.setenv("DRA_BRIDGE_KUBELET_DIR", "/nonexistent-kubelet")
+    with pytest.warns(DeprecationWarning, match="NODE_NAME"):
+        assert run("dra-bridge", ["inventory"]) == 1
+    warning = next(line for line in capsys.readouterr().err.splitlines() if "NODE_NAME is deprecated" in line)
+    assert " WARNING dra_bridge.kube.flags: " in warning
+
+
+@pytest.mark.parametrize("level", [" debug ", "Warning"], ids=["padded", "mixed-case"])
+def test_every_command_reads_a_log_level_the_same_way(level: str, tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert migrate_main(["--log-level", level, "classes"], stdout=out, stderr=err) == 0
+    certs = ["certs", "--log-level", level, "--namespace", "ns", "--service", "svc", "--out", str(tmp_path)]
+    assert run("dra-webhook", certs) == 0

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DESIGN = ROOT / "docs" / "design.md"
 
 #: Names of documents outside the repository, spelt in pieces so this file does not match itself.
-_EXTERNAL_DOCS = ("node-apis", "dra-api", "vendors", "real-node", "control-plane")
+_EXTERNAL_DOCS = ("node" + "-apis", "dra" + "-api", "vendors", "real-node", "control-plane")
 OLD_NAMES = re.compile(
     "|".join(
         [
@@ -33,6 +33,8 @@ OLD_NAMES = re.compile(
             r"\.\./" + "shared",
             r"\b" + "shared" + r"/reference\b",
             *(re.escape(name + ".md") for name in _EXTERNAL_DOCS),
+            *(r"\b" + re.escape(name) + r"\b" for name in _EXTERNAL_DOCS[:2]),  # without .md too
+            r"\bsections?\s+\d+\.\d+",  # a numbered section of a document a clone does not have
         ]
     ),
     re.IGNORECASE,
@@ -44,6 +46,10 @@ URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s)>\]'\"`]+", re.IGNORECASE)
 MD_PATH = re.compile(r"(?<![\w./<>*{}$-])[\w.-][\w./-]*\.md(?![\w-]|\.\w)")
 CITATION = re.compile(r"docs/design\.md((?:(?:,\s*|\s+and\s+|\s+)D\d+\b)+)")
 HEADING = re.compile(r"^## (D\d+)\. \S", re.MULTILINE)
+#: A decision id wherever it stands (``docs/design.md D6``, ``(D8)``, a link's text).
+DECISION_ID = re.compile(r"\bD\d+\b")
+#: A Markdown link to a heading: ``[text](<file>.md#anchor)`` or ``[text](#anchor)``.
+ANCHOR_LINK = re.compile(r"\]\(((?:[\w./-]+\.md)?)#([\w-]+)\)")
 
 
 @cache
@@ -122,6 +128,65 @@ def test_every_cited_decision_exists_in_docs_design() -> None:
     assert missing == []
 
 
+def test_every_decision_id_anywhere_names_a_decision_of_docs_design() -> None:
+    """Also the ids cited without the file's name, in a link's text or a list of them."""
+    known = _design_ids()
+    unknown = [
+        f"{path.relative_to(ROOT)}:{number}: {ident}"
+        for path in tracked_text_files()
+        for number, line in enumerate(_text(path).splitlines(), 1)
+        for ident in DECISION_ID.findall(line)
+        if ident not in known
+    ]
+    assert unknown == []
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces as dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    return {_slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", _text(path), re.MULTILINE)}
+
+
+def _broken_anchors(path: Path) -> list[str]:
+    """The links of Markdown file ``path`` to a heading that its target file (itself for ``#x``) lacks."""
+    out = []
+    for target, anchor in ANCHOR_LINK.findall(_text(path)):
+        linked = path.parent / target if target else path
+        if linked.is_file() and anchor not in _anchors(linked):
+            out.append(f"{target or path.name}#{anchor}")
+    return out
+
+
+def test_every_markdown_link_to_a_heading_finds_it() -> None:
+    broken = [
+        f"{path.relative_to(ROOT)}: {link}"
+        for path in tracked_text_files()
+        if path.suffix == ".md"
+        for link in _broken_anchors(path)
+    ]
+    assert broken == []
+
+
+def test_a_link_to_a_missing_heading_is_found(tmp_path: Path) -> None:
+    other, page = "other" + ".md", "page" + ".md"  # in pieces: this file's own paths are checked too
+    (tmp_path / other).write_text("# Title\n\n## D6. Node-by-node hand-over\n")
+    (tmp_path / page).write_text(
+        f"## Here\n[ok]({other}#d6-node-by-node-hand-over) [self](#here) [bad]({other}#d98-nope) [gone](#nowhere)\n"
+    )
+    assert _broken_anchors(tmp_path / page) == [f"{other}#d98-nope", f"{page}#nowhere"]
+
+
+def test_a_heading_anchor_is_githubs() -> None:
+    assert (
+        _slug("D6. Node-by-node hand-over, one allocator per node")
+        == "d6-node-by-node-hand-over-one-allocator-per-node"
+    )
+    assert _slug("`dra-migrate report`") == "dra-migrate-report"
+
+
 def test_decisions_are_numbered_in_order_each_with_a_reason_and_an_upstream_url() -> None:
     text = _text(DESIGN)
     sections = re.split(r"^(?=## D\d+\. )", text, flags=re.MULTILINE)[1:]
@@ -157,6 +222,8 @@ _OLD_EXAMPLES = {
     "style-item": "style " + "item 4",
     "reference-file": "vendors" + ".md 1.5",
     "shared-folder": "../" + "shared" + "/reference/x",
+    "bare-reference-name": "the node" + "-apis notes",
+    "numbered-section": "(sec" + "tion 2.5 point 3)",
 }
 
 

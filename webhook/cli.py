@@ -30,6 +30,7 @@ from dra_bridge.kube.client import Client, connect
 from dra_bridge.kube.discovery import discover_resource_version
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.flags import Parser
+from dra_bridge.kube.logs import LEVELS, escape
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
 from dra_bridge.webhook.certs import write_certs
@@ -171,6 +172,12 @@ def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="an IPv4 or IPv6 address SAN, e.g. 127.0.0.1 for a webhook called by url (repeatable)",
     )
     p.add_argument(
+        "--log-level",
+        default="INFO",
+        metavar="|".join(LEVELS),
+        help="lowest level logged, in any case (default INFO), as serve's",
+    )
+    p.add_argument(
         "--days",
         default="365",
         metavar="N",
@@ -180,6 +187,10 @@ def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def _certs(ns: argparse.Namespace) -> int:
     try:
+        try:
+            configure_logs(ns.log_level)
+        except ValueError as exc:
+            raise WebhookConfigError(f"--log-level {exc}") from None
         try:
             days = int(ns.days)
         except ValueError:
@@ -191,7 +202,7 @@ def _certs(ns: argparse.Namespace) -> int:
         except OSError as exc:
             raise WebhookConfigError(f"--out {ns.out}: cannot write the certificates: {exc.strerror or exc}") from exc
     except WebhookConfigError as exc:
-        sys.stderr.write(f"dra-webhook certs: error: {exc}\n")
+        sys.stderr.write(f"dra-webhook certs: error: {escape(str(exc))}\n")
         return 1
     sys.stdout.write(
         f"wrote {paths.ca_cert} (the caBundle) {paths.cert} {paths.key} (serving pair) "

@@ -10,7 +10,8 @@ The method paths are built from the wire contract (``/v1beta1.DevicePlugin/<RPC>
 generated message classes, as the PodResources client does. What a third process may call:
 ``GetDevicePluginOptions``, ``GetPreferredAllocation`` and ``Allocate`` are stateless in NVIDIA's
 plugin (``Allocate`` only returns a recipe, it reserves nothing); ``ListAndWatch`` on a live NVIDIA
-plugin steals health events from the kubelet's stream (section 2.5 point 3), so
+plugin steals health events from the kubelet's stream (all its streams read one unbuffered
+``health`` channel: https://github.com/NVIDIA/k8s-device-plugin/blob/main/internal/plugin/server.go), so
 :meth:`DevicePluginClient.devices` is for our test plugins and diagnostics only.
 
 Every failure (socket missing, plugin restarting, an error answer, deadline) raises

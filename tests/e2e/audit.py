@@ -80,7 +80,13 @@ def observed_calls(log: Path, user: str, *, until: datetime | None = None) -> se
 
 
 #: Resources whose objects run a service's pods: deleted (and waited for) before its grants.
-WORKLOADS = ("/pods/", "/deployments/", "/daemonsets/", "/replicasets/", "/statefulsets/", "/jobs/")
+WORKLOADS = frozenset({"pods", "deployments", "daemonsets", "replicasets", "statefulsets", "jobs", "cronjobs"})
+
+
+def _resource(path: str) -> str:
+    """The resource of an object's API path (``.../namespaces/n/pods/x`` -> ``pods``)."""
+    parts = path.rstrip("/").split("/")
+    return parts[-2] if len(parts) >= 2 else ""
 
 
 def workloads_first(created: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -90,7 +96,7 @@ def workloads_first(created: Iterable[str]) -> tuple[list[str], list[str]]:
     next call, which the check would report as a call it did not declare: under load the
     agent's shutdown and its reaction to leaving DRA mode come late enough to hit that."""
     paths = list(reversed(list(created)))
-    pods = [p for p in paths if any(w in p for w in WORKLOADS)]
+    pods = [p for p in paths if _resource(p) in WORKLOADS]
     return pods, [p for p in paths if p not in pods]
 
 

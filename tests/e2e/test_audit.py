@@ -111,6 +111,7 @@ def test_teardown_deletes_the_pods_before_the_grants_they_run_under() -> None:
         "/api/v1/namespaces/n/pods/dra-bridge-agent",
         "/apis/apps/v1/namespaces/n/deployments/dra-webhook",
         "/api/v1/namespaces/n/services/dra-webhook",
+        "/api/v1/namespaces/jobs/serviceaccounts/pods",  # a namespace or name that spells a resource
     ]
     workloads, rest = workloads_first(created)
     assert workloads == [
@@ -118,6 +119,7 @@ def test_teardown_deletes_the_pods_before_the_grants_they_run_under() -> None:
         "/api/v1/namespaces/n/pods/dra-bridge-agent",
     ]
     assert rest == [
+        "/api/v1/namespaces/jobs/serviceaccounts/pods",
         "/api/v1/namespaces/n/services/dra-webhook",
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/dra-bridge-n",
         "/apis/rbac.authorization.k8s.io/v1/clusterroles/dra-bridge-n",

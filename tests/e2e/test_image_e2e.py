@@ -235,9 +235,11 @@ def test_legacy_deployment_converted_and_prepared_by_pods_of_the_image(
         workloads, rest = workloads_first(created)
         for path in workloads:
             kube.delete(path, ignore_missing=True)
-        wait_for(lambda: not kube.list(api_path("v1", "pods", ns)), 60, "the services' pods gone")
-        for path in rest:
-            kube.delete(path, ignore_missing=True)
+        try:
+            wait_for(lambda: not kube.list(api_path("v1", "pods", ns)), 60, "the services' pods gone")
+        finally:  # never leave the grants behind, even when the pods outlive the wait
+            for path in rest:
+                kube.delete(path, ignore_missing=True)
         for s in our_slices(kube, node.name):
             kube.delete(api_path(V1, "resourceslices", name=s["metadata"]["name"]), ignore_missing=True)
     for sa, declared in (("dra-webhook", WEBHOOK_CALLS), ("dra-bridge", BRIDGE_CALLS)):

@@ -37,8 +37,24 @@ def test_every_control_character_is_escaped(code: int) -> None:
 
 
 def test_printable_text_is_left_as_it_is() -> None:
-    text = "uid=3f0c-… name=trainer-0 ünïcode \\n stays \\n"
+    text = "uid=3f0c-… name=trainer-0 ünïcode 日本 \U0001f600 stays"
     assert logs.escape(text) == text
+
+
+def test_a_backslash_is_doubled_so_an_escape_always_stands_for_one_character() -> None:
+    # a caller's literal backslash-n cannot pass for an escaped newline
+    assert logs.escape("a\\nb") == "a\\\\nb"
+    assert logs.escape("a\nb") == "a\\nb"
+    assert logs.escape("a\\nb") != logs.escape("a\nb")
+
+
+@pytest.mark.parametrize(
+    ("char", "escaped"),
+    [("\u202e", "\\u202e"), ("\ufeff", "\\ufeff"), ("\u200b", "\\u200b"), ("\U000e0001", "\\U000e0001")],
+    ids=["rtl-override", "bom", "zero-width-space", "tag"],
+)
+def test_format_characters_that_disguise_a_line_are_escaped(char: str, escaped: str) -> None:
+    assert logs.escape(f"x{char}y") == f"x{escaped}y"
 
 
 def test_the_arguments_are_escaped_after_formatting(log: io.StringIO) -> None:
