@@ -11,11 +11,13 @@ alone cannot see (:mod:`~translate.report.risks`; those of the software around a
 pod-resources readers, KubeRay, KServe: :mod:`~translate.report.integrations`), which workloads
 a live report lists (:mod:`~translate.report.listing`), the ResourceQuotas on legacy devices it
 lists (:mod:`~translate.report.quotas`), the capacity check over the report's workloads
-(:mod:`~translate.report.capacity`), and the report itself with its JSON document
-(:mod:`~translate.report.model`; schema: ``translate/data/report-v2.schema.json``).
+(:mod:`~translate.report.capacity`), and the report itself: built by
+:mod:`~translate.report.build`, its data and JSON document in :mod:`~translate.report.model`
+(schema: ``translate/data/report-v2.schema.json``).
 The renderers and the command live in ``migrate/``.
 """
 
+from dra_bridge.translate.report.build import build_report
 from dra_bridge.translate.report.model import (
     DEFAULT_POOL_LABEL,
     FAIL_LEVELS,
@@ -26,7 +28,6 @@ from dra_bridge.translate.report.model import (
     Settings,
     WorkloadReport,
     attach_capacity,
-    build_report,
 )
 from dra_bridge.translate.report.paths import PATHS
 
