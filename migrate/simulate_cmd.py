@@ -19,6 +19,8 @@ What it does to the input before the simulation:
 - an object that still asks for a catalog resource through the device plugin (a custom
   resource left for the webhook, an Argo template, a pod convert kept legacy) is refused:
   ``<Kind> <ns>/<name>: not simulated`` and why, on stderr and in ``refused``;
+- a pod template whose fields have the wrong type (those convert checks,
+  :func:`translate.plan.field_types.shape_problems`) is an input error naming the object and the field;
 - a pod no node fits gets the capacity check's diagnosis
   (:func:`translate.capacity.diagnose.diagnose`): which request, selector or constraint failed.
 
@@ -47,7 +49,8 @@ from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.names import pod_name
 from dra_bridge.translate.plan.custom_resources import stray_gpu_requests
-from dra_bridge.translate.report.grouping import BUILTIN_GROUPS
+from dra_bridge.translate.plan.field_types import require_shape
+from dra_bridge.translate.report.grouping import BUILTIN_GROUPS, pod_templates
 
 __all__ = ["EXIT_UNALLOCATED", "run_simulate"]
 
@@ -98,6 +101,8 @@ class _Prepared:
                 )
                 continue
             where = f"{doc.source}#{doc.index + 1}"  # as the report names sources
+            for prefix, template_pod in pod_templates(obj):  # the fields convert checks: a wrong type is an input error
+                require_shape(template_pod, f"{object_label(obj)} ({where})", prefix)
             if not _custom(obj):
                 self.objects.append(obj)
                 self.where.append(where)

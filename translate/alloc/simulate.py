@@ -246,7 +246,14 @@ class _Inputs:
         out = []
         for pod_name_, spec in _pod_specs(obj, self._name(obj)):
             keys = []
-            for i, entry in enumerate(spec.get("resourceClaims") or []):
+            entries = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
+            if not isinstance(entries, list | None):
+                raise InputError(f"{object_label(obj)}: spec.resourceClaims: must be a list (core/v1 schema)")
+            for i, entry in enumerate(entries or []):
+                if not isinstance(entry, Mapping):
+                    raise InputError(
+                        f"{object_label(obj)}: spec.resourceClaims[{i}]: must be an object (core/v1 schema)"
+                    )
                 keys.append(self._claim_of(obj, namespace, pod_name_, i, entry))
             out.append(_Pod(namespace, pod_name_, keys))
         return out

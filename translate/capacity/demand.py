@@ -36,6 +36,7 @@ from dra_bridge.translate.capacity.pod_counts import job_pods
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.plan.demand import containers, is_extended
 from dra_bridge.translate.plan.device_counts import parse_count
+from dra_bridge.translate.plan.field_types import require_shape
 from dra_bridge.translate.plan.request_layout import Demand, legacy_total
 
 __all__ = ["legacy_requests", "node_constraints", "pod_demand", "pod_priority", "workload_demand"]
@@ -103,7 +104,11 @@ def pod_demand(
     claims: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> PodDemand:
     """One pod. ``converted_spec`` None: not converted (no claims). ``templates`` and ``claims``:
-    ResourceClaimTemplate and ResourceClaim objects of the namespace by name."""
+    ResourceClaimTemplate and ResourceClaim objects of the namespace by name. Raises
+    InputError for a field of the wrong type (:func:`translate.plan.field_types.require_shape`)."""
+    require_shape({"spec": legacy_spec}, f"Pod {namespace}/{name}")
+    if converted_spec is not None and converted_spec is not legacy_spec:
+        require_shape({"spec": converted_spec}, f"Pod {namespace}/{name} (converted)")
     demands: list[ClaimDemand] = []
     for i, entry in enumerate((converted_spec or {}).get("resourceClaims") or []):
         where = f"Pod {namespace}/{name}: spec.resourceClaims[{i}]"

@@ -3,6 +3,9 @@
 A pod (or pod template) whose fields have the wrong JSON type is not converted: each problem
 becomes an ``unsupported`` finding naming the field and the type the core/v1 schema wants,
 and the pod is left exactly as it was.
+
+    shape_problems(pod, path) -> [Finding]     every such field, as the plan's findings
+    require_shape(pod, label, path)            the first one as an InputError (the capacity check, simulate)
 """
 
 from __future__ import annotations
@@ -10,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.findings import Finding
+
+_LEFT = ": the pod is left unchanged"
 
 _SPEC_FIELDS: dict[str, type] = {
     "containers": list,
@@ -36,7 +42,7 @@ def _check(value: Any, want: type, path: str, out: list[Finding], optional: bool
                 path,
                 repr(value)[:60],
                 "unsupported",
-                f"{path} must be {_kind(want)} (core/v1 schema): the pod is left unchanged",
+                f"{path} must be {_kind(want)} (core/v1 schema){_LEFT}",
             )
         )
     return ok
@@ -67,6 +73,16 @@ def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
     if isinstance(affinity, Mapping):
         _node_affinity(affinity.get("nodeAffinity"), f"{path}spec.affinity.nodeAffinity", out)
     return out
+
+
+def require_shape(pod: Mapping[str, Any], label: str = "", path: str = "") -> None:
+    """Raise :class:`~translate.errors.InputError` (``<label>: <field> must be <type> (core/v1
+    schema)``) for the first field :func:`shape_problems` finds; a checker that reads the pod
+    (the capacity check, simulate) cannot leave it unchanged as the plan does."""
+    problems = shape_problems(pod, path)
+    if problems:
+        rule = problems[0].reason.removesuffix(_LEFT)
+        raise InputError(f"{label}: {rule}" if label else rule)
 
 
 def _container(c: Any, cpath: str, out: list[Finding]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.enrolment import Enrolment, enrolment
-from dra_bridge.translate.errors import CountError
+from dra_bridge.translate.errors import CountError, InputError
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.plan.alignment import Alignment, devices_per_constraint, not_written
 from dra_bridge.translate.plan.cluster_state import hold_for_quota, namespace_quota_keys
@@ -155,17 +155,27 @@ def _workload(
     )
 
 
+def _object_field(value: Any, node: str, field: str) -> Mapping[str, Any]:
+    """A Node's field that must be an object (core/v1 schema), ``{}`` when unset."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"Node {node}: {field}: must be an object (core/v1 schema), not {value!r:.40}")
+    return value
+
+
 def _node_pools(inv: Inventory, catalog: Catalog, label: str) -> tuple[dict[str, str], dict[str, PoolReport]]:
     node_pool: dict[str, str] = {}
     pools: dict[str, PoolReport] = {}
     for node in inv.nodes:
         m = meta(node)
         name = str(m.get("name") or "")
-        pool = str((m.get("labels") or {}).get(label) or ANY_POOL)
+        pool = str(_object_field(m.get("labels"), name, "metadata.labels").get(label) or ANY_POOL)
         node_pool[name] = pool
         report = pools.setdefault(pool, PoolReport(pool))
         report.nodes.append(name)
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        status = _object_field(node.get("status"), name, "status")
+        allocatable = _object_field(status.get("allocatable"), name, "status.allocatable")
         for resource, value in allocatable.items():
             if catalog.lookup(str(resource)):
                 try:

@@ -62,6 +62,7 @@ from dra_bridge.translate.capacity.train_jobs import is_train_job, train_job_pod
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.plan.field_types import require_shape
 from dra_bridge.translate.report.grouping import Unit, meta
 from dra_bridge.translate.report.model import ANY_POOL, Report, WorkloadReport, attach_capacity, pod_templates
 
@@ -150,6 +151,8 @@ def _demand(
     old_pods = pod_templates(u.obj)
     if not old_pods:
         return None
+    for prefix, pod in old_pods:  # the plan's finding names the field; the check cannot read it
+        require_shape(pod, path=prefix)
     priority = pod_priority(_spec(old_pods[0][1]), *priorities)
     if kind == u.kind and kind in _COUNTED and not u.custom:
         demand = workload_demand(u.obj, converted.obj, local, priority, named)
