@@ -19,6 +19,9 @@ What it does to the input before the simulation:
 - an object that still asks for a catalog resource through the device plugin (a custom
   resource left for the webhook, an Argo template, a pod convert kept legacy) is refused:
   ``<Kind> <ns>/<name>: not simulated`` and why, on stderr and in ``refused``;
+- a workload of more pods than the capacity check places
+  (:func:`translate.capacity.pod_counts.above_bound`: 10,000 a workload, 20,000 in all) is
+  refused, with its count and the bound;
 - a pod template whose fields have the wrong type (those convert checks,
   :func:`translate.plan.field_types.shape_problems`) is an input error naming the object and the field;
 - a pod no node fits gets the capacity check's diagnosis
@@ -44,7 +47,7 @@ from dra_bridge.translate.alloc.shapes import object_label
 from dra_bridge.translate.alloc.simulate import Explain
 from dra_bridge.translate.capacity.diagnose import MatchCache, diagnose
 from dra_bridge.translate.capacity.model import ClaimDemand
-from dra_bridge.translate.capacity.pod_counts import pod_counts
+from dra_bridge.translate.capacity.pod_counts import above_bound, pod_counts
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.names import pod_name
@@ -54,6 +57,7 @@ from dra_bridge.translate.report.grouping import BUILTIN_GROUPS, pod_templates
 
 __all__ = ["EXIT_UNALLOCATED", "run_simulate"]
 
+_MADE_PODS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob")
 EXIT_UNALLOCATED = 2
 """Some claim is unsatisfiable or fails with an allocator error, or some object is refused."""
 
@@ -86,6 +90,7 @@ class _Prepared:
         self.where: list[str] = []
         self.refused: list[dict[str, str]] = []
         self.notes: list[str] = []
+        self.pods = 0  # pods made so far, within the capacity check's bounds
         for doc in documents:
             obj = doc.obj
             legacy = stray_gpu_requests(obj, catalog, ())
@@ -101,6 +106,12 @@ class _Prepared:
                 )
                 continue
             where = f"{doc.source}#{doc.index + 1}"  # as the report names sources
+            if _custom(obj) or obj.get("kind") in _MADE_PODS:
+                total = pod_counts(obj).total
+                if bound := above_bound(total, self.pods):
+                    self.refused.append({"object": object_label(obj), "reason": bound})
+                    continue
+                self.pods += total
             for prefix, template_pod in pod_templates(obj):  # the fields convert checks: a wrong type is an input error
                 require_shape(template_pod, f"{object_label(obj)} ({where})", prefix)
             if not _custom(obj):

@@ -6,12 +6,23 @@ from __future__ import annotations
 
 import io
 import json
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from dra_bridge.migrate.cli import main
+from dra_bridge.translate.capacity import pod_counts
+from dra_bridge.translate.capacity.pod_counts import MAX_WORKLOAD_PODS
+
+COUNTS = Path(__file__).resolve().parents[1] / "data" / "pod-counts"
+
+
+def _docs(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((COUNTS / name).read_text()) if d]
+
 
 NODE: dict[str, Any] = {
     "apiVersion": "v1",
@@ -79,3 +90,74 @@ def test_simulate_refuses_resource_claims_that_are_not_a_list() -> None:
     code, _, err = run([workload, NODE], "simulate")
     assert code == 1
     assert "Deployment ml/d" in err and "spec.template.spec.resourceClaims must be a list" in err, err
+
+
+def _huge_lws() -> list[dict[str, Any]]:
+    (lws,) = _docs("lws.yaml")
+    lws["spec"]["replicas"] = 10**6
+    lws["spec"]["leaderWorkerTemplate"]["size"] = 10**6
+    return [lws]
+
+
+def _huge_ray() -> list[dict[str, Any]]:
+    serve = _docs("ray.yaml")[0]
+    serve["spec"]["rayClusterConfig"]["workerGroupSpecs"][0].update(replicas=10**8, maxReplicas=10**8)
+    return [serve]
+
+
+def _huge_train_job() -> list[dict[str, Any]]:
+    runtime, job = _docs("trainjob.yaml")[:2]
+    job["spec"]["trainer"]["numNodes"] = 10**9
+    return [runtime, job]
+
+
+@pytest.mark.parametrize(
+    ("objects", "label", "count"),
+    [
+        ([deployment(replicas=10**7)], "Deployment/ml/d", 10**7),
+        (_huge_lws(), "LeaderWorkerSet/ml/vllm", 10**12),
+        (_huge_ray(), "RayService/ml/serve", 10**8 + 8),
+        (_huge_train_job(), "TrainJob/ml/fine-tune", 10**9),
+    ],
+    ids=["deployment", "lws", "ray", "train-job"],
+)
+def test_a_workload_above_the_pod_bound_is_not_placed_and_the_run_finishes(
+    objects: list[dict[str, Any]], label: str, count: int
+) -> None:
+    started = time.monotonic()
+    code, doc, err = report([*objects, NODE])
+    assert code == 0, err
+    assert time.monotonic() - started < 20
+    (line,) = [n for n in doc["capacity"]["notPlaced"] if n.startswith(label)]
+    assert f"{count} pods" in line and f"bound of {MAX_WORKLOAD_PODS} pods a workload" in line, line
+
+
+def test_the_bound_on_all_workloads_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pod_counts, "MAX_WORKLOAD_PODS", 10)
+    monkeypatch.setattr(pod_counts, "MAX_TOTAL_PODS", 25)
+    many = [deployment(replicas=10) for _ in range(3)]
+    for i, d in enumerate(many):
+        d["metadata"]["name"] = f"d{i}"
+    code, doc, err = report([*many, NODE])
+    assert code == 0, err
+    assert doc["capacity"]["notPlaced"] == [
+        "Deployment/ml/d2: 10 pods: the bound of 25 pods in all is reached (20 placed before; docs/capacity.md): "
+        "not placed"
+    ]
+    assert [w["capacity"] and w["capacity"]["podCount"] for w in doc["workloads"]] == [10, 10, None]
+
+
+def test_simulate_refuses_a_workload_above_the_pod_bound_naming_it() -> None:
+    workload = deployment({"resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}]}, replicas=10**7)
+    workload["spec"]["template"]["spec"]["containers"][0]["resources"] = {"claims": [{"name": "g"}]}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t", "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}},
+    }
+    started = time.monotonic()
+    code, _, err = run([template, workload, NODE], "simulate")
+    assert time.monotonic() - started < 20
+    assert code == 2, err
+    assert f"Deployment ml/d: not simulated: 10000000 pods, above the bound of {MAX_WORKLOAD_PODS}" in err, err

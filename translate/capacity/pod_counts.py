@@ -41,6 +41,10 @@ The rules (docs/capacity.md, "Pod counts"; field names from the upstream types c
 - Any other custom resource: 1 pod per pod template, with a note that no count rule is known.
 
 A count field that is not a non-negative integer raises :class:`translate.errors.InputError`.
+
+The capacity check places at most :data:`MAX_WORKLOAD_PODS` pods of one workload and
+:data:`MAX_TOTAL_PODS` in all (docs/capacity.md, "Bounds"): :func:`above_bound` says why a
+workload above it is not placed, before any pod is made.
 """
 
 from __future__ import annotations
@@ -53,7 +57,12 @@ from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.plan.custom_resources import PodSpecSite, get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.workloads import BUILTIN_TEMPLATE_PATHS, CORE_GROUPS, find_pod_templates
 
-__all__ = ["PodCounts", "TemplateCount", "job_pods", "pod_counts"]
+__all__ = ["MAX_TOTAL_PODS", "MAX_WORKLOAD_PODS", "PodCounts", "TemplateCount", "above_bound", "job_pods", "pod_counts"]
+
+MAX_WORKLOAD_PODS: Final = 10_000
+"""The most pods of one workload the capacity check (and simulate) places."""
+MAX_TOTAL_PODS: Final = 20_000
+"""The most pods of all workloads together the capacity check (and simulate) places."""
 
 Path = tuple[str | int, ...]
 RAY_CLUSTER_SPEC: Final = {
@@ -104,6 +113,23 @@ class PodCounts:
 
     templates: tuple[TemplateCount, ...]
     notes: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """The pods of every template."""
+        return sum(t.pods for t in self.templates)
+
+
+def above_bound(pods: int, placed: int = 0) -> str | None:
+    """Why ``pods`` more pods (``placed`` already counted) are not placed, None within the bounds."""
+    if pods > MAX_WORKLOAD_PODS:
+        return f"{pods} pods, above the bound of {MAX_WORKLOAD_PODS} pods a workload (docs/capacity.md): not placed"
+    if placed + pods > MAX_TOTAL_PODS:
+        return (
+            f"{pods} pods: the bound of {MAX_TOTAL_PODS} pods in all is reached ({placed} placed before; "
+            "docs/capacity.md): not placed"
+        )
+    return None
 
 
 def _label(obj: Mapping[str, Any]) -> str:

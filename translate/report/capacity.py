@@ -57,7 +57,7 @@ from dra_bridge.translate.capacity import (
     pod_priority,
     workload_demand,
 )
-from dra_bridge.translate.capacity.pod_counts import PodCounts, TemplateCount, pod_counts
+from dra_bridge.translate.capacity.pod_counts import PodCounts, TemplateCount, above_bound, pod_counts
 from dra_bridge.translate.capacity.train_jobs import is_train_job, train_job_pods
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import InputError
@@ -118,6 +118,8 @@ def _train_job(
     found = train_job_pods(u.obj, objects)
     if found.pod is None:
         return f"{found.unknown}; {found.pods} pods ({found.source})" if found.pods else None
+    if bound := above_bound(found.pods):
+        return f"{bound} ({found.source})"
     namespace, spec = u.namespace or "default", _spec(found.pod)
     pods = tuple(pod_demand(namespace, f"{u.name}-node-{i}", spec, None, {}) for i in range(found.pods))
     source = {"template": "spec.runtimeRef", "role": "node", "pods": found.pods, "from": found.source}
@@ -154,10 +156,14 @@ def _demand(
     for prefix, pod in old_pods:  # the plan's finding names the field; the check cannot read it
         require_shape(pod, path=prefix)
     priority = pod_priority(_spec(old_pods[0][1]), *priorities)
-    if kind == u.kind and kind in _COUNTED and not u.custom:
+    counted = kind == u.kind and kind in _COUNTED and not u.custom
+    if kind != "Pod" or counted:
+        counts = pod_counts(u.obj)
+        if bound := above_bound(counts.total):
+            return f"{bound} ({'; '.join(t.source for t in counts.templates if t.pods)})"
+    if counted:
         demand = workload_demand(u.obj, converted.obj, local, priority, named)
         demand = replace(demand, namespace=namespace, name=u.name, kind=u.kind)
-        counts = pod_counts(u.obj)
         pods, sources = list(demand.pods), [(t, bool(demand.pods) and _asks(demand.pods[0])) for t in counts.templates]
     elif kind == "Pod":  # planned from its pods: the owner is not in the input
         legacy_spec, converted_spec = _spec(old_pods[0][1]), _spec(new_obj)
@@ -165,7 +171,6 @@ def _demand(
         read = TemplateCount((), len(u.pods), "pod", f"{len(u.pods)} pods read ({u.kind} not in the input)")
         counts, sources = PodCounts((read,)), [(read, bool(pods) and _asks(pods[0]))]
     else:
-        counts = pod_counts(u.obj)
         pods, sources = [], []
         for t in counts.templates:
             old, new = t.pod(u.obj), t.pod(new_obj)
@@ -248,11 +253,14 @@ def report_capacity(
         return
     counted: dict[int, _Counted] = {}
     others = [o for _, o in objects if isinstance(o, Mapping)]
+    placed = 0
     for i, w in enumerate(report.workloads):
         try:
             found = _demand(w, templates, claims, priorities, others)
         except InputError as exc:
             found = str(exc)
+        if isinstance(found, _Counted) and (bound := above_bound(len(found.demand.pods), placed)):
+            found = bound
         if isinstance(found, str):
             not_placed.append(f"{w.unit.kind}/{w.unit.namespace}/{w.unit.name}: {found}")
             found = None
@@ -260,6 +268,7 @@ def report_capacity(
             unplaced_units.append(w.unit)
             continue
         index[id(found.demand)] = i
+        placed += len(found.demand.pods)
         counted[i] = found
         demands.append(found.demand)
     nodes = [cluster_node(n) for n in inv.nodes]
