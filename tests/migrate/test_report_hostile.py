@@ -161,3 +161,60 @@ def test_simulate_refuses_a_workload_above_the_pod_bound_naming_it() -> None:
     assert time.monotonic() - started < 20
     assert code == 2, err
     assert f"Deployment ml/d: not simulated: 10000000 pods, above the bound of {MAX_WORKLOAD_PODS}" in err, err
+
+
+def _isvc() -> dict[str, Any]:
+    return {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "isvc", "namespace": "ml"},
+        "spec": {"predictor": ["x"]},
+    }
+
+
+def _no_metadata() -> dict[str, Any]:
+    return {**deployment(), "metadata": None}
+
+
+def _spec_list() -> dict[str, Any]:
+    return {**deployment(), "spec": []}
+
+
+def _ray_groups_object() -> dict[str, Any]:
+    serve = _docs("ray.yaml")[0]
+    serve["spec"]["rayClusterConfig"]["workerGroupSpecs"] = {"a": 1}
+    return serve
+
+
+@pytest.mark.parametrize(
+    ("workload", "kind", "field", "rule"),
+    [
+        (_isvc(), "InferenceService", "spec.predictor", "must be an object"),
+        (_no_metadata(), "Deployment", "metadata", "must be an object with a name"),
+        (_spec_list(), "Deployment", "spec", "must be an object"),
+        (_ray_groups_object(), "RayService", "spec.rayClusterConfig.workerGroupSpecs", "must be a list"),
+        (deployment(replicas="five"), "Deployment", "spec.replicas", "must be a non-negative integer"),
+        (deployment(replicas=-1), "Deployment", "spec.replicas", "must be a non-negative integer"),
+        (deployment(replicas=True), "Deployment", "spec.replicas", "must be a non-negative integer"),
+        (deployment(replicas=1e9), "Deployment", "spec.replicas", "must be a non-negative integer"),
+    ],
+    ids=["predictor-list", "metadata-null", "spec-list", "ray-groups-object", "five", "minus-one", "true", "float"],
+)
+def test_a_malformed_workload_is_a_row_with_a_finding_naming_the_field(
+    workload: dict[str, Any], kind: str, field: str, rule: str
+) -> None:
+    code, doc, err = report([workload, NODE])
+    assert code == 0, err
+    (row,) = doc["workloads"]
+    assert row["kind"] == kind and row["path"] == "blocked"
+    (found,) = [f for f in row["findings"] if f["path"] == field]
+    assert found["outcome"] == "unsupported" and rule in found["reason"], found
+    code, text, _ = run([workload, NODE], "report", "--kubernetes-version", "1.36")
+    assert "converts cleanly" not in text
+
+
+def test_a_resource_quota_whose_hard_is_not_an_object_is_refused_naming_it() -> None:
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "ml"}}
+    code, _, err = report([{**quota, "spec": {"hard": ["x"]}}, deployment(), NODE])
+    assert code == 1
+    assert "ResourceQuota ml/q: spec.hard: must be an object" in err and "Traceback" not in err

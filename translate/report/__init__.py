@@ -9,7 +9,9 @@ webhook's policy gives each workload (:mod:`~translate.report.policy_options`), 
 resources a live report lists (:mod:`~translate.report.custom_kinds`), the risks the translation
 alone cannot see (:mod:`~translate.report.risks`; those of the software around a workload, Kueue,
 pod-resources readers, KubeRay, KServe: :mod:`~translate.report.integrations`), which workloads
-a live report lists (:mod:`~translate.report.listing`), the ResourceQuotas on legacy devices it
+a live report lists (:mod:`~translate.report.listing`), the workload fields it cannot read
+(a finding each) and the malformed ResourceQuotas it refuses (:mod:`~translate.report.malformed`),
+the ResourceQuotas on legacy devices it
 lists (:mod:`~translate.report.quotas`), the capacity check over the report's workloads
 (:mod:`~translate.report.capacity`), and the report itself: built by
 :mod:`~translate.report.build`, its data and JSON document in :mod:`~translate.report.model`

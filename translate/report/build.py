@@ -27,6 +27,7 @@ from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
 from dra_bridge.translate.report.grouping import pod_templates as pod_templates  # re-exported: capacity, convert
 from dra_bridge.translate.report.integrations import integration_risks
 from dra_bridge.translate.report.listing import is_gpu_workload
+from dra_bridge.translate.report.malformed import malformed, require_quotas
 from dra_bridge.translate.report.model import (
     ANY_POOL,
     PoolReport,
@@ -126,6 +127,7 @@ def _workload(
     converted = hold_for_quota(unit.obj, converted, keys, catalog, ignore)  # as the webhook would
     phrase = settings.remedy_text
     findings = tuple(f.phrased(phrase(f)) for f in converted.findings) if phrase else converted.findings
+    findings = (*malformed(unit.obj), *findings)  # fields the report cannot read: never "converts cleanly"
     demands: list[ContainerDemand] = []
     blockers: list[str] = []
     risks: list[Risk] = []
@@ -196,6 +198,7 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
     """The report over ``objects`` (``(source, object)`` pairs; see the module docstring)."""
     listed = list(objects)
     inv = group(listed)
+    require_quotas(inv.quotas)
     classes = kep5004_classes(inv.classes)
     node_pool, pools = _node_pools(inv, catalog, settings.pool_label)
     labels = namespace_labels(inv.namespaces)

@@ -7,9 +7,10 @@ came from (``FILE#N``, the N-th object of a file counted from 1, or ``cluster`` 
 Rules:
 
 - Workloads (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, PodTemplate),
-  custom resources that hold a pod template or pod spec (any depth) and Kubeflow Trainer
-  TrainJobs (their pods come from a runtime) are each a :class:`Unit`, planned from the
-  object itself.
+  custom resources that hold a pod template or pod spec (any depth), the custom kinds with a
+  pod count rule (:data:`COUNTED_KINDS`, even when their pod templates cannot be read) and
+  Kubeflow Trainer TrainJobs (their pods come from a runtime) are each a :class:`Unit`, planned
+  from the object itself.
 - A Pod with a controller ``ownerReference`` joins its owner's unit; owners are followed up
   the chain the controllers build (ReplicaSet -> Deployment, Job -> CronJob) through the
   owners' own ``ownerReferences`` when those objects are in the input, else by the name the
@@ -58,6 +59,18 @@ BUILTIN_GROUPS = (
     "node.k8s.io",
     "certificates.k8s.io",
     "flowcontrol.apiserver.k8s.io",
+)
+#: Custom kinds with a pod count rule (translate/capacity/pod_counts.py; and every ``kubeflow.org``
+#: ``...Job``): each is a workload even when its pod templates cannot be read.
+COUNTED_KINDS = frozenset(
+    {
+        ("ray.io", "RayCluster"),
+        ("ray.io", "RayJob"),
+        ("ray.io", "RayService"),
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+        ("jobset.x-k8s.io", "JobSet"),
+        ("serving.kserve.io", "InferenceService"),
+    }
 )
 #: The owner kinds a controller chain climbs: a pod's owner -> that owner's usual owner.
 CHAIN = {"ReplicaSet": "Deployment", "Job": "CronJob"}
@@ -122,7 +135,11 @@ def _is_custom_workload(obj: Mapping[str, Any]) -> bool:
     if _group(obj) in BUILTIN_GROUPS:
         return False
     train_job = obj.get("kind") == "TrainJob" and _group(obj) == "trainer.kubeflow.org"  # pods from its runtime
-    return bool(train_job or next(find_pod_templates(obj), None) or pod_spec_sites(obj) or _mentions_gpu(obj))
+    kind = str(obj.get("kind"))
+    counted = (_group(obj), kind) in COUNTED_KINDS or (_group(obj) == "kubeflow.org" and kind.endswith("Job"))
+    return bool(
+        train_job or counted or next(find_pod_templates(obj), None) or pod_spec_sites(obj) or _mentions_gpu(obj)
+    )
 
 
 def _mentions_gpu(obj: Any) -> bool:
