@@ -19,6 +19,8 @@ What it does to the input before the simulation:
 - an object that still asks for a catalog resource through the device plugin (a custom
   resource left for the webhook, an Argo template, a pod convert kept legacy) is refused:
   ``<Kind> <ns>/<name>: not simulated`` and why, on stderr and in ``refused``;
+- a workload whose fields cannot be read as its kind (:func:`translate.report.malformed.malformed`:
+  ``spec: []``, ``replicas: five``, no ``metadata.name``) is an input error naming the object and the field;
 - a workload of more pods than the capacity check places
   (:func:`translate.capacity.pod_counts.above_bound`: 10,000 a workload, 20,000 in all) is
   refused, with its count and the bound;
@@ -49,11 +51,12 @@ from dra_bridge.translate.capacity.diagnose import MatchCache, diagnose
 from dra_bridge.translate.capacity.model import ClaimDemand
 from dra_bridge.translate.capacity.pod_counts import above_bound, pod_counts
 from dra_bridge.translate.catalog import Catalog
-from dra_bridge.translate.errors import TranslateError
+from dra_bridge.translate.errors import InputError, TranslateError
 from dra_bridge.translate.names import pod_name
 from dra_bridge.translate.plan.custom_resources import stray_gpu_requests
 from dra_bridge.translate.plan.field_types import require_shape
 from dra_bridge.translate.report.grouping import BUILTIN_GROUPS, pod_templates
+from dra_bridge.translate.report.malformed import malformed
 
 __all__ = ["EXIT_UNALLOCATED", "run_simulate"]
 
@@ -107,6 +110,8 @@ class _Prepared:
                 continue
             where = f"{doc.source}#{doc.index + 1}"  # as the report names sources
             if _custom(obj) or obj.get("kind") in _MADE_PODS:
+                if problems := malformed(obj):  # as the report's findings: here an input error
+                    raise InputError(f"{object_label(obj)} ({where}): {problems[0].reason}")
                 total = pod_counts(obj).total
                 if bound := above_bound(total, self.pods):
                     self.refused.append({"object": object_label(obj), "reason": bound})

@@ -218,3 +218,25 @@ def test_a_resource_quota_whose_hard_is_not_an_object_is_refused_naming_it() -> 
     code, _, err = report([{**quota, "spec": {"hard": ["x"]}}, deployment(), NODE])
     assert code == 1
     assert "ResourceQuota ml/q: spec.hard: must be an object" in err and "Traceback" not in err
+
+
+def _claims_only(**fields: Any) -> dict[str, Any]:
+    workload = deployment({"resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}]})
+    workload["spec"]["template"]["spec"]["containers"][0]["resources"] = {"claims": [{"name": "g"}]}
+    workload["spec"].update(fields)
+    return workload
+
+
+@pytest.mark.parametrize(
+    ("workload", "field"),
+    [
+        ({**deployment(), "spec": [1]}, "spec: must be an object"),
+        (_claims_only(template=[1]), "spec.template: must be an object"),
+        (_claims_only(replicas="five"), "spec.replicas: must be a non-negative integer"),
+    ],
+    ids=["spec-list", "template-list", "replicas-five"],
+)
+def test_simulate_refuses_a_workload_it_cannot_read_naming_the_field(workload: dict[str, Any], field: str) -> None:
+    code, _, err = run([workload, NODE], "simulate")
+    assert code == 1 and "Traceback" not in err
+    assert f"Deployment ml/d (-#1): {field}" in err, err

@@ -26,7 +26,7 @@ from dra_bridge.translate.plan.workloads import BUILTIN_TEMPLATE_PATHS, CORE_GRO
 __all__ = ["malformed", "require_quotas"]
 
 Path = tuple[str, ...]
-_NOT_JUDGED: Final = "the report cannot read the workload"
+_NOT_JUDGED: Final = "the workload cannot be read as its kind"
 # (group, kind) -> (path, list or object) of the fields the pod counts read; Ray's are under its cluster spec.
 _CUSTOM: Final[dict[tuple[str, str], tuple[tuple[Path, type], ...]]] = {
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): ((("spec",), dict), (("spec", "leaderWorkerTemplate"), dict)),
