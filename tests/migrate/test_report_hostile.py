@@ -105,10 +105,14 @@ def _huge_ray() -> list[dict[str, Any]]:
     return [serve]
 
 
-def _huge_train_job() -> list[dict[str, Any]]:
+def _train_job_nodes(nodes: Any) -> list[dict[str, Any]]:
     runtime, job = _docs("trainjob.yaml")[:2]
-    job["spec"]["trainer"]["numNodes"] = 10**9
+    job["spec"]["trainer"]["numNodes"] = nodes
     return [runtime, job]
+
+
+def _huge_train_job() -> list[dict[str, Any]]:
+    return _train_job_nodes(10**9)
 
 
 @pytest.mark.parametrize(
@@ -197,12 +201,27 @@ def _ray_groups_object() -> dict[str, Any]:
         (deployment(replicas=-1), "Deployment", "spec.replicas", "must be a non-negative integer"),
         (deployment(replicas=True), "Deployment", "spec.replicas", "must be a non-negative integer"),
         (deployment(replicas=1e9), "Deployment", "spec.replicas", "must be a non-negative integer"),
+        (_train_job_nodes("x")[1], "TrainJob", "spec.trainer.numNodes", "must be a non-negative integer"),
+        (deployment(), "Deployment", "spec.template.spec", "must be an object"),
     ],
-    ids=["predictor-list", "metadata-null", "spec-list", "ray-groups-object", "five", "minus-one", "true", "float"],
+    ids=[
+        "predictor-list",
+        "metadata-null",
+        "spec-list",
+        "ray-groups-object",
+        "five",
+        "minus-one",
+        "true",
+        "float",
+        "train-job-nodes",
+        "pod-spec-list",
+    ],
 )
 def test_a_malformed_workload_is_a_row_with_a_finding_naming_the_field(
     workload: dict[str, Any], kind: str, field: str, rule: str
 ) -> None:
+    if field == "spec.template.spec":  # the plan says it; the report does not say it again
+        workload["spec"]["template"]["spec"] = [1]
     code, doc, err = report([workload, NODE])
     assert code == 0, err
     (row,) = doc["workloads"]

@@ -127,7 +127,8 @@ def _workload(
     converted = hold_for_quota(unit.obj, converted, keys, catalog, ignore)  # as the webhook would
     phrase = settings.remedy_text
     findings = tuple(f.phrased(phrase(f)) for f in converted.findings) if phrase else converted.findings
-    findings = (*malformed(unit.obj), *findings)  # fields the report cannot read: never "converts cleanly"
+    said = {f.path for f in findings}  # fields the report cannot read: never "converts cleanly"
+    findings = (*(f for f in malformed(unit.obj) if f.path not in said), *findings)
     demands: list[ContainerDemand] = []
     blockers: list[str] = []
     risks: list[Risk] = []

@@ -7,7 +7,8 @@ A workload whose ``metadata`` or ``metadata.name`` is missing or of the wrong ty
 template sits under a field that is not an object (``spec: []``), whose workload fields have
 the wrong type (a Ray ``workerGroupSpecs`` that is not a list, a KServe ``predictor`` that is
 not an object, ...) or whose pod count fields are not non-negative integers
-(:func:`translate.capacity.pod_counts.pod_counts` raises) gets one ``unsupported`` finding per
+(:func:`translate.capacity.pod_counts.pod_counts` or, for a TrainJob,
+:func:`translate.capacity.train_jobs.train_job_pods` raises) gets one ``unsupported`` finding per
 field, naming the field and the rule, so its path is ``blocked``, never "converts cleanly".
 The plan's own shape checks of the pod fields are :mod:`translate.plan.field_types`.
 """
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from dra_bridge.translate.capacity.pod_counts import RAY_CLUSTER_SPEC, pod_counts
+from dra_bridge.translate.capacity.train_jobs import is_train_job, train_job_pods
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.plan.custom_resources import path_text
@@ -31,6 +33,11 @@ _NOT_JUDGED: Final = "the workload cannot be read as its kind"
 _CUSTOM: Final[dict[tuple[str, str], tuple[tuple[Path, type], ...]]] = {
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): ((("spec",), dict), (("spec", "leaderWorkerTemplate"), dict)),
     ("jobset.x-k8s.io", "JobSet"): ((("spec",), dict), (("spec", "replicatedJobs"), list)),
+    ("trainer.kubeflow.org", "TrainJob"): (
+        (("spec",), dict),
+        (("spec", "trainer"), dict),
+        (("spec", "runtimeRef"), dict),
+    ),
     ("serving.kserve.io", "InferenceService"): (
         (("spec",), dict),
         (("spec", "predictor"), dict),
@@ -101,6 +108,8 @@ def malformed(obj: Mapping[str, Any]) -> list[Finding]:
         return out
     try:
         pod_counts(obj)
+        if is_train_job(obj):
+            train_job_pods(obj, ())  # its own numNodes; the runtime's is read where the runtime is
     except InputError as exc:
         text = str(exc)
         out.append(
