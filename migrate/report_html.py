@@ -24,7 +24,7 @@ from html import escape as html_escape
 
 from dra_bridge.kube.logs import escape as text_escape
 from dra_bridge.migrate.remedies import phrased
-from dra_bridge.migrate.report_text import cell, fit, workload_name
+from dra_bridge.migrate.report_text import cell, fit, pods, workload_name
 from dra_bridge.translate.report import PATHS, PoolReport, Report
 
 #: A colour per path; a path without one is drawn in OTHER.
@@ -139,6 +139,7 @@ def render_html(report: Report) -> str:
     flat = {
         "workloads": totals["workloads"],
         "pods": totals["pods"],
+        "pods not known": totals["podsUnknown"],
         **totals["paths"],
         "risks": totals["risks"],
         "alignment lost": totals["alignmentLost"],
@@ -166,7 +167,7 @@ def render_html(report: Report) -> str:
         notes += [f"risk {r.code}: {r.path}: {r.detail}" for r in w.risks]
         rows.append(
             f'<tr data-path="{escape(w.path.path)}"><td>{escape(workload_name(w))}</td>'
-            f"<td>{escape(w.unit.source)}</td><td>{len(w.unit.pods)}</td>"
+            f"<td>{escape(w.unit.source)}</td><td>{pods(w)}</td>"
             f"<td>{escape(w.outcome)}</td><td>{escape(w.path.path)}</td><td>{escape(w.path.reason)}</td>"
             f"<td>{escape(w.alignment['status'])}</td><td>{fit(w)}</td><td>{fit(w, legacy=True)}</td>"
             f"<td>{'<br>'.join(escape(n) for n in notes)}</td></tr>"

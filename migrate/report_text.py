@@ -3,7 +3,8 @@
     render_text(report, fmt) -> str       fmt: table | wide | markdown
 
 Every renderer shows every workload listed (kind/namespace/name; ``(not yet named)`` for
-generateName pods), where it came from (``FILE#N``, or ``cluster``), its outcome, path and
+generateName pods), where it came from (``FILE#N``, or ``cluster``), the pods it creates
+(PODS, ``?`` when not known; the headline's total leaves those out), its outcome, path and
 FIT (``placed/pods`` of the capacity check, docs/capacity.md), then the headline by path,
 the capacity summary (per node pool before and after; every workload with a pod that does
 not fit or places differently, with the verdicts' codes or nodes) and the report's warnings
@@ -57,6 +58,12 @@ def workload_name(w: WorkloadReport) -> str:
     return f"{u.kind}/{u.namespace + '/' if u.namespace else ''}{name}"
 
 
+def pods(w: WorkloadReport) -> str:
+    """The PODS cell: the pods the workload creates (:func:`translate.report.pod_total.created_pods`),
+    ``?`` when not known."""
+    return "?" if w.pods_created is None else str(w.pods_created)
+
+
 def _legacy(w: WorkloadReport) -> str:
     return ",".join(f"{c}:{r}={n}" for c, r, n, _ in w.legacy) or "-"
 
@@ -77,7 +84,7 @@ def fit(w: WorkloadReport, legacy: bool = False) -> str:
 
 
 def _row(w: WorkloadReport, wide: bool) -> tuple[str, ...]:
-    base = (workload_name(w), w.unit.source, str(len(w.unit.pods)), w.outcome, w.path.path)
+    base = (workload_name(w), w.unit.source, pods(w), w.outcome, w.path.path)
     if not wide:
         return (*base, fit(w), _risks(w))
     templates = ",".join(str(t["metadata"]["name"]) for t in w.templates) or "-"
@@ -166,6 +173,12 @@ def _md(cell: str) -> str:
     return escape(cell).replace("|", "\\|")
 
 
+def pod_total(t: dict[str, Any]) -> str:
+    """``N pods``, and how many workloads' pods are not known (``?``) when some are not."""
+    n = t["podsUnknown"]
+    return f"{t['pods']} pods" + (f" (and {n} workloads whose pods are not known)" if n else "")
+
+
 def _not_listed(t: dict[str, Any]) -> str:
     n = t["notListed"]
     return f"; {n} other workloads without a GPU request not listed (--all-workloads lists them)" if n else ""
@@ -176,7 +189,7 @@ def _markdown(report: Report) -> str:
     lines = [
         "## DRA migration report",
         "",
-        f"{t['workloads']} workloads ({t['pods']} pods): "
+        f"{t['workloads']} workloads ({pod_total(t)}): "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
         + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}{_not_listed(t)}.",
         *map(escape, _notes(report)),
@@ -187,7 +200,7 @@ def _markdown(report: Report) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| `{_md(workload_name(w))}` | `{_md(w.unit.source)}` | {len(w.unit.pods)} | {w.outcome} | {w.path.path} "
+        f"| `{_md(workload_name(w))}` | `{_md(w.unit.source)}` | {pods(w)} | {w.outcome} | {w.path.path} "
         f"| {w.path.via or '-'} | {_md(_risks(w))} | {_md(w.path.reason)} |"
         for w in report.workloads
     ]
@@ -287,7 +300,7 @@ def render_text(report: Report, fmt: str) -> str:
     rows = [WIDE if wide else TABLE, *(_row(w, wide) for w in report.workloads)]
     t = report.totals()
     headline = (
-        f"{t['workloads']} workloads, {t['pods']} pods: "
+        f"{t['workloads']} workloads, {pod_total(t)}: "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
         + f"; {t['risks']} risks{_not_listed(t)}"
     )
