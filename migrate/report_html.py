@@ -179,7 +179,7 @@ def render_html(report: Report) -> str:
             f"<p>Kubernetes {escape(report.settings.kubernetes_version or '?')}; node pools by "
             f"<code>{escape(report.settings.pool_label)}</code>.</p>",
             '<dl id="totals">',
-            *(f'<dt>{escape(k)}</dt><dd data-total="{escape(k)}">{v}</dd>' for k, v in flat.items()),
+            *(f'<dt>{escape(k)}</dt><dd data-total="{escape(k)}">{escape(str(v))}</dd>' for k, v in flat.items()),
             "</dl>",
             f'<p class="legend">{legend}</p>',
             "<h2>Per namespace</h2>",
