@@ -10,7 +10,8 @@ resources a live report lists (:mod:`~translate.report.custom_kinds`), the risks
 alone cannot see (:mod:`~translate.report.risks`; those of the software around a workload, Kueue,
 pod-resources readers, KubeRay, KServe: :mod:`~translate.report.integrations`), which workloads
 a live report lists (:mod:`~translate.report.listing`), the ResourceQuotas on legacy devices it
-lists (:mod:`~translate.report.quotas`), the capacity check over the report's workloads
+lists (:mod:`~translate.report.quotas`), the pods each workload creates
+(:mod:`~translate.report.pod_total`), the capacity check over the report's workloads
 (:mod:`~translate.report.capacity`), and the report itself: built by
 :mod:`~translate.report.build`, its data and JSON document in :mod:`~translate.report.model`
 (schema: ``translate/data/report-v2.schema.json``).
