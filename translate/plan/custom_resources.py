@@ -1,6 +1,7 @@
 """Where custom resources keep GPU requests that are not in a pod template (pure).
 
     pod_spec_sites(obj) -> [PodSpecSite]          pod specs without the template's metadata/spec
+    path_name(path) / at_template(prefix)         finding paths: complete, never ending in ``.``
     stray_gpu_requests(obj, catalog, covered)     a finding for every GPU request left elsewhere
 
 :mod:`translate.plan.workloads` finds pod templates (``<x>.spec.containers``) at any depth. Two
@@ -29,7 +30,7 @@ finding, so ``--fail-on left-for-webhook`` never passes a GPU request nobody loo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +38,9 @@ from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding
 
 Path = tuple[str | int, ...]
+#: A pod's path (``spec.containers[0]``, ``metadata.labels[x]``; ``""`` for the pod itself) ->
+#: the path of that value in the object the pod was read from.
+PodPath = Callable[[str], str]
 
 KSERVE_GROUP = "serving.kserve.io/"
 #: InferenceService component -> the keys that hold its single model-server container.
@@ -69,6 +73,21 @@ def path_text(path: Path) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
     return out + "." if out else ""
+
+
+def path_name(path: Path) -> str:
+    """``("spec", "template")`` -> ``"spec.template"``: the path of the value itself (``.`` for
+    the root), as a finding names it."""
+    return path_text(path).removesuffix(".") or "."
+
+
+def at_template(prefix: str) -> PodPath:
+    """The :data:`PodPath` of a pod template at ``prefix`` (a :func:`path_text`; ``""`` for a Pod)."""
+    return lambda rel: prefix + rel if rel else prefix.removesuffix(".") or "."
+
+
+#: The :data:`PodPath` of a Pod: its values are where the pod's are.
+AT_POD: PodPath = at_template("")
 
 
 def get_path(obj: Any, path: Path) -> Any:
@@ -120,16 +139,24 @@ class PodSpecSite:
 
     def finding(self, finding: Finding, site: Mapping[str, Any]) -> Finding:
         """A plan's finding on :meth:`as_pod`'s pod, its path moved to where the value is."""
+        return replace(finding, path=self.locate(site)(finding.path))
+
+    def locate(self, site: Mapping[str, Any]) -> PodPath:
+        """The :data:`PodPath` of :meth:`as_pod`'s pod of ``site``: where each of its values is."""
         base, singles = path_text(self.path), self.present(site)
-        match = re.fullmatch(r"spec\.containers\[(\d+)\](.*)", finding.path, re.DOTALL)
-        if match:
-            i = int(match[1])
-            where = singles[i] if i < len(singles) else f"containers[{i - len(singles)}]"
-            return replace(finding, path=f"{base}{where}{match[2]}")
-        for prefix in ("spec.", "metadata."):
-            if finding.path.startswith(prefix):
-                return replace(finding, path=base + finding.path[len(prefix) :])
-        return replace(finding, path=base or ".")
+
+        def where(rel: str) -> str:
+            match = re.fullmatch(r"spec\.containers\[(\d+)\](.*)", rel, re.DOTALL)
+            if match:
+                i = int(match[1])
+                at = singles[i] if i < len(singles) else f"containers[{i - len(singles)}]"
+                return f"{base}{at}{match[2]}"
+            for prefix in ("spec.", "metadata."):
+                if rel.startswith(prefix):
+                    return base + rel[len(prefix) :]
+            return path_name(self.path)
+
+        return where
 
 
 def pod_spec_sites(obj: Mapping[str, Any]) -> list[PodSpecSite]:
