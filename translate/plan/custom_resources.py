@@ -23,6 +23,11 @@ Argo ``argoproj.io`` Workflow, WorkflowTemplate, ClusterWorkflowTemplate, CronWo
     pod-level ``resourceClaims``, so there is nowhere to put the claims: a finding, never a
     conversion (the webhook converts the pods Argo creates).
 
+Kubeflow Trainer v2 ``trainer.kubeflow.org`` TrainJob
+    ``spec.trainer.resourcesPerNode`` (a ResourceRequirements) replaces the resources of the
+    trainer container in the pods its runtime's JobSet builds; a TrainJob has no pod spec to
+    carry claims, so its device requests are the same finding.
+
 Any other custom resource asking for a catalog resource outside a pod spec gets the same
 finding, so ``--fail-on left-for-webhook`` never passes a GPU request nobody looked at.
 """
@@ -63,6 +68,10 @@ KSERVE_COMPONENTS: dict[str, tuple[str, ...]] = {
 }
 KSERVE_WORKER = "workerSpec"
 ARGO_GROUP = "argoproj.io/"
+TRAINER_GROUP = "trainer.kubeflow.org/"
+#: The keys of a ResourceRequirements: a container's ``resources``, a TrainJob trainer's
+#: ``resourcesPerNode``.
+RESOURCE_KEYS = ("resources", "resourcesPerNode")
 POD_METADATA = ("labels", "annotations")
 
 
@@ -177,12 +186,13 @@ def pod_spec_sites(obj: Mapping[str, Any]) -> list[PodSpecSite]:
 
 
 def _requests(node: Any, path: Path, covered: Sequence[Path]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    """(path, resources block) of every mapping with a ``resources`` mapping outside ``covered``."""
+    """(path, ResourceRequirements) of every :data:`RESOURCE_KEYS` mapping outside ``covered``."""
     if any(path[: len(c)] == c for c in covered):
         return
     if isinstance(node, Mapping):
-        if isinstance(node.get("resources"), Mapping):
-            yield path, node["resources"]
+        for key in RESOURCE_KEYS:
+            if isinstance(node.get(key), Mapping):
+                yield (*path, key), node[key]
         for key, value in node.items():
             yield from _requests(value, (*path, str(key)), covered)
     elif isinstance(node, list):
@@ -194,7 +204,12 @@ def stray_gpu_requests(obj: Mapping[str, Any], catalog: Catalog, covered: Sequen
     """``left-for-webhook`` for each catalog resource requested outside the ``covered`` paths
     (pod templates and sites), once per container and resource (limits, else requests)."""
     kind = str(obj.get("kind", ""))
-    if str(obj.get("apiVersion", "")).startswith(ARGO_GROUP):
+    if str(obj.get("apiVersion", "")).startswith(TRAINER_GROUP) and kind == "TrainJob":
+        reason = (
+            "a TrainJob's resourcesPerNode go into the trainer pods its runtime's JobSet builds, and a TrainJob "
+            "has no pod-level resourceClaims to carry the claims: left for the webhook, which converts those pods"
+        )
+    elif str(obj.get("apiVersion", "")).startswith(ARGO_GROUP):
         reason = (
             f"an Argo {kind} template runs this container in a pod Argo builds, and a template has no "
             "pod-level resourceClaims to carry the claims: left for the webhook, which converts those pods"
@@ -215,9 +230,5 @@ def stray_gpu_requests(obj: Mapping[str, Any], catalog: Catalog, covered: Sequen
                 if str(name) in seen or catalog.lookup(str(name)) is None:
                     continue
                 seen.add(str(name))
-                out.append(
-                    Finding(
-                        f"{path_text(path)}resources.{block}[{name}]", f"{name}: {value}", "left-for-webhook", reason
-                    )
-                )
+                out.append(Finding(f"{path_text(path)}{block}[{name}]", f"{name}: {value}", "left-for-webhook", reason))
     return out
