@@ -28,3 +28,11 @@ def test_a_leader_worker_set_left_for_the_webhook_does_not_fit_on_dra_either(tmp
     cap = capacity(report("-f", str(DATA / "lws.yaml"), "-f", nodes(tmp_path, 2)))["vllm"]
     assert (cap["podCount"], cap["podsFit"], cap["fits"]) == (12, 2, False)
     assert cap["pods"][0]["devices"], cap["pods"][0]  # its claims got devices
+
+
+def test_a_train_jobs_trainer_pods_are_placed_as_the_webhook_converts_them(tmp_path: Path) -> None:
+    doc = report("-f", str(DATA / "trainjob.yaml"), "-f", nodes(tmp_path, 2))
+    tuned = next(w for w in doc["workloads"] if w["name"] == "fine-tune")
+    assert (tuned["path"], tuned["via"]) == ("needs-conversion", "webhook")
+    cap = tuned["capacity"]
+    assert (cap["podCount"], cap["podsFit"], cap["legacyPodsFit"], cap["fits"]) == (4, 2, 2, False)

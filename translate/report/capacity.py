@@ -114,15 +114,22 @@ def _asks(pod: PodDemand) -> bool:
 
 
 def _train_job(
-    w: WorkloadReport, objects: Sequence[Mapping[str, Any]], priorities: tuple[dict[str, int], int]
+    w: WorkloadReport,
+    objects: Sequence[Mapping[str, Any]],
+    priorities: tuple[dict[str, int], int],
+    webhook: tuple[Catalog, Options] | None = None,
 ) -> _Counted | str | None:
-    """A TrainJob's trainer pods on the legacy path (the webhook converts them), or why not."""
+    """A TrainJob's trainer pods on the legacy path, and as the webhook converts them where it
+    does (``webhook``), or why not."""
     u = w.unit
     found = train_job_pods(u.obj, objects)
     if found.pod is None:
         return f"{found.unknown}; {found.pods} pods ({found.source})" if found.pods else None
     namespace, spec = u.namespace or "default", _spec(found.pod)
-    pods = tuple(pod_demand(namespace, f"{u.name}-node-{i}", spec, None, {}) for i in range(found.pods))
+    plan = plan_pod(found.pod, webhook[0], webhook[1], namespace) if webhook is not None else None
+    new = _spec(plan.pod) if plan is not None else None
+    local = {str(x["metadata"]["name"]): x for x in plan.templates} if plan is not None else {}
+    pods = tuple(pod_demand(namespace, f"{u.name}-node-{i}", spec, new, local) for i in range(found.pods))
     source = {"template": "spec.runtimeRef", "role": "node", "pods": found.pods, "from": found.source}
     if not pods or not _asks(pods[0]):
         return None
@@ -144,7 +151,7 @@ def _demand(
     pods with, where it converts them."""
     u, converted = w.unit, w.converted
     if is_train_job(u.obj):
-        return _train_job(w, objects, priorities)
+        return _train_job(w, objects, priorities, webhook)
     if converted is None or u.kind == "DaemonSet":
         return None
     namespace = u.namespace or "default"
