@@ -32,6 +32,7 @@ from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import connect
 from dra_bridge.kube.discovery import newest_served
 from dra_bridge.kube.errors import KubeError
+from dra_bridge.kube.logs import escape
 from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputFileError, UsageError
 from dra_bridge.migrate.inventory_dumps import (
     grouped,
@@ -227,7 +228,7 @@ def _read_live(args: argparse.Namespace, err: TextIO) -> LiveRead:
     finally:
         if bar:
             err.write("\r\x1b[K")
-    err.write(f"dra-migrate: read {len(got.objects)} objects from the cluster (Kubernetes {got.version})\n")
+    err.write(f"dra-migrate: read {len(got.objects)} objects from the cluster (Kubernetes {escape(got.version)})\n")
     return got
 
 

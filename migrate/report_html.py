@@ -12,20 +12,31 @@ per pool when the capacity check ran (``<svg class="capacity">``: four bars ``da
 ``data-total``), a table of every workload listed with its source, findings, risks and fit, the
 report's warnings (``<ul id="warnings">``), and the pods that do not fit or place
 differently, with both verdicts.
+
+Every text of the report is written through :func:`escape` here: :func:`kube.logs.escape`
+(a newline inside a name shows as ``\\n``, a control character as its escape), then HTML-escaped.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from html import escape
+from html import escape as html_escape
 
+from dra_bridge.kube.logs import escape as text_escape
 from dra_bridge.migrate.remedies import phrased
-from dra_bridge.migrate.report_text import cell, fit, workload_name
+from dra_bridge.migrate.report_text import cell, fit, pods, workload_name
 from dra_bridge.translate.report import PATHS, PoolReport, Report
 
 #: A colour per path; a path without one is drawn in OTHER.
 COLOURS = {"nothing-to-do": "#9e9e9e", "kep-5004": "#1565c0", "needs-conversion": "#2e7d32", "blocked": "#c62828"}
 OTHER = "#6a1b9a"
+
+
+def escape(text: str) -> str:
+    """``text`` as HTML, each character that is not printable shown as its escape (``\\n``)."""
+    return html_escape(text_escape(text))
+
+
 WIDTH = 480
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
@@ -128,6 +139,7 @@ def render_html(report: Report) -> str:
     flat = {
         "workloads": totals["workloads"],
         "pods": totals["pods"],
+        "pods not known": totals["podsUnknown"],
         **totals["paths"],
         "risks": totals["risks"],
         "alignment lost": totals["alignmentLost"],
@@ -155,7 +167,7 @@ def render_html(report: Report) -> str:
         notes += [f"risk {r.code}: {r.path}: {r.detail}" for r in w.risks]
         rows.append(
             f'<tr data-path="{escape(w.path.path)}"><td>{escape(workload_name(w))}</td>'
-            f"<td>{escape(w.unit.source)}</td><td>{len(w.unit.pods)}</td>"
+            f"<td>{escape(w.unit.source)}</td><td>{pods(w)}</td>"
             f"<td>{escape(w.outcome)}</td><td>{escape(w.path.path)}</td><td>{escape(w.path.reason)}</td>"
             f"<td>{escape(w.alignment['status'])}</td><td>{fit(w)}</td><td>{fit(w, legacy=True)}</td>"
             f"<td>{'<br>'.join(escape(n) for n in notes)}</td></tr>"
@@ -167,7 +179,7 @@ def render_html(report: Report) -> str:
             f"<p>Kubernetes {escape(report.settings.kubernetes_version or '?')}; node pools by "
             f"<code>{escape(report.settings.pool_label)}</code>.</p>",
             '<dl id="totals">',
-            *(f'<dt>{escape(k)}</dt><dd data-total="{escape(k)}">{v}</dd>' for k, v in flat.items()),
+            *(f'<dt>{escape(k)}</dt><dd data-total="{escape(k)}">{escape(str(v))}</dd>' for k, v in flat.items()),
             "</dl>",
             f'<p class="legend">{legend}</p>',
             "<h2>Per namespace</h2>",

@@ -3,7 +3,8 @@
     render_text(report, fmt) -> str       fmt: table | wide | markdown
 
 Every renderer shows every workload listed (kind/namespace/name; ``(not yet named)`` for
-generateName pods), where it came from (``FILE#N``, or ``cluster``), its outcome, path and
+generateName pods), where it came from (``FILE#N``, or ``cluster``), the pods it creates
+(PODS, ``?`` when not known; the headline's total leaves those out), its outcome, path and
 FIT (``placed/pods`` of the capacity check, docs/capacity.md), then the headline by path,
 the capacity summary (per node pool before and after; every workload with a pod that does
 not fit or places differently, with the verdicts' codes or nodes) and the report's warnings
@@ -13,14 +14,21 @@ requests, the template names, alignment, risks and the reason, and each such pod
 with their reasons; ``markdown`` adds totals, node pools (workloads per path), capacity, and
 per workload every finding and risk. Findings are phrased with ``dra-migrate`` flag names
 (:mod:`migrate.remedies`).
+
+Caller-controlled text (names, namespaces, sources, resource names, reasons quoting values)
+is written through :func:`kube.logs.escape` here, at the edge: every table cell and every
+line, so no newline breaks a row and no control character reaches the terminal; markdown
+cells also escape ``|``, and ``<``, ``&`` inside the HTML of its ``<details>`` summaries.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from html import escape as html_escape
 from typing import Any
 
+from dra_bridge.kube.logs import escape
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.translate.report import PATHS, Report, WorkloadReport
 
@@ -50,6 +58,12 @@ def workload_name(w: WorkloadReport) -> str:
     return f"{u.kind}/{u.namespace + '/' if u.namespace else ''}{name}"
 
 
+def pods(w: WorkloadReport) -> str:
+    """The PODS cell: the pods the workload creates (:func:`translate.report.pod_total.created_pods`),
+    ``?`` when not known."""
+    return "?" if w.pods_created is None else str(w.pods_created)
+
+
 def _legacy(w: WorkloadReport) -> str:
     return ",".join(f"{c}:{r}={n}" for c, r, n, _ in w.legacy) or "-"
 
@@ -70,7 +84,7 @@ def fit(w: WorkloadReport, legacy: bool = False) -> str:
 
 
 def _row(w: WorkloadReport, wide: bool) -> tuple[str, ...]:
-    base = (workload_name(w), w.unit.source, str(len(w.unit.pods)), w.outcome, w.path.path)
+    base = (workload_name(w), w.unit.source, pods(w), w.outcome, w.path.path)
     if not wide:
         return (*base, fit(w), _risks(w))
     templates = ",".join(str(t["metadata"]["name"]) for t in w.templates) or "-"
@@ -147,7 +161,8 @@ def _verdict(pod: dict[str, Any]) -> str:
     return f"DRA {cell(pod)}; legacy {cell(pod, legacy=True)}"
 
 
-def _aligned(rows: Sequence[tuple[str, ...]]) -> str:
+def _aligned(raw: Sequence[tuple[str, ...]]) -> str:
+    rows = [tuple(escape(c) for c in r) for r in raw]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "".join(
         "  ".join([*(c.ljust(n) for c, n in zip(r[:-1], widths, strict=True)), r[-1]]).rstrip() + "\n" for r in rows
@@ -155,7 +170,13 @@ def _aligned(rows: Sequence[tuple[str, ...]]) -> str:
 
 
 def _md(cell: str) -> str:
-    return cell.replace("|", "\\|").replace("\n", " ")
+    return escape(cell).replace("|", "\\|")
+
+
+def pod_total(t: dict[str, Any]) -> str:
+    """``N pods``, and how many workloads' pods are not known (``?``) when some are not."""
+    n = t["podsUnknown"]
+    return f"{t['pods']} pods" + (f" (and {n} workloads whose pods are not known)" if n else "")
 
 
 def _not_listed(t: dict[str, Any]) -> str:
@@ -168,10 +189,10 @@ def _markdown(report: Report) -> str:
     lines = [
         "## DRA migration report",
         "",
-        f"{t['workloads']} workloads ({t['pods']} pods): "
+        f"{t['workloads']} workloads ({pod_total(t)}): "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
         + f"; {t['risks']} risks; alignment lost in {t['alignmentLost']}{_not_listed(t)}.",
-        *_notes(report),
+        *map(escape, _notes(report)),
         "",
         *(f"> warning: {_md(w)}" for w in report.inventory.warnings),
         *([""] if report.inventory.warnings else []),
@@ -179,7 +200,7 @@ def _markdown(report: Report) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| `{_md(workload_name(w))}` | `{_md(w.unit.source)}` | {len(w.unit.pods)} | {w.outcome} | {w.path.path} "
+        f"| `{_md(workload_name(w))}` | `{_md(w.unit.source)}` | {pods(w)} | {w.outcome} | {w.path.path} "
         f"| {w.path.via or '-'} | {_md(_risks(w))} | {_md(w.path.reason)} |"
         for w in report.workloads
     ]
@@ -193,11 +214,11 @@ def _markdown(report: Report) -> str:
         ]
         lines += [
             f"| {_md(p.name)} | {len(p.nodes)} | {sum(p.legacy_devices.values())} | {p.dra_devices} "
-            f"| {' | '.join(str(p.paths[k]) for k in PATHS)} | {', '.join(p.mixed_allocators) or '-'} |"
+            f"| {' | '.join(str(p.paths[k]) for k in PATHS)} | {_md(', '.join(p.mixed_allocators) or '-')} |"
             for p in report.pools
         ]
     if report.capacity is not None:
-        lines += ["", "### Capacity", "", capacity_lines(report)[0], ""]
+        lines += ["", "### Capacity", "", escape(capacity_lines(report)[0]), ""]
         pools = [(p.name, p.capacity) for p in report.pools if p.capacity]
         if pools:
             lines += ["| pool | DRA devices used before -> after | legacy before -> after |", "|---|---|---|"]
@@ -229,7 +250,8 @@ def _markdown(report: Report) -> str:
     if details:
         lines += ["", "### Findings and risks", ""]
     for w in details:
-        lines.append(f"<details><summary><code>{workload_name(w)}</code>: {w.outcome}, {w.path.path}</summary>\n")
+        name = html_escape(escape(workload_name(w)))
+        lines.append(f"<details><summary><code>{name}</code>: {w.outcome}, {w.path.path}</summary>\n")
         lines += [
             f"- **{f.outcome}** `{_md(f.path)}` (`{_md(f.legacy)}`): {_md(f.reason)}" for f in phrased(w.findings)
         ]
@@ -277,12 +299,16 @@ def render_text(report: Report, fmt: str) -> str:
     wide = fmt == "wide"
     rows = [WIDE if wide else TABLE, *(_row(w, wide) for w in report.workloads)]
     t = report.totals()
-    summary = (
-        f"\n{t['workloads']} workloads, {t['pods']} pods: "
+    headline = (
+        f"{t['workloads']} workloads, {pod_total(t)}: "
         + ", ".join(f"{v} {k}" for k, v in t["paths"].items())
-        + f"; {t['risks']} risks{_not_listed(t)}\n"
-        + "".join(f"{note}\n" for note in _notes(report))
+        + f"; {t['risks']} risks{_not_listed(t)}"
     )
-    capacity = "".join(f"{line}\n" for line in capacity_lines(report, per_pod=wide))
-    warnings = "".join(f"warning: {w}\n" for w in report.inventory.warnings)
-    return _aligned(rows) + summary + "".join(f"{line}\n" for line in quota_lines(report)) + capacity + warnings
+    lines = [
+        headline,
+        *_notes(report),
+        *quota_lines(report),
+        *capacity_lines(report, per_pod=wide),
+        *(f"warning: {w}" for w in report.inventory.warnings),
+    ]
+    return _aligned(rows) + "\n" + "".join(f"{escape(line)}\n" for line in lines)

@@ -31,7 +31,8 @@ What it does to the input before the simulation:
 
 Exit codes: 0 every claim allocated, 2 some claim is not or some object is refused, 1 an
 input error (the message names the document, the field and the rule; no traceback), nothing to
-simulate included.
+simulate included. Every message on stderr is escaped (:func:`kube.logs.escape`: names and
+values are the caller's); JSON and YAML on stdout are exact.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from dra_bridge.kube.logs import escape
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputFileError
 from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
 from dra_bridge.translate.alloc import parse_gates, simulate
@@ -181,12 +183,12 @@ def run_simulate(
                 "and ResourceSlices)"
             )
     except (InputFileError, TranslateError) as exc:
-        err.write(f"dra-migrate: error: {exc}\n")
+        err.write(f"dra-migrate: error: {escape(str(exc))}\n")
         return EXIT_ERROR
     for warning in result.warnings:
-        err.write(f"dra-migrate: warning: {warning}\n")
+        err.write(f"dra-migrate: warning: {escape(warning)}\n")
     for note in prepared.notes:
-        err.write(f"dra-migrate: note: {note}\n")
+        err.write(f"dra-migrate: note: {escape(note)}\n")
     if output == "json":
         body = {
             "claims": [c.as_json() for c in result.claims],
@@ -198,8 +200,9 @@ def run_simulate(
     else:
         out.write(dump([c.claim for c in result.claims], "yaml"))
     for refused in prepared.refused:
-        err.write(f"dra-migrate: {refused['object']}: not simulated: {refused['reason']}\n")
+        err.write(f"dra-migrate: {escape(refused['object'])}: not simulated: {escape(refused['reason'])}\n")
     for claim in result.claims:
         if claim.outcome != "allocated":
-            err.write(f"dra-migrate: ResourceClaim {claim.namespace}/{claim.name}: {claim.outcome}: {claim.reason}\n")
+            where = escape(f"{claim.namespace}/{claim.name}: {claim.outcome}: {claim.reason}")
+            err.write(f"dra-migrate: ResourceClaim {where}\n")
     return EXIT_OK if result.all_allocated and not prepared.refused else EXIT_UNALLOCATED

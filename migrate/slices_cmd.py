@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from dra_bridge.kube.logs import escape
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.inventory_dumps import allocatable_response, load_document, one_line, read_text
 from dra_bridge.translate.catalog import load_catalog
@@ -95,14 +96,14 @@ def run_slices(
         except TranslateError as exc:
             raise InputFileError(f"{podresources_path}: {exc}") from exc
         if not inventory:
-            err.write(f"warning: {podresources_path}: no devices: the pool's slice will list none\n")
+            err.write(f"warning: {escape(podresources_path)}: no devices: the pool's slice will list none\n")
         labels = _labels(load_document(node_labels_path), node_labels_path) if node_labels_path else {}
         build = build_slices(node, inventory, catalog, labels, driver=catalog.bridge_driver or BRIDGE_DRIVER)
     except (MigrateError, TranslateError) as exc:
-        err.write(f"dra-migrate slices: {one_line(str(exc))}\n")
+        err.write(f"dra-migrate slices: {escape(one_line(str(exc)))}\n")
         return EXIT_ERROR
     for warning in build.warnings:
-        err.write(f"warning: {warning}\n")
+        err.write(f"warning: {escape(warning)}\n")
     docs = [render_slice(s, version) for s in build.slices]
     out.write(yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True))
     return EXIT_OK

@@ -144,7 +144,7 @@ def test_the_headline_counts_by_path(tmp_path: Path) -> None:
     assert doc["totals"]["paths"] == {p: {"blocked": 1, "needs-conversion": 1}.get(p, 0) for p in PATHS}
     assert "categories" not in doc["totals"] and all("workloads" not in p for p in doc["nodePools"])
     _, out, _ = run("report", "-f", str(tmp_path / "in.yaml"), "-o", "markdown")
-    assert "2 workloads (1 pods): 0 nothing-to-do, 0 kep-5004, 1 needs-conversion, 0 not-enrolled, 1 blocked" in out
+    assert "2 workloads (2 pods): 0 nothing-to-do, 0 kep-5004, 1 needs-conversion, 0 not-enrolled, 1 blocked" in out
 
 
 def test_a_live_report_lists_the_gpu_workloads_and_counts_the_others() -> None:

@@ -1,6 +1,7 @@
 """Where custom resources keep GPU requests that are not in a pod template (pure).
 
     pod_spec_sites(obj) -> [PodSpecSite]          pod specs without the template's metadata/spec
+    path_name(path) / at_template(prefix)         finding paths: complete, never ending in ``.``
     stray_gpu_requests(obj, catalog, covered)     a finding for every GPU request left elsewhere
 
 :mod:`translate.plan.workloads` finds pod templates (``<x>.spec.containers``) at any depth. Two
@@ -22,6 +23,11 @@ Argo ``argoproj.io`` Workflow, WorkflowTemplate, ClusterWorkflowTemplate, CronWo
     pod-level ``resourceClaims``, so there is nowhere to put the claims: a finding, never a
     conversion (the webhook converts the pods Argo creates).
 
+Kubeflow Trainer v2 ``trainer.kubeflow.org`` TrainJob
+    ``spec.trainer.resourcesPerNode`` (a ResourceRequirements) replaces the resources of the
+    trainer container in the pods its runtime's JobSet builds; a TrainJob has no pod spec to
+    carry claims, so its device requests are the same finding.
+
 Any other custom resource asking for a catalog resource outside a pod spec gets the same
 finding, so ``--fail-on left-for-webhook`` never passes a GPU request nobody looked at.
 """
@@ -29,7 +35,7 @@ finding, so ``--fail-on left-for-webhook`` never passes a GPU request nobody loo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +43,9 @@ from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding
 
 Path = tuple[str | int, ...]
+#: A pod's path (``spec.containers[0]``, ``metadata.labels[x]``; ``""`` for the pod itself) ->
+#: the path of that value in the object the pod was read from.
+PodPath = Callable[[str], str]
 
 KSERVE_GROUP = "serving.kserve.io/"
 #: InferenceService component -> the keys that hold its single model-server container.
@@ -59,6 +68,10 @@ KSERVE_COMPONENTS: dict[str, tuple[str, ...]] = {
 }
 KSERVE_WORKER = "workerSpec"
 ARGO_GROUP = "argoproj.io/"
+TRAINER_GROUP = "trainer.kubeflow.org/"
+#: The keys of a ResourceRequirements: a container's ``resources``, a TrainJob trainer's
+#: ``resourcesPerNode``.
+RESOURCE_KEYS = ("resources", "resourcesPerNode")
 POD_METADATA = ("labels", "annotations")
 
 
@@ -69,6 +82,21 @@ def path_text(path: Path) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
     return out + "." if out else ""
+
+
+def path_name(path: Path) -> str:
+    """``("spec", "template")`` -> ``"spec.template"``: the path of the value itself (``.`` for
+    the root), as a finding names it."""
+    return path_text(path).removesuffix(".") or "."
+
+
+def at_template(prefix: str) -> PodPath:
+    """The :data:`PodPath` of a pod template at ``prefix`` (a :func:`path_text`; ``""`` for a Pod)."""
+    return lambda rel: prefix + rel if rel else prefix.removesuffix(".") or "."
+
+
+#: The :data:`PodPath` of a Pod: its values are where the pod's are.
+AT_POD: PodPath = at_template("")
 
 
 def get_path(obj: Any, path: Path) -> Any:
@@ -120,16 +148,24 @@ class PodSpecSite:
 
     def finding(self, finding: Finding, site: Mapping[str, Any]) -> Finding:
         """A plan's finding on :meth:`as_pod`'s pod, its path moved to where the value is."""
+        return replace(finding, path=self.locate(site)(finding.path))
+
+    def locate(self, site: Mapping[str, Any]) -> PodPath:
+        """The :data:`PodPath` of :meth:`as_pod`'s pod of ``site``: where each of its values is."""
         base, singles = path_text(self.path), self.present(site)
-        match = re.fullmatch(r"spec\.containers\[(\d+)\](.*)", finding.path, re.DOTALL)
-        if match:
-            i = int(match[1])
-            where = singles[i] if i < len(singles) else f"containers[{i - len(singles)}]"
-            return replace(finding, path=f"{base}{where}{match[2]}")
-        for prefix in ("spec.", "metadata."):
-            if finding.path.startswith(prefix):
-                return replace(finding, path=base + finding.path[len(prefix) :])
-        return replace(finding, path=base or ".")
+
+        def where(rel: str) -> str:
+            match = re.fullmatch(r"spec\.containers\[(\d+)\](.*)", rel, re.DOTALL)
+            if match:
+                i = int(match[1])
+                at = singles[i] if i < len(singles) else f"containers[{i - len(singles)}]"
+                return f"{base}{at}{match[2]}"
+            for prefix in ("spec.", "metadata."):
+                if rel.startswith(prefix):
+                    return base + rel[len(prefix) :]
+            return path_name(self.path)
+
+        return where
 
 
 def pod_spec_sites(obj: Mapping[str, Any]) -> list[PodSpecSite]:
@@ -150,12 +186,13 @@ def pod_spec_sites(obj: Mapping[str, Any]) -> list[PodSpecSite]:
 
 
 def _requests(node: Any, path: Path, covered: Sequence[Path]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    """(path, resources block) of every mapping with a ``resources`` mapping outside ``covered``."""
+    """(path, ResourceRequirements) of every :data:`RESOURCE_KEYS` mapping outside ``covered``."""
     if any(path[: len(c)] == c for c in covered):
         return
     if isinstance(node, Mapping):
-        if isinstance(node.get("resources"), Mapping):
-            yield path, node["resources"]
+        for key in RESOURCE_KEYS:
+            if isinstance(node.get(key), Mapping):
+                yield (*path, key), node[key]
         for key, value in node.items():
             yield from _requests(value, (*path, str(key)), covered)
     elif isinstance(node, list):
@@ -167,7 +204,12 @@ def stray_gpu_requests(obj: Mapping[str, Any], catalog: Catalog, covered: Sequen
     """``left-for-webhook`` for each catalog resource requested outside the ``covered`` paths
     (pod templates and sites), once per container and resource (limits, else requests)."""
     kind = str(obj.get("kind", ""))
-    if str(obj.get("apiVersion", "")).startswith(ARGO_GROUP):
+    if str(obj.get("apiVersion", "")).startswith(TRAINER_GROUP) and kind == "TrainJob":
+        reason = (
+            "a TrainJob's resourcesPerNode go into the trainer pods its runtime's JobSet builds, and a TrainJob "
+            "has no pod-level resourceClaims to carry the claims: left for the webhook, which converts those pods"
+        )
+    elif str(obj.get("apiVersion", "")).startswith(ARGO_GROUP):
         reason = (
             f"an Argo {kind} template runs this container in a pod Argo builds, and a template has no "
             "pod-level resourceClaims to carry the claims: left for the webhook, which converts those pods"
@@ -188,9 +230,5 @@ def stray_gpu_requests(obj: Mapping[str, Any], catalog: Catalog, covered: Sequen
                 if str(name) in seen or catalog.lookup(str(name)) is None:
                     continue
                 seen.add(str(name))
-                out.append(
-                    Finding(
-                        f"{path_text(path)}resources.{block}[{name}]", f"{name}: {value}", "left-for-webhook", reason
-                    )
-                )
+                out.append(Finding(f"{path_text(path)}{block}[{name}]", f"{name}: {value}", "left-for-webhook", reason))
     return out

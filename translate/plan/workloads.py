@@ -34,6 +34,7 @@ from dra_bridge.translate.json_copy import clone, clone_mapping
 from dra_bridge.translate.plan.custom_resources import (
     PodSpecSite,
     get_path,
+    path_name,
     path_text,
     pod_spec_sites,
     stray_gpu_requests,
@@ -159,7 +160,7 @@ def convert_object(
         if not builtin:
             findings.append(
                 Finding(
-                    path_text(path) or ".",
+                    path_name(path),
                     kind,
                     "partial",
                     f"{kind} converted on request: check that its operator does not derive settings "

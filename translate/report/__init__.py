@@ -12,7 +12,8 @@ pod-resources readers, KubeRay, KServe: :mod:`~translate.report.integrations`), 
 a live report lists (:mod:`~translate.report.listing`), the workload fields it cannot read
 (a finding each) and the malformed ResourceQuotas it refuses (:mod:`~translate.report.malformed`),
 the ResourceQuotas on legacy devices it
-lists (:mod:`~translate.report.quotas`), the capacity check over the report's workloads
+lists (:mod:`~translate.report.quotas`), the pods each workload creates
+(:mod:`~translate.report.pod_total`), the capacity check over the report's workloads
 (:mod:`~translate.report.capacity`), and the report itself: built by
 :mod:`~translate.report.build`, its data and JSON document in :mod:`~translate.report.model`
 (schema: ``translate/data/report-v2.schema.json``).

@@ -23,7 +23,7 @@ from dra_bridge.translate.plan.device_counts import parse_count
 from dra_bridge.translate.plan.workloads import (
     convert_object,
 )
-from dra_bridge.translate.report.grouping import Inventory, Unit, group, meta
+from dra_bridge.translate.report.grouping import Inventory, Unit, group, located_pod_templates, meta
 from dra_bridge.translate.report.grouping import pod_templates as pod_templates  # re-exported: capacity, convert
 from dra_bridge.translate.report.integrations import integration_risks
 from dra_bridge.translate.report.listing import is_gpu_workload
@@ -93,11 +93,11 @@ def _pools_of(pods: Sequence[Mapping[str, Any]], node_pool: Mapping[str, str], l
 
 
 def _without_dra(
-    verdict: PathVerdict, served: Served, legacy: bool, templates: Sequence[tuple[str, Mapping[str, Any]]]
+    verdict: PathVerdict, served: Served, legacy: bool, templates: Sequence[tuple[str, Mapping[str, Any], object]]
 ) -> PathVerdict:
     """``blocked`` (:data:`NO_DRA`) on a cluster serving no ``resource.k8s.io`` version, for a
     workload with a legacy request or a claim; else ``verdict``."""
-    claims = any(isinstance(p.get("spec"), Mapping) and p["spec"].get("resourceClaims") for _, p in templates)
+    claims = any(isinstance(p.get("spec"), Mapping) and p["spec"].get("resourceClaims") for _, p, _ in templates)
     return PathVerdict("blocked", "", NO_DRA) if served.no_dra and (legacy or claims) else verdict
 
 
@@ -110,7 +110,7 @@ def _workload(
     node_pool: Mapping[str, str],
     enrolled: Enrolment,
 ) -> WorkloadReport:
-    templates = pod_templates(unit.obj)
+    templates = located_pod_templates(unit.obj)
     served = settings.cluster
     options, translation = settings.options, None
     if settings.policy is not None and templates:
@@ -132,14 +132,14 @@ def _workload(
     demands: list[ContainerDemand] = []
     blockers: list[str] = []
     risks: list[Risk] = []
-    for prefix, pod in templates:
+    for prefix, pod, at in templates:
         spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
         found = [d for d in collect(spec if isinstance(spec, Mapping) else {}, catalog, prefix, []) if d.count > 0]
         demands += found
         if found:
             blockers += kep5004_blockers(pod, found, classes, served.features.mapping_off())
-        risks += workload_risks(unit.obj, pod, found, catalog, unit.custom, prefix)
-        risks += integration_risks(unit.obj, pod, found, catalog, prefix)
+        risks += workload_risks(unit.obj, pod, found, catalog, unit.custom, at)
+        risks += integration_risks(unit.obj, pod, found, catalog, at)
     verdict = enrolled_path(choose_path(demands, findings, list(dict.fromkeys(blockers)), classes), enrolled)
     verdict = _without_dra(verdict, served, bool(demands), templates)
     legacy = tuple((d.container, d.mapping.resource_name, d.count, d.mapping.kind) for d in demands)
@@ -151,7 +151,7 @@ def _workload(
         tuple(risks),
         legacy,
         _alignment(demands, findings, options.topology, verdict.path),
-        tuple(_pools_of([*unit.pod_objects, *(p for _, p in templates)], node_pool, settings.pool_label)),
+        tuple(_pools_of([*unit.pod_objects, *(p for _, p, _ in templates)], node_pool, settings.pool_label)),
         converted=converted,
         policy=translation,
         enrolment=enrolled,

@@ -9,7 +9,10 @@ and the cluster facts it read):
   replicas (``workload_demand``); a unit planned from its pods (owner not in the input) is
   one pod per pod read; a custom resource creates the pods
   :func:`translate.capacity.pod_counts.pod_counts` counts for each pod template or pod spec
-  (named ``<name>-<role>-<i>``). Pods that ask for no device are not placed. DaemonSets are
+  (named ``<name>-<role>-<i>``); one the webhook converts (``needs-conversion`` via the
+  webhook, its templates left as they are) is planned as the webhook plans each of its pods
+  (:func:`translate.plan.pod_plan.plan_pod` on the template, with the workload's options), so
+  its pods are placed on the DRA side too. Pods that ask for no device are not placed. DaemonSets are
   not placed (one pod per node; convert leaves them to the webhook): their running pods hold
   their legacy devices. Converted claims' ResourceClaimTemplates are the
   plan's, then the input's; ResourceClaims are the input's. Priority: ``spec.priority``, else
@@ -63,6 +66,7 @@ from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.errors import InputError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.plan.field_types import require_shape
+from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from dra_bridge.translate.report.grouping import Unit, meta
 from dra_bridge.translate.report.model import ANY_POOL, Report, WorkloadReport, attach_capacity, pod_templates
 
@@ -111,9 +115,13 @@ def _asks(pod: PodDemand) -> bool:
 
 
 def _train_job(
-    w: WorkloadReport, objects: Sequence[Mapping[str, Any]], priorities: tuple[dict[str, int], int]
+    w: WorkloadReport,
+    objects: Sequence[Mapping[str, Any]],
+    priorities: tuple[dict[str, int], int],
+    webhook: tuple[Catalog, Options] | None = None,
 ) -> _Counted | str | None:
-    """A TrainJob's trainer pods on the legacy path (the webhook converts them), or why not."""
+    """A TrainJob's trainer pods on the legacy path, and as the webhook converts them where it
+    does (``webhook``), or why not."""
     u = w.unit
     found = train_job_pods(u.obj, objects)
     if found.pod is None:
@@ -121,7 +129,10 @@ def _train_job(
     if bound := above_bound(found.pods):
         return f"{bound} ({found.source})"
     namespace, spec = u.namespace or "default", _spec(found.pod)
-    pods = tuple(pod_demand(namespace, f"{u.name}-node-{i}", spec, None, {}) for i in range(found.pods))
+    plan = plan_pod(found.pod, webhook[0], webhook[1], namespace) if webhook is not None else None
+    new = _spec(plan.pod) if plan is not None else None
+    local = {str(x["metadata"]["name"]): x for x in plan.templates} if plan is not None else {}
+    pods = tuple(pod_demand(namespace, f"{u.name}-node-{i}", spec, new, local) for i in range(found.pods))
     source = {"template": "spec.runtimeRef", "role": "node", "pods": found.pods, "from": found.source}
     if not pods or not _asks(pods[0]):
         return None
@@ -135,13 +146,15 @@ def _demand(
     claims: _Named,
     priorities: tuple[dict[str, int], int],
     objects: Sequence[Mapping[str, Any]] = (),
+    webhook: tuple[Catalog, Options] | None = None,
 ) -> _Counted | str | None:
     """The workload's demand; a reason when it cannot be known; None when it is not placed
     (DaemonSet, nothing converted, no device asked for: such pods are no part of the capacity
-    totals)."""
+    totals). ``webhook``: the catalog and options the webhook would plan a custom resource's
+    pods with, where it converts them."""
     u, converted = w.unit, w.converted
     if is_train_job(u.obj):
-        return _train_job(w, objects, priorities)
+        return _train_job(w, objects, priorities, webhook)
     if converted is None or u.kind == "DaemonSet":
         return None
     namespace = u.namespace or "default"
@@ -176,6 +189,10 @@ def _demand(
             old, new = t.pod(u.obj), t.pod(new_obj)
             if old is None:
                 continue
+            if webhook is not None and new == old:  # left as it is: its pods are the webhook's to convert
+                plan = plan_pod(old, webhook[0], webhook[1], namespace)
+                new = plan.pod
+                local = local | {str(x["metadata"]["name"]): x for x in plan.templates}
             made = [
                 pod_demand(namespace, f"{u.name}-{t.role}-{i}", _spec(old), _spec(new or {}), local, named)
                 for i in range(t.pods)
@@ -189,6 +206,11 @@ def _demand(
     demand = WorkloadDemand(namespace, u.name, u.kind, asking, priority)
     listed = tuple({**t.as_json(), "devices": devices} for t, devices in sources)
     return _Counted(demand, listed, counts.notes)
+
+
+def _by_webhook(w: WorkloadReport) -> bool:
+    """Whether the webhook converts the custom resource's pods (its path says so)."""
+    return w.unit.custom and (w.path.path, w.path.via) == ("needs-conversion", "webhook")
 
 
 def _held_legacy(units: Sequence[Unit]) -> dict[str, dict[str, int]]:
@@ -256,7 +278,8 @@ def report_capacity(
     placed = 0
     for i, w in enumerate(report.workloads):
         try:
-            found = _demand(w, templates, claims, priorities, others)
+            webhook = (catalog, w.policy or report.settings.options) if _by_webhook(w) else None
+            found = _demand(w, templates, claims, priorities, others, webhook)
         except InputError as exc:
             found = str(exc)
         if isinstance(found, _Counted) and (bound := above_bound(len(found.demand.pods), placed)):

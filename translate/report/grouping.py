@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_bridge.translate.names import pod_name
-from dra_bridge.translate.plan.custom_resources import get_path, path_text, pod_spec_sites
+from dra_bridge.translate.plan.custom_resources import PodPath, at_template, get_path, path_text, pod_spec_sites
 from dra_bridge.translate.plan.workloads import BUILTIN_TEMPLATE_PATHS, CORE_GROUPS, find_pod_templates
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "PodTemplate")
@@ -172,21 +172,28 @@ def duplicates(listed: Iterable[tuple[str, Mapping[str, Any]]]) -> list[str]:
 
 def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(finding-path prefix, pod) of every pod template or pod spec the plan reads in ``obj``."""
+    return [(prefix, pod) for prefix, pod, _ in located_pod_templates(obj)]
+
+
+def located_pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any], PodPath]]:
+    """(finding-path prefix, pod, where its values are in ``obj``) of every pod template or pod
+    spec the plan reads in ``obj``; a pod spec site's prefix is ``""`` (its pod is rebuilt)."""
     kind = str(obj.get("kind", ""))
     if kind == "Pod":
-        return [("", obj)]
+        return [("", obj, at_template(""))]
     builtin = kind in BUILTIN_TEMPLATE_PATHS and obj.get("apiVersion") in CORE_GROUPS
-    out: list[tuple[str, Mapping[str, Any]]] = []
+    out: list[tuple[str, Mapping[str, Any], PodPath]] = []
     for p in [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj)):
         try:
             found = get_path(obj, p)
         except (KeyError, IndexError, TypeError):
             continue
         if isinstance(found, Mapping):
-            out.append((path_text(p), found))
+            out.append((path_text(p), found, at_template(path_text(p))))
     for site in [] if builtin else pod_spec_sites(obj):
         try:
-            out.append(("", site.as_pod(get_path(obj, site.path))))
+            found = get_path(obj, site.path)
+            out.append(("", site.as_pod(found), site.locate(found)))
         except (KeyError, IndexError, TypeError):
             continue
     return out

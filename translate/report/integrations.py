@@ -1,6 +1,6 @@
 """Risks from the software around a workload: Kueue, pod-resources readers, KubeRay, KServe (pure).
 
-    integration_risks(obj, pod, demands, catalog, path) -> [Risk]
+    integration_risks(obj, pod, demands, catalog, at) -> [Risk]
 
 Codes (``Risk.code``):
 
@@ -36,6 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.plan.custom_resources import AT_POD, PodPath
 from dra_bridge.translate.plan.demand import ContainerDemand, containers
 from dra_bridge.translate.plan.ray_params import RAY_KINDS, ray_gpu_limit
 from dra_bridge.translate.report.risks import Risk
@@ -50,16 +51,20 @@ def _labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return labels if isinstance(labels, Mapping) else {}
 
 
-def _kueue(obj: Mapping[str, Any], pod: Mapping[str, Any], demands: Sequence[ContainerDemand]) -> list[Risk]:
-    queue = _labels(obj).get(KUEUE_QUEUE_LABEL) or _labels(pod).get(KUEUE_QUEUE_LABEL)
+def _kueue(
+    obj: Mapping[str, Any], pod: Mapping[str, Any], demands: Sequence[ContainerDemand], at: PodPath
+) -> list[Risk]:
+    own = _labels(obj).get(KUEUE_QUEUE_LABEL)
+    queue = own or _labels(pod).get(KUEUE_QUEUE_LABEL)
     if not queue or not demands:
         return []
+    label = f"metadata.labels[{KUEUE_QUEUE_LABEL}]"
     classes = ", ".join(sorted({d.mapping.device_class for d in demands if d.mapping.device_class}))
     resources = ", ".join(sorted({d.mapping.resource_name for d in demands}))
     return [
         Risk(
             "kueue-quota",
-            f"metadata.labels[{KUEUE_QUEUE_LABEL}]",
+            label if own else at(label),
             f"Kueue admits it through LocalQueue {queue}: once converted, its GPUs are in ResourceClaimTemplates, "
             "which Kueue counts only with its DRA integration (feature gate DynamicResourceAllocation, "
             f"KueueDRAIntegration from 0.18) and resources.deviceClassMappings mapping {classes} to the "
@@ -68,7 +73,7 @@ def _kueue(obj: Mapping[str, Any], pod: Mapping[str, Any], demands: Sequence[Con
     ]
 
 
-def _pod_resources(obj: Mapping[str, Any], spec: Mapping[str, Any], path: str) -> list[Risk]:
+def _pod_resources(obj: Mapping[str, Any], spec: Mapping[str, Any], at: PodPath) -> list[Risk]:
     if _labels(obj).get("app.kubernetes.io/name") == "dra-bridge":  # our own agent reads it for itself
         return []
     volumes = spec.get("volumes")
@@ -80,7 +85,7 @@ def _pod_resources(obj: Mapping[str, Any], spec: Mapping[str, Any], path: str) -
             out.append(
                 Risk(
                     "pod-resources-reader",
-                    f"{path}spec.volumes[{i}]",
+                    at(f"spec.volumes[{i}]"),
                     f"reads the kubelet's pod-resources socket ({where}), as DCGM exporter does to tie GPUs to "
                     "pods: converted pods' devices are listed there as DRA claims, not device-plugin IDs, so it "
                     "must resolve them through ResourceSlices (dcgm-exporter: KUBERNETES_ENABLE_DRA) or "
@@ -101,7 +106,7 @@ def _groups(node: Any) -> Iterator[Mapping[str, Any]]:
             yield from _groups(value)
 
 
-def _ray(obj: Mapping[str, Any], pod: Mapping[str, Any], path: str) -> list[Risk]:
+def _ray(obj: Mapping[str, Any], pod: Mapping[str, Any], at: PodPath) -> list[Risk]:
     if obj.get("kind") not in RAY_KINDS:
         return []
     count = ray_gpu_limit(pod)
@@ -109,11 +114,10 @@ def _ray(obj: Mapping[str, Any], pod: Mapping[str, Any], path: str) -> list[Risk
     params = group.get("rayStartParams") if group is not None else None
     if not count or (isinstance(params, Mapping) and "num-gpus" in params):
         return []
-    where = path.removesuffix("template.") or "."
     return [
         Risk(
             "ray-num-gpus",
-            f"{where}rayStartParams",
+            at("").removesuffix("template") + "rayStartParams",
             f"KubeRay derives ray start --num-gpus from the Ray container's GPU limit ({count}), which a "
             f'converted template no longer has: convert --include-custom-resources pins num-gpus: "{count}" '
             "(pods the webhook converts keep it: KubeRay wrote it into their start command)",
@@ -121,7 +125,7 @@ def _ray(obj: Mapping[str, Any], pod: Mapping[str, Any], path: str) -> list[Risk
     ]
 
 
-def _kserve(obj: Mapping[str, Any], spec: Mapping[str, Any], catalog: Catalog, path: str) -> list[Risk]:
+def _kserve(obj: Mapping[str, Any], spec: Mapping[str, Any], catalog: Catalog, at: PodPath) -> list[Risk]:
     if obj.get("kind") != "InferenceService":
         return []
     out = []
@@ -135,7 +139,7 @@ def _kserve(obj: Mapping[str, Any], spec: Mapping[str, Any], catalog: Catalog, p
                 out.append(
                     Risk(
                         "kserve-requests-only",
-                        f"{path}spec.{fld}[{index}].resources.requests[{name}]",
+                        at(f"spec.{fld}[{index}].resources.requests[{name}]"),
                         f"{name} in requests only: KServe fills in limits for CPU and memory alone, so the pods "
                         "it builds ask for the device without a limit, which the API server refuses for an "
                         "extended resource (with or without DRA): put it in limits",
@@ -149,14 +153,15 @@ def integration_risks(
     pod: Mapping[str, Any],
     demands: Sequence[ContainerDemand],
     catalog: Catalog,
-    path: str = "",
+    at: PodPath = AT_POD,
 ) -> list[Risk]:
-    """The risks of one pod template ``pod`` (at ``path`` in ``obj``) from the software around it."""
+    """The risks of one pod template ``pod`` (``at``: where its values are in ``obj``) from the
+    software around it."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     return [
-        *_kueue(obj, pod, demands),
-        *_pod_resources(obj, spec, path),
-        *_ray(obj, pod, path),
-        *_kserve(obj, spec, catalog, path),
+        *_kueue(obj, pod, demands, at),
+        *_pod_resources(obj, spec, at),
+        *_ray(obj, pod, at),
+        *_kserve(obj, spec, catalog, at),
     ]

@@ -94,8 +94,8 @@ def _metadata(obj: Mapping[str, Any]) -> list[Finding]:
     if not isinstance(m, Mapping):
         return [_finding("metadata", m, "must be an object with a name")]
     name = m.get("name")
-    if name is None and obj.get("kind") == "Pod" and isinstance(m.get("generateName"), str) and m["generateName"]:
-        return []
+    if name is None and isinstance(m.get("generateName"), str) and m["generateName"]:
+        return []  # named at creation (any kind: a Pod, an Argo Workflow)
     if not isinstance(name, str) or not name:
         return [_finding("metadata.name", name, "must be a non-empty string")]
     return []

@@ -43,6 +43,7 @@ from dra_bridge.translate.report.paths import (
     PATHS,
     PathVerdict,
 )
+from dra_bridge.translate.report.pod_total import created_pods
 from dra_bridge.translate.report.quotas import QuotaReport
 from dra_bridge.translate.report.risks import Risk
 from dra_bridge.translate.report.served import Served, cluster_features
@@ -91,7 +92,8 @@ class Settings:
 @dataclass
 class WorkloadReport:
     """One workload's report (see the module docstring); ``capacity`` stays None without a
-    capacity engine."""
+    capacity engine; ``pods_created``: the pods it creates (:func:`translate.report.pod_total.created_pods`,
+    None when not known), filled in by :class:`Report`."""
 
     unit: Unit
     path: PathVerdict
@@ -105,6 +107,7 @@ class WorkloadReport:
     converted: Converted | None = None
     policy: Options | None = None
     enrolment: Enrolment | None = None
+    pods_created: int | None = None
 
     @property
     def severity(self) -> int:
@@ -132,6 +135,7 @@ class WorkloadReport:
             "source": u.source,
             "notYetNamed": u.not_yet_named,
             "pods": list(u.pods),
+            "podsCreated": self.pods_created,
             "pools": list(self.pools),
             "outcome": self.outcome,
             "severity": self.severity,
@@ -191,15 +195,22 @@ class Report:
     not_listed: int = 0
     quotas: list[QuotaReport] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        objects = [u.obj for u in self.inventory.units]
+        for w in self.workloads:
+            w.pods_created = created_pods(w.unit, objects)
+
     def fails(self, level: str) -> bool:
         """True when some workload reaches ``--fail-on level``."""
         return any(w.fails(level) for w in self.workloads)
 
     def totals(self) -> dict[str, Any]:
-        """Workloads, pods, per path and outcome, risks, legacy devices asked for."""
+        """Workloads, the pods they create (``podsUnknown``: workloads whose count is not known),
+        per path and outcome, risks, legacy devices asked for."""
         return {
             "workloads": len(self.workloads),
-            "pods": sum(len(w.unit.pods) for w in self.workloads),
+            "pods": sum(w.pods_created or 0 for w in self.workloads),
+            "podsUnknown": sum(w.pods_created is None for w in self.workloads),
             "paths": {p: sum(w.path.path == p for w in self.workloads) for p in PATHS},
             "outcomes": dict(sorted(Counter(w.outcome for w in self.workloads).items())),
             "risks": sum(len(w.risks) for w in self.workloads) + sum(len(p.mixed_allocators) for p in self.pools),

@@ -13,7 +13,9 @@ of its row of :data:`PATH_OUTCOMES`):
     resource in requests only, an invalid quantity, a value with no DRA form), even when no
     count could be read from it.
 ``nothing-to-do``
-    no legacy device request with a count above zero (already DRA, or no GPU at all).
+    no legacy device request with a count above zero (already DRA, or no GPU at all), and none
+    left for the webhook outside a pod template (an Argo template's container, a TrainJob's
+    ``resourcesPerNode``: those need conversion, by the webhook).
 ``kep-5004``
     served as it is by the cluster's own extended-resource mapping (KEP-5004, the
     ``DRAExtendedResource`` gate: on by default from 1.36, :mod:`translate.report.served`): a
@@ -180,14 +182,14 @@ def _refused(facts: PathFacts) -> PathVerdict | None:
 
 
 def _no_request(facts: PathFacts) -> PathVerdict | None:
-    if facts.demands:
+    if facts.demands or any(f.outcome == "left-for-webhook" for f in facts.findings):
         return None
     zero = " (zero counts are dropped)" if any(f.outcome == "translated" for f in facts.findings) else ""
     return PathVerdict("nothing-to-do", "", f"no legacy device request{zero}")
 
 
 def _kep5004(facts: PathFacts) -> PathVerdict | None:
-    if facts.blockers:
+    if facts.blockers or not facts.demands:  # no demand read: a request outside any pod template
         return None
     resources = sorted({d.mapping.resource_name for d in facts.demands})
     served = ", ".join(f"{r} by DeviceClass {facts.classes[r]}" for r in resources)

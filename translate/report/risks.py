@@ -1,6 +1,6 @@
 """Risks the translation alone cannot see, per workload and per node (pure).
 
-    workload_risks(unit_obj, pod, demands, catalog, custom) -> [Risk]
+    workload_risks(unit_obj, pod, demands, catalog, custom, at) -> [Risk]
     mixed_allocator_nodes(nodes, slices, catalog) -> {node name: [legacy resources]}
 
 Codes (``Risk.code``):
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.plan.custom_resources import AT_POD, PodPath
 from dra_bridge.translate.plan.demand import ContainerDemand, containers, is_extended
 from dra_bridge.translate.plan.device_counts import parse_count
 
@@ -51,13 +52,13 @@ class Risk:
         return {"code": self.code, "path": self.path, "detail": self.detail}
 
 
-def _env_risks(spec: Mapping[str, Any], demands: Sequence[ContainerDemand], path: str) -> list[Risk]:
+def _env_risks(spec: Mapping[str, Any], demands: Sequence[ContainerDemand], at: PodPath) -> list[Risk]:
     out: list[Risk] = []
     counts: dict[tuple[str, int], int] = {}
     for d in demands:
         counts[(d.field, d.index)] = counts.get((d.field, d.index), 0) + d.count
     for fld, index, _role, c in containers(spec):
-        where = f"{path}spec.{fld}[{index}]"
+        where = f"spec.{fld}[{index}]"
         asks = counts.get((fld, index), 0)
         resources = c.get("resources") if isinstance(c.get("resources"), Mapping) else {}
         asks_any = any(
@@ -78,7 +79,7 @@ def _env_risks(spec: Mapping[str, Any], demands: Sequence[ContainerDemand], path
                 out.append(
                     Risk(
                         "gpu-count-in-env",
-                        f"{where}.env[{j}]",
+                        at(f"{where}.env[{j}]"),
                         f"{name} reads {ref.get('resource')} "
                         "through the downward API: 0 once the limit moves to a claim",
                     )
@@ -87,7 +88,7 @@ def _env_risks(spec: Mapping[str, Any], demands: Sequence[ContainerDemand], path
                 out.append(
                     Risk(
                         "visible-devices-by-hand",
-                        f"{where}.env[{j}]",
+                        at(f"{where}.env[{j}]"),
                         f"{name}={value} set without a device request: the container sees GPUs nobody allocated to it",
                     )
                 )
@@ -95,7 +96,7 @@ def _env_risks(spec: Mapping[str, Any], demands: Sequence[ContainerDemand], path
                 out.append(
                     Risk(
                         "gpu-count-in-env",
-                        f"{where}.env[{j}]",
+                        at(f"{where}.env[{j}]"),
                         f"{name}={value} copies the GPU count: keep it in step with the claim",
                     )
                 )
@@ -108,7 +109,7 @@ def _env_risks(spec: Mapping[str, Any], demands: Sequence[ContainerDemand], path
                 out.append(
                     Risk(
                         "gpu-count-in-env",
-                        f"{path}spec.volumes[{i}]",
+                        at(f"spec.volumes[{i}]"),
                         f"downwardAPI file {item.get('path')} reads {ref.get('resource')}: 0 once the limit "
                         "moves to a claim",
                     )
@@ -122,20 +123,20 @@ def workload_risks(
     demands: Sequence[ContainerDemand],
     catalog: Catalog,
     custom: bool,
-    path: str = "",
+    at: PodPath = AT_POD,
 ) -> list[Risk]:
-    """The risks of one planned pod template ``pod`` (found at ``path`` in ``obj``); ``demands``:
-    its legacy demands with a count above zero."""
+    """The risks of one planned pod template ``pod`` (``at``: where its values are in ``obj``);
+    ``demands``: its legacy demands with a count above zero."""
     spec = pod.get("spec") if isinstance(pod.get("spec"), Mapping) else {}
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     assert isinstance(spec, Mapping) and isinstance(meta, Mapping)
-    out = _env_risks(spec, demands, path)
+    out = _env_risks(spec, demands, at)
     if demands:
         if spec.get("nodeName"):
             out.append(
                 Risk(
                     "pinned-to-node",
-                    f"{path}spec.nodeName",
+                    at("spec.nodeName"),
                     f"pinned to {spec['nodeName']}: the scheduler never sees it, so no claim is allocated",
                 )
             )
@@ -143,7 +144,7 @@ def workload_risks(
             out.append(
                 Risk(
                     "operator-reads-limit",
-                    path or ".",
+                    at(""),
                     f"{obj.get('kind')}'s operator builds its pods "
                     "and may derive settings (process counts) from the GPU limit",
                 )
