@@ -354,14 +354,19 @@ def option_specs() -> tuple[OptionSpec, ...]:
     return _SPECS
 
 
+_POLICY_SPECS = tuple(s for s in _SPECS if s.policy_key)
+_RECORDED_SPECS = tuple(s for s in _SPECS if s.record_key)
+
+
 def policy_specs() -> tuple[OptionSpec, ...]:
     """The options the webhook policy sets, in field order."""
-    return tuple(s for s in _SPECS if s.policy_key)
+    return _POLICY_SPECS
 
 
 def recorded_specs() -> tuple[OptionSpec, ...]:
-    """The options a conversion record keeps, in field order."""
-    return tuple(s for s in _SPECS if s.record_key)
+    """The options a conversion record keeps, in field order (computed once: every admission
+    writes a record)."""
+    return _RECORDED_SPECS
 
 
 def flag_specs(command: Command) -> tuple[OptionSpec, ...]:
