@@ -23,6 +23,9 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --template-grace     DRA_WEBHOOK_TEMPLATE_GRACE      600 (seconds a managed template may stay unused)
     --reconcile-interval DRA_WEBHOOK_RECONCILE_INTERVAL  30 (seconds between reconciler passes)
     --log-level          DRA_WEBHOOK_LOG_LEVEL           INFO (DEBUG, INFO, WARNING or ERROR, any case; kube.logs)
+    --metrics-port       DRA_WEBHOOK_METRICS_PORT        (unset: /metrics on the HTTPS port) plain HTTP /metrics port
+
+and the connection limits of webhook.connection_limits (``--handshake-timeout`` ... ``--max-connections``).
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ import argparse
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
 from dra_bridge.kube.logs import level_number
 from dra_bridge.translate.names import normalize_api_version
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES
+from dra_bridge.webhook.connection_limits import CONNECTION_FLAGS, ConnectionLimits, limits_from
 from dra_bridge.webhook.errors import WebhookConfigError
 
 ENV_PREFIX = WEBHOOK_PREFIX
@@ -93,6 +97,10 @@ class Settings:
     """Seconds between template reconciler passes."""
     log_level: str = "INFO"
     """The lowest level logged (kube.logs.LEVELS, in any case)."""
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
+    """Timeouts and caps of every listening port (webhook.connection_limits)."""
+    metrics_port: int | None = None
+    """A plain-HTTP port serving only ``/metrics``; None: ``/metrics`` is on the HTTPS port."""
 
     @property
     def exempt_namespaces(self) -> frozenset[str]:
@@ -144,6 +152,8 @@ class Settings:
             raise WebhookConfigError(str(exc)) from exc
         if not 0 < port < 65536:
             raise WebhookConfigError(f"--port {port}: must be 1..65535")
+        metrics_port = _metrics_port(pick("metrics_port"), port)
+        connections = limits_from(given)
         if reload_interval <= 0 or deadline <= 0 or reconcile <= 0 or grace < 0:
             raise WebhookConfigError(
                 "--reload-interval, --template-deadline and --reconcile-interval must be positive, "
@@ -178,7 +188,21 @@ class Settings:
             template_grace=grace,
             reconcile_interval=reconcile,
             log_level=log_level,
+            connections=connections,
+            metrics_port=metrics_port,
         )
+
+
+def _metrics_port(raw: str | None, port: int) -> int | None:
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise WebhookConfigError(f"{FLAGS.twin('metrics_port')} {raw!r}: not a port number (1..65535)")
+    if int(raw) == port:
+        raise WebhookConfigError(
+            f"{FLAGS.twin('metrics_port')} {raw}: the HTTPS port (--port); leave it unset for that"
+        )
+    return int(raw)
 
 
 FLAGS = FlagTable(
@@ -221,6 +245,13 @@ FLAGS = FlagTable(
             "INFO",
             "LEVEL",
         ),
+        Flag(
+            "metrics_port",
+            "a plain-HTTP port serving only /metrics, which the HTTPS port then no longer serves",
+            "unset: /metrics on the HTTPS port",
+            "PORT",
+        ),
+        *CONNECTION_FLAGS,
     ),
 )
 """The ``serve`` flags and their ``DRA_WEBHOOK_`` twins (kube.flags)."""
