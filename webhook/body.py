@@ -1,7 +1,7 @@
 """An admission request's body: identity-encoded, bounded in size and in time.
 
     await read_body(request, timeout) -> bytes | Refusal
-    Refusal(status, message, headers)
+    Refusal(status, message, headers, close)
 
 - a ``Content-Encoding`` other than ``identity``: 415 with ``Accept-Encoding: identity``
   (RFC 7694), before a byte of the body is read; the API server never compresses what it
@@ -34,6 +34,8 @@ class Refusal:
     status: int
     message: str
     headers: Mapping[str, str] = field(default_factory=dict)
+    close: bool = False
+    """Answer with ``Connection: close`` (the rest of the body may still be on its way)."""
 
 
 async def read_body(request: web.Request, timeout: float) -> bytes | Refusal:
@@ -54,7 +56,7 @@ async def read_body(request: web.Request, timeout: float) -> bytes | Refusal:
                     return _too_large()
                 chunks.append(chunk)
     except TimeoutError:
-        return Refusal(408, f"the body did not arrive within {timeout:g} s", {"Connection": "close"})
+        return Refusal(408, f"the body did not arrive within {timeout:g} s", close=True)
     except (ConnectionError, web.RequestPayloadError) as exc:
         logger.info("client %s went away mid-body after %d bytes: %s", request.remote or "-", size, exc or type(exc))
         return Refusal(400, "the body ended early")

@@ -36,7 +36,7 @@ from dra_bridge.kube.observed import ApiHealth, ObservedApi
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.connection_limits import handler_args
-from dra_bridge.webhook.connections import ConnectionTracker, TrackedSite, install
+from dra_bridge.webhook.connections import ConnectionCollector, ConnectionTracker, TrackedSite, install
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.events import KubeAuditSink
 from dra_bridge.webhook.handler import Admitter
@@ -69,10 +69,11 @@ async def _api_version(settings: Settings, api: ApiServer) -> str:
         ) from exc
 
 
-async def _listen(runner: web.AppRunner, settings: Settings, port: int, tls: TlsReloader | None) -> None:
-    """Start a site whose connections the limits bound (TLS with ``tls``); WebhookConfigError
+async def _listen(
+    runner: web.AppRunner, settings: Settings, port: int, tls: TlsReloader | None, tracker: ConnectionTracker
+) -> None:
+    """Start a site whose connections ``tracker`` bounds (TLS with ``tls``); WebhookConfigError
     (one line) when the address cannot be bound."""
-    tracker = ConnectionTracker(settings.connections)
     try:
         await TrackedSite(runner, settings.host, port, tracker, tls.context if tls else None).start()
     except OSError as exc:
@@ -139,14 +140,17 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             metrics=settings.metrics_port is None,
         )
         runners = [_runner(app, settings)]
+        trackers = {"https": ConnectionTracker(settings.connections)}
         if settings.metrics_port is not None:
             runners.append(_runner(make_metrics_app(runtime), settings))
+            trackers["metrics"] = ConnectionTracker(settings.connections)
+        metrics.registry.register(ConnectionCollector(trackers))
         for runner in runners:
             await runner.setup()
         try:  # the background tasks stop (runner.cleanup) before the client closes
-            await _listen(runners[0], settings, settings.port, tls)
+            await _listen(runners[0], settings, settings.port, tls, trackers["https"])
             if settings.metrics_port is not None:
-                await _listen(runners[1], settings, settings.metrics_port, None)
+                await _listen(runners[1], settings, settings.metrics_port, None, trackers["metrics"])
                 logger.info("serving /metrics on http://%s:%d", settings.host, settings.metrics_port)
             logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
             stop = asyncio.Event()

@@ -4,6 +4,7 @@
     tracker = ConnectionTracker(limits)
     TrackedSite(runner, host, port, tracker, ssl_context).start()
     tracker.open / tracker.closed[reason]         connections open now; closed by this module, by why
+    ConnectionCollector({"https": tracker, ...})  their Prometheus metrics (below)
 
 A connection is in one phase at a time, each with its deadline (webhook.connection_limits):
 
@@ -17,6 +18,10 @@ At ``max_connections`` a newly accepted connection closes another one first (doc
 the oldest that has never completed a request head (handshake or header phase, no request yet),
 else the one idle or waiting longest between requests, else (every one busy) the new one itself.
 So connections that never send a request cannot lock out the API server's.
+
+Metrics, by ``port`` (``https``, ``metrics``): ``dra_webhook_connections{port, phase}`` (open now)
+and ``dra_webhook_connections_closed_total{port, reason}`` (closed here: ``handshake-timeout``,
+``header-timeout``, ``idle-timeout``, ``evicted``, ``refused``, ``shutdown``).
 
 The TLS layer is asyncio's own ``SSLProtocol``, created here (not by ``loop.create_server``) so
 that the module sees a connection from accept on, before its handshake, and can close it
@@ -32,11 +37,13 @@ import enum
 import math
 import ssl
 from asyncio.sslproto import SSLProtocol
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import cast
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from dra_bridge.webhook.connection_limits import ConnectionLimits
 
@@ -305,3 +312,28 @@ class TrackedSite(web.BaseSite):
     async def stop(self) -> None:
         await super().stop()
         self._tracker.abort_handshaking()
+
+
+class ConnectionCollector(Collector):
+    """Reads the trackers (by port name) at scrape time (module docstring)."""
+
+    def __init__(self, trackers: Mapping[str, ConnectionTracker]) -> None:
+        self.trackers = trackers
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        open_now = GaugeMetricFamily(
+            "dra_webhook_connections", "Connections open, by port and phase", labels=["port", "phase"]
+        )
+        closed = CounterMetricFamily(
+            "dra_webhook_connections_closed",
+            "Connections the webhook closed on a limit, by port and reason",
+            labels=["port", "reason"],
+        )
+        for port, tracker in sorted(self.trackers.items()):
+            phases = tracker.phases()
+            for phase in Phase:
+                open_now.add_metric([port, phase.value], phases[phase.value])
+            for reason, count in sorted(tracker.closed.items()):
+                closed.add_metric([port, reason], count)
+        yield open_now
+        yield closed

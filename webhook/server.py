@@ -49,6 +49,8 @@ def _mutate(mode: Mode, body_timeout: float) -> Callable[[web.Request], Coroutin
             admitter.metrics.requests.labels(mode, "bad-request").inc()
             refused = _json(body.status, {"error": body.message})
             refused.headers.update(body.headers)
+            if body.close:
+                refused.force_close()
             return refused
         status, answer = await admitter.handle(body, mode)
         return _json(status, answer)

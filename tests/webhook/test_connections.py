@@ -139,6 +139,12 @@ async def answer(stream: Stream) -> tuple[int, dict[str, str], bytes]:
     return status, headers, await reader.readexactly(int(headers.get("content-length", "0")))
 
 
+async def metrics(served: Served) -> str:
+    stream = await served.tls()
+    stream[1].write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    return (await answer(stream))[2].decode()
+
+
 REVIEW = body(make_admission_review(make_pod(gpus=1)))
 
 
@@ -162,7 +168,9 @@ async def test_a_connection_that_never_completes_its_headers_is_closed_after_the
         stream = await served.tls()
         stream[1].write(b"POST /mutate/enforce HTTP/1.1\r\nHost: x\r\n")  # a slowloris: the head never ends
         took = await closed_within(stream, 4)
+        exposed = await metrics(served)
     assert 0.4 < took < 3
+    assert 'dra_webhook_connections_closed_total{port="https",reason="header-timeout"} 1.0' in exposed
 
 
 async def test_an_idle_kept_alive_connection_is_closed_after_the_idle_timeout(tmp_path: Path) -> None:
@@ -206,6 +214,9 @@ async def test_at_the_cap_the_oldest_connection_without_a_request_head_is_closed
         await closed_within(hostile[0], 2)  # the oldest silent one made room
         assert await still_open(hostile[1]) and await still_open(hostile[2])
         assert await review_on(api_server) == 200  # the one that had sent a request was kept
+        exposed = await metrics(served)  # a fifth connection again: the oldest silent one goes
+    assert 'dra_webhook_connections_closed_total{port="https",reason="evicted"} 2.0' in exposed
+    assert 'dra_webhook_connections{phase="busy",port="https"} 1.0' in exposed
 
 
 async def test_at_the_cap_with_no_silent_connection_the_longest_idle_one_makes_room(tmp_path: Path) -> None:
