@@ -230,6 +230,21 @@ async def test_at_the_cap_with_no_silent_connection_the_longest_idle_one_makes_r
         assert await review_on(second) == 200
 
 
+async def test_at_the_cap_with_every_connection_mid_request_the_new_one_is_closed(tmp_path: Path) -> None:
+    async with serving(tmp_path, "--max-connections", "2") as served:
+        busy = [await served.tls(), await served.tls()]
+        for stream in busy:  # heads complete, bodies half sent: both mid-request
+            stream[1].write(post("/mutate/enforce", REVIEW[:100], f"Content-Length: {len(REVIEW)}"))
+            await stream[1].drain()
+        await asyncio.sleep(0.2)
+        newcomer = await served.tcp()
+        await closed_within(newcomer, 2)
+        for stream in busy:  # the requests in flight were left to finish
+            stream[1].write(REVIEW[100:])
+            status, _, text = await answer(stream)
+            assert status == 200, text
+
+
 async def test_half_open_connections_at_the_cap_do_not_lock_out_a_review(tmp_path: Path) -> None:
     async with serving(tmp_path, "--max-connections", "8") as served:
         for _ in range(20):
