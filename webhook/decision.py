@@ -171,13 +171,12 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
             _str(request.get("name")),
             f"dra-bridge: not a Pod ({clip(str(kind.get('kind')), 60)}): left unchanged",
         )
-    if request.get("operation") not in ("CREATE", None):
+    if request.get("operation") != "CREATE":
         return _ignored(uid, namespace, _str(request.get("name")))
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
         return _ignored(uid, namespace, "", "dra-bridge: the review carries no pod object: left unchanged")
     meta = _dict(obj.get("metadata"))
     spec = _dict(obj.get("spec"))
-    namespace = namespace or _str(meta.get("namespace"))
     name = _str(meta.get("name")) or (_str(meta.get("generateName")) + "*" if meta.get("generateName") else "")
     name = name or _str(request.get("name"))
     owner = _controller(meta)
