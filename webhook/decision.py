@@ -32,6 +32,7 @@ from dra_bridge.translate.plan.cluster_state import QuotaKeys, held_back
 from dra_bridge.translate.plan.pod_plan import plan_pod
 from dra_bridge.translate.plan.stay_legacy import CLUSTER_STATE
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES, OnError, Policy, Subject, policy_remedy
+from dra_bridge.webhook.events import postable_owner
 from dra_bridge.webhook.patch import PatchMemo, diff
 from dra_bridge.webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
 
@@ -182,6 +183,7 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
     owner = _controller(meta)
     labels = {str(k): str(v) for k, v in _dict(meta.get("labels")).items()}
     subject = Subject(namespace, labels, _str(owner.get("kind")) if owner else "", _str(spec.get("schedulerName")))
+    event_owner = postable_owner(owner)  # Events only about what can own a pod, as the review names it
     settings = ctx.policy.settings_for(subject)
     if namespace in ctx.exempt_namespaces or not settings.convert:
         return Decision(Answer(uid), LogEntry("off", namespace, name))
@@ -216,8 +218,8 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
         # audit mode: the owner's Event too (a controller's pod warnings reach nobody)
         event = (
             None
-            if mode != "audit" or not owner or dry_run
-            else AuditEvent(namespace, owner, clip(f"dra-bridge audit: pod {name} stays legacy: {reasons}", 1000))
+            if mode != "audit" or not event_owner or dry_run
+            else AuditEvent(namespace, event_owner, clip(f"dra-bridge audit: pod {name} stays legacy: {reasons}", 1000))
         )
         return Decision(
             Answer(uid, warnings=warnings, audit=audit),
@@ -238,9 +240,11 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
         warnings = (f"dra-bridge (audit): would {summary}", *warnings)[:MAX_WARNINGS]
         event = (
             None
-            if not owner or dry_run
+            if not event_owner or dry_run
             else AuditEvent(
-                namespace, owner, f"dra-bridge audit: pod {name} would {summary}; " + "; ".join(warnings[1:])[:600]
+                namespace,
+                event_owner,
+                f"dra-bridge audit: pod {name} would {summary}; " + "; ".join(warnings[1:])[:600],
             )
         )
         return Decision(
