@@ -100,6 +100,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             node_mode=view.node_mode,
             quota_keys=view.quota_keys,
             exempt_namespaces=settings.exempt_namespaces,
+            enrolment=settings.enrolment,
+            namespace_labels=view.namespace_labels,
         )
         runtime.watch_cluster(view, health)
         runtime.check_files()
