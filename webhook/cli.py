@@ -80,7 +80,13 @@ async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -
 
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); raises WebhookConfigError on bad startup settings."""
-    tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file, settings.ca_bundle, settings.service_name)
+    tls = TlsReloader(
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        settings.ca_bundle,
+        settings.service_name,
+        client_ca=settings.client_ca_file,
+    )
     policy = watch_policy(settings.policy_file) if settings.policy_file else None
     catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
     client = await _connect(settings)

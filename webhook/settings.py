@@ -27,6 +27,7 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --opt-out-label      DRA_WEBHOOK_OPT_OUT_LABEL       dra-bridge.io/webhook-opt-out (webhook.optOutLabel)
     --paths              DRA_WEBHOOK_PATHS               audit,enforce (the registration's entries: webhook.*.enabled)
     --audit-all-namespaces DRA_WEBHOOK_AUDIT_ALL_NAMESPACES false (webhook.audit.allNamespaces)
+    --client-ca-file     DRA_WEBHOOK_CLIENT_CA_FILE      (any caller) callers must present a certificate it signed
 
 The last four are the settings the chart renders into each entry's namespaceSelector: the
 webhook acts only for a namespace they enrol on the path served (``Settings.enrolment``,
@@ -113,6 +114,9 @@ class Settings:
     """The registration's entries (``webhook.audit.enabled``, ``webhook.enforce.enabled``)."""
     audit_all_namespaces: bool = False
     """``/mutate/audit`` enrols every namespace but the excluded (``webhook.audit.allNamespaces``)."""
+    client_ca_file: Path | None = None
+    """PEM CAs: every caller must present a client certificate one of them signed (the TLS
+    handshake fails otherwise); None: any caller."""
 
     @property
     def enrolment(self) -> EnrolmentSettings:
@@ -213,6 +217,7 @@ class Settings:
             template_grace=grace,
             reconcile_interval=reconcile,
             log_level=log_level,
+            client_ca_file=path("client_ca_file"),
             **enrolment,
         )
 
@@ -259,6 +264,13 @@ FLAGS = FlagTable(
             "is 503; leave unset for a url registration on loopback",
             "not checked",
             "NAME",
+        ),
+        Flag(
+            "client_ca_file",
+            "PEM CAs: callers must present a client certificate one of them signed (the API server's "
+            "AdmissionConfiguration kubeConfigFile), or the TLS handshake fails; reloaded with the pair",
+            "any caller",
+            "FILE",
         ),
         Flag("policy", "policy YAML, hot-reloaded", "built-in defaults", "FILE"),
         Flag("catalog", "user catalog YAML extending the shipped one", "the shipped catalog only", "FILE"),
