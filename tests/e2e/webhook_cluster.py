@@ -73,12 +73,13 @@ def start_webhook(
     kubeconfig: Path | None = None,
     name: str = "",
     mode_label: str = MODE_LABEL,
-    extra: tuple[str, ...] = (),
+    client_auth: tuple[Path, Path, Path] | None = None,
 ) -> Webhook:
     """A ``dra-webhook serve`` subprocess, once its /readyz answers 200 (cluster-admin unless
     ``kubeconfig`` names another identity; ``name`` tells its log apart; it acts for namespaces
     labelled ``<mode_label>=enforce`` or ``=audit``, as its registration's selectors must say;
-    ``extra``: more flags)."""
+    ``client_auth``: (CA, certificate, key): the webhook gets ``--client-ca-file CA``, and its
+    readiness is asked with the certificate)."""
     port = free_port()
     log = workdir / f"webhook-{name or api_version.rsplit('/', 1)[-1]}.log"
     fh = log.open("wb")  # the child holds its own copy: ours closes below
@@ -109,7 +110,7 @@ def start_webhook(
             "127.0.0.1",
             "--namespace-label",
             mode_label,
-            *extra,
+            *(("--client-ca-file", str(client_auth[0])) if client_auth else ()),
         ],
         cwd=REPO_ROOT,
         stdout=fh,
@@ -118,6 +119,8 @@ def start_webhook(
     )
     fh.close()
     ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
+    if client_auth is not None:
+        ctx.load_cert_chain(str(client_auth[1]), str(client_auth[2]))
     deadline = time.monotonic() + 30
     while True:
         try:
