@@ -65,6 +65,7 @@ class TlsReloader:
         self._digest = b""
         self.client_ca = client_ca
         self._client_ca_digest = b""
+        self._client_ca_refused = ""
         if client_ca is not None:
             self.context.verify_mode = ssl.CERT_REQUIRED
             if not self._load_client_ca():
@@ -82,17 +83,21 @@ class TlsReloader:
             return self._refuse(f"client CA {self.client_ca}: cannot read: {exc.strerror or exc}")
         digest = hashlib.sha256(pem).digest()
         if digest == self._client_ca_digest:
-            return not self.error.startswith(f"client CA {self.client_ca}")
+            if self._client_ca_refused and not self.error:  # a new pair loaded since: still say it
+                self.error = self._client_ca_refused
+            return not self._client_ca_refused
         try:
             text = pem.decode("ascii")
             ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(cadata=text)  # proven first
             self.context.load_verify_locations(cadata=text)
         except (ssl.SSLError, ValueError) as exc:
             self._client_ca_digest = digest
-            return self._refuse(f"client CA {self.client_ca}: no PEM CA certificate loads ({exc})")
+            self._client_ca_refused = f"client CA {self.client_ca}: no PEM CA certificate loads ({exc})"
+            return self._refuse(self._client_ca_refused)
         self._client_ca_digest = digest
-        if self.error.startswith("client CA "):
+        if self._client_ca_refused and self.error == self._client_ca_refused:
             self.error = ""  # fixed: the pair in force never changed
+        self._client_ca_refused = ""
         logger.info("client CA %s loaded: callers must present a certificate it signed", self.client_ca)
         return True
 

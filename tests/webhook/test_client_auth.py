@@ -120,3 +120,21 @@ def test_the_flag_sets_the_client_ca() -> None:
     assert Settings.from_args([*argv, "--client-ca-file=/etc/ca.crt"], {}).client_ca_file == Path("/etc/ca.crt")
     assert Settings.from_args(argv, {"DRA_WEBHOOK_CLIENT_CA_FILE": "/x"}).client_ca_file == Path("/x")
     assert Settings.from_args(argv, {}).client_ca_file is None
+
+
+def test_a_bad_client_ca_file_stays_reported_across_a_new_serving_pair(callers: Callers, tmp_path: Path) -> None:
+    client_ca, cert, key = tmp_path / "ca.crt", tmp_path / "tls.crt", tmp_path / "tls.key"
+    shutil.copy(callers.ca.cert_file, client_ca)
+    shutil.copy(callers.serving.cert, cert)
+    shutil.copy(callers.serving.key, key)
+    tls = TlsReloader(cert, key, client_ca=client_ca)
+    client_ca.write_text("broken\n")
+    tls.check()
+    assert "client CA" in tls.error
+    rotated = write_certs(tmp_path / "rotated", "dra", "webhook", ("127.0.0.1",))
+    shutil.copy(rotated.cert, cert)
+    shutil.copy(rotated.key, key)
+    assert tls.check() and "client CA" in tls.error  # the pair loaded; the CA file is still refused
+    shutil.copy(callers.ca.cert_file, client_ca)
+    tls.check()
+    assert tls.error == ""
