@@ -7,7 +7,7 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
 - the loop and its decisions: ``agent`` (one tick: record in legacy mode, publish in DRA mode),
   ``interlocks`` (pure hand-over decisions, docs/design.md D6), ``publisher`` (the ResourceSlice
   reconciler, docs/design.md D17), ``node_condition`` (the prepared-claim condition and its
-  heartbeat, pure, docs/design.md D28), ``access`` (the API calls it makes);
+  heartbeat, pure, docs/design.md D29), ``access`` (the API calls it makes);
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
   (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
@@ -17,7 +17,7 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
   protos and stubs), ``registration`` (the plugin-watcher server), ``plugin`` (NodePrepare /
   NodeUnprepare), ``claims`` (preparing and unpreparing claims), ``checkpoint`` (the prepared
   claims), ``checkpoint_gc`` and ``claim_collector`` (collecting entries whose claim is gone: the
-  pure rule, docs/design.md D29, and its reads), ``health_stream`` and ``device_health`` (device
+  pure rule, docs/design.md D30, and its reads), ``health_stream`` and ``device_health`` (device
   health for the kubelet),
   ``node_plugin`` (starting and stopping the plugin: the DRA service, then registration);
 - plumbing: ``unixgrpc`` (a gRPC channel on a unix socket), ``atomic`` (atomic file writes),

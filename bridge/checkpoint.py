@@ -19,7 +19,7 @@ back to looking them up). Written atomically (:mod:`bridge.atomic`); a
 missing file is an empty checkpoint; an unreadable one raises :class:`CheckpointError` and is
 never overwritten.
 
-Versions (docs/design.md D28): a reader accepts ``v1`` of any ``minor`` (a minor only adds
+Versions (docs/design.md D29): a reader accepts ``v1`` of any ``minor`` (a minor only adds
 optional fields) and keeps every field it does not know, at the top level, per claim and per
 device, writing them back unchanged, with the larger of its own minor and the file's: an agent
 rolled back to an older image never strips what a newer one recorded. Any other apiVersion is

@@ -1,4 +1,4 @@
-"""Which checkpoint entries to collect, pure: facts in, a decision out (docs/design.md D29).
+"""Which checkpoint entries to collect, pure: facts in, a decision out (docs/design.md D30).
 
     usage = pod_resources_usage(list_json)                     PodResources ``List`` -> what containers use
     check = to_check(entries, usage)                           the claims worth an API read

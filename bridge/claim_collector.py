@@ -1,5 +1,5 @@
 """Collecting checkpoint entries whose claim is gone: the reads and the unprepare around the pure
-rule of :mod:`bridge.checkpoint_gc` (docs/design.md D29).
+rule of :mod:`bridge.checkpoint_gc` (docs/design.md D30).
 
     collector = ClaimCollector(grace, lock)
     collected = await collector.tick(preparer, kubelet, api, claim_version, now)   -> labels of collected claims

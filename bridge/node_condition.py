@@ -2,7 +2,7 @@
 
     condition_update(current, count, unreadable, now)   -> the condition to write, or None
 
-What it says (docs/bridge.md "The prepared-claim condition"; docs/design.md D28):
+What it says (docs/bridge.md "The prepared-claim condition"; docs/design.md D29):
 
 | checkpoint | status | reason | message |
 |---|---|---|---|

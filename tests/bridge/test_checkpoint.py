@@ -1,6 +1,6 @@
 """The prepared-claim checkpoint's versioning: ``checkpoint.dra-bridge.io/v1`` of any ``minor`` is
 read, fields this reader does not know (top level, per claim, per device) are written back
-unchanged, and any other apiVersion is unreadable, never an empty checkpoint (docs/design.md D28)."""
+unchanged, and any other apiVersion is unreadable, never an empty checkpoint (docs/design.md D29)."""
 
 from __future__ import annotations
 

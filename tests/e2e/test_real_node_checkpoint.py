@@ -1,6 +1,6 @@
 """The agent's prepared-claim checkpoint on the real node (``bridge_node.py``, ``realnode.py``):
 an unreadable checkpoint is an unknown count, not zero, and entries whose claim is gone are
-collected (docs/design.md D28, D29).
+collected (docs/design.md D29, D30).
 
 The agent starts on a checkpoint of a newer, unknown apiVersion (an image rolled back): the Node
 condition says Unknown / CheckpointUnreadable (never status False with 0, the guide's gate),
