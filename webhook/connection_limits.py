@@ -12,7 +12,7 @@
     --body-timeout                DRA_WEBHOOK_BODY_TIMEOUT                  10 (seconds for a request body)
     --idle-timeout                DRA_WEBHOOK_IDLE_TIMEOUT                  60 (seconds kept alive with no request)
     --max-requests-per-connection DRA_WEBHOOK_MAX_REQUESTS_PER_CONNECTION   1000
-    --max-connections             DRA_WEBHOOK_MAX_CONNECTIONS               256 (per port; docs/design.md D28)
+    --max-connections             DRA_WEBHOOK_MAX_CONNECTIONS               256 (per port; docs/design.md D31)
 
 The sizes of a request head are constants (:data:`MAX_HEADERS` fields of at most
 :data:`MAX_FIELD_BYTES`, a request line of at most :data:`MAX_LINE_BYTES`), so one connection
@@ -50,7 +50,7 @@ class ConnectionLimits:
     max_requests: int = 1000
     """Requests on one connection; the last one is answered with ``Connection: close``."""
     max_connections: int = 256
-    """Connections open at once on one port; at the cap a new one closes another (docs/design.md D28)."""
+    """Connections open at once on one port; at the cap a new one closes another (docs/design.md D31)."""
 
 
 def _number(raw: str, kind: type[int] | type[float], flag: str) -> float:

@@ -14,7 +14,7 @@ A connection is in one phase at a time, each with its deadline (webhook.connecti
     busy       a request is being read and answered      (the body: webhook.body, body_timeout)
     idle       kept alive between requests               idle_timeout, from the last answer
 
-At ``max_connections`` a newly accepted connection closes another one first (docs/design.md D28):
+At ``max_connections`` a newly accepted connection closes another one first (docs/design.md D31):
 the oldest that has never completed a request head (handshake or header phase, no request yet),
 else the one idle or waiting longest between requests, else (every one busy) the new one itself.
 So connections that never send a request cannot lock out the API server's.
@@ -217,7 +217,7 @@ class ConnectionTracker:
         return _TlsLayer(self.loop, conn, context, self.limits.handshake_timeout)
 
     def admit(self, conn: _Connection) -> bool:
-        """Track ``conn``; at the cap, first close another one; False when none may be (D28)."""
+        """Track ``conn``; at the cap, first close another one; False when none may be (D31)."""
         if len(self._conns) >= self.limits.max_connections:
             victim = self._victim()
             if victim is None:

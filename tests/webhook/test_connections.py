@@ -1,5 +1,5 @@
 """Bounded connections of a real ``dra-webhook serve`` over HTTPS: every phase times out, and at
-the connection cap the oldest connection without a request head makes room (docs/design.md D28)."""
+the connection cap the oldest connection without a request head makes room (docs/design.md D31)."""
 
 from __future__ import annotations
 
