@@ -35,13 +35,15 @@ from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
+from dra_bridge.webhook.connection_limits import handler_args
+from dra_bridge.webhook.connections import ConnectionCollector, ConnectionTracker, TrackedSite, install
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.events import KubeAuditSink
 from dra_bridge.webhook.handler import Admitter
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.reconciler import Reconciler
 from dra_bridge.webhook.runtime import Runtime, watch_catalog, watch_policy
-from dra_bridge.webhook.server import Background, make_app, reload_loop
+from dra_bridge.webhook.server import Background, make_app, make_metrics_app, reload_loop
 from dra_bridge.webhook.settings import Settings
 from dra_bridge.webhook.templates import KubeTemplateEnsurer
 from dra_bridge.webhook.tls import TlsReloader
@@ -67,14 +69,19 @@ async def _api_version(settings: Settings, api: ApiServer) -> str:
         ) from exc
 
 
-async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -> None:
-    """Start the HTTPS site; WebhookConfigError (one line) when the address cannot be bound."""
+async def _listen(
+    runner: web.AppRunner, settings: Settings, port: int, tls: TlsReloader | None, tracker: ConnectionTracker
+) -> None:
+    """Start a site whose connections ``tracker`` bounds (TLS with ``tls``); WebhookConfigError
+    (one line) when the address cannot be bound."""
     try:
-        await web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context).start()
+        await TrackedSite(runner, settings.host, port, tracker, tls.context if tls else None).start()
     except OSError as exc:
         why = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        flag = "--port" if tls else "--metrics-port"
+        twin = flag[2:].replace("-", "_").upper()
         raise WebhookConfigError(
-            f"--host/--port {settings.host}:{settings.port}: cannot listen: {why} (DRA_WEBHOOK_HOST / DRA_WEBHOOK_PORT)"
+            f"--host/{flag} {settings.host}:{port}: cannot listen: {why} (DRA_WEBHOOK_HOST / DRA_WEBHOOK_{twin})"
         ) from exc
 
 
@@ -133,11 +140,26 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
                 interval=settings.reconcile_interval,
             ),
         ]
-        app = make_app(runtime, admitter, background)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
+        app = make_app(
+            runtime,
+            admitter,
+            background,
+            body_timeout=settings.connections.body_timeout,
+            metrics=settings.metrics_port is None,
+        )
+        runners = [_runner(app, settings)]
+        trackers = {"https": ConnectionTracker(settings.connections)}
+        if settings.metrics_port is not None:
+            runners.append(_runner(make_metrics_app(runtime), settings))
+            trackers["metrics"] = ConnectionTracker(settings.connections)
+        metrics.registry.register(ConnectionCollector(trackers))
+        for runner in runners:
+            await runner.setup()
         try:  # the background tasks stop (runner.cleanup) before the client closes
-            await _listen(runner, settings, tls)
+            await _listen(runners[0], settings, settings.port, tls, trackers["https"])
+            if settings.metrics_port is not None:
+                await _listen(runners[1], settings, settings.metrics_port, None, trackers["metrics"])
+                logger.info("serving /metrics on http://%s:%d", settings.host, settings.metrics_port)
             logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
@@ -148,9 +170,17 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
                 ready.set()
             await stop.wait()
         finally:
-            await runner.cleanup()
+            for runner in reversed(runners):
+                await runner.cleanup()
     finally:
         await client.close()
+
+
+def _runner(app: web.Application, settings: Settings) -> web.AppRunner:
+    """A runner whose request handlers keep the limits' sizes and idle timeout; its middleware
+    tells the connection tracker where requests begin and end."""
+    install(app)
+    return web.AppRunner(app, access_log=None, handle_signals=False, **handler_args(settings.connections))
 
 
 def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -32,6 +32,10 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
 The last four are the settings the chart renders into each entry's namespaceSelector: the
 webhook acts only for a namespace they enrol on the path served (``Settings.enrolment``,
 ``translate/enrolment.py``, docs/design.md D28), so the chart passes them from the same values.
+
+Then ``--metrics-port`` (``DRA_WEBHOOK_METRICS_PORT``; unset: ``/metrics`` on the HTTPS port), a
+plain-HTTP port serving ``/metrics`` alone, and the connection limits of webhook.connection_limits
+(``--handshake-timeout`` ... ``--max-connections``).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import os
 import re
 import socket
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +54,7 @@ from dra_bridge.kube.logs import level_number
 from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.names import WEBHOOK_MODE_LABEL, WEBHOOK_OPT_OUT_LABEL, normalize_api_version
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES
+from dra_bridge.webhook.connection_limits import CONNECTION_FLAGS, ConnectionLimits, limits_from
 from dra_bridge.webhook.errors import WebhookConfigError
 
 ENV_PREFIX = WEBHOOK_PREFIX
@@ -105,6 +110,10 @@ class Settings:
     """Seconds between template reconciler passes."""
     log_level: str = "INFO"
     """The lowest level logged (kube.logs.LEVELS, in any case)."""
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
+    """Timeouts and caps of every listening port (webhook.connection_limits)."""
+    metrics_port: int | None = None
+    """A plain-HTTP port serving only ``/metrics``; None: ``/metrics`` is on the HTTPS port."""
     namespace_label: str = WEBHOOK_MODE_LABEL
     """The namespace label whose value (``enforce``, ``audit``) enrols a namespace (the chart's
     ``webhook.namespaceLabel``)."""
@@ -181,6 +190,8 @@ class Settings:
             raise WebhookConfigError(str(exc)) from exc
         if not 0 < port < 65536:
             raise WebhookConfigError(f"--port {port}: must be 1..65535")
+        metrics_port = _metrics_port(pick("metrics_port"), port)
+        connections = limits_from(given)
         if reload_interval <= 0 or deadline <= 0 or reconcile <= 0 or grace < 0:
             raise WebhookConfigError(
                 "--reload-interval, --template-deadline and --reconcile-interval must be positive, "
@@ -218,6 +229,8 @@ class Settings:
             reconcile_interval=reconcile,
             log_level=log_level,
             client_ca_file=path("client_ca_file"),
+            connections=connections,
+            metrics_port=metrics_port,
             **enrolment,
         )
 
@@ -243,6 +256,18 @@ def _enrolment_values(pick: Callable[[str], str | None]) -> dict[str, Any]:
         raise WebhookConfigError(f"{FLAGS.twin('audit_all_namespaces')} {raw!r}: true or false")
     out["audit_all_namespaces"] = raw == "true"
     return out
+
+
+def _metrics_port(raw: str | None, port: int) -> int | None:
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise WebhookConfigError(f"{FLAGS.twin('metrics_port')} {raw!r}: not a port number (1..65535)")
+    if int(raw) == port:
+        raise WebhookConfigError(
+            f"{FLAGS.twin('metrics_port')} {raw}: the HTTPS port (--port); leave it unset for that"
+        )
+    return int(raw)
 
 
 FLAGS = FlagTable(
@@ -318,6 +343,13 @@ FLAGS = FlagTable(
             "false",
             "BOOL",
         ),
+        Flag(
+            "metrics_port",
+            "a plain-HTTP port serving only /metrics, which the HTTPS port then no longer serves",
+            "unset: /metrics on the HTTPS port",
+            "PORT",
+        ),
+        *CONNECTION_FLAGS,
     ),
 )
 """The ``serve`` flags and their ``DRA_WEBHOOK_`` twins (kube.flags)."""
