@@ -56,6 +56,12 @@ def test_invalid_policy_is_refused_naming_the_key(text: str, key: str) -> None:
         load_policy(text, "policy.yaml")
 
 
+def test_a_policy_nesting_deeper_than_the_limit_is_refused_naming_the_key() -> None:
+    text = "rules: [{match: {namespaces: " + "[" * 30 + "]" * 30 + "}}]"
+    with pytest.raises(PolicyError, match=r"policy.yaml: rules\[0\]\.match\.namespaces(\[0\])+: nests deeper than 20"):
+        load_policy(text, "policy.yaml")
+
+
 def test_first_matching_rule_overrides_the_defaults() -> None:
     policy = load_policy(
         """
