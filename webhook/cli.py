@@ -6,8 +6,11 @@
 
 Exit codes: 0 clean shutdown (certs: files written), 1 a configuration error (one line
 naming the setting or flag, e.g. a ``certs --namespace`` that is not a DNS label, an
-``--ip`` that is not an address, ``--days`` not a positive integer) or a usage error (an
-unknown or missing flag: kube.flags.EXIT_USAGE, the same in every command).
+``--ip`` that is not an address, ``--days`` not a positive integer, a TLS pair that does not
+load) or a usage error (an unknown or missing flag: kube.flags.EXIT_USAGE, the same in every
+command). A policy or catalog file that does not load is not an exit: ``serve`` logs one line,
+serves unready (``/readyz`` 503 naming the file and the key) and re-reads the file until it
+loads (webhook.runtime).
 """
 
 from __future__ import annotations
@@ -81,8 +84,9 @@ async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); raises WebhookConfigError on bad startup settings."""
     tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file, settings.ca_bundle, settings.service_name)
-    policy = watch_policy(settings.policy_file) if settings.policy_file else None
-    catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
+    # A bad policy or catalog does not stop the start: the webhook serves unready and re-reads it.
+    policy = watch_policy(settings.policy_file, strict=False) if settings.policy_file else None
+    catalog = watch_catalog(settings.catalog_file, strict=False) if settings.catalog_file else None
     client = await _connect(settings)
     try:
         api_version = await _api_version(settings, ApiServer(client))
