@@ -2,7 +2,7 @@
 
     dra-webhook [serve] [flags]                       serve the webhook (default; see webhook.settings)
     dra-webhook --version                             the installed version
-    dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N]
+    dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N] [--force]
 
 Exit codes: 0 clean shutdown (certs: files written), 1 a configuration error (one line
 naming the setting or flag, e.g. a ``certs --namespace`` that is not a DNS label, an
@@ -187,6 +187,11 @@ def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help="days both certificates stay valid, a positive integer (default: 365)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing DIR/ca.key (refused otherwise: the caBundle and every pair it signed change)",
+    )
 
 
 def _certs(ns: argparse.Namespace) -> int:
@@ -202,7 +207,7 @@ def _certs(ns: argparse.Namespace) -> int:
                 f"--days {ns.days!r} must be a positive integer (days the certificates stay valid)"
             ) from None
         try:
-            paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days)
+            paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days, replace_ca=ns.force)
         except OSError as exc:
             raise WebhookConfigError(f"--out {ns.out}: cannot write the certificates: {exc.strerror or exc}") from exc
     except WebhookConfigError as exc:
