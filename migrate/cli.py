@@ -8,6 +8,8 @@ Exit codes (``migrate.errors``; documented in README and MIGRATION.md):
     2  ``simulate``: some claim is not allocated (migrate.simulate_cmd)
     3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists (``report``: a
        workload reaches LEVEL, migrate.report_cmd)
+  141  standard output was closed before everything was written (a pipe into ``head``): nothing
+       is printed (kube.streams.EXIT_CLOSED_OUTPUT)
 
 :func:`main` takes its streams as arguments (the process's by default), so tests run the
 command line in process.
@@ -27,6 +29,7 @@ from typing import Any, TextIO
 from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.kube.logs import LEVELS, escape, level_number
 from dra_bridge.kube.logs import configure as configure_logs
+from dra_bridge.kube.streams import guarded, standard_streams
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
 from dra_bridge.migrate.option_flags import add_option_flags, option_values
@@ -300,11 +303,15 @@ def main(
 
     ``argv`` defaults to ``sys.argv[1:]`` and the streams to the process's (looked up at the
     call, so pytest's capture sees them). Nothing here exits the process: ``--help`` and
-    usage errors return 0 and 1 like every other outcome.
+    usage errors return 0 and 1 like every other outcome; a closed or broken stdout returns
+    ``kube.streams.EXIT_CLOSED_OUTPUT`` (141) without a word.
     """
     stdin = sys.stdin if stdin is None else stdin
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
+    out, err = standard_streams(stdout, stderr)
+    return guarded(lambda: _run(argv, stdin, out, err), out)  # a closed stdout: EXIT_CLOSED_OUTPUT, quietly
+
+
+def _run(argv: Sequence[str] | None, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     try:
         with redirect_stdout(stdout), redirect_stderr(stderr):  # argparse prints to sys.stdout/sys.stderr
             args = _parser().parse_args(argv)

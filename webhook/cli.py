@@ -8,9 +8,10 @@ Exit codes: 0 clean shutdown (certs: files written), 1 a configuration error (on
 naming the setting or flag, e.g. a ``certs --namespace`` that is not a DNS label, an
 ``--ip`` that is not an address, ``--days`` not a positive integer, a TLS pair that does not
 load) or a usage error (an unknown or missing flag: kube.flags.EXIT_USAGE, the same in every
-command). A policy or catalog file that does not load is not an exit: ``serve`` logs one line,
-serves unready (``/readyz`` 503 naming the file and the key) and re-reads the file until it
-loads (webhook.runtime).
+command); 141 when standard output was closed before everything was written (a pipe into
+``head``; kube.streams), printing nothing. A policy or catalog file that does not load is not
+an exit: ``serve`` logs one line, serves unready (``/readyz`` 503 naming the file and the key)
+and re-reads the file until it loads (webhook.runtime).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from aiohttp import web
 
@@ -36,6 +38,7 @@ from dra_bridge.kube.flags import Parser
 from dra_bridge.kube.logs import LEVELS, escape
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
+from dra_bridge.kube.streams import guarded, standard_streams
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.errors import WebhookConfigError
@@ -194,7 +197,7 @@ def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
 
-def _certs(ns: argparse.Namespace) -> int:
+def _certs(ns: argparse.Namespace, out: TextIO) -> int:
     try:
         try:
             configure_logs(ns.log_level)
@@ -213,7 +216,7 @@ def _certs(ns: argparse.Namespace) -> int:
     except WebhookConfigError as exc:
         sys.stderr.write(f"dra-webhook certs: error: {escape(str(exc))}\n")
         return 1
-    sys.stdout.write(
+    out.write(
         f"wrote {paths.ca_cert} (the caBundle) {paths.cert} {paths.key} (serving pair) "
         f"{paths.ca_key} (the CA key: keep it private)\n"
     )
@@ -221,13 +224,18 @@ def _certs(ns: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point; returns the exit code (a closed or broken stdout: kube.streams.EXIT_CLOSED_OUTPUT)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    out, _ = standard_streams(None, None)
+    return guarded(lambda: _main(args, out), out)
+
+
+def _main(args: list[str], out: TextIO) -> int:
     configure_logs("INFO")  # until the settings say otherwise: a configuration error is logged
     if args[:1] == ["certs"]:
         parser: argparse.ArgumentParser = Parser(prog="dra-webhook")
         _certs_parser(parser.add_subparsers(dest="command"))
-        return _certs(parser.parse_args(args))
+        return _certs(parser.parse_args(args), out)
     if args[:1] == ["serve"]:
         args = args[1:]
     try:
