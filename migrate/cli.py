@@ -18,6 +18,7 @@ command line in process.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import re
 import sys
@@ -306,7 +307,7 @@ def main(
     usage errors return 0 and 1 like every other outcome; a closed or broken stdout returns
     ``kube.streams.EXIT_CLOSED_OUTPUT`` (141) without a word.
     """
-    stdin = sys.stdin if stdin is None else stdin
+    stdin = (sys.stdin or io.StringIO()) if stdin is None else stdin  # a closed stdin reads as empty
     out, err = standard_streams(stdout, stderr)
     return guarded(lambda: _run(argv, stdin, out, err), out)  # a closed stdout: EXIT_CLOSED_OUTPUT, quietly
 
@@ -333,6 +334,15 @@ def _run(argv: Sequence[str] | None, stdin: TextIO, stdout: TextIO, stderr: Text
         return EXIT_ERROR
     except (MigrateError, TranslateError) as exc:
         stderr.write(f"dra-migrate: error: {escape(str(exc))}\n")  # file names and values the caller gave, escaped
+        return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # a closed stdout: kube.streams.guarded
+    except Exception as exc:  # a bug: still one line, never a traceback (the traceback at DEBUG)
+        logging.getLogger("dra_bridge.migrate").debug("internal error", exc_info=True)
+        stderr.write(
+            f"dra-migrate: error: internal error: {type(exc).__name__}: {escape(str(exc))} (a bug: "
+            "--log-level DEBUG shows the traceback; please report it)\n"
+        )
         return EXIT_ERROR
     finally:  # main runs in process (tests): leave no handler on a stream the caller may close
         logging.getLogger().removeHandler(handler)

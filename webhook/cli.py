@@ -247,6 +247,12 @@ def _main(args: list[str], out: TextIO) -> int:
         return 1
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:
+        raise  # a closed stdout: kube.streams.guarded
+    except Exception as exc:  # a bug: still one line, never a traceback (the traceback at DEBUG)
+        logger.debug("internal error", exc_info=True)
+        logger.error("internal error: %s: %s (a bug: --log-level DEBUG shows the traceback)", type(exc).__name__, exc)
+        return 1
     return 0
 
 

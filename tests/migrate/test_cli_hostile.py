@@ -127,3 +127,15 @@ def test_yaml_aliases_are_bounded_per_input_not_per_document(tmp_path: Path) -> 
     code, out, err = run("convert", "-f", str(many), "-o", "json")
     assert code == EXIT_ERROR and out == ""
     assert f"{many}: expands to more than" in err and "aliases" in err and err.count("\n") == 1, err
+
+
+def test_an_unexpected_error_is_one_line_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dra_bridge.migrate.cli as cli
+
+    def broken(*_args: object) -> int:
+        raise TypeError("'int' object is not iterable")
+
+    monkeypatch.setattr(cli, "classes", broken)
+    code, out, err = run("classes")
+    assert code == EXIT_ERROR and out == "" and err.count("\n") == 1, err
+    assert err.startswith("dra-migrate: error: internal error: TypeError: 'int' object is not iterable"), err

@@ -192,3 +192,20 @@ def test_serve_with_a_bad_policy_stays_up_unready_until_the_file_is_fixed(pair: 
     assert "Traceback" not in err, err
     refusals = [line for line in err.splitlines() if "refused" in line and str(policy) in line]
     assert len(refusals) == 1 and "defaults.onError" in refusals[0], err
+
+
+def test_an_unexpected_error_in_serve_is_one_line_and_exit_1(
+    pair: CertPaths,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dra_bridge.webhook.cli as cli
+
+    async def broken(_settings: object) -> None:
+        raise RuntimeError("something no one expected")
+
+    monkeypatch.setattr(cli, "serve", broken)
+    code = main(["--tls-cert-file", str(pair.cert), "--tls-key-file", str(pair.key)])
+    line = _one_error_line(caplog, capsys)
+    assert code == 1 and "RuntimeError: something no one expected" in line, line
