@@ -106,6 +106,8 @@ class Runtime:
     cluster: Callable[[], dict[str, Any]] | None = None
     reloader: Reloader = field(default_factory=Reloader)
     _context: Context | None = None
+    _changes: int = 0  # new values loaded so far (written by the reload thread only)
+    _built: int = -1  # the count _context was built at
 
     def __post_init__(self) -> None:
         self.metrics.watch_patch_memo(self.patches)
@@ -121,7 +123,7 @@ class Runtime:
             failures = watched.failures
             try:
                 if watched.check():
-                    self._context = None
+                    self._changes += 1  # after the new value: context() rebuilds
             except Exception as exc:  # a bug in a check: the file counts as refused, the others go on
                 watched.failures += 1
                 watched.error = f"{name}: check failed: {failure_text(exc)}"
@@ -133,7 +135,8 @@ class Runtime:
 
     def context(self) -> Context:
         """The admission Context built from the values in force."""
-        if self._context is None:
+        changes = self._changes  # read before the values, so a change made meanwhile rebuilds next time
+        if self._context is None or self._built != changes:
             policy = Policy() if self.policy is None else self.policy.value
             if policy is None:
                 policy = _admit_unchanged(str(self.policy.path if self.policy else ""))
@@ -147,6 +150,7 @@ class Runtime:
                 patches=self.patches,
                 exempt_namespaces=self.exempt_namespaces,
             )
+            self._built = changes
         kep = self.kep5004()
         if kep != self._context.kep5004:
             self._context = replace(self._context, kep5004=dict(kep))
