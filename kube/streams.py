@@ -10,6 +10,8 @@ never a traceback.
                                                         for --help and --version)
     silence(stdout)                                     after a broken pipe: fd 1 -> /dev/null
 
+Ctrl-C (KeyboardInterrupt) that reaches :func:`guarded` exits :data:`EXIT_INTERRUPTED`, 130, quietly too.
+
 A reader that goes away before everything is written (``dra-migrate report | head``) is not an
 error of the command: nothing is printed and the exit status is :data:`EXIT_CLOSED_OUTPUT`, 141,
 the status a shell reports for a command that a closed pipe killed with SIGPIPE (``yes | head``),
@@ -30,6 +32,8 @@ from typing import TextIO
 
 #: Exit status when standard output was closed before everything was written (128 + SIGPIPE).
 EXIT_CLOSED_OUTPUT = 141
+#: Exit status after Ctrl-C (128 + SIGINT), as a shell reports it; no traceback.
+EXIT_INTERRUPTED = 130
 
 
 class _ClosedOutput(io.StringIO):
@@ -65,8 +69,8 @@ def silence(stdout: object) -> None:
 
 def guarded(run: Callable[[], int], stdout: TextIO) -> int:
     """``run()``'s exit code, ``stdout`` flushed; EXIT_CLOSED_OUTPUT, printing nothing, when
-    ``stdout`` turns out closed or broken. A SystemExit (argparse's ``--help``) keeps its code
-    unless the flush after it finds the pipe broken."""
+    ``stdout`` turns out closed or broken; EXIT_INTERRUPTED after Ctrl-C. A SystemExit
+    (argparse's ``--help``) keeps its code unless the flush after it finds the pipe broken."""
     try:
         try:
             code = run()
@@ -78,3 +82,5 @@ def guarded(run: Callable[[], int], stdout: TextIO) -> int:
     except BrokenPipeError:
         silence(stdout)
         return EXIT_CLOSED_OUTPUT
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

@@ -9,7 +9,7 @@ Exit codes (``migrate.errors``; documented in README and MIGRATION.md):
     3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists (``report``: a
        workload reaches LEVEL, migrate.report_cmd)
   141  standard output was closed before everything was written (a pipe into ``head``): nothing
-       is printed (kube.streams.EXIT_CLOSED_OUTPUT)
+       is printed (kube.streams.EXIT_CLOSED_OUTPUT); 130 after Ctrl-C (kube.streams.EXIT_INTERRUPTED)
 
 :func:`main` takes its streams as arguments (the process's by default), so tests run the
 command line in process.

@@ -139,3 +139,15 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(monkeypatch: pytest.Mon
     code, out, err = run("classes")
     assert code == EXIT_ERROR and out == "" and err.count("\n") == 1, err
     assert err.startswith("dra-migrate: error: internal error: TypeError: 'int' object is not iterable"), err
+
+
+def test_ctrl_c_exits_130_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dra_bridge.migrate.cli as cli
+    from dra_bridge.kube.streams import EXIT_INTERRUPTED
+
+    def interrupted(*_args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "classes", interrupted)
+    code, out, err = run("classes")
+    assert (code, out, err) == (EXIT_INTERRUPTED, "", "")

@@ -118,7 +118,7 @@ def test_a_bad_new_file_keeps_the_last_good_policy_and_says_why(tmp_path: Path) 
     assert "refused" not in runtime.readiness()[1]["policy"]
 
 
-def test_a_bad_policy_at_startup_is_a_config_error(tmp_path: Path) -> None:
+def test_a_strict_watch_of_a_bad_policy_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text("rules: 3\n")
     with pytest.raises(WebhookConfigError, match="rules: must be a list"):
