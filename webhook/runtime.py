@@ -125,9 +125,11 @@ class Runtime:
                 if watched.check():
                     self._changes += 1  # after the new value: context() rebuilds
             except Exception as exc:  # a bug in a check: the file counts as refused, the others go on
-                watched.failures += 1
-                watched.error = f"{name}: check failed: {failure_text(exc)}"
-                logger.error("%s", watched.error)
+                error = f"{name}: check failed: {failure_text(exc)}"
+                if error != watched.error:  # one line per new reason, as a refused file
+                    watched.failures += 1
+                    logger.error("%s", error)
+                watched.error = error
             if watched.failures != failures:
                 self.metrics.reload_failures.labels(name).inc()
             invalid = watched.error or (watched is self.tls and self.tls.mismatch)

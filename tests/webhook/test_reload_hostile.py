@@ -255,3 +255,27 @@ async def test_a_serving_pair_replaced_by_a_link_to_dev_zero_keeps_the_old_pair(
     await asyncio.wait_for(asyncio.to_thread(runtime.check_files), 10)
     assert tls.reloads == 2 and "not a regular file" in tls.error
     assert _valid(runtime, "tls").endswith(" 0.0")
+
+
+def test_a_check_that_raises_marks_its_file_invalid_once_and_the_others_still_load(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("defaults: {onError: deny}\n")
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(GOOD_CATALOG)
+    runtime = Runtime("resource.k8s.io/v1", policy=watch_policy(policy), catalog=watch_catalog(catalog))
+    assert runtime.catalog is not None
+
+    def broken() -> bool:
+        raise RuntimeError("a bug")
+
+    runtime.catalog.check = broken  # type: ignore[method-assign]
+    policy.write_text("defaults: {onError: admit-unchanged}\n")
+    caplog.clear()
+    runtime.check_files()
+    runtime.check_files()
+    assert runtime.context().policy.defaults.on_error == "admit-unchanged"
+    assert _valid(runtime, "catalog").endswith(" 0.0") and _valid(runtime, "policy").endswith(" 1.0")
+    errors = _errors(caplog)
+    assert len(errors) == 1 and "catalog: check failed: RuntimeError: a bug" in errors[0], errors
