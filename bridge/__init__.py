@@ -6,7 +6,8 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
 
 - the loop and its decisions: ``agent`` (one tick: record in legacy mode, publish in DRA mode),
   ``interlocks`` (pure hand-over decisions, docs/design.md D6), ``publisher`` (the ResourceSlice
-  reconciler, docs/design.md D17), ``access`` (the API calls it makes);
+  reconciler, docs/design.md D17), ``node_condition`` (the prepared-claim condition and its
+  heartbeat, pure, docs/design.md D29), ``access`` (the API calls it makes);
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
   (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
@@ -15,7 +16,9 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
 - the DRA kubelet plugin (docs/design.md D10): ``kubeletapi`` (the registration, DRA and DRA health
   protos and stubs), ``registration`` (the plugin-watcher server), ``plugin`` (NodePrepare /
   NodeUnprepare), ``claims`` (preparing and unpreparing claims), ``checkpoint`` (the prepared
-  claims), ``health_stream`` and ``device_health`` (device health for the kubelet),
+  claims), ``checkpoint_gc`` and ``claim_collector`` (collecting entries whose claim is gone: the
+  pure rule, docs/design.md D30, and its reads), ``health_stream`` and ``device_health`` (device
+  health for the kubelet),
   ``node_plugin`` (starting and stopping the plugin: the DRA service, then registration);
 - plumbing: ``unixgrpc`` (a gRPC channel on a unix socket), ``atomic`` (atomic file writes),
   ``file_lock`` (a lock between processes), ``health`` (readiness, liveness, metrics),

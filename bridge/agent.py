@@ -16,8 +16,10 @@ One tick (every ``poll_interval`` seconds):
    holds is offered again, or a prepared claim's device is held by a legacy container; in legacy
    mode checked while prepared claims remain) logs ERROR, counts and posts a Warning Event;
 4. leaving ``dra`` withdraws the slices and reports the prepared-claim count on the Node as the
-   ``DRABridgePreparedClaims`` condition (the DRA plugin's checkpointed claims, :attr:`Agent.plugin`),
-   written only when it changes. Each tick also dials the plugin's registration and DRA sockets,
+   ``DRABridgePreparedClaims`` condition (the DRA plugin's checkpointed claims, :attr:`Agent.plugin`;
+   :mod:`bridge.node_condition`: Unknown while the checkpoint is unreadable, when every recorded
+   device counts as held; written on change and as a 5-minute heartbeat). Entries whose claim is
+   gone are collected (:mod:`bridge.claim_collector`). Each tick also dials the plugin's registration and DRA sockets,
    whatever else is down (liveness: ``/healthz`` fails while either does not answer), and hands the
    plugin this tick's alarm per device for the kubelet's device health stream (:mod:`bridge.device_health`).
 
@@ -35,10 +37,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_bridge.bridge.claim_collector import ClaimCollector
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
+from dra_bridge.bridge.file_lock import LOCK_FILE
 from dra_bridge.bridge.health import NOT_CHECKED, Clocks, Health, Metrics
 from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, alarm, alarmed_devices, evaluate
+from dra_bridge.bridge.node_condition import CONDITION_TYPE, condition_update, find
 from dra_bridge.bridge.node_plugin import Plugin
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
@@ -59,7 +64,7 @@ from dra_bridge.translate.names import GFD_PREFIX, NODE_MODE_LABEL
 
 logger = logging.getLogger(__name__)
 
-CONDITION_TYPE = "DRABridgePreparedClaims"
+__all__ = ["CONDITION_TYPE", "Agent", "TickReport"]
 EVENT_NAMESPACE = "default"
 COMPONENT = "dra-bridge"
 GFD_PREFIXES = (GFD_PREFIX,)
@@ -99,7 +104,9 @@ class Agent:
         self.metrics = Metrics()
         self.health = Health(clock=clocks.monotonic)
         self.node_writes = 0
-        self.prepared_claims = 0
+        self.prepared_claims: int | None = 0
+        """The checkpoint's count; None while it is unreadable (unknown, not zero)."""
+        self.collector = ClaimCollector(settings.claim_grace_period)
         self.plugin: Plugin | None = None
         """The DRA kubelet plugin (``dra-bridge run`` starts it; None in tests that do not)."""
         self.clear_since: float | None = None
@@ -253,7 +260,10 @@ class Agent:
         )
 
     def _prepared(self) -> frozenset[str]:
-        """Kubelet device IDs that the DRA plugin's prepared claims hold."""
+        """Kubelet device IDs that the DRA plugin's prepared claims hold: every recorded device while
+        the checkpoint is unreadable (an unknown count is not zero)."""
+        if self.plugin is not None and self.plugin.preparer.broken:
+            return frozenset(self.recorded.device_ids())
         return self.plugin.preparer.device_ids() if self.plugin is not None else frozenset()
 
     async def _legacy_alarm(self, offered: list[InventoryDevice] | None) -> str | None:
@@ -344,28 +354,39 @@ class Agent:
     async def _plugin_status(self, offered: list[InventoryDevice] | None) -> None:
         if self.plugin is None:
             return
+        preparer = self.plugin.preparer
         ids = frozenset(d["deviceID"] for d in offered or [])
         self.plugin.report_health(alarmed_devices(ids, self._held or {}, self._published(), self._prepared()))
-        self.prepared_claims = self.plugin.preparer.count
-        self.metrics.prepared.set(self.prepared_claims)
+        self.health.checkpoint = preparer.broken
+        self.metrics.checkpoint_readable.set(0 if preparer.broken else 1)
+        self.prepared_claims = None if preparer.broken else preparer.count
+        if self.prepared_claims is not None:
+            self.metrics.prepared.set(self.prepared_claims)
         self.health.plugin = await self.plugin.alive()
         if self.health.plugin:
             logger.error("DRA plugin not answering: %s", self.health.plugin)
 
+    async def _collect(self) -> None:
+        """Unprepare checkpoint entries whose claim is gone (:mod:`bridge.claim_collector`)."""
+        if self.plugin is None:
+            return
+        paths = self.plugin.paths
+        self.collector.lock = paths.state_dir / LOCK_FILE if paths.pod_uid else None
+        collected = await self.collector.tick(
+            self.plugin.preparer, self.kubelet, self.api, self.publisher.version, self.wall()
+        )
+        for label in collected:
+            self._event("Normal", "PreparedClaimCollected", f"{label}: gone from the API server, no container uses it")
+        if collected:
+            self.prepared_claims = self.plugin.preparer.count
+            self.metrics.prepared.set(self.prepared_claims)
+
     async def _condition(self, node: dict[str, Any]) -> None:
-        message = f"{self.prepared_claims} prepared claim(s) on this node"
-        for c in node.get("status", {}).get("conditions") or []:
-            if c.get("type") == CONDITION_TYPE and c.get("message") == message:
-                return
-        now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        condition = {
-            "type": CONDITION_TYPE,
-            "status": "True" if self.prepared_claims else "False",
-            "reason": "ClaimsPrepared" if self.prepared_claims else "NoPreparedClaims",
-            "message": message,
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }
+        unreadable = self.plugin.preparer.broken if self.plugin is not None else ""
+        current = find(node.get("status", {}).get("conditions"))
+        condition = condition_update(current, self.prepared_claims, unreadable, self.wall())
+        if condition is None:
+            return
         try:
             await self.api.patch_status(NODES, self.settings.node_name, {"status": {"conditions": [condition]}})
             self.node_writes += 1
@@ -377,6 +398,8 @@ class Agent:
     async def tick(self) -> TickReport:
         """One pass (see the module docstring); never raises for kubelet or API failures."""
         self._pending_events = []
+        if self.plugin is not None and self.plugin.preparer.broken:
+            self.plugin.preparer.reload()  # rolled forward or repaired: readable again
         offered = await self._offered()
         node = await self._node()
         nvml = self._nvml()
@@ -412,6 +435,7 @@ class Agent:
                     report.publishing = False
         await self._plugin_status(offered)  # liveness and device health, whatever else is down
         if node is not None:
+            await self._collect()
             await self._condition(node)
         await self._flush_events()
         report.recorded = len(self.recorded.devices)

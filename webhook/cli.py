@@ -86,7 +86,13 @@ async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -
 
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); raises WebhookConfigError on bad startup settings."""
-    tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file, settings.ca_bundle, settings.service_name)
+    tls = TlsReloader(
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        settings.ca_bundle,
+        settings.service_name,
+        client_ca=settings.client_ca_file,
+    )
     # A bad policy or catalog does not stop the start: the webhook serves unready and re-reads it.
     policy = watch_policy(settings.policy_file, strict=False) if settings.policy_file else None
     catalog = watch_catalog(settings.catalog_file, strict=False) if settings.catalog_file else None
@@ -107,6 +113,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             node_mode=view.node_mode,
             quota_keys=view.quota_keys,
             exempt_namespaces=settings.exempt_namespaces,
+            enrolment=settings.enrolment,
+            namespace_labels=view.namespace_labels,
         )
         runtime.watch_cluster(view, health)
         runtime.check_files()

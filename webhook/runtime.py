@@ -10,7 +10,7 @@
     Runtime.watch_cluster(view, health)       the detail and metrics also say which views synced,
                                               which permission is missing, whether the API server answers
 
-A refused file keeps the last good value in force (docs/design.md D8, D28); its reason shows in
+A refused file keeps the last good value in force (docs/design.md D8, D31); its reason shows in
 logs (webhook.reload), in metrics (``dra_webhook_config_valid``) and in the readiness detail,
 which stays *ready*: one bad edit must not take every replica out of the Service. A policy or
 catalog file that has never loaded (bad at start) has no good version: the webhook serves but is
@@ -33,12 +33,14 @@ from typing import Any
 
 from dra_bridge.kube.observed import ApiHealth
 from dra_bridge.translate.catalog import Catalog, load_catalog
+from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.errors import CatalogError, PolicyError
 from dra_bridge.translate.plan.cluster_state import QuotaKeys
 from dra_bridge.translate.plan.options import Options
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES, Policy, load_policy
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.decision import Context
+from dra_bridge.webhook.enrolment_gate import NamespaceLabels
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.patch import PatchMemo
@@ -90,7 +92,8 @@ def _admit_unchanged(source: str) -> Policy:
 @dataclass
 class Runtime:
     """See the module docstring. ``require_tls`` is False only for in-process test servers;
-    ``exempt_namespaces``: never converted (kube-system and, from the settings, the webhook's own)."""
+    ``exempt_namespaces``: never converted (kube-system and, from the settings, the webhook's own);
+    ``enrolment`` and ``namespace_labels``: the enrolment gate (``decision.Context``)."""
 
     api_version: str
     metrics: Metrics = field(default_factory=Metrics)
@@ -103,6 +106,8 @@ class Runtime:
     quota_keys: Callable[[str], QuotaKeys] = lambda _ns: frozenset()
     patches: PatchMemo = field(default_factory=PatchMemo)
     exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
+    enrolment: EnrolmentSettings | None = None
+    namespace_labels: Callable[[str], NamespaceLabels] = lambda _ns: None
     cluster: Callable[[], dict[str, Any]] | None = None
     reloader: Reloader = field(default_factory=Reloader)
     _context: Context | None = None
@@ -151,6 +156,8 @@ class Runtime:
                 quota_keys=self.quota_keys,
                 patches=self.patches,
                 exempt_namespaces=self.exempt_namespaces,
+                enrolment=self.enrolment,
+                namespace_labels=self.namespace_labels,
             )
             self._built = changes
         kep = self.kep5004()

@@ -1,6 +1,7 @@
 """TLS for the webhook: one ``ssl.SSLContext`` whose certificate is swapped in place.
 
-    TlsReloader(cert_file, key_file, ca_bundle=None, service_name=None).context   TLS 1.2+ server context
+    TlsReloader(cert_file, key_file, ca_bundle=None, service_name=None, client_ca=None).context
+                                                TLS 1.2+ server context
     TlsReloader.check() -> bool                 True when a new pair was loaded
     TlsReloader.mismatch                        "" or why the pair in force would be refused
 
@@ -19,6 +20,14 @@ calls), every check, the first one included, verifies the certificate in force w
 validity window, covering the name. A pair that fails is still served (it is the newest the
 operator gave, and refusing it would keep one that may be older still), but ``mismatch`` says
 why in one line, logged once, and the webhook is not ready until it passes.
+
+With ``client_ca`` (``--client-ca-file``), the context requires a client certificate
+(``ssl.CERT_REQUIRED``) signed by one of that file's CAs, for the clientAuth usage: a caller that
+presents none, or another CA's, fails the TLS handshake before any request is read (the API server
+presents one through its AdmissionConfiguration's ``kubeConfigFile``). The file is re-read with the
+serving pair: a changed file's CAs are added to those in force (a CA removed from the file stays
+trusted until the webhook restarts: OpenSSL offers no way to drop one from a live context); a file
+that does not load is refused like a bad pair (``error``), the last good CAs stay in force.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import hashlib
 import logging
 import os
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dra_bridge.webhook.errors import ConfigFileError, WebhookConfigError
@@ -66,7 +75,12 @@ class TlsReloader:
     """See the module docstring. The first load happens in the constructor and raises WebhookConfigError."""
 
     def __init__(
-        self, cert_file: Path, key_file: Path, ca_bundle: Path | None = None, service_name: str | None = None
+        self,
+        cert_file: Path,
+        key_file: Path,
+        ca_bundle: Path | None = None,
+        service_name: str | None = None,
+        client_ca: Path | None = None,
     ) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
@@ -84,13 +98,49 @@ class TlsReloader:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None
+        self.client_ca = client_ca
+        self._client_ca_digest = b""
+        self._client_ca_refused = ""
+        if client_ca is not None:
+            self.context.verify_mode = ssl.CERT_REQUIRED
+            if not self._load_client_ca():
+                raise WebhookConfigError(f"cannot load the client CA: {self.error}")
         if not self.check():
             raise WebhookConfigError(f"cannot load the serving certificate: {self.error}")
+
+    def _load_client_ca(self) -> bool:
+        """Add the client CA file's certificates when its bytes changed; False when it does not load."""
+        if self.client_ca is None:
+            return True
+        try:
+            pem = read_bounded(self.client_ca)
+        except ConfigFileError as exc:
+            return self._refuse(f"client CA {exc}")
+        digest = hashlib.sha256(pem).digest()
+        if digest == self._client_ca_digest:
+            if self._client_ca_refused and not self.error:  # a new pair loaded since: still say it
+                self.error = self._client_ca_refused
+            return not self._client_ca_refused
+        try:
+            text = pem.decode("ascii")
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(cadata=text)  # proven first
+            self._on_loop(lambda: self.context.load_verify_locations(cadata=text))
+        except (ssl.SSLError, ValueError, TimeoutError) as exc:
+            self._client_ca_digest = digest
+            self._client_ca_refused = f"client CA {self.client_ca}: no PEM CA certificate loads ({exc})"
+            return self._refuse(self._client_ca_refused)
+        self._client_ca_digest = digest
+        if self._client_ca_refused and self.error == self._client_ca_refused:
+            self.error = ""  # fixed: the pair in force never changed
+        self._client_ca_refused = ""
+        logger.info("client CA %s loaded: callers must present a certificate it signed", self.client_ca)
+        return True
 
     def check(self) -> bool:
         """Reload the pair if either file changed, then verify the one in force against the bundle
         and the name (when given); True when a new pair is in force."""
         loaded = self._load()
+        self._load_client_ca()
         self._verify()
         return loaded
 
@@ -121,20 +171,20 @@ class TlsReloader:
             logger.info("serving certificate %s matches the CA bundle and the service name again", self.cert_file)
         self.mismatch = reason
 
-    def _swap(self, cert: bytes, key: bytes) -> None:
-        """Load the pair into the live context, on the loop that serves it when called from another thread."""
+    def _on_loop(self, change: Callable[[], None]) -> None:
+        """Run ``change`` (to the live context) on the loop that serves it when called from another thread."""
         loop = self._loop
         here = None
         with contextlib.suppress(RuntimeError):
             here = asyncio.get_running_loop()
         if loop is None or loop is here or not loop.is_running():
-            _load_pair(self.context, cert, key, self.cert_file, self.key_file)
+            change()
             return
 
-        async def swap() -> None:
-            _load_pair(self.context, cert, key, self.cert_file, self.key_file)
+        async def on_loop() -> None:
+            change()
 
-        asyncio.run_coroutine_threadsafe(swap(), loop).result(SWAP_TIMEOUT)
+        asyncio.run_coroutine_threadsafe(on_loop(), loop).result(SWAP_TIMEOUT)
 
     def _load(self) -> bool:
         try:
@@ -148,7 +198,7 @@ class TlsReloader:
             # Prove the pair in a scratch context first: a failed load on the live context
             # could leave a certificate in it without its key.
             _load_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), cert, key, self.cert_file, self.key_file)
-            self._swap(cert, key)
+            self._on_loop(lambda: _load_pair(self.context, cert, key, self.cert_file, self.key_file))
         except (ssl.SSLError, OSError, TimeoutError) as exc:
             self._digest = digest
             return self._refuse(f"{self.cert_file} / {self.key_file}: {exc}")
