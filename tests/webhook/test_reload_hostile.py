@@ -279,3 +279,21 @@ def test_a_check_that_raises_marks_its_file_invalid_once_and_the_others_still_lo
     assert _valid(runtime, "catalog").endswith(" 0.0") and _valid(runtime, "policy").endswith(" 1.0")
     errors = _errors(caplog)
     assert len(errors) == 1 and "catalog: check failed: RuntimeError: a bug" in errors[0], errors
+
+
+async def test_a_client_ca_replaced_by_a_link_to_dev_zero_keeps_the_cas_in_force(tmp_path: Path) -> None:
+    from dra_bridge.webhook.certs import write_certs
+    from dra_bridge.webhook.tls import TlsReloader
+
+    pair = write_certs(tmp_path / "a", "dra", "webhook", ("127.0.0.1",))
+    callers = write_certs(tmp_path / "callers", "dra", "caller")
+    client_ca = tmp_path / "client-ca.crt"
+    client_ca.write_bytes(callers.ca_cert.read_bytes())
+    tls = TlsReloader(pair.cert, pair.key, client_ca=client_ca)
+    runtime = Runtime("resource.k8s.io/v1", tls=tls)
+    client_ca.unlink()
+    client_ca.symlink_to("/dev/zero")
+    await asyncio.wait_for(asyncio.to_thread(runtime.check_files), 10)
+    assert "client CA" in tls.error and "not a regular file" in tls.error, tls.error
+    assert _valid(runtime, "tls").endswith(" 0.0")
+    assert len(tls.context.get_ca_certs()) == 1  # the CA loaded at start is still trusted
