@@ -10,7 +10,7 @@ re-reads them.
 
 Change detection is a SHA-256 of the file's bytes (mtime is unreliable on Kubernetes
 ConfigMap/Secret volumes, which swap a symlink). A file that cannot be read or parsed keeps
-the last good value in force and records the reason in ``error`` (docs/design.md D8, D31):
+the last good value in force and records the reason in ``error`` (docs/design.md D8, D32):
 whatever the parser raises, a value of the wrong type included. Reads are bounded: a file
 larger than MAX_FILE_BYTES (a ConfigMap or a Secret cannot hold more), a FIFO or a device (a
 link to ``/dev/zero``) is refused without reading past the bound, and opening never blocks.
@@ -103,7 +103,7 @@ class Watched(Generic[T]):
         self._digest = digest
         try:
             value = self._parse(raw.decode("utf-8"), str(self.path))
-        except Exception as exc:  # any failure to load keeps the last good value (docs/design.md D31)
+        except Exception as exc:  # any failure to load keeps the last good value (docs/design.md D32)
             reason = failure_text(exc)
             return self._refuse(reason if str(self.path) in reason else f"{self.path}: {reason}")
         first = self.value is None

@@ -10,7 +10,7 @@
     Runtime.watch_cluster(view, health)       the detail and metrics also say which views synced,
                                               which permission is missing, whether the API server answers
 
-A refused file keeps the last good value in force (docs/design.md D8, D31); its reason shows in
+A refused file keeps the last good value in force (docs/design.md D8, D32); its reason shows in
 logs (webhook.reload), in metrics (``dra_webhook_config_valid``) and in the readiness detail,
 which stays *ready*: one bad edit must not take every replica out of the Service. A policy or
 catalog file that has never loaded (bad at start) has no good version: the webhook serves but is
