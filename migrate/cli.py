@@ -8,6 +8,8 @@ Exit codes (``migrate.errors``; documented in README and MIGRATION.md):
     2  ``simulate``: some claim is not allocated (migrate.simulate_cmd)
     3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists (``report``: a
        workload reaches LEVEL, migrate.report_cmd)
+  141  standard output was closed before everything was written (a pipe into ``head``): nothing
+       is printed (kube.streams.EXIT_CLOSED_OUTPUT); 130 after Ctrl-C (kube.streams.EXIT_INTERRUPTED)
 
 :func:`main` takes its streams as arguments (the process's by default), so tests run the
 command line in process.
@@ -16,6 +18,7 @@ command line in process.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import re
 import sys
@@ -27,6 +30,7 @@ from typing import Any, TextIO
 from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.kube.logs import LEVELS, escape, level_number
 from dra_bridge.kube.logs import configure as configure_logs
+from dra_bridge.kube.streams import guarded, standard_streams
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
 from dra_bridge.migrate.option_flags import add_option_flags, option_values
@@ -300,11 +304,15 @@ def main(
 
     ``argv`` defaults to ``sys.argv[1:]`` and the streams to the process's (looked up at the
     call, so pytest's capture sees them). Nothing here exits the process: ``--help`` and
-    usage errors return 0 and 1 like every other outcome.
+    usage errors return 0 and 1 like every other outcome; a closed or broken stdout returns
+    ``kube.streams.EXIT_CLOSED_OUTPUT`` (141) without a word.
     """
-    stdin = sys.stdin if stdin is None else stdin
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
+    stdin = (sys.stdin or io.StringIO()) if stdin is None else stdin  # a closed stdin reads as empty
+    out, err = standard_streams(stdout, stderr)
+    return guarded(lambda: _run(argv, stdin, out, err), out)  # a closed stdout: EXIT_CLOSED_OUTPUT, quietly
+
+
+def _run(argv: Sequence[str] | None, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     try:
         with redirect_stdout(stdout), redirect_stderr(stderr):  # argparse prints to sys.stdout/sys.stderr
             args = _parser().parse_args(argv)
@@ -326,6 +334,15 @@ def main(
         return EXIT_ERROR
     except (MigrateError, TranslateError) as exc:
         stderr.write(f"dra-migrate: error: {escape(str(exc))}\n")  # file names and values the caller gave, escaped
+        return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # a closed stdout: kube.streams.guarded
+    except Exception as exc:  # a bug: still one line, never a traceback (the traceback at DEBUG)
+        logging.getLogger("dra_bridge.migrate").debug("internal error", exc_info=True)
+        stderr.write(
+            f"dra-migrate: error: internal error: {type(exc).__name__}: {escape(str(exc))} (a bug: "
+            "--log-level DEBUG shows the traceback; please report it)\n"
+        )
         return EXIT_ERROR
     finally:  # main runs in process (tests): leave no handler on a stream the caller may close
         logging.getLogger().removeHandler(handler)

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 import yaml
 
 from dra_bridge.migrate.errors import InputFileError
+from dra_bridge.migrate.input_files import not_utf8, read_text
 from dra_bridge.translate.catalog import Catalog, Target, load_catalog
 from dra_bridge.translate.strict_yaml import StrictLoader
 
@@ -23,15 +24,9 @@ from dra_bridge.translate.strict_yaml import StrictLoader
 def read_catalog(path: str | None, target: Target | None = None) -> Catalog:
     """The built-in catalog (``path`` None) or the catalog file at ``path`` (``--catalog``),
     aimed at ``target`` (``--target`` bridge|vendor) when given. InputFileError when the file
-    cannot be read; the catalog's own errors (CatalogError) name the field."""
-    if path is None:
-        catalog = load_catalog()
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputFileError(f"{path}: cannot read catalog: {exc}") from exc
-        catalog = load_catalog(text, path)
+    cannot be read, is not a regular file or not UTF-8; the catalog's own errors (CatalogError)
+    name the field."""
+    catalog = load_catalog() if path is None else load_catalog(read_text(path), path)
     return catalog.with_target(target) if target else catalog
 
 
@@ -53,7 +48,7 @@ def _files(source: str) -> list[Path]:
         return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
     if not path.exists():
         raise InputFileError(f"{source}: no such file or directory")
-    return [path]
+    return [path]  # read_text refuses a FIFO or a device
 
 
 def _json_stream(text: str) -> list[Any] | None:
@@ -89,29 +84,36 @@ def _parse(text: str, name: str) -> list[Any]:
         raise InputFileError(f"{name}: YAML error: {exc}") from exc
 
 
-#: Values one document may expand to. YAML aliases let a small file stand for an exponentially
-#: large object ("billion laughs"); a Kubernetes object has a few thousand values at most.
+#: Values an input may expand to beyond one per byte of its text. YAML aliases let a small file
+#: stand for an exponentially large object ("billion laughs"); a Kubernetes object has a few
+#: thousand values at most, and each value of a manifest without aliases takes a byte or more.
 MAX_VALUES = 1_000_000
 
 
-def _check_size(obj: Any, name: str, index: int) -> None:
-    """Raise InputFileError when ``obj`` expands (aliases counted at every use) past MAX_VALUES.
+class _Budget:
+    """The values one :func:`read_sources` call may still read: MAX_VALUES plus a value per byte
+    of text read, shared by every document of every file, so that many documents just under a
+    per-document bound cannot add up (work stays linear in the input)."""
 
-    The walk stops at the budget, so it costs at most MAX_VALUES steps.
-    """
-    budget = MAX_VALUES
-    stack = [obj]
-    while stack:
-        value = stack.pop()
-        budget -= 1
-        if budget < 0:
-            raise InputFileError(
-                f"{name}: document {index + 1} expands to more than {MAX_VALUES:,} values (nested YAML aliases?)"
-            )
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
+    def __init__(self) -> None:
+        self.left = MAX_VALUES
+
+    def check(self, obj: Any, name: str, index: int) -> None:
+        """Count ``obj``'s values (aliases at every use); InputFileError once the budget is spent.
+        The walk stops there, so all walks together cost at most the budget."""
+        stack = [obj]
+        while stack:
+            value = stack.pop()
+            self.left -= 1
+            if self.left < 0:
+                raise InputFileError(
+                    f"{name}: expands to more than {MAX_VALUES:,} values beyond its size, at document "
+                    f"{index + 1} (nested YAML aliases?)"
+                )
+            if isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
 
 
 def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:
@@ -132,35 +134,23 @@ def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:
 def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Document]:
     """Every object of every source, ``List`` objects flattened into their items; ``-`` reads
     ``stdin`` (default: the process's)."""
+    budget = _Budget()
     for source in sources:
         if source == "-":
             try:
                 named = [("-", (stdin or sys.stdin).read())]
             except UnicodeDecodeError as exc:
-                raise InputFileError(f"-: {_not_utf8(exc)}") from exc
+                raise InputFileError(f"-: {not_utf8(exc)}") from exc
         else:
-            named = []
-            for path in _files(source):
-                try:
-                    named.append((str(path), path.read_text(encoding="utf-8")))
-                except UnicodeDecodeError as exc:
-                    raise InputFileError(f"{path}: {_not_utf8(exc)}") from exc
-                except OSError as exc:
-                    raise InputFileError(f"{path}: cannot read: {exc}") from exc
+            named = [(str(path), read_text(str(path))) for path in _files(source)]
         for name, text in named:
             index = 0
+            budget.left += len(text)
             for position, doc in enumerate(_parse(text, name)):
-                _check_size(doc, name, position)
+                budget.check(doc, name, position)
                 for obj in _flatten(doc, name, position):
                     yield Document(name, index, obj)
                     index += 1
-
-
-def _not_utf8(exc: UnicodeDecodeError) -> str:
-    return (
-        f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); manifests are "
-        "UTF-8: re-encode it, e.g. iconv -t UTF-8"
-    )
 
 
 def why_empty(source: str) -> str:

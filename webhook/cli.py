@@ -2,12 +2,16 @@
 
     dra-webhook [serve] [flags]                       serve the webhook (default; see webhook.settings)
     dra-webhook --version                             the installed version
-    dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N]
+    dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N] [--force]
 
 Exit codes: 0 clean shutdown (certs: files written), 1 a configuration error (one line
 naming the setting or flag, e.g. a ``certs --namespace`` that is not a DNS label, an
-``--ip`` that is not an address, ``--days`` not a positive integer) or a usage error (an
-unknown or missing flag: kube.flags.EXIT_USAGE, the same in every command).
+``--ip`` that is not an address, ``--days`` not a positive integer, a TLS pair that does not
+load) or a usage error (an unknown or missing flag: kube.flags.EXIT_USAGE, the same in every
+command); 141 when standard output was closed before everything was written (a pipe into
+``head``; kube.streams), printing nothing. A policy or catalog file that does not load is not
+an exit: ``serve`` logs one line, serves unready (``/readyz`` 503 naming the file and the key)
+and re-reads the file until it loads (webhook.runtime).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from aiohttp import web
 
@@ -33,6 +38,7 @@ from dra_bridge.kube.flags import Parser
 from dra_bridge.kube.logs import LEVELS, escape
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
+from dra_bridge.kube.streams import guarded, standard_streams
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.connection_limits import handler_args
@@ -94,8 +100,9 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         settings.service_name,
         client_ca=settings.client_ca_file,
     )
-    policy = watch_policy(settings.policy_file) if settings.policy_file else None
-    catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
+    # A bad policy or catalog does not stop the start: the webhook serves unready and re-reads it.
+    policy = watch_policy(settings.policy_file, strict=False) if settings.policy_file else None
+    catalog = watch_catalog(settings.catalog_file, strict=False) if settings.catalog_file else None
     client = await _connect(settings)
     try:
         api_version = await _api_version(settings, ApiServer(client))
@@ -221,9 +228,14 @@ def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help="days both certificates stay valid, a positive integer (default: 365)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing DIR/ca.key (refused otherwise: the caBundle and every pair it signed change)",
+    )
 
 
-def _certs(ns: argparse.Namespace) -> int:
+def _certs(ns: argparse.Namespace, out: TextIO) -> int:
     try:
         try:
             configure_logs(ns.log_level)
@@ -236,13 +248,13 @@ def _certs(ns: argparse.Namespace) -> int:
                 f"--days {ns.days!r} must be a positive integer (days the certificates stay valid)"
             ) from None
         try:
-            paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days)
+            paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days, replace_ca=ns.force)
         except OSError as exc:
             raise WebhookConfigError(f"--out {ns.out}: cannot write the certificates: {exc.strerror or exc}") from exc
     except WebhookConfigError as exc:
         sys.stderr.write(f"dra-webhook certs: error: {escape(str(exc))}\n")
         return 1
-    sys.stdout.write(
+    out.write(
         f"wrote {paths.ca_cert} (the caBundle) {paths.cert} {paths.key} (serving pair) "
         f"{paths.ca_key} (the CA key: keep it private)\n"
     )
@@ -250,13 +262,18 @@ def _certs(ns: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point; returns the exit code (a closed or broken stdout: kube.streams.EXIT_CLOSED_OUTPUT)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    out, _ = standard_streams(None, None)
+    return guarded(lambda: _main(args, out), out)
+
+
+def _main(args: list[str], out: TextIO) -> int:
     configure_logs("INFO")  # until the settings say otherwise: a configuration error is logged
     if args[:1] == ["certs"]:
         parser: argparse.ArgumentParser = Parser(prog="dra-webhook")
         _certs_parser(parser.add_subparsers(dest="command"))
-        return _certs(parser.parse_args(args))
+        return _certs(parser.parse_args(args), out)
     if args[:1] == ["serve"]:
         args = args[1:]
     try:
@@ -268,6 +285,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:
+        raise  # a closed stdout: kube.streams.guarded
+    except Exception as exc:  # a bug: still one line, never a traceback (the traceback at DEBUG)
+        logger.debug("internal error", exc_info=True)
+        logger.error("internal error: %s: %s (a bug: --log-level DEBUG shows the traceback)", type(exc).__name__, exc)
+        return 1
     return 0
 
 

@@ -3,8 +3,8 @@
     make_app(runtime, admitter, background=()) -> web.Application
         POST /mutate/enforce   apply the plan (JSON Patch), ensuring templates first
         POST /mutate/audit     admit unchanged; the plan as warnings, auditAnnotations, Events
-        GET  /healthz          200 while the process serves
-        GET  /readyz           200/503 with a JSON detail (TLS loaded, policy in force)
+        GET  /healthz          200 while the process serves and its file reload loop runs (503 naming why)
+        GET  /readyz           200/503 with a JSON detail (TLS loaded, policy and catalog in force)
         GET  /metrics          Prometheus text format
 
 App state lives under ``AppKey``s; background tasks (file reload loop, template watch) are
@@ -16,7 +16,6 @@ started and stopped by ``cleanup_ctx``. Bodies are read by :func:`webhook.body.r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any
@@ -58,9 +57,10 @@ def _mutate(mode: Mode, body_timeout: float) -> Callable[[web.Request], Coroutin
     return handler
 
 
-async def healthz(_request: web.Request) -> web.Response:
-    """Liveness: the event loop answers."""
-    return web.Response(text="ok")
+async def healthz(request: web.Request) -> web.Response:
+    """Liveness: the event loop answers and the file reload loop runs (``Runtime.liveness``)."""
+    alive, why = request.app[RUNTIME].liveness()
+    return web.Response(text="ok") if alive else web.Response(status=503, text=why)
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -84,11 +84,9 @@ def make_metrics_app(runtime: Runtime) -> web.Application:
 
 
 async def reload_loop(runtime: Runtime, interval: float, stop: asyncio.Event) -> None:
-    """Check the watched files every ``interval`` seconds until ``stop`` is set."""
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval)
-        runtime.check_files()
+    """Check the watched files every ``interval`` seconds, in a worker thread, until ``stop`` is
+    set; supervised by ``runtime.reloader`` (webhook.reload.Reloader)."""
+    await runtime.reloader.run(runtime.check_files, interval, stop)
 
 
 def make_app(

@@ -7,8 +7,12 @@
 
 ``load_cert_chain`` on the live context affects new handshakes only, so rotation (e.g.
 cert-manager renewing the Secret) needs no restart and drops no connection. A pair that
-does not load (half-written files, a key that does not match) keeps the old one in force
-and is reported in ``error``. Change detection hashes both files' bytes.
+does not load (half-written files, a key that does not match, a file that is not regular or
+is larger than ``webhook.reload.MAX_FILE_BYTES``) keeps the old one in force and is reported in
+``error``. Change detection hashes both files' bytes, read once and bounded; the pair is loaded
+from those bytes (an in-memory file), never from the paths again. Checks run in the reload
+loop's worker thread; the live context is swapped on the event loop that serves it (the loop
+running when the reloader was made), never concurrently with a handshake.
 
 With ``ca_bundle`` (the registration's caBundle) or ``service_name`` (the host the API server
 calls), every check, the first one included, verifies the certificate in force with
@@ -28,16 +32,43 @@ that does not load is refused like a bad pair (``error``), the last good CAs sta
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
 import hashlib
 import logging
+import os
 import ssl
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from dra_bridge.webhook.errors import WebhookConfigError
+from dra_bridge.webhook.errors import ConfigFileError, WebhookConfigError
+from dra_bridge.webhook.reload import read_bounded
 from dra_bridge.webhook.serving_check import check_serving_certificate
 
 logger = logging.getLogger(__name__)
+#: How long a check in a worker thread waits for the event loop to swap the pair in.
+SWAP_TIMEOUT = 10.0
+
+
+@contextlib.contextmanager
+def _file_of(data: bytes, name: str, fallback: Path) -> Iterator[str]:
+    """A path to ``data`` for ``load_cert_chain``, which reads only paths: an in-memory file
+    (Linux memfd), or ``fallback`` where there is none."""
+    if not hasattr(os, "memfd_create"):
+        yield str(fallback)
+        return
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        os.write(fd, data)
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
+
+
+def _load_pair(context: ssl.SSLContext, cert: bytes, key: bytes, cert_file: Path, key_file: Path) -> None:
+    with _file_of(cert, "tls.crt", cert_file) as c, _file_of(key, "tls.key", key_file) as k:
+        context.load_cert_chain(c, k)
 
 
 class TlsReloader:
@@ -63,6 +94,10 @@ class TlsReloader:
         self.reloads = 0
         self.failures = 0
         self._digest = b""
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
         self.client_ca = client_ca
         self._client_ca_digest = b""
         self._client_ca_refused = ""
@@ -78,9 +113,9 @@ class TlsReloader:
         if self.client_ca is None:
             return True
         try:
-            pem = self.client_ca.read_bytes()
-        except OSError as exc:
-            return self._refuse(f"client CA {self.client_ca}: cannot read: {exc.strerror or exc}")
+            pem = read_bounded(self.client_ca)
+        except ConfigFileError as exc:
+            return self._refuse(f"client CA {exc}")
         digest = hashlib.sha256(pem).digest()
         if digest == self._client_ca_digest:
             if self._client_ca_refused and not self.error:  # a new pair loaded since: still say it
@@ -89,8 +124,8 @@ class TlsReloader:
         try:
             text = pem.decode("ascii")
             ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(cadata=text)  # proven first
-            self.context.load_verify_locations(cadata=text)
-        except (ssl.SSLError, ValueError) as exc:
+            self._on_loop(lambda: self.context.load_verify_locations(cadata=text))
+        except (ssl.SSLError, ValueError, TimeoutError) as exc:
             self._client_ca_digest = digest
             self._client_ca_refused = f"client CA {self.client_ca}: no PEM CA certificate loads ({exc})"
             return self._refuse(self._client_ca_refused)
@@ -115,9 +150,9 @@ class TlsReloader:
         problem, bundle = "", None
         if self.ca_bundle is not None:
             try:
-                bundle = self.ca_bundle.read_bytes()
-            except OSError as exc:
-                problem = f"cannot read the CA bundle: {exc.strerror or exc}"
+                bundle = read_bounded(self.ca_bundle)
+            except ConfigFileError as exc:
+                problem = f"cannot read the CA bundle: {exc}"
         problem = problem or check_serving_certificate(
             self._served, bundle, self.service_name, datetime.datetime.now(datetime.UTC)
         )
@@ -136,20 +171,35 @@ class TlsReloader:
             logger.info("serving certificate %s matches the CA bundle and the service name again", self.cert_file)
         self.mismatch = reason
 
+    def _on_loop(self, change: Callable[[], None]) -> None:
+        """Run ``change`` (to the live context) on the loop that serves it when called from another thread."""
+        loop = self._loop
+        here = None
+        with contextlib.suppress(RuntimeError):
+            here = asyncio.get_running_loop()
+        if loop is None or loop is here or not loop.is_running():
+            change()
+            return
+
+        async def on_loop() -> None:
+            change()
+
+        asyncio.run_coroutine_threadsafe(on_loop(), loop).result(SWAP_TIMEOUT)
+
     def _load(self) -> bool:
         try:
-            cert = self.cert_file.read_bytes()
-            digest = hashlib.sha256(cert + b"\0" + self.key_file.read_bytes()).digest()
-        except OSError as exc:
-            return self._refuse(f"cannot read {exc.filename}: {exc.strerror}")
+            cert, key = read_bounded(self.cert_file), read_bounded(self.key_file)
+        except ConfigFileError as exc:
+            return self._refuse(str(exc))
+        digest = hashlib.sha256(cert + b"\0" + key).digest()
         if digest == self._digest:
             return False
         try:
             # Prove the pair in a scratch context first: a failed load on the live context
             # could leave a certificate in it without its key.
-            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(str(self.cert_file), str(self.key_file))
-            self.context.load_cert_chain(str(self.cert_file), str(self.key_file))
-        except (ssl.SSLError, OSError) as exc:
+            _load_pair(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), cert, key, self.cert_file, self.key_file)
+            self._on_loop(lambda: _load_pair(self.context, cert, key, self.cert_file, self.key_file))
+        except (ssl.SSLError, OSError, TimeoutError) as exc:
             self._digest = digest
             return self._refuse(f"{self.cert_file} / {self.key_file}: {exc}")
         self._digest = digest

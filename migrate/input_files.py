@@ -1,0 +1,47 @@
+"""Input files of ``dra-migrate``: the UTF-8 text of a regular file, or one line saying why not.
+
+    read_text(path) -> str        InputFileError: not a regular file (a FIFO, a device, a socket:
+                                  refused before reading, so ``-f /dev/zero`` or a FIFO nobody
+                                  writes cannot hang the command), cannot read, not UTF-8 text
+    not_utf8(exc) -> str          the phrase for text that is not UTF-8
+
+Opening never blocks (``O_NONBLOCK``: a FIFO is refused, not waited on). Data on a pipe is read
+with ``-f -`` from standard input.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from dra_bridge.migrate.errors import InputFileError
+
+
+def not_utf8(exc: UnicodeDecodeError) -> str:
+    """``not UTF-8 text (byte 0xff at offset 12)...``: where the first bad byte is, and the remedy."""
+    return (
+        f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); the inputs are "
+        "UTF-8: re-encode it, e.g. iconv -t UTF-8"
+    )
+
+
+def read_text(path: str) -> str:
+    """The UTF-8 text of the regular file at ``path``; see the module docstring."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputFileError(
+                    f"{path}: not a regular file (a FIFO, a device or a socket): give a file or a "
+                    "directory, or - to read standard input"
+                )
+            data = fh.read()
+        except OSError as exc:
+            raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path}: {not_utf8(exc)}") from exc
