@@ -9,13 +9,21 @@
   server treats a non-200 as a failed call, which ``failurePolicy: Fail`` turns into a refusal;
 - one INFO line per admission: uid, namespace, name (or generateName*), mode, outcome,
   resources translated, duration in ms.
+
+No review blocks the others (docs/design.md D28): decoding and deciding, the CPU-bound part of
+an admission, run in a bounded pool of :data:`REVIEW_WORKERS` threads, never on the event loop,
+which goes on answering other reviews and the probes meanwhile; the plan itself bounds the work of
+one review (translate's limits). The Context is taken on the event loop (the watch-fed views are
+filled there), and only the ensuring of templates, the Event and the answer stay on it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from dra_bridge.webhook.decision import Context, Decision, LogEntry, Mode, evaluate
 from dra_bridge.webhook.errors import ReviewError, TemplateError
@@ -25,6 +33,12 @@ from dra_bridge.webhook.review import AdmissionRequest, AdmissionReview, Answer,
 from dra_bridge.webhook.templates import TemplateEnsurer
 
 logger = logging.getLogger(__name__)
+
+#: Threads that decode and decide reviews. CPU-bound Python shares one core (the GIL), so more
+#: threads add no speed: a few let an ordinary review be decided beside a maximal one instead of
+#: after it, and bound how many decoded reviews are held at once (a process pool's workers would
+#: count against the same pod memory limit, each with a copy of the catalog and policy).
+REVIEW_WORKERS = 4
 
 
 class Admitter:
@@ -38,19 +52,26 @@ class Admitter:
         self._ensurer = ensurer
         self.metrics = metrics
         self._audit = audit
+        self._pool = ThreadPoolExecutor(max_workers=REVIEW_WORKERS, thread_name_prefix="dra-webhook-review")
 
     async def handle(self, body: bytes, mode: Mode) -> tuple[int, AdmissionReview | dict[str, str]]:
         """The HTTP status and JSON body answering ``body`` on the ``mode`` path."""
         start = time.perf_counter()
         try:
-            request = decode_review(body)
-        except ReviewError as exc:
+            context: Context | Exception = self._context()
+        except Exception as failure:  # answered as an internal error once the review decodes
+            context = failure
+        decided = await asyncio.get_running_loop().run_in_executor(self._pool, _decide_off_loop, body, mode, context)
+        if isinstance(decided, ReviewError):
             self.metrics.errors.labels("bad-request").inc()
             self.metrics.requests.labels(mode, "bad-request").inc()
-            logger.info("admission rejected mode=%s status=%d error=%s", mode, exc.status, exc)
-            return exc.status, {"error": str(exc)}
+            logger.info("admission rejected mode=%s status=%d error=%s", mode, decided.status, decided)
+            return decided.status, {"error": str(decided)}
+        request, evaluated = decided
         try:
-            decision = await self._decide(request, mode)
+            if isinstance(evaluated, Exception):
+                raise evaluated
+            decision = await self._effects(evaluated)
         except Exception as exc:  # never a 5xx: admit unchanged and say why
             logger.exception("admission uid=%s: internal error", request["uid"])
             self.metrics.errors.labels("internal").inc()
@@ -79,8 +100,8 @@ class Admitter:
         )
         return 200, decision.answer.review()
 
-    async def _decide(self, request: AdmissionRequest, mode: Mode) -> Decision:
-        decision = evaluate(request, mode, self._context())
+    async def _effects(self, decision: Decision) -> Decision:
+        """The decision once its effects happened: the audit Event posted, templates ensured."""
         effects = decision.effects
         if effects.event is not None and self._audit is not None:
             self._audit.emit(effects.event.namespace, effects.event.owner, effects.event.message)
@@ -97,3 +118,20 @@ class Admitter:
         if effects.dry_run:
             return decision.warned(["dra-bridge: dry run: the ResourceClaimTemplate was not created"])
         return decision
+
+
+def _decide_off_loop(
+    body: bytes, mode: Mode, context: Context | Exception
+) -> ReviewError | tuple[AdmissionRequest, Decision | Exception]:
+    """Decode ``body`` and decide (in a worker thread): the ReviewError that answers it, or the
+    request with its decision (or the exception that stopped it, raised again on the loop)."""
+    try:
+        request = decode_review(body)
+    except ReviewError as exc:
+        return exc
+    if isinstance(context, Exception):
+        return request, context
+    try:
+        return request, evaluate(request, mode, context)
+    except Exception as exc:
+        return request, exc
