@@ -157,6 +157,10 @@ def test_template_limits_name_each_limit() -> None:
     assert too_many_requests is not None and "DeviceRequestsMaxSize" in too_many_requests.reason
     too_many_selectors = api_limits.template_problem(_template(1, 33), "p", "l")
     assert too_many_selectors is not None and "DeviceSelectorsMaxSize" in too_many_selectors.reason
+    constrained = _template(2, 1)
+    constrained["spec"]["spec"]["devices"]["constraints"] = [{"requests": ["r0", "r1"], "matchAttribute": "a/b"}] * 33
+    too_many_constraints = api_limits.template_problem(constrained, "p", "l")
+    assert too_many_constraints is not None and "DeviceConstraintsMaxSize" in too_many_constraints.reason
     big = api_limits.template_problem(_template(32, 32, "x" * 2000), "p", "l")
     assert big is not None and big.code == OVER_API_LIMIT and big.outcome == "unsupported"
 

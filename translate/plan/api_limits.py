@@ -12,6 +12,7 @@ cross one stays legacy with an ``unsupported`` finding naming it (``Finding.code
     selectors per request     32 (DeviceSelectorsMaxSize)                          :func:`template_problem`
     requests per claim        32 (DeviceRequestsMaxSize; the plan packs claims     :func:`template_problem`
                               to keep it: translate/plan/alignment.py)
+    constraints per claim     32 (DeviceConstraintsMaxSize)                        :func:`template_problem`
     one object                1.5 MiB (etcd's default --max-request-bytes), as     :func:`template_problem`
                               its compact JSON, larger than the stored protobuf
 
@@ -34,6 +35,9 @@ from dra_bridge.translate.inventory.api_rules import MAX_REQUESTS_PER_CLAIM
 
 #: Selectors in one device request (resource.k8s.io/v1 ``DeviceSelectorsMaxSize``).
 MAX_SELECTORS_PER_REQUEST = 32
+#: Constraints in one claim (``DeviceConstraintsMaxSize``; alignment writes one per group of
+#: at least two requests, so at most 16 in a claim of 32 requests).
+MAX_CONSTRAINTS_PER_CLAIM = 32
 #: The largest object we create: etcd's default request limit (``--max-request-bytes``, 1.5 MiB),
 #: which the API server's write of the object must fit.
 MAX_OBJECT_BYTES = 1536 * 1024
@@ -83,6 +87,14 @@ def template_problem(template: Mapping[str, Any], path: str, legacy: str) -> Fin
             legacy,
             f"ResourceClaimTemplate {name} would have {len(requests)} requests, more than the "
             f"{MAX_REQUESTS_PER_CLAIM} the API server accepts in a claim (DeviceRequestsMaxSize)",
+        )
+    constraints = template["spec"]["spec"]["devices"].get("constraints") or []
+    if len(constraints) > MAX_CONSTRAINTS_PER_CLAIM:
+        return _finding(
+            path,
+            legacy,
+            f"ResourceClaimTemplate {name} would have {len(constraints)} constraints, more than the "
+            f"{MAX_CONSTRAINTS_PER_CLAIM} the API server accepts in a claim (DeviceConstraintsMaxSize)",
         )
     for request in requests:
         selectors = request.get("exactly", request).get("selectors") or []
