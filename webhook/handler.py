@@ -11,10 +11,13 @@
   resources translated, duration in ms.
 
 No review blocks the others (docs/design.md D28): decoding and deciding, the CPU-bound part of
-an admission, run in a bounded pool of :data:`REVIEW_WORKERS` threads, never on the event loop,
-which goes on answering other reviews and the probes meanwhile; the plan itself bounds the work of
-one review (translate's limits). The Context is taken on the event loop (the watch-fed views are
-filled there), and only the ensuring of templates, the Event and the answer stay on it.
+an admission, run in worker threads, never on the event loop, which goes on answering other
+reviews and the probes meanwhile; the plan itself bounds the work of one review (translate's
+limits). Two pools of :data:`REVIEW_WORKERS` threads each: one for ordinary reviews (at most
+:data:`ORDINARY_VALUES` JSON values), one for larger ones, so an ordinary review never waits
+behind a maximal one, and at most two large reviews are held decoded at once. The Context is
+taken on the event loop (the watch-fed views are filled there), and only the ensuring of
+templates, the Event and the answer stay on it.
 """
 
 from __future__ import annotations
@@ -29,16 +32,26 @@ from dra_bridge.webhook.decision import Context, Decision, LogEntry, Mode, evalu
 from dra_bridge.webhook.errors import ReviewError, TemplateError
 from dra_bridge.webhook.events import AuditSink
 from dra_bridge.webhook.metrics import Metrics
-from dra_bridge.webhook.review import AdmissionRequest, AdmissionReview, Answer, decode_review
+from dra_bridge.webhook.review import AdmissionReview, Answer, decode_review, json_values
 from dra_bridge.webhook.templates import TemplateEnsurer
 
 logger = logging.getLogger(__name__)
 
-#: Threads that decode and decide reviews. CPU-bound Python shares one core (the GIL), so more
-#: threads add no speed: a few let an ordinary review be decided beside a maximal one instead of
-#: after it, and bound how many decoded reviews are held at once (a process pool's workers would
-#: count against the same pod memory limit, each with a copy of the catalog and policy).
-REVIEW_WORKERS = 4
+#: Threads per pool that decode and decide reviews. CPU-bound Python shares one core (the GIL),
+#: so more threads add no speed: two per pool let reviews be decided side by side, and bound how
+#: many large reviews are held decoded at once and how many threads contend with the event loop
+#: for the GIL (a process pool's workers would count against the same pod memory limit, each with
+#: a copy of the catalog and policy).
+REVIEW_WORKERS = 2
+#: A review of at most this many JSON values (``review.json_values``; an ordinary pod's holds
+#: about 130) and :data:`ORDINARY_BODY_BYTES` is decided in the ordinary pool, any other in the
+#: large one.
+ORDINARY_VALUES = 400
+ORDINARY_BODY_BYTES = 64 * 1024
+#: The pools, one each for the process (threads start on first use; one per Admitter would leave
+#: idle threads behind every Admitter a test builds).
+_ORDINARY = ThreadPoolExecutor(max_workers=REVIEW_WORKERS, thread_name_prefix="dra-webhook-review")
+_LARGE = ThreadPoolExecutor(max_workers=REVIEW_WORKERS, thread_name_prefix="dra-webhook-large-review")
 
 
 class Admitter:
@@ -52,7 +65,6 @@ class Admitter:
         self._ensurer = ensurer
         self.metrics = metrics
         self._audit = audit
-        self._pool = ThreadPoolExecutor(max_workers=REVIEW_WORKERS, thread_name_prefix="dra-webhook-review")
 
     async def handle(self, body: bytes, mode: Mode) -> tuple[int, AdmissionReview | dict[str, str]]:
         """The HTTP status and JSON body answering ``body`` on the ``mode`` path."""
@@ -61,23 +73,25 @@ class Admitter:
             context: Context | Exception = self._context()
         except Exception as failure:  # answered as an internal error once the review decodes
             context = failure
-        decided = await asyncio.get_running_loop().run_in_executor(self._pool, _decide_off_loop, body, mode, context)
+        ordinary = len(body) <= ORDINARY_BODY_BYTES and json_values(body) <= ORDINARY_VALUES
+        pool = _ORDINARY if ordinary else _LARGE
+        decided = await asyncio.get_running_loop().run_in_executor(pool, _decode_and_decide, body, mode, context)
         if isinstance(decided, ReviewError):
             self.metrics.errors.labels("bad-request").inc()
             self.metrics.requests.labels(mode, "bad-request").inc()
             logger.info("admission rejected mode=%s status=%d error=%s", mode, decided.status, decided)
             return decided.status, {"error": str(decided)}
-        request, evaluated = decided
+        uid, evaluated = decided
         try:
             if isinstance(evaluated, Exception):
                 raise evaluated
             decision = await self._effects(evaluated)
         except Exception as exc:  # never a 5xx: admit unchanged and say why
-            logger.exception("admission uid=%s: internal error", request["uid"])
+            logger.exception("admission uid=%s: internal error", uid)
             self.metrics.errors.labels("internal").inc()
             decision = Decision(
                 Answer(
-                    str(request["uid"]),
+                    uid,
                     warnings=(f"dra-bridge: internal error ({type(exc).__name__}): left unchanged",),
                 ),
                 LogEntry("error-admitted"),
@@ -120,18 +134,20 @@ class Admitter:
         return decision
 
 
-def _decide_off_loop(
+def _decode_and_decide(
     body: bytes, mode: Mode, context: Context | Exception
-) -> ReviewError | tuple[AdmissionRequest, Decision | Exception]:
+) -> ReviewError | tuple[str, Decision | Exception]:
     """Decode ``body`` and decide (in a worker thread): the ReviewError that answers it, or the
-    request with its decision (or the exception that stopped it, raised again on the loop)."""
+    request's uid with its decision (or the exception that stopped it, raised again on the loop).
+    The decoded review is dropped here, so a large one is also freed off the loop."""
     try:
         request = decode_review(body)
     except ReviewError as exc:
         return exc
+    uid = str(request["uid"])
     if isinstance(context, Exception):
-        return request, context
+        return uid, context
     try:
-        return request, evaluate(request, mode, context)
+        return uid, evaluate(request, mode, context)
     except Exception as exc:
-        return request, exc
+        return uid, exc

@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient
 
 from dra_bridge.translate.plan.cluster_state import QuotaKeys
 from dra_bridge.webhook.handler import Admitter
-from dra_bridge.webhook.review import MAX_BODY_BYTES
+from dra_bridge.webhook.review import MAX_BODY_BYTES, MAX_JSON_VALUES
 from dra_bridge.webhook.runtime import Runtime
 from dra_bridge.webhook.server import make_app
 from tests.factories import make_pod
@@ -88,3 +88,21 @@ async def test_a_maximal_review_is_answered_quickly_and_stays_legacy_naming_the_
     assert any("CELSelectorExpressionMaxLength" in w for w in answer["warnings"])
     assert cpu < 1.0  # the plan stops at the limit: today it built 35 MB of selector text
     assert max(stalls) < 0.25  # the bench holds it to 100 ms on an idle machine
+
+
+async def test_a_body_of_too_many_json_values_is_refused_before_it_is_decoded(aiohttp_client: AiohttpClient) -> None:
+    # 3 MiB of small values takes json.loads (holding the GIL, so stalling the loop whatever the
+    # thread) hundreds of milliseconds: the count is bounded before decoding
+    runtime = Runtime("resource.k8s.io/v1", require_tls=False)
+    client = await aiohttp_client(make_app(runtime, Admitter(runtime.context, FakeEnsurer(), runtime.metrics)))
+    review = make_admission_review(make_pod())
+    review["request"]["object"]["metadata"]["annotations"] = {str(i): "" for i in range(MAX_JSON_VALUES)}
+    payload = json.dumps(review).encode()
+    assert len(payload) <= MAX_BODY_BYTES
+    resp = await client.post("/mutate/enforce", data=io.BytesIO(payload), headers={"Content-Type": "application/json"})
+    assert resp.status == 413 and "JSON values" in (await resp.json())["error"]
+    # a pod at the size of the maximal review, in few values, is decoded and answered
+    resp = await client.post(
+        "/mutate/enforce", data=io.BytesIO(json.dumps(make_admission_review(maximal_pod())).encode())
+    )
+    assert resp.status == 200
