@@ -1,4 +1,4 @@
-"""Benchmark of what one hostile review costs the webhook (docs/design.md D28).
+"""Benchmark of what one hostile review costs the webhook (docs/design.md D33).
 
 A maximal review is a ~3 MB pod (just under the 3 MiB body limit) whose required node affinity
 lists 95,000 ``nvidia.com/gpu.product`` values. The server (the real app, plain HTTP, templates

@@ -83,7 +83,7 @@ FOREIGN_CODES: tuple[str, ...] = (UNKNOWN_DEVICE_RESOURCE, OTHER_GPU_CONTROLLER)
 
 #: ``Finding.code``: what the pod would be rendered as crosses a limit the API server enforces
 #: (a CEL selector's length or cost, selectors per request, requests per claim, an object's size):
-#: the pod stays legacy (``unsupported``) and the reason names the limit (docs/design.md D28).
+#: the pod stays legacy (``unsupported``) and the reason names the limit (docs/design.md D33).
 OVER_API_LIMIT = "over-api-limit"
 
 

@@ -10,7 +10,7 @@
 - one INFO line per admission: uid, namespace, name (or generateName*), mode, outcome,
   resources translated, duration in ms.
 
-No review blocks the others (docs/design.md D28): decoding and deciding, the CPU-bound part of
+No review blocks the others (docs/design.md D33): decoding and deciding, the CPU-bound part of
 an admission, run in worker threads, never on the event loop, which goes on answering other
 reviews and the probes meanwhile; the plan itself bounds the work of one review (translate's
 limits). Two pools of :data:`REVIEW_WORKERS` threads each: one for ordinary reviews (at most

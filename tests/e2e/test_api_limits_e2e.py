@@ -1,4 +1,4 @@
-"""The plan's limits on what it renders, against the real API server (docs/design.md D28).
+"""The plan's limits on what it renders, against the real API server (docs/design.md D33).
 
 For the densest selector shapes we write (the product-name test with its ten ``replace`` calls,
 and a list of one-letter family names), the longest list the plan still translates gives a

@@ -1,4 +1,4 @@
-"""What the plan renders stays within the API server's limits (docs/design.md D28), checked while
+"""What the plan renders stays within the API server's limits (docs/design.md D33), checked while
 it is built: a pod whose selector or template would cross one stays legacy with an
 ``unsupported`` finding naming the limit, and a pod listing thousands of values costs work up to
 the limit, not text many times its own size."""

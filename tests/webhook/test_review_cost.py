@@ -1,4 +1,4 @@
-"""No review blocks the others (docs/design.md D28): a review is decoded and decided off the event
+"""No review blocks the others (docs/design.md D33): a review is decoded and decided off the event
 loop, so the probes and other reviews are answered meanwhile, and a maximal review (3 MB of node
 affinity values) is answered quickly, left on the device plugin with the limit it crosses named."""
 

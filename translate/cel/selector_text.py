@@ -9,7 +9,7 @@ cost estimate), because the same attribute name may carry another type under ano
 
 All functions return CEL source text (``str``); quoting is done by :func:`literal`.
 
-Bounded (docs/design.md D28): the API server refuses a selector longer than
+Bounded (docs/design.md D33): the API server refuses a selector longer than
 :data:`MAX_EXPRESSION_LENGTH` or one whose estimated cost exceeds :data:`MAX_EXPRESSION_COST`.
 Every list these functions join is consumed lazily and checked part by part (:func:`join`), and
 :func:`checked` checks a finished selector: :class:`~translate.errors.OverLimit` is raised as

@@ -1,4 +1,4 @@
-"""The API server's limits on the claim templates the plan renders (docs/design.md D28).
+"""The API server's limits on the claim templates the plan renders (docs/design.md D33).
 
 A template the API server refuses is an outage under the webhook (the pod is left unchanged or
 denied every time it is created) and a failed apply after ``dra-migrate convert``, so the plan

@@ -188,7 +188,7 @@ def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str
 
     Raises Untranslatable for a device label this target cannot express (version selectors
     before 1.34, non-integer Gt/Lt, an invalid MIG product), and OverLimit as soon as the text
-    would cross the API server's limits on a selector (docs/design.md D28).
+    would cross the API server's limits on a selector (docs/design.md D33).
     """
     _check_operator(req)
     key, op = req.key, req.operator
