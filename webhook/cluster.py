@@ -95,7 +95,7 @@ class ClusterView:
         if "ResourceQuota" not in self.synced:
             return QuotaUnknown(self._why("ResourceQuota"))
         keys: set[str] = set()
-        for (ns, _name), hard in self._quotas.items():
+        for (ns, _name), hard in tuple(self._quotas.items()):  # a snapshot: decisions run in worker threads
             if ns == namespace:
                 keys |= hard
         return frozenset(keys)
