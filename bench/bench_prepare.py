@@ -1,6 +1,6 @@
 """Benchmark: NodePrepareResources latency of the DRA kubelet plugin, as the kubelet calls it.
 
-Starts the real plugin (``bridge.node_plugin.start_plugin``: the gRPC DRA service and the
+Starts the real plugin (``bridge.kubeletplugin.node_plugin.start_plugin``: the gRPC DRA service and the
 registration socket on unix sockets in a temporary kubelet layout, the checkpoint, the CDI
 directories with a container-toolkit spec for every GPU) and calls it with a ``grpc.aio``
 client over the committed v1 stubs, like the kubelet. Each iteration prepares, then unprepares
@@ -41,9 +41,9 @@ from typing import Any
 import grpc
 
 from dra_bridge.bridge.access import API_CALLS
-from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc
-from dra_bridge.bridge.node_plugin import Plugin, PluginPaths, start_plugin
+from dra_bridge.bridge.kubeletplugin.claims import AgentView
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, PluginPaths, start_plugin
 from dra_bridge.kube.api import ApiServer, KubeApi
 from dra_bridge.kube.client import connect
 from dra_bridge.kube.fake import FakeKube

@@ -10,13 +10,9 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
   (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
-  ``pci_sysfs`` (PCIe root and NUMA node from sysfs), ``cdi_specs`` (the node's CDI spec
-  directories and our own specs);
+  ``pci_sysfs`` (PCIe root and NUMA node from sysfs);
 - the DRA kubelet plugin (docs/design.md D10): ``kubeletapi`` (the registration, DRA and DRA health
-  protos and stubs), ``registration`` (the plugin-watcher server), ``plugin`` (NodePrepare /
-  NodeUnprepare), ``claims`` (preparing and unpreparing claims), ``checkpoint`` (the prepared
-  claims), ``health_stream`` and ``device_health`` (device health for the kubelet),
-  ``node_plugin`` (starting and stopping the plugin: the DRA service, then registration);
+  protos and stubs) and ``kubeletplugin`` (the plugin itself, a subpackage);
 - plumbing: ``unixgrpc`` (a gRPC channel on a unix socket), ``atomic`` (atomic file writes),
   ``file_lock`` (a lock between processes), ``health`` (readiness, liveness, metrics),
   ``settings``, ``cli`` and ``errors`` (the exception tree, re-exported here).

@@ -19,7 +19,8 @@ One tick (every ``poll_interval`` seconds):
    ``DRABridgePreparedClaims`` condition (the DRA plugin's checkpointed claims, :attr:`Agent.plugin`),
    written only when it changes. Each tick also dials the plugin's registration and DRA sockets,
    whatever else is down (liveness: ``/healthz`` fails while either does not answer), and hands the
-   plugin this tick's alarm per device for the kubelet's device health stream (:mod:`bridge.device_health`).
+   plugin this tick's alarm per device for the kubelet's device health stream
+   (:mod:`bridge.kubeletplugin.device_health`).
 
 A kubelet or API server that is missing makes readiness false and is retried on the next tick;
 nothing is lost (the record is on disk) and nothing crashes.
@@ -39,7 +40,7 @@ from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
 from dra_bridge.bridge.health import NOT_CHECKED, Clocks, Health, Metrics
 from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, alarm, alarmed_devices, evaluate
-from dra_bridge.bridge.node_plugin import Plugin
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings

@@ -74,9 +74,9 @@ async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
 async def run(settings: Settings) -> int:
     """Build the agent from settings and run it until SIGTERM/SIGINT."""
     from dra_bridge.bridge.agent import Agent
-    from dra_bridge.bridge.claims import AgentView
     from dra_bridge.bridge.health import serve
-    from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
+    from dra_bridge.bridge.kubeletplugin.claims import AgentView
+    from dra_bridge.bridge.kubeletplugin.node_plugin import PluginPaths, device_index, start_plugin
     from dra_bridge.bridge.nvml import check_uuids, probe
     from dra_bridge.bridge.publisher import Publisher
     from dra_bridge.kube.api import ApiServer

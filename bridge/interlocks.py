@@ -120,7 +120,7 @@ def _clashes(
 def alarmed_devices(
     offered: frozenset[str], held: Mapping[str, list[str]], published: frozenset[str], prepared: frozenset[str]
 ) -> dict[str, str]:
-    """The devices :func:`alarm` names, each with its reason (device health, bridge.device_health)."""
+    """The devices :func:`alarm` names, each with its reason (device health, bridge.kubeletplugin.device_health)."""
     again, both = _clashes(offered, held, published, prepared)
     out = dict.fromkeys(again, "the kubelet offers it again (a device plugin serves it)")
     for d in both:

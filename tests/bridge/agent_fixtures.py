@@ -10,7 +10,7 @@ import pytest
 
 from dra_bridge.bridge.agent import Agent
 from dra_bridge.bridge.health import Clocks
-from dra_bridge.bridge.node_plugin import PluginPaths
+from dra_bridge.bridge.kubeletplugin.node_plugin import PluginPaths
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings
@@ -135,8 +135,8 @@ async def start_dra_plugin(
 ) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
     """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it;
     returns its paths and the device index (published name -> (resource, device ID))."""
-    from dra_bridge.bridge.claims import AgentView
-    from dra_bridge.bridge.node_plugin import device_index, start_plugin
+    from dra_bridge.bridge.kubeletplugin.claims import AgentView
+    from dra_bridge.bridge.kubeletplugin.node_plugin import device_index, start_plugin
     from tests.bridge.draplugin_fixtures import toolkit_spec
 
     paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))

@@ -14,7 +14,7 @@ import grpc
 
 from dra_bridge.bridge.access import API_CALLS
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
-from dra_bridge.bridge.node_plugin import PluginPaths
+from dra_bridge.bridge.kubeletplugin.node_plugin import PluginPaths
 from dra_bridge.kube.fake import FakeKube
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
 

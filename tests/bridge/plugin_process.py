@@ -9,8 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from dra_bridge.bridge.claims import AgentView
-from dra_bridge.bridge.node_plugin import start_plugin
+from dra_bridge.bridge.kubeletplugin.claims import AgentView
+from dra_bridge.bridge.kubeletplugin.node_plugin import start_plugin
 from tests.bridge.draplugin_fixtures import INVENTORY, NODE, fake_api, layout
 
 

@@ -15,9 +15,9 @@ import grpc
 import pytest
 
 from dra_bridge.bridge.agent import Agent
-from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.deviceplugin import api_pb2_grpc
-from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
+from dra_bridge.bridge.kubeletplugin.claims import AgentView
+from dra_bridge.bridge.kubeletplugin.node_plugin import PluginPaths, device_index, start_plugin
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
 from dra_bridge.translate.catalog import Catalog, load_catalog

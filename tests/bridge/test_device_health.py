@@ -1,4 +1,4 @@
-"""The device health rule (bridge/device_health.py), the per-device alarm (bridge/interlocks.py)
+"""The device health rule (bridge/kubeletplugin/device_health.py), the per-device alarm (bridge/interlocks.py)
 and NVML's UUID lookup (bridge/nvml.py, against a fake pynvml module)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import types
 
 import pytest
 
-from dra_bridge.bridge.device_health import HEALTHY, UNHEALTHY, UNKNOWN, HealthFacts, assess, health_of
 from dra_bridge.bridge.interlocks import alarm, alarmed_devices
+from dra_bridge.bridge.kubeletplugin.device_health import HEALTHY, UNHEALTHY, UNKNOWN, HealthFacts, assess, health_of
 from dra_bridge.bridge.nvml import check_uuids
 
 GPU, MIG, AMD = "GPU-aaaa", "MIG-cccc", "0000:03:00.0"

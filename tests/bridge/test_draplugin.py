@@ -18,11 +18,11 @@ from typing import Any
 import grpc
 import pytest
 
-from dra_bridge.bridge.cdi_specs import SpecIndex
-from dra_bridge.bridge.claims import CRASH_POINT_ENV, CRASH_POINTS, AgentView
 from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import registration_pb2, registration_pb2_grpc
-from dra_bridge.bridge.node_plugin import Plugin, PluginPaths, start_plugin
+from dra_bridge.bridge.kubeletplugin.cdi_specs import SpecIndex
+from dra_bridge.bridge.kubeletplugin.claims import CRASH_POINT_ENV, CRASH_POINTS, AgentView
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, PluginPaths, start_plugin
 from dra_bridge.kube.errors import Unavailable
 from dra_bridge.kube.fake import FakeKube
 from dra_bridge.kube.resources import RESOURCE_CLAIMS

@@ -13,10 +13,10 @@ import grpc
 import pytest
 
 from dra_bridge.bridge.agent import Agent
-from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2 as pb2
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2_grpc as pb2_grpc
-from dra_bridge.bridge.node_plugin import Plugin, start_plugin
+from dra_bridge.bridge.kubeletplugin.claims import AgentView
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, start_plugin
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
 from dra_bridge.translate.catalog import Catalog
 from tests.bridge.agent_fixtures import NODE, Clock, hand_over, publish, start_dra_plugin

@@ -13,10 +13,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.file_lock import LOCK_FILE, file_lock
 from dra_bridge.bridge.kubeletapi import registration_pb2, registration_pb2_grpc
-from dra_bridge.bridge.node_plugin import Plugin, start_plugin
+from dra_bridge.bridge.kubeletplugin.claims import AgentView
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, start_plugin
 from tests.bridge.draplugin_fixtures import (
     DRIVER,
     INVENTORY,

@@ -2,7 +2,7 @@
 
 :func:`assess` maps every device of the recorded inventory (published name -> (legacy resource,
 kubelet device ID)) to one :class:`DeviceReport` for the kubelet's ``NodeWatchResources`` stream
-(:mod:`bridge.health_stream`), by these rules, in this order:
+(:mod:`bridge.kubeletplugin.health_stream`), by these rules, in this order:
 
 =============  ===============================================================================
 UNHEALTHY      any of: NVML (where it loads) fails to find the device's UUID

@@ -24,16 +24,16 @@ from pathlib import Path
 
 import grpc
 
-from dra_bridge.bridge.cdi_specs import CDI_DIRS, SpecIndex
-from dra_bridge.bridge.checkpoint import CheckpointStore, read_boot_id
-from dra_bridge.bridge.claims import AgentView, ClaimPreparer
-from dra_bridge.bridge.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
 from dra_bridge.bridge.file_lock import LOCK_FILE
 from dra_bridge.bridge.health import Metrics
-from dra_bridge.bridge.health_stream import HealthStream
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
-from dra_bridge.bridge.plugin import serve_dra
-from dra_bridge.bridge.registration import Registration, serve_registration
+from dra_bridge.bridge.kubeletplugin.cdi_specs import CDI_DIRS, SpecIndex
+from dra_bridge.bridge.kubeletplugin.checkpoint import CheckpointStore, read_boot_id
+from dra_bridge.bridge.kubeletplugin.claims import AgentView, ClaimPreparer
+from dra_bridge.bridge.kubeletplugin.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
+from dra_bridge.bridge.kubeletplugin.health_stream import HealthStream
+from dra_bridge.bridge.kubeletplugin.plugin import serve_dra
+from dra_bridge.bridge.kubeletplugin.registration import Registration, serve_registration
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.kube.api import KubeApi
@@ -117,14 +117,14 @@ class Plugin:
     registration: Registration
     servers: list[grpc.aio.Server] = field(default_factory=list)
     health: HealthStream = field(default_factory=HealthStream)
-    """The device health stream the kubelet watches (:mod:`bridge.health_stream`)."""
+    """The device health stream the kubelet watches (:mod:`bridge.kubeletplugin.health_stream`)."""
     pool: str = ""
     """Our pool: the node name."""
     nvml_check: NvmlCheck | None = None
     """:func:`bridge.nvml.check_uuids` where NVML may be present (None: no NVML facts)."""
 
     def report_health(self, alarmed: Mapping[str, str]) -> None:
-        """Assess every recorded device (:mod:`bridge.device_health`) from NVML (:attr:`nvml_check`),
+        """Assess every recorded device (:mod:`bridge.kubeletplugin.device_health`) from NVML (:attr:`nvml_check`),
         the hand-over alarm's ``alarmed`` (kubelet device ID -> reason) and whether each toolkit CDI
         device resolves now, and hand the assessment to the kubelet's health stream."""
         inventory = self.preparer.inventory()
@@ -169,7 +169,7 @@ async def start_plugin(
     nvml_check: NvmlCheck | None = None,
 ) -> Plugin:
     """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
-    that order). ``view``: what the plugin reads of the agent (:class:`bridge.claims.AgentView`);
+    that order). ``view``: what the plugin reads of the agent (:class:`bridge.kubeletplugin.claims.AgentView`);
     ``edits``: a device's recorded Allocate edits or static recipe
     (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
     :func:`bridge.nvml.check_uuids` where NVML may be present."""

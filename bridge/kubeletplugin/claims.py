@@ -40,9 +40,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dra_bridge.bridge.cdi_specs import SpecIndex, own_spec_uids, remove_spec, write_spec
-from dra_bridge.bridge.checkpoint import Checkpoint, CheckpointStore, PreparedClaim
 from dra_bridge.bridge.errors import CdiError, CheckpointError
+from dra_bridge.bridge.kubeletplugin.cdi_specs import SpecIndex, own_spec_uids, remove_spec, write_spec
+from dra_bridge.bridge.kubeletplugin.checkpoint import Checkpoint, CheckpointStore, PreparedClaim
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
