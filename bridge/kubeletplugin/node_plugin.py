@@ -1,8 +1,9 @@
 """Start and stop the DRA kubelet plugin: the DRA service first, then the registration socket.
 
-    plugin = await start_plugin(PluginPaths.under(kubelet_dir, state_dir), api, node,
-                                AgentView(inventory, claim_version, accepting), metrics=...)
-    plugin.preparer.count                the prepared-claim count (the Node condition's number)
+    plugin = await start_plugin(PluginPaths.under(kubelet_dir, state_dir), api, node, view, metrics=...)
+                                         view: what it reads of the hand-over half (bridge.ports.HandoverView)
+    plugin.prepared_count                the prepared-claim count (the Node condition's number)
+    plugin.prepared_devices()            the devices prepared claims hold (the alarm's input)
     await plugin.alive()                 "" when both sockets answer, else why not (liveness)
     plugin.report_health(alarmed)        assess the devices for the kubelet's health stream
     await plugin.stop()
@@ -12,8 +13,7 @@ https://github.com/kubernetes/dynamic-resource-allocation/blob/master/kubeletplu
 ``<kubelet dir>/plugins/<driver>/dra.sock``, registration on
 ``<kubelet dir>/plugins_registry/<driver>-reg.sock``, our CDI specs in the last CDI directory
 (``--cdi-dir``; default ``/etc/cdi,/var/run/cdi``, so ``/var/run/cdi``), the checkpoint in the
-state directory. :func:`device_index` maps the published device names to the recorded inventory
-(the same names :mod:`translate.inventory` publishes).
+state directory. :class:`Plugin` is the hand-over half's :class:`bridge.ports.PluginView`.
 """
 
 from __future__ import annotations
@@ -29,17 +29,16 @@ from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.kubeletplugin.cdi_specs import CDI_DIRS, SpecIndex
 from dra_bridge.bridge.kubeletplugin.checkpoint import CheckpointStore, read_boot_id
-from dra_bridge.bridge.kubeletplugin.claims import AgentView, ClaimPreparer
+from dra_bridge.bridge.kubeletplugin.claims import ClaimPreparer
 from dra_bridge.bridge.kubeletplugin.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
 from dra_bridge.bridge.kubeletplugin.health_stream import HealthStream
 from dra_bridge.bridge.kubeletplugin.plugin import serve_dra
 from dra_bridge.bridge.kubeletplugin.registration import Registration, serve_registration
+from dra_bridge.bridge.ports import HandoverView
 from dra_bridge.bridge.settings import Settings
-from dra_bridge.bridge.state import Inventory
 from dra_bridge.kube.api import KubeApi
-from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.cdi import EditsLookup
-from dra_bridge.translate.inventory.slices import build_devices
+from dra_bridge.translate.inventory.allocatable import DeviceId
 from dra_bridge.translate.names import BRIDGE_DRIVER
 
 PROBE_TIMEOUT = 2.0
@@ -97,20 +96,10 @@ class PluginPaths:
         return self.registry_dir / f"{self.driver}{instance}-reg.sock"
 
 
-def device_index(inventory: Inventory, catalog: Catalog) -> dict[str, tuple[str, str]]:
-    """Published device name -> (legacy resource name, kubelet device ID) for a recorded inventory."""
-    built, _ = build_devices(inventory.devices, catalog, inventory.labels, inventory.nvml)
-    domain = catalog.bridge_driver + "/"
-    out = {}
-    for d in built:
-        attrs = d["attributes"]
-        out[d["name"]] = (str(attrs[domain + "resourceName"]["string"]), str(attrs[domain + "deviceID"]["string"]))
-    return out
-
-
 @dataclass
 class Plugin:
-    """The running plugin: its preparer, registration servicer and servers."""
+    """The running plugin: its preparer, registration servicer and servers (a
+    :class:`bridge.ports.PluginView`)."""
 
     paths: PluginPaths
     preparer: ClaimPreparer
@@ -123,11 +112,24 @@ class Plugin:
     nvml_check: NvmlCheck | None = None
     """:func:`bridge.nvml.check_uuids` where NVML may be present (None: no NVML facts)."""
 
+    @property
+    def prepared_count(self) -> int:
+        """How many claims are prepared."""
+        return self.preparer.count
+
+    def prepared_devices(self) -> frozenset[DeviceId]:
+        """The devices prepared claims hold."""
+        return self.preparer.devices()
+
+    def resolves(self, cdi_ids: Sequence[str]) -> Mapping[str, bool]:
+        """Whether each CDI name resolves in the node's CDI specs now."""
+        return self.preparer.index.resolves(cdi_ids)
+
     def report_health(self, alarmed: Mapping[str, str]) -> None:
         """Assess every recorded device (:mod:`bridge.kubeletplugin.device_health`) from NVML (:attr:`nvml_check`),
         the hand-over alarm's ``alarmed`` (kubelet device ID -> reason) and whether each toolkit CDI
         device resolves now, and hand the assessment to the kubelet's health stream."""
-        inventory = self.preparer.inventory()
+        inventory = self.preparer.view.devices()
         nvml = self.nvml_check(nvml_uuids(inventory)) if self.nvml_check is not None else None
         resolves = self.preparer.index.resolves(toolkit_ids(inventory))
         self.health.update(assess(inventory, self.pool, HealthFacts(nvml, alarmed, resolves)))
@@ -162,14 +164,14 @@ async def start_plugin(
     paths: PluginPaths,
     api: KubeApi,
     node: str,
-    view: AgentView,
+    view: HandoverView,
     metrics: Metrics | None = None,
     boot_id: Callable[[], str] = read_boot_id,
     edits: EditsLookup | None = None,
     nvml_check: NvmlCheck | None = None,
 ) -> Plugin:
     """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
-    that order). ``view``: what the plugin reads of the agent (:class:`bridge.kubeletplugin.claims.AgentView`);
+    that order). ``view``: what the plugin reads of the hand-over half (:class:`bridge.ports.HandoverView`);
     ``edits``: a device's recorded Allocate edits or static recipe
     (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
     :func:`bridge.nvml.check_uuids` where NVML may be present."""
