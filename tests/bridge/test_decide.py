@@ -159,6 +159,12 @@ def test_offered_devices_nobody_publishes_or_holds_are_no_alarm() -> None:
     assert decide(replace(CLEAR, offered=(NV,)), Memory()).alarm is None
 
 
+def test_numbered_ids_of_another_vendors_plugin_are_not_nvidia_index_ids() -> None:
+    obs = replace(CLEAR, offered=(dev("example.com/fpga", "0"),), held={"1": ["ns/p/c"]}, published=PUBLISHED)
+    decision = decide(obs, SETTLED)
+    assert decision.action == "publish" and decision.alarm is None
+
+
 def test_index_ids_without_recorded_bus_ids_map_to_every_nvidia_device() -> None:
     recorded = Inventory("n", (NV, NV2, AMD))
     obs = replace(CLEAR, recorded=recorded, offered=(dev("nvidia.com/gpu", "0"),), published=PUBLISHED)

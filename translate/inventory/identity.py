@@ -64,14 +64,16 @@ def matches(
     resource: str | None = None,
 ) -> list[DeviceId]:
     """The recorded devices that ``raw_id`` (a device plugin's device ID, of ``resource`` where
-    known) may be, sorted: the same base ID or PCI address; an NVIDIA index ID maps as the module
-    says."""
+    known) may be, sorted: the same base ID or PCI address; an index ID of an NVIDIA resource maps
+    as the module says (only where the resource is known: PodResources ``List`` names devices
+    without it here, and another vendor's plugin may number its devices too; the kubelet offers
+    every device it assigns, so the offer catches a returning NVIDIA plugin's index IDs)."""
     devices = [DeviceId.of(d) for d in recorded]
     base = split_replica(raw_id)[0]
     addr = pci_address(base)
     found = {d for d in devices if base in keys(d, nvml) or (addr is not None and addr in keys(d, nvml))}
     index = _INDEX.fullmatch(base)
-    nvidia = resource is None or resource.startswith(NVIDIA_RESOURCE_PREFIX)
+    nvidia = resource is not None and resource.startswith(NVIDIA_RESOURCE_PREFIX)
     if not found and index is not None and nvidia:
         ours = [d for d in devices if d.resource.startswith(NVIDIA_RESOURCE_PREFIX)]
         order = _index_map(ours, nvml)
