@@ -8,6 +8,8 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
   (reading the kubelet, the API server and the node into an ``observation``, the snapshot
   dataclass), ``decide`` (the pure decision step), ``interlocks`` (the interlock table and the
   alarm, pure, docs/design.md D6), ``report`` (Events, the Node condition, metrics),
+  ``node_condition`` (what the prepared-claim condition says and when it is written: Unknown
+  while the checkpoint is unreadable, a 5-minute heartbeat; pure, docs/design.md D29),
   ``publisher`` (the ResourceSlice reconciler, docs/design.md D17), ``access`` (the API calls it
   makes);
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
@@ -16,7 +18,8 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
   ``pci_sysfs`` (PCIe root and NUMA node from sysfs);
 - the DRA kubelet plugin (docs/design.md D10): ``kubeletapi`` (the registration, DRA and DRA health
   protos and stubs) and ``kubeletplugin`` (the plugin itself, a subpackage that never imports the
-  hand-over half); ``ports`` (the two narrow interfaces the halves see each other through);
+  hand-over half; it also collects checkpoint entries whose claim is gone); ``ports`` (the two
+  narrow interfaces the halves see each other through);
 - plumbing: ``unixgrpc`` (a gRPC channel on a unix socket), ``atomic`` (atomic file writes),
   ``file_lock`` (a lock between processes), ``health`` (readiness, liveness, metrics),
   ``settings``, ``cli`` and ``errors`` (the exception tree, re-exported here).

@@ -14,9 +14,15 @@ One tick (every ``poll_interval`` seconds):
    (:mod:`bridge.edits_recorder`); in ``dra`` hand the publisher the recorded inventory, less
    devices nobody could prepare (:func:`translate.edit_sources.preparable`), or nothing;
 4. **report** (:mod:`bridge.report`): Events, the ``DRABridgePreparedClaims`` condition (the DRA
-   plugin's checkpointed claims), metrics and readiness; each tick also dials the plugin's
-   sockets, whatever else is down (liveness), and hands the plugin this tick's alarm per device
-   for the kubelet's device health stream.
+   plugin's checkpointed claims; :mod:`bridge.node_condition`: Unknown while the checkpoint is
+   unreadable, when every recorded device counts as held and the ``checkpoint`` interlock
+   refuses; written on change and as a 5-minute heartbeat), metrics and readiness; each tick also
+   dials the plugin's sockets, whatever else is down (liveness), and hands the plugin this tick's
+   alarm per device for the kubelet's device health stream. While the Node is readable, the
+   plugin first collects checkpoint entries whose claim is gone
+   (:mod:`bridge.kubeletplugin.claim_collector`, an Event ``PreparedClaimCollected`` each).
+
+An unreadable checkpoint is read again at the start of every tick (rolled forward or repaired).
 
 The agent is the plugin's :class:`bridge.ports.HandoverView` and reads the plugin only through
 :class:`bridge.ports.PluginView` (:attr:`Agent.plugin`). A kubelet or API server that is missing
@@ -119,9 +125,15 @@ class Agent:
         return self.reporter.node_writes
 
     @property
-    def prepared_claims(self) -> int:
-        """The plugin's prepared-claim count (0 without a plugin)."""
+    def prepared_claims(self) -> int | None:
+        """The plugin's prepared-claim count (0 without a plugin; None while its checkpoint is
+        unreadable: unknown, not zero)."""
         return self.plugin.prepared_count if self.plugin is not None else 0
+
+    @property
+    def checkpoint_error(self) -> str:
+        """Why the plugin's checkpoint is unreadable; empty while readable (or without a plugin)."""
+        return self.plugin.checkpoint_error if self.plugin is not None else ""
 
     # -- what the plugin reads (bridge.ports.HandoverView) -----------------------------------
 
@@ -231,22 +243,38 @@ class Agent:
             return
         alarmed = {d.device_id: why for d, why in decision.alarmed.items()}
         self.plugin.report_health(alarmed)
-        self.metrics.prepared.set(self.plugin.prepared_count)
+        self.reporter.checkpoint(self.prepared_claims, self.checkpoint_error)
         self.health.plugin = await self.plugin.alive()
         if self.health.plugin:
             logger.error("DRA plugin not answering: %s", self.health.plugin)
+
+    async def _collect(self) -> None:
+        """Checkpoint entries whose claim is gone, collected by the plugin (an Event each)."""
+        if self.plugin is None:
+            return
+        collected = await self.plugin.collect(self.wall())
+        for label in collected:
+            self.reporter.event(
+                "Normal", "PreparedClaimCollected", f"{label}: gone from the API server, no container uses it"
+            )
+        if collected:
+            self.reporter.checkpoint(self.prepared_claims, self.checkpoint_error)
 
     # -- loop ------------------------------------------------------------------------------------
 
     async def tick(self) -> TickReport:
         """One pass (see the module docstring); never raises for kubelet or API failures."""
+        if self.plugin is not None:
+            self.plugin.reread_checkpoint()  # rolled forward or repaired: readable again
         snap = await self.observer.snapshot()
         report = TickReport(mode=self.report.mode, publishing=self.report.publishing)
         if snap.mode == "legacy":
             self._record(snap.offered, snap.labels, snap.nvml)
             if not self._state_broken and (edits := await self.recorder.update(self.recorded)) is not None:
                 self._save(edits)
-        obs = await self.observer.observation(self.clock(), snap, self.recorded, self.published, self._prepared())
+        obs = await self.observer.observation(
+            self.clock(), snap, self.recorded, self.published, self._prepared(), self.checkpoint_error
+        )
         decision = decide(obs, self.memory)
         if decision.reported or self.decision is None:
             self.decision = decision
@@ -264,7 +292,8 @@ class Agent:
                 self.reporter.decision(decision, len(self.recorded.devices))
         await self._plugin_status(decision)  # liveness and device health, whatever else is down
         if snap.node is not None:
-            await self.reporter.condition(snap.node, self.prepared_claims)
+            await self._collect()
+            await self.reporter.condition(snap.node, self.prepared_claims, self.checkpoint_error)
         await self.reporter.flush()
         report.recorded = len(self.recorded.devices)
         self.metrics.dra_mode.set(1 if report.mode == "dra" else 0)

@@ -75,7 +75,7 @@ async def run(settings: Settings) -> int:
     """Build the agent from settings and run it until SIGTERM/SIGINT."""
     from dra_bridge.bridge.agent import Agent
     from dra_bridge.bridge.health import serve
-    from dra_bridge.bridge.kubeletplugin.node_plugin import PluginPaths, start_plugin
+    from dra_bridge.bridge.kubeletplugin.node_plugin import Collection, PluginPaths, start_plugin
     from dra_bridge.bridge.nvml import check_uuids, probe
     from dra_bridge.bridge.publisher import Publisher
     from dra_bridge.kube.api import ApiServer
@@ -110,6 +110,7 @@ async def run(settings: Settings) -> int:
         edits=lookup(agent.recorded_edits, catalog),
         nvml_check=check_uuids,
     )
+    plugin.collection = Collection(agent.kubelet, settings.claim_grace_period)  # it reads PodResources List
     agent.plugin = plugin  # and the agent's of the plugin (bridge.ports.PluginView)
     runner = None
     if settings.health_port:

@@ -11,6 +11,9 @@ against it:
 interlock          holds when
 =================  =========================================================================
 ``inventory``      something was recorded while the node was legacy
+``checkpoint``     the DRA plugin's prepared-claim checkpoint is readable (unreadable: which
+                   devices prepared claims hold is unknown, so every recorded device may be
+                   held; docs/design.md D29)
 ``plugin-socket``  no device-plugin socket of a recorded resource is in ``device-plugins/``
                    (the catalog's socket name for the resource, whatever its suffix: AMD's
                    is ``amd.com_gpu``; NVIDIA: ``nvidia-<name after nvidia.com/>.sock``,
@@ -29,8 +32,9 @@ interlock          holds when
 =================  =========================================================================
 
 :func:`alarm` is the hazard itself, apart from the refusals: a device the bridge publishes or a
-prepared claim holds that the kubelet offers again, that another driver's slice lists, or (a
-prepared claim's) that a legacy container holds.
+prepared claim holds (every recorded device while the checkpoint is unreadable:
+:attr:`bridge.observation.Observation.claimed`) that the kubelet offers again, that another
+driver's slice lists, or (a prepared claim's) that a legacy container holds.
 
 "Offers none right now" alone proves nothing (a restarting kubelet offers nothing for a
 while), hence the socket, capacity and settle interlocks.
@@ -117,6 +121,12 @@ def check_inventory(obs: Observation, memory: Memory) -> str | None:
     return None
 
 
+def check_checkpoint(obs: Observation, memory: Memory) -> str | None:
+    if not obs.checkpoint_readable:
+        return f"the prepared-claim checkpoint is unreadable, every recorded device may be held: {obs.checkpoint_error}"
+    return None
+
+
 def check_plugin_socket(obs: Observation, memory: Memory) -> str | None:
     resources = sorted(obs.recorded.resources())
     known = obs.catalogued_sockets
@@ -173,6 +183,7 @@ def check_settle(obs: Observation, memory: Memory) -> str | None:
 
 INTERLOCKS: Mapping[str, Check] = {
     "inventory": check_inventory,
+    "checkpoint": check_checkpoint,
     "plugin-socket": check_plugin_socket,
     "node-capacity": check_node_capacity,
     "kubelet-offers": check_kubelet_offers,
@@ -185,7 +196,8 @@ INTERLOCKS: Mapping[str, Check] = {
 
 def alarmed_devices(obs: Observation) -> dict[DeviceId, str]:
     """The devices :func:`alarm` names, each with its reason (device health too)."""
-    ours = obs.published | obs.prepared
+    claimed = obs.claimed
+    ours = obs.published | claimed
     out: dict[DeviceId, list[str]] = {}
     for device, how in offered(obs).items():
         if device in ours:
@@ -194,7 +206,7 @@ def alarmed_devices(obs: Observation) -> dict[DeviceId, str]:
         if device in ours:
             out.setdefault(device, []).append(f"another DRA driver lists it ({where})")
     for device, holders in held(obs).items():
-        if device in obs.prepared:
+        if device in claimed:
             reason = f"assigned to legacy container(s) {', '.join(holders[:5])} while a prepared claim holds it"
             out.setdefault(device, []).append(reason)
     return {d: "; ".join(r) for d, r in sorted(out.items())}

@@ -48,8 +48,20 @@ class Observation:
     """The devices the bridge publishes now."""
     prepared: frozenset[DeviceId] = frozenset()
     """The devices prepared claims hold (the DRA plugin's checkpoint)."""
+    checkpoint_readable: bool = True
+    """Whether the DRA plugin's checkpoint could be read; False: :attr:`prepared` is unknown."""
+    checkpoint_error: str = ""
+    """Why the checkpoint is unreadable."""
     settle_seconds: float = 0.0
     driver: str = BRIDGE_DRIVER
+
+    @property
+    def claimed(self) -> frozenset[DeviceId]:
+        """The devices prepared claims may hold: :attr:`prepared`, or every recorded device while
+        the checkpoint is unreadable (an unknown count is not zero, docs/design.md D29)."""
+        if self.checkpoint_readable:
+            return self.prepared
+        return frozenset(DeviceId.of(d) for d in self.recorded.devices)
 
 
 @dataclass(frozen=True)

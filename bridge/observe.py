@@ -140,9 +140,11 @@ class Observer:
         recorded: Inventory,
         published: frozenset[DeviceId],
         prepared: frozenset[DeviceId],
+        checkpoint_error: str = "",
     ) -> Observation:
         """The decision step's input. In legacy mode only what the alarm needs is read (``List``
-        only while prepared claims remain); in DRA mode everything the interlocks need."""
+        only while prepared claims remain, or may: ``checkpoint_error``, the checkpoint is
+        unreadable); in DRA mode everything the interlocks need."""
         status = (snap.node or {}).get("status", {})
         mode = snap.mode
         held: Held | None = {}
@@ -151,7 +153,7 @@ class Observer:
         if mode == "dra":
             held = await self.held() if snap.offered is not None else None
             others, error = await self.other_slices()
-        elif mode == "legacy" and prepared and snap.offered is not None:
+        elif mode == "legacy" and (prepared or checkpoint_error) and snap.offered is not None:
             held = await self.held() or {}
         return Observation(
             now=now,
@@ -167,6 +169,8 @@ class Observer:
             slices_error=error,
             published=published,
             prepared=prepared,
+            checkpoint_readable=not checkpoint_error,
+            checkpoint_error=checkpoint_error,
             settle_seconds=self.settings.settle_period,
             driver=self.bridge_driver,
         )

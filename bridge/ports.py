@@ -6,8 +6,10 @@ import it; ``cli`` wires one to the other).
   it: the published devices by name, the ``resource.k8s.io`` version to read claims at, the
   last publication decision (:class:`PrepareGate`) and, for the last-line check at Prepare,
   what the kubelet's device plugins hold and offer right now (:class:`DeviceUse`).
-- :class:`PluginView`: what the hand-over half reads of the plugin: the prepared-claim count and
-  the devices prepared claims hold, whether CDI names resolve, liveness, and device health.
+- :class:`PluginView`: what the hand-over half reads of the plugin: the prepared-claim count (None
+  while the checkpoint is unreadable: unknown, not zero, docs/design.md D29) and the devices
+  prepared claims hold, whether the checkpoint is readable, whether CDI names resolve, liveness,
+  device health, and each tick's collection of entries whose claim is gone (docs/design.md D30).
 """
 
 from __future__ import annotations
@@ -74,8 +76,28 @@ class PluginView(Protocol):
     """What the hand-over half reads of the kubelet plugin."""
 
     @property
-    def prepared_count(self) -> int:
-        """How many claims are prepared (the Node condition's number)."""
+    def prepared_count(self) -> int | None:
+        """How many claims are prepared (the Node condition's number); None while the checkpoint
+        is unreadable."""
+        ...
+
+    @property
+    def checkpoint_readable(self) -> bool:
+        """Whether the prepared-claim checkpoint could be read (False: the count is unknown)."""
+        ...
+
+    @property
+    def checkpoint_error(self) -> str:
+        """Why the checkpoint is unreadable; empty while it is readable."""
+        ...
+
+    def reread_checkpoint(self) -> None:
+        """Read an unreadable checkpoint again (rolled forward or repaired: readable again)."""
+        ...
+
+    async def collect(self, now: float) -> list[str]:
+        """Unprepare the checkpoint entries whose claim is gone (wall time ``now``); the labels of
+        the claims collected."""
         ...
 
     def prepared_devices(self) -> frozenset[DeviceId]:

@@ -3,8 +3,11 @@ metrics and readiness detail, from a :class:`bridge.decide.Decision`.
 
 Each is written only when what it says changes: an Event when the set of refusals changes
 (``PublicationRefused``, ``PublicationStarted``), for a new alarm text (``DeviceOfferedAgain``)
-and for a new set of devices that cannot be prepared (``DevicesNotPublished``); the condition when
-its message changes. Events are queued during the tick and posted at its end (:meth:`flush`).
+and for a new set of devices that cannot be prepared (``DevicesNotPublished``); the condition as
+:mod:`bridge.node_condition` rules (on change, and as a 5-minute heartbeat; Unknown while the
+checkpoint is unreadable). Whether the checkpoint is readable goes to readiness (``/readyz``
+fails with the reason, never ``/healthz``) and to ``dra_bridge_checkpoint_readable``. Events are
+queued during the tick and posted at its end (:meth:`flush`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from dra_bridge.bridge.decide import Decision
 from dra_bridge.bridge.health import Health, Metrics
 from dra_bridge.bridge.interlocks import INTERLOCKS
+from dra_bridge.bridge.node_condition import CONDITION_TYPE, condition_update, find
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.events import event, post_event
@@ -24,7 +28,7 @@ from dra_bridge.kube.resources import NODES
 
 logger = logging.getLogger(__name__)
 
-CONDITION_TYPE = "DRABridgePreparedClaims"
+__all__ = ["COMPONENT", "CONDITION_TYPE", "EVENT_NAMESPACE", "Reporter"]
 EVENT_NAMESPACE = "default"
 COMPONENT = "dra-bridge"
 
@@ -105,21 +109,21 @@ class Reporter:
             except KubeError as exc:
                 logger.warning("cannot create Event %s: %s", reason, exc)
 
-    async def condition(self, node: dict[str, Any], prepared: int) -> None:
-        """Set the prepared-claim condition on the Node when its message changes."""
-        message = f"{prepared} prepared claim(s) on this node"
-        for c in node.get("status", {}).get("conditions") or []:
-            if c.get("type") == CONDITION_TYPE and c.get("message") == message:
-                return
-        now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        condition = {
-            "type": CONDITION_TYPE,
-            "status": "True" if prepared else "False",
-            "reason": "ClaimsPrepared" if prepared else "NoPreparedClaims",
-            "message": message,
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }
+    def checkpoint(self, count: int | None, unreadable: str) -> None:
+        """The checkpoint's state: readiness (``unreadable``, why; empty while readable), the
+        readable gauge, and the prepared-claim gauge while the count is known."""
+        self.health.checkpoint = unreadable
+        self.metrics.checkpoint_readable.set(0 if unreadable else 1)
+        if count is not None:
+            self.metrics.prepared.set(count)
+
+    async def condition(self, node: dict[str, Any], count: int | None, unreadable: str = "") -> None:
+        """Set the prepared-claim condition on the Node when :func:`bridge.node_condition.condition_update`
+        says so (``count`` None: the checkpoint is unreadable, ``unreadable`` says why)."""
+        current = find(node.get("status", {}).get("conditions"))
+        condition = condition_update(current, count, unreadable, self.wall())
+        if condition is None:
+            return
         try:
             await self.api.patch_status(NODES, self.node_name, {"status": {"conditions": [condition]}})
             self.node_writes += 1

@@ -80,7 +80,13 @@ async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -
 
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); raises WebhookConfigError on bad startup settings."""
-    tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file, settings.ca_bundle, settings.service_name)
+    tls = TlsReloader(
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        settings.ca_bundle,
+        settings.service_name,
+        client_ca=settings.client_ca_file,
+    )
     policy = watch_policy(settings.policy_file) if settings.policy_file else None
     catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
     client = await _connect(settings)
@@ -100,6 +106,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             node_mode=view.node_mode,
             quota_keys=view.quota_keys,
             exempt_namespaces=settings.exempt_namespaces,
+            enrolment=settings.enrolment,
+            namespace_labels=view.namespace_labels,
         )
         runtime.watch_cluster(view, health)
         runtime.check_files()

@@ -26,11 +26,13 @@ from typing import Any
 
 from dra_bridge.kube.observed import ApiHealth
 from dra_bridge.translate.catalog import Catalog, load_catalog
+from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.errors import CatalogError, PolicyError
 from dra_bridge.translate.plan.cluster_state import QuotaKeys
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES, Policy, load_policy
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.decision import Context
+from dra_bridge.webhook.enrolment_gate import NamespaceLabels
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.patch import PatchMemo
@@ -74,7 +76,8 @@ def watch_catalog(path: Path) -> Watched[Catalog]:
 @dataclass
 class Runtime:
     """See the module docstring. ``require_tls`` is False only for in-process test servers;
-    ``exempt_namespaces``: never converted (kube-system and, from the settings, the webhook's own)."""
+    ``exempt_namespaces``: never converted (kube-system and, from the settings, the webhook's own);
+    ``enrolment`` and ``namespace_labels``: the enrolment gate (``decision.Context``)."""
 
     api_version: str
     metrics: Metrics = field(default_factory=Metrics)
@@ -87,6 +90,8 @@ class Runtime:
     quota_keys: Callable[[str], QuotaKeys] = lambda _ns: frozenset()
     patches: PatchMemo = field(default_factory=PatchMemo)
     exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
+    enrolment: EnrolmentSettings | None = None
+    namespace_labels: Callable[[str], NamespaceLabels] = lambda _ns: None
     cluster: Callable[[], dict[str, Any]] | None = None
     _context: Context | None = None
 
@@ -122,6 +127,8 @@ class Runtime:
                 quota_keys=self.quota_keys,
                 patches=self.patches,
                 exempt_namespaces=self.exempt_namespaces,
+                enrolment=self.enrolment,
+                namespace_labels=self.namespace_labels,
             )
         kep = self.kep5004()
         if kep != self._context.kep5004:

@@ -1,6 +1,7 @@
 """TLS for the webhook: one ``ssl.SSLContext`` whose certificate is swapped in place.
 
-    TlsReloader(cert_file, key_file, ca_bundle=None, service_name=None).context   TLS 1.2+ server context
+    TlsReloader(cert_file, key_file, ca_bundle=None, service_name=None, client_ca=None).context
+                                                TLS 1.2+ server context
     TlsReloader.check() -> bool                 True when a new pair was loaded
     TlsReloader.mismatch                        "" or why the pair in force would be refused
 
@@ -15,6 +16,14 @@ calls), every check, the first one included, verifies the certificate in force w
 validity window, covering the name. A pair that fails is still served (it is the newest the
 operator gave, and refusing it would keep one that may be older still), but ``mismatch`` says
 why in one line, logged once, and the webhook is not ready until it passes.
+
+With ``client_ca`` (``--client-ca-file``), the context requires a client certificate
+(``ssl.CERT_REQUIRED``) signed by one of that file's CAs, for the clientAuth usage: a caller that
+presents none, or another CA's, fails the TLS handshake before any request is read (the API server
+presents one through its AdmissionConfiguration's ``kubeConfigFile``). The file is re-read with the
+serving pair: a changed file's CAs are added to those in force (a CA removed from the file stays
+trusted until the webhook restarts: OpenSSL offers no way to drop one from a live context); a file
+that does not load is refused like a bad pair (``error``), the last good CAs stay in force.
 """
 
 from __future__ import annotations
@@ -35,7 +44,12 @@ class TlsReloader:
     """See the module docstring. The first load happens in the constructor and raises WebhookConfigError."""
 
     def __init__(
-        self, cert_file: Path, key_file: Path, ca_bundle: Path | None = None, service_name: str | None = None
+        self,
+        cert_file: Path,
+        key_file: Path,
+        ca_bundle: Path | None = None,
+        service_name: str | None = None,
+        client_ca: Path | None = None,
     ) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
@@ -49,13 +63,49 @@ class TlsReloader:
         self.reloads = 0
         self.failures = 0
         self._digest = b""
+        self.client_ca = client_ca
+        self._client_ca_digest = b""
+        self._client_ca_refused = ""
+        if client_ca is not None:
+            self.context.verify_mode = ssl.CERT_REQUIRED
+            if not self._load_client_ca():
+                raise WebhookConfigError(f"cannot load the client CA: {self.error}")
         if not self.check():
             raise WebhookConfigError(f"cannot load the serving certificate: {self.error}")
+
+    def _load_client_ca(self) -> bool:
+        """Add the client CA file's certificates when its bytes changed; False when it does not load."""
+        if self.client_ca is None:
+            return True
+        try:
+            pem = self.client_ca.read_bytes()
+        except OSError as exc:
+            return self._refuse(f"client CA {self.client_ca}: cannot read: {exc.strerror or exc}")
+        digest = hashlib.sha256(pem).digest()
+        if digest == self._client_ca_digest:
+            if self._client_ca_refused and not self.error:  # a new pair loaded since: still say it
+                self.error = self._client_ca_refused
+            return not self._client_ca_refused
+        try:
+            text = pem.decode("ascii")
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_verify_locations(cadata=text)  # proven first
+            self.context.load_verify_locations(cadata=text)
+        except (ssl.SSLError, ValueError) as exc:
+            self._client_ca_digest = digest
+            self._client_ca_refused = f"client CA {self.client_ca}: no PEM CA certificate loads ({exc})"
+            return self._refuse(self._client_ca_refused)
+        self._client_ca_digest = digest
+        if self._client_ca_refused and self.error == self._client_ca_refused:
+            self.error = ""  # fixed: the pair in force never changed
+        self._client_ca_refused = ""
+        logger.info("client CA %s loaded: callers must present a certificate it signed", self.client_ca)
+        return True
 
     def check(self) -> bool:
         """Reload the pair if either file changed, then verify the one in force against the bundle
         and the name (when given); True when a new pair is in force."""
         loaded = self._load()
+        self._load_client_ca()
         self._verify()
         return loaded
 

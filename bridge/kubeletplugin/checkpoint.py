@@ -3,22 +3,33 @@
 One versioned JSON file (docs/design.md D20), ``<state dir>/prepared-claims.json``::
 
     {"apiVersion": "checkpoint.dra-bridge.io/v1", "kind": "PreparedClaims",
+     "minor": int,                               # optional (0): the newest minor whose fields it may hold
      "bootID": str,                              # /proc/sys/kernel/random/boot_id when written
      "claims": {<claim UID>: {"namespace": str, "name": str,
                               "devices": [{"requestNames": [str], "poolName": str, "deviceName": str,
                                            "cdiDeviceIDs": [str], "resourceName": str, "deviceID": str,
                                            "adminAccess": bool,   # optional: the result's adminAccess
-                                           "edits": {"source": str, "spec": {...}, "device": {...}}}]}}}
-                                           # optional: the edits our spec gives it
+                                           "deviceEdits": {"source": str, "spec": {...}, "device": {...}}}]}}}
+                                           # optional: the edits our spec gives it (minor 2; before
+                                           # it, "edits": the same as JSON text)
 
 Kept: the answer the kubelet got (so a repeated Prepare answers the same, and Unprepare works
 from this file alone, after the claim is deleted and after the node left DRA mode) and each
 device's legacy resource and device ID (so a CDI spec lost with a tmpfs ``/var/run/cdi`` at a
-reboot is rewritten without the API server, identically: ``edits`` holds the device's edits,
-recorded Allocate answer or static recipe, as an object; entries written before, which hold them
-as a JSON string, are still read; older entries without it fall back to looking them up).
-Written atomically (:mod:`bridge.atomic`); a missing file is an empty checkpoint; an unreadable
-one raises :class:`CheckpointError` and is never overwritten.
+reboot is rewritten without the API server, identically: ``deviceEdits`` holds the device's
+edits, recorded Allocate answer or static recipe, as an object; entries written before, which hold
+them as JSON text in ``edits``, are still read; older entries without either fall back to looking
+them up). Written atomically (:mod:`bridge.atomic`); a missing file is an empty checkpoint; an
+unreadable one raises :class:`CheckpointError` and is never overwritten.
+
+Versions (docs/design.md D29): a reader accepts ``v1`` of any ``minor`` (a minor only adds
+optional fields) and keeps every field it does not know, at the top level, per claim and per
+device, writing them back unchanged, with the larger of its own minor and the file's: an agent
+rolled back to an older image never strips what a newer one recorded. Any other apiVersion is
+unreadable (:class:`CheckpointError`): the caller then knows nothing about prepared claims, which
+is not the same as knowing there are none. Minor 2 added ``adminAccess`` and ``deviceEdits``: a
+field never changes its type, so the edits as an object got a new name (a minor-1 reader keeps
+``deviceEdits`` unknown and unchanged, and finds no ``edits`` text it would misread).
 """
 
 from __future__ import annotations
@@ -36,6 +47,9 @@ from dra_bridge.translate.cdi import PreparedDevice
 from dra_bridge.translate.inventory.allocatable import DeviceId
 
 CHECKPOINT_API_VERSION = "checkpoint.dra-bridge.io/v1"
+CHECKPOINT_MINOR = 2
+"""The minor this writer writes: 1 added ``minor`` itself and the keeping of unknown fields; 2
+added ``adminAccess`` and ``deviceEdits`` (the edits as an object)."""
 CHECKPOINT_FILE = "prepared-claims.json"
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
@@ -50,31 +64,62 @@ def read_boot_id(path: str = BOOT_ID_FILE) -> str:
 
 @dataclass(frozen=True)
 class PreparedClaim:
-    """One checkpointed claim."""
+    """One checkpointed claim; ``extra`` and ``device_extra`` (one mapping per device, or empty) are
+    the fields a newer writer recorded that this reader does not know, written back as they were."""
 
     namespace: str
     name: str
     devices: tuple[PreparedDevice, ...]
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    device_extra: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The claim's entry in the document."""
+        extras = self.device_extra or tuple({} for _ in self.devices)
+        devices = [e | _device_json(d) for d, e in zip(self.devices, extras, strict=True)]
+        return self.extra | {"namespace": self.namespace, "name": self.name, "devices": devices}
 
 
 @dataclass
 class Checkpoint:
-    """The file's content: ``boot_id`` when written, ``claims`` by UID."""
+    """The file's content: ``boot_id`` when written, ``claims`` by UID; ``minor`` and ``extra`` as
+    read (the newest minor the document may hold, and the top-level fields this reader does not know)."""
 
     boot_id: str = ""
     claims: dict[str, PreparedClaim] = field(default_factory=dict)
+    minor: int = CHECKPOINT_MINOR
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON document."""
-        return {
+        return self.extra | {
             "apiVersion": CHECKPOINT_API_VERSION,
             "kind": "PreparedClaims",
+            "minor": max(self.minor, CHECKPOINT_MINOR),
             "bootID": self.boot_id,
-            "claims": {
-                uid: {"namespace": c.namespace, "name": c.name, "devices": [_device_json(d) for d in c.devices]}
-                for uid, c in sorted(self.claims.items())
-            },
+            "claims": {uid: c.to_json() for uid, c in sorted(self.claims.items())},
         }
+
+
+_TOP_FIELDS = frozenset({"apiVersion", "kind", "minor", "bootID", "claims"})
+_CLAIM_FIELDS = frozenset({"namespace", "name", "devices"})
+_DEVICE_FIELDS = frozenset(
+    {
+        "requestNames",
+        "poolName",
+        "deviceName",
+        "cdiDeviceIDs",
+        "resourceName",
+        "deviceID",
+        "adminAccess",
+        "edits",
+        "deviceEdits",
+    }
+)
+
+
+def _unknown(raw: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k not in known}
 
 
 def _device_json(d: PreparedDevice) -> dict[str, Any]:
@@ -89,7 +134,7 @@ def _device_json(d: PreparedDevice) -> dict[str, Any]:
     if d.admin:
         out["adminAccess"] = True
     if d.edits is not None:
-        out["edits"] = {"source": d.edits.source, "spec": dict(d.edits.spec), "device": dict(d.edits.device)}
+        out["deviceEdits"] = {"source": d.edits.source, "spec": dict(d.edits.spec), "device": dict(d.edits.device)}
     return out
 
 
@@ -112,9 +157,13 @@ def _strings(raw: Any) -> tuple[str, ...]:
 def parse(doc: Any, source: str) -> Checkpoint:
     """A checkpoint from its JSON document; CheckpointError naming ``source`` and the rule."""
     if not isinstance(doc, dict) or doc.get("apiVersion") != CHECKPOINT_API_VERSION:
-        raise CheckpointError(f"{source}: not a {CHECKPOINT_API_VERSION} checkpoint")
+        found = doc.get("apiVersion") if isinstance(doc, dict) else None
+        raise CheckpointError(f"{source}: not a {CHECKPOINT_API_VERSION} checkpoint (apiVersion {found!r})")
+    minor = doc.get("minor", 0)
+    if not isinstance(minor, int) or isinstance(minor, bool) or minor < 0:
+        raise CheckpointError(f"{source}: minor must be an integer >= 0, got {minor!r}")
     claims: dict[str, PreparedClaim] = {}
-    raw_claims = doc.get("claims") or {}
+    raw_claims = doc.get("claims", {}) if doc.get("claims") is not None else {}
     if not isinstance(raw_claims, dict):
         raise CheckpointError(f"{source}: claims must be an object keyed by claim UID")
     for uid, raw in raw_claims.items():
@@ -126,15 +175,22 @@ def parse(doc: Any, source: str) -> Checkpoint:
                     str(d["deviceName"]),
                     _strings(d["cdiDeviceIDs"]),
                     DeviceId(str(d.get("resourceName", "")), str(d.get("deviceID", ""))),
-                    _edits(d.get("edits")),
+                    _edits(d.get("deviceEdits", d.get("edits"))),
                     d.get("adminAccess") is True,
                 )
                 for d in raw["devices"]
             )
-            claims[uid] = PreparedClaim(str(raw["namespace"]), str(raw["name"]), devices)
-        except (KeyError, TypeError, ValueError) as exc:
+            device_extra = tuple(_unknown(d, _DEVICE_FIELDS) for d in raw["devices"])
+            claims[uid] = PreparedClaim(
+                str(raw["namespace"]),
+                str(raw["name"]),
+                devices,
+                _unknown(raw, _CLAIM_FIELDS),
+                device_extra if any(device_extra) else (),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CheckpointError(f"{source}: claims[{uid}] is malformed ({exc!r})") from exc
-    return Checkpoint(str(doc.get("bootID", "")), claims)
+    return Checkpoint(str(doc.get("bootID", "")), claims, minor, _unknown(doc, _TOP_FIELDS))
 
 
 class CheckpointStore:

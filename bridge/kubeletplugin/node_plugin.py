@@ -2,7 +2,12 @@
 
     plugin = await start_plugin(PluginPaths.under(kubelet_dir, state_dir), api, node, view, metrics=...)
                                          view: what it reads of the hand-over half (bridge.ports.HandoverView)
-    plugin.prepared_count                the prepared-claim count (the Node condition's number)
+    plugin.prepared_count                the prepared-claim count (the Node condition's number;
+                                         None while the checkpoint is unreadable)
+    plugin.checkpoint_readable           False while the checkpoint is unreadable (checkpoint_error: why)
+    plugin.reread_checkpoint()           read an unreadable checkpoint again (each tick)
+    plugin.collection = Collection(kubelet, grace)   what collection reads (unset: none)
+    await plugin.collect(now)            unprepare entries whose claim is gone (claim_collector)
     plugin.prepared_devices()            the devices prepared claims hold (the alarm's input)
     await plugin.alive()                 "" when both sockets answer, else why not (liveness)
     plugin.report_health(alarmed)        assess the devices for the kubelet's health stream
@@ -29,11 +34,13 @@ from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.kubeletplugin.cdi_specs import CDI_DIRS, SpecIndex
 from dra_bridge.bridge.kubeletplugin.checkpoint import CheckpointStore, read_boot_id
+from dra_bridge.bridge.kubeletplugin.claim_collector import ClaimCollector
 from dra_bridge.bridge.kubeletplugin.claims import ClaimPreparer
 from dra_bridge.bridge.kubeletplugin.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
 from dra_bridge.bridge.kubeletplugin.health_stream import HealthStream
 from dra_bridge.bridge.kubeletplugin.plugin import serve_dra
 from dra_bridge.bridge.kubeletplugin.registration import Registration, serve_registration
+from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.ports import HandoverView
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.kube.api import KubeApi
@@ -96,6 +103,19 @@ class PluginPaths:
         return self.registry_dir / f"{self.driver}{instance}-reg.sock"
 
 
+DEFAULT_GRACE = 600.0
+"""``--claim-grace-period``'s default (seconds)."""
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What collecting checkpoint entries whose claim is gone reads: the kubelet's PodResources
+    API (``List``) and the grace period (``--claim-grace-period``, seconds)."""
+
+    kubelet: PodResourcesClient
+    grace: float = DEFAULT_GRACE
+
+
 @dataclass
 class Plugin:
     """The running plugin: its preparer, registration servicer and servers (a
@@ -111,11 +131,42 @@ class Plugin:
     """Our pool: the node name."""
     nvml_check: NvmlCheck | None = None
     """:func:`bridge.nvml.check_uuids` where NVML may be present (None: no NVML facts)."""
+    collection: Collection | None = None
+    """What collection reads (``dra-bridge run`` sets it); None: nothing is collected."""
+    collector: ClaimCollector = field(default_factory=lambda: ClaimCollector(DEFAULT_GRACE))
+    """Collects entries whose claim is gone (:mod:`bridge.kubeletplugin.claim_collector`)."""
 
     @property
-    def prepared_count(self) -> int:
-        """How many claims are prepared."""
-        return self.preparer.count
+    def prepared_count(self) -> int | None:
+        """How many claims are prepared; None while the checkpoint is unreadable (unknown, not zero)."""
+        return None if self.preparer.broken else self.preparer.count
+
+    @property
+    def checkpoint_readable(self) -> bool:
+        """Whether the prepared-claim checkpoint could be read."""
+        return not self.preparer.broken
+
+    @property
+    def checkpoint_error(self) -> str:
+        """Why the checkpoint is unreadable; empty while it is readable."""
+        return self.preparer.broken
+
+    def reread_checkpoint(self) -> None:
+        """Read the checkpoint again while it is unreadable (rolled forward or repaired)."""
+        if self.preparer.broken:
+            self.preparer.reload()
+
+    async def collect(self, now: float) -> list[str]:
+        """Unprepare entries whose claim is gone (:meth:`ClaimCollector.tick`); the labels collected."""
+        if self.collection is None:
+            return []
+        self.collector.grace = self.collection.grace
+        # instances overlap only with a pod UID: then collection takes the rolling-update lock
+        self.collector.lock = self.paths.state_dir / LOCK_FILE if self.paths.pod_uid else None
+        preparer = self.preparer
+        return await self.collector.tick(
+            preparer, self.collection.kubelet, preparer.api, preparer.view.claim_version, now
+        )
 
     def prepared_devices(self) -> frozenset[DeviceId]:
         """The devices prepared claims hold."""
@@ -174,7 +225,8 @@ async def start_plugin(
     that order). ``view``: what the plugin reads of the hand-over half (:class:`bridge.ports.HandoverView`);
     ``edits``: a device's recorded Allocate edits or static recipe
     (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
-    :func:`bridge.nvml.check_uuids` where NVML may be present."""
+    :func:`bridge.nvml.check_uuids` where NVML may be present. Collection starts once the caller
+    sets :attr:`Plugin.collection`."""
     preparer = ClaimPreparer(
         api,
         node,

@@ -142,7 +142,7 @@ async def start_dra_plugin(
 ) -> tuple[PluginPaths, dict[str, DeviceId]]:
     """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it
     (the agent is its view); returns its paths and the device index (published name -> device)."""
-    from dra_bridge.bridge.kubeletplugin.node_plugin import start_plugin
+    from dra_bridge.bridge.kubeletplugin.node_plugin import Collection, start_plugin
     from tests.bridge.draplugin_fixtures import toolkit_spec
 
     paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
@@ -150,5 +150,7 @@ async def start_dra_plugin(
         d.mkdir(parents=True)
     index = dict(legacy.devices())
     toolkit_spec(paths, sorted(d.device_id for d in index.values()))
-    legacy.plugin = await start_plugin(paths, api, NODE, legacy, metrics=legacy.metrics, boot_id=lambda: "b")
+    plugin = await start_plugin(paths, api, NODE, legacy, metrics=legacy.metrics, boot_id=lambda: "b")
+    plugin.collection = Collection(legacy.kubelet, legacy.settings.claim_grace_period)
+    legacy.plugin = plugin
     return paths, index

@@ -1,5 +1,5 @@
-"""The checkpoint keeps a device's edits as an object (no JSON text inside its JSON) and still
-reads checkpoints that hold them as text; a device is a DeviceId, its adminAccess kept."""
+"""The checkpoint keeps a device's edits as an object, ``deviceEdits`` (no JSON text inside its JSON),
+and still reads checkpoints that hold them as text in ``edits``; a device is a DeviceId, its adminAccess kept."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def test_edits_are_written_as_an_object_and_read_back_typed(tmp_path: Path) -> N
     store = CheckpointStore(tmp_path, lambda: "b")
     store.save(Checkpoint(claims={UID: PreparedClaim("ns", "c", (DEVICE,))}))
     raw = json.loads(store.path.read_text())["claims"][UID]["devices"][0]
-    assert raw["edits"] == {"source": "recipe", "spec": dict(EDITS.spec), "device": dict(EDITS.device)}
+    assert raw["deviceEdits"] == {"source": "recipe", "spec": dict(EDITS.spec), "device": dict(EDITS.device)}
+    assert "edits" not in raw, "a minor-1 reader takes edits for JSON text: the object has its own name"
     assert (raw["resourceName"], raw["deviceID"]) == ("amd.com/gpu", "0000:03:00.0") and "adminAccess" not in raw
     (device,) = store.load().claims[UID].devices
     assert device == DEVICE
@@ -35,7 +36,7 @@ def test_a_checkpoint_with_edits_as_json_text_is_still_read(tmp_path: Path) -> N
     store.save(Checkpoint(claims={UID: PreparedClaim("ns", "c", (DEVICE,))}))
     doc = json.loads(store.path.read_text())
     entry = doc["claims"][UID]["devices"][0]
-    entry["edits"] = json.dumps(entry["edits"], sort_keys=True, separators=(",", ":"))  # as older agents wrote it
+    entry["edits"] = json.dumps(entry.pop("deviceEdits"), sort_keys=True, separators=(",", ":"))  # as minor 1 wrote it
     entry["adminAccess"] = True
     store.path.write_text(json.dumps(doc))
     (device,) = store.load().claims[UID].devices

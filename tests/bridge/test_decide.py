@@ -33,6 +33,7 @@ NVML: dict[str, NvmlFacts] = {
 }
 RECORDED = Inventory("n", (NV, NV2, AMD), nvml=NVML)
 CLEAR = Observation(now=1000, recorded=RECORDED, settle_seconds=30)
+UNREADABLE = replace(CLEAR, checkpoint_readable=False, checkpoint_error="not a checkpoint.dra-bridge.io/v1 checkpoint")
 SETTLED = Memory(clear_since=900, publishing=True, decided=True)
 PUBLISHED = frozenset(DeviceId.of(d) for d in RECORDED.devices)
 
@@ -46,6 +47,7 @@ def other_slice(driver: str, **attrs: str) -> dict[str, Any]:
 
 REFUSALS = [
     ("inventory", replace(CLEAR, recorded=Inventory())),
+    ("checkpoint", UNREADABLE),
     ("plugin-socket", replace(CLEAR, plugin_sockets=frozenset({"nvidia-gpu.sock"}))),
     (
         "plugin-socket",
@@ -92,6 +94,7 @@ DECISIONS = [
     ("blip-while-settling-withdraws", replace(CLEAR, offered=None), Memory(990, False, True), "withdraw", False, False),
     ("legacy-withdraws", replace(CLEAR, mode="legacy"), SETTLED, "withdraw", False, False),
     ("unreadable-node-keeps", replace(CLEAR, mode=None), SETTLED, "keep", True, True),
+    ("unreadable-checkpoint-withdraws", UNREADABLE, SETTLED, "withdraw", False, False),
 ]
 
 
@@ -139,6 +142,13 @@ ALARMS = [
             prepared=frozenset({DeviceId.of(NV2)}),
         ),
         "GPU-bbbb",
+    ),
+    # an unreadable checkpoint: every recorded device counts as held (unknown is not zero)
+    ("unreadable-checkpoint-offered", replace(UNREADABLE, mode="legacy", offered=(NV2,)), "GPU-bbbb"),
+    (
+        "unreadable-checkpoint-held",
+        replace(UNREADABLE, mode="legacy", held={"0000:03:00.0": ["ns/p/c"]}),
+        "0000:03:00.0",
     ),
     (
         "legacy-rollback",
