@@ -69,7 +69,7 @@ class Settings:
     DaemonSet rolling update with ``maxSurge`` (kubelets 1.33+); empty: the fixed names."""
     claim_grace_period: float = 600.0
     """Seconds a checkpointed claim must be gone from the API server (and unused on the node)
-    before its entry is unprepared and removed (:mod:`bridge.checkpoint_gc`)."""
+    before its entry is unprepared and removed (:mod:`bridge.kubeletplugin.checkpoint_gc`)."""
     cdi_dir: str = "/etc/cdi,/var/run/cdi"
     """The CDI spec directories the container runtime reads (containerd's ``cdi_spec_dirs``), comma
     separated, in increasing priority; our per-claim specs go to the last (:attr:`cdi_dirs`)."""

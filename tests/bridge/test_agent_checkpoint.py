@@ -11,16 +11,17 @@ from dra_bridge.bridge.agent import Agent
 from dra_bridge.bridge.node_condition import CONDITION_TYPE, HEARTBEAT_INTERVAL
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.inventory.allocatable import DeviceId
 from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
-from tests.bridge.agent_fixtures import NODE, Clock, hand_over, publish, start_dra_plugin
+from tests.bridge.agent_fixtures import NODE, Clock, hand_over, plugin_of, publish, start_dra_plugin
 from tests.bridge.conftest import FakeApi, KubeletServer
 from tests.bridge.draplugin_fixtures import Kubelet, claim
 
 NEWER = {"apiVersion": "checkpoint.dra-bridge.io/v2", "kind": "PreparedClaims", "claims": {}}
 
 
-def _whole_gpu(index: dict[str, tuple[str, str]]) -> str:
-    return min(n for n, (_, i) in index.items() if i == "GPU-aaaa")
+def _whole_gpu(index: dict[str, DeviceId]) -> str:
+    return min(n for n, d in index.items() if d.device_id == "GPU-aaaa")
 
 
 def condition(api: FakeApi) -> dict[str, Any]:
@@ -62,8 +63,7 @@ async def test_an_unreadable_checkpoint_is_unknown_not_zero(
         assert "dra_bridge_checkpoint_readable 1.0" in legacy.metrics.text().decode()
         assert report.alarm is None
     finally:
-        assert legacy.plugin is not None
-        await legacy.plugin.stop()
+        await plugin_of(legacy).stop()
 
 
 async def test_the_heartbeat_is_written_every_five_minutes_not_every_poll(
@@ -87,7 +87,7 @@ async def test_an_entry_whose_claim_is_gone_is_collected_after_the_grace_period(
     catalog: Catalog, legacy: Agent, kubelet: KubeletServer, api: FakeApi, clock: Clock
 ) -> None:
     paths, index = await start_dra_plugin(legacy, kubelet, api)
-    names = sorted(n for n, (_, i) in index.items() if i in ("GPU-aaaa", "GPU-bbbb"))
+    names = sorted(n for n, d in index.items() if d.device_id in ("GPU-aaaa", "GPU-bbbb"))
     uids = ["0a1b2c3d-0000-4000-8000-00000000000a", "0a1b2c3d-0000-4000-8000-00000000000b"]
     for uid, name, device in zip(uids, ("gone", "used"), names, strict=False):
         api.put(RESOURCE_CLAIMS, claim(uid, name, [("gpu", catalog.bridge_driver, NODE, device)]))
@@ -111,7 +111,7 @@ async def test_an_entry_whose_claim_is_gone_is_collected_after_the_grace_period(
         clock.now += 1
         await legacy.tick()
         assert condition(api)["message"] == "1 prepared claim(s) on this node"
-        assert legacy.plugin is not None and set(legacy.plugin.preparer.checkpoint.claims) == {uids[1]}
+        assert set(plugin_of(legacy).preparer.checkpoint.claims) == {uids[1]}
         kubelet.fake.dynamic = {}  # the container ended: its claim is read from now on
         await legacy.tick()
         assert condition(api)["message"] == "1 prepared claim(s) on this node"
@@ -121,8 +121,7 @@ async def test_an_entry_whose_claim_is_gone_is_collected_after_the_grace_period(
         assert (found["status"], found["message"]) == ("False", "0 prepared claim(s) on this node")
     finally:
         await client.close()
-        assert legacy.plugin is not None
-        await legacy.plugin.stop()
+        await plugin_of(legacy).stop()
 
 
 async def test_a_claim_still_on_the_api_server_is_never_collected(
@@ -144,8 +143,7 @@ async def test_a_claim_still_on_the_api_server_is_never_collected(
         clock.now += legacy.settings.claim_grace_period
         await legacy.tick()
         api.fail = ""
-        assert legacy.plugin is not None and list(legacy.plugin.preparer.checkpoint.claims) == [uid]
+        assert list(plugin_of(legacy).preparer.checkpoint.claims) == [uid]
     finally:
         await client.close()
-        assert legacy.plugin is not None
-        await legacy.plugin.stop()
+        await plugin_of(legacy).stop()

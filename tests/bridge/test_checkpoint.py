@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from dra_bridge.bridge.checkpoint import CHECKPOINT_API_VERSION, CHECKPOINT_MINOR, CheckpointStore, parse
 from dra_bridge.bridge.errors import CheckpointError
+from dra_bridge.bridge.kubeletplugin.checkpoint import CHECKPOINT_API_VERSION, CHECKPOINT_MINOR, CheckpointStore, parse
 
 DEVICE = {
     "requestNames": ["gpu"],
@@ -59,7 +59,7 @@ def test_v1_of_any_minor_is_read(minor: int | None) -> None:
     checkpoint = parse(document, "f")
     assert list(checkpoint.claims) == ["uid-1"]
     (device,) = checkpoint.claims["uid-1"].devices
-    assert (device.device_id, device.cdi_device_ids) == ("GPU-1", ("nvidia.com/gpu=GPU-1",))
+    assert (device.device.device_id, device.cdi_device_ids) == ("GPU-1", ("nvidia.com/gpu=GPU-1",))
 
 
 def test_fields_a_newer_writer_added_are_written_back_unchanged(tmp_path: Path) -> None:

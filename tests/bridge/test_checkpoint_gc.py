@@ -1,4 +1,4 @@
-"""The checkpoint collection rule (bridge/checkpoint_gc.py) over tables of observations: an entry
+"""The checkpoint collection rule (bridge/kubeletplugin/checkpoint_gc.py) over tables of observations: an entry
 is collected only when its claim has been gone for the grace period and no container uses it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dra_bridge.bridge.checkpoint_gc import (
+from dra_bridge.bridge.kubeletplugin.checkpoint_gc import (
     Entry,
     Seen,
     Usage,

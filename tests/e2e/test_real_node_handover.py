@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from dra_bridge.bridge.agent import EVENT_NAMESPACE
 from dra_bridge.bridge.podresources.client import PodResourcesClient, socket_path
+from dra_bridge.bridge.report import EVENT_NAMESPACE
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.names import CONVERTED_LABEL

@@ -1,12 +1,12 @@
 """Collecting checkpoint entries whose claim is gone: the reads and the unprepare around the pure
-rule of :mod:`bridge.checkpoint_gc` (docs/design.md D30).
+rule of :mod:`bridge.kubeletplugin.checkpoint_gc` (docs/design.md D30).
 
     collector = ClaimCollector(grace, lock)
     collected = await collector.tick(preparer, kubelet, api, claim_version, now)   -> labels of collected claims
 
 Each tick with checkpoint entries: PodResources ``List`` (no answer: nothing read, nothing
 collected), a GET of each claim that no container uses (namespace and name from the entry, by
-UID), then :func:`bridge.checkpoint_gc.collect`; each entry it returns is unprepared through the
+UID), then :func:`bridge.kubeletplugin.checkpoint_gc.collect`; each entry it returns is unprepared through the
 preparer (spec and entry removed under its lock, and under the rolling-update file ``lock`` with
 the checkpoint read again first, as a kubelet call would).
 """
@@ -18,10 +18,17 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-from dra_bridge.bridge.checkpoint_gc import Entry, Seen, claim_seen, collect, pod_resources_usage, to_check
-from dra_bridge.bridge.claims import ClaimPreparer, ClaimRef
 from dra_bridge.bridge.errors import PodResourcesError
 from dra_bridge.bridge.file_lock import file_lock
+from dra_bridge.bridge.kubeletplugin.checkpoint_gc import (
+    Entry,
+    Seen,
+    claim_seen,
+    collect,
+    pod_resources_usage,
+    to_check,
+)
+from dra_bridge.bridge.kubeletplugin.claims import ClaimPreparer, ClaimRef
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.kube.errors import KubeError, NotFound
@@ -32,14 +39,14 @@ logger = logging.getLogger(__name__)
 
 
 def entries(preparer: ClaimPreparer) -> list[Entry]:
-    """The preparer's checkpointed claims as :class:`bridge.checkpoint_gc.Entry` facts."""
+    """The preparer's checkpointed claims as :class:`bridge.kubeletplugin.checkpoint_gc.Entry` facts."""
     return [
         Entry(
             uid,
             c.namespace,
             c.name,
             frozenset((preparer.driver, d.pool_name, d.device_name) for d in c.devices),
-            frozenset(d.device_id for d in c.devices if d.device_id),
+            frozenset(d.device.device_id for d in c.devices if d.device.device_id),
         )
         for uid, c in sorted(preparer.checkpoint.claims.items())
     ]

@@ -8,23 +8,28 @@ One versioned JSON file (docs/design.md D20), ``<state dir>/prepared-claims.json
      "claims": {<claim UID>: {"namespace": str, "name": str,
                               "devices": [{"requestNames": [str], "poolName": str, "deviceName": str,
                                            "cdiDeviceIDs": [str], "resourceName": str, "deviceID": str,
-                                           "edits": str}]}}}   # optional: the edits our spec gives it
+                                           "adminAccess": bool,   # optional: the result's adminAccess
+                                           "deviceEdits": {"source": str, "spec": {...}, "device": {...}}}]}}}
+                                           # optional: the edits our spec gives it (minor 2; before
+                                           # it, "edits": the same as JSON text)
 
 Kept: the answer the kubelet got (so a repeated Prepare answers the same, and Unprepare works
 from this file alone, after the claim is deleted and after the node left DRA mode) and each
 device's legacy resource and device ID (so a CDI spec lost with a tmpfs ``/var/run/cdi`` at a
-reboot is rewritten without the API server, identically: ``edits`` holds the canonical JSON of
-the device's edits, recorded Allocate answer or static recipe; older entries without it fall
-back to looking them up). Written atomically (:mod:`bridge.atomic`); a
-missing file is an empty checkpoint; an unreadable one raises :class:`CheckpointError` and is
-never overwritten.
+reboot is rewritten without the API server, identically: ``deviceEdits`` holds the device's
+edits, recorded Allocate answer or static recipe, as an object; entries written before, which hold
+them as JSON text in ``edits``, are still read; older entries without either fall back to looking
+them up). Written atomically (:mod:`bridge.atomic`); a missing file is an empty checkpoint; an
+unreadable one raises :class:`CheckpointError` and is never overwritten.
 
 Versions (docs/design.md D29): a reader accepts ``v1`` of any ``minor`` (a minor only adds
 optional fields) and keeps every field it does not know, at the top level, per claim and per
 device, writing them back unchanged, with the larger of its own minor and the file's: an agent
 rolled back to an older image never strips what a newer one recorded. Any other apiVersion is
 unreadable (:class:`CheckpointError`): the caller then knows nothing about prepared claims, which
-is not the same as knowing there are none.
+is not the same as knowing there are none. Minor 2 added ``adminAccess`` and ``deviceEdits``: a
+field never changes its type, so the edits as an object got a new name (a minor-1 reader keeps
+``deviceEdits`` unknown and unchanged, and finds no ``edits`` text it would misread).
 """
 
 from __future__ import annotations
@@ -37,11 +42,14 @@ from typing import Any
 
 from dra_bridge.bridge.atomic import write_atomic
 from dra_bridge.bridge.errors import CheckpointError
+from dra_bridge.translate.catalog_edits import DeviceEdits
 from dra_bridge.translate.cdi import PreparedDevice
+from dra_bridge.translate.inventory.allocatable import DeviceId
 
 CHECKPOINT_API_VERSION = "checkpoint.dra-bridge.io/v1"
-CHECKPOINT_MINOR = 1
-"""The minor this writer writes: 1 added ``minor`` itself and the keeping of unknown fields."""
+CHECKPOINT_MINOR = 2
+"""The minor this writer writes: 1 added ``minor`` itself and the keeping of unknown fields; 2
+added ``adminAccess`` and ``deviceEdits`` (the edits as an object)."""
 CHECKPOINT_FILE = "prepared-claims.json"
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
@@ -96,7 +104,17 @@ class Checkpoint:
 _TOP_FIELDS = frozenset({"apiVersion", "kind", "minor", "bootID", "claims"})
 _CLAIM_FIELDS = frozenset({"namespace", "name", "devices"})
 _DEVICE_FIELDS = frozenset(
-    {"requestNames", "poolName", "deviceName", "cdiDeviceIDs", "resourceName", "deviceID", "edits"}
+    {
+        "requestNames",
+        "poolName",
+        "deviceName",
+        "cdiDeviceIDs",
+        "resourceName",
+        "deviceID",
+        "adminAccess",
+        "edits",
+        "deviceEdits",
+    }
 )
 
 
@@ -105,15 +123,29 @@ def _unknown(raw: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
 
 
 def _device_json(d: PreparedDevice) -> dict[str, Any]:
-    out = {
+    out: dict[str, Any] = {
         "requestNames": list(d.request_names),
         "poolName": d.pool_name,
         "deviceName": d.device_name,
         "cdiDeviceIDs": list(d.cdi_device_ids),
-        "resourceName": d.resource_name,
-        "deviceID": d.device_id,
+        "resourceName": d.device.resource,
+        "deviceID": d.device.device_id,
     }
-    return out | ({"edits": d.edits} if d.edits else {})
+    if d.admin:
+        out["adminAccess"] = True
+    if d.edits is not None:
+        out["deviceEdits"] = {"source": d.edits.source, "spec": dict(d.edits.spec), "device": dict(d.edits.device)}
+    return out
+
+
+def _edits(raw: Any) -> DeviceEdits | None:
+    """A device's kept edits: an object, or (entries written before) the same as JSON text."""
+    if raw is None or raw == "":
+        return None
+    doc = json.loads(raw) if isinstance(raw, str) else raw
+    if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict) or not isinstance(doc.get("device"), dict):
+        raise ValueError("edits must be {source, spec, device}")
+    return DeviceEdits(str(doc["source"]), dict(doc["spec"]), dict(doc["device"]))
 
 
 def _strings(raw: Any) -> tuple[str, ...]:
@@ -142,9 +174,9 @@ def parse(doc: Any, source: str) -> Checkpoint:
                     str(d["poolName"]),
                     str(d["deviceName"]),
                     _strings(d["cdiDeviceIDs"]),
-                    str(d.get("resourceName", "")),
-                    str(d.get("deviceID", "")),
-                    str(d.get("edits", "")),
+                    DeviceId(str(d.get("resourceName", "")), str(d.get("deviceID", ""))),
+                    _edits(d.get("deviceEdits", d.get("edits"))),
+                    d.get("adminAccess") is True,
                 )
                 for d in raw["devices"]
             )
