@@ -1,6 +1,7 @@
 """Live mode of ``dra-migrate report``: read what a report needs from the cluster, read-only.
 
     objects, version = await read_cluster(api, progress)   (source, object) pairs; "v1.36.3"
+    slim(obj) -> obj                                        what the report reads of one object
     served, metrics, why = await read_served(api)          resource.k8s.io versions; /metrics or None
 
 Every object's source is :data:`SOURCE` (``cluster``).
@@ -11,7 +12,9 @@ server serves (discovery; none served: no DeviceClasses or ResourceSlices, not a
 custom resources of :data:`translate.report.custom_kinds.KNOWN_CUSTOM_KINDS` whose group the
 server serves (discovery; in the group's preferred version, the first listed; a kind of a
 served group whose list answers 404 is not installed and is skipped), and the server's
-version from ``/version``. :func:`read_served` asks discovery which ``resource.k8s.io``
+version from ``/version``. Each object is :func:`slim` as its page arrives (no managed fields,
+node images or status conditions: a node's images alone can outweigh everything the report
+reads of it), so memory follows what the report keeps. :func:`read_served` asks discovery which ``resource.k8s.io``
 versions the server serves, and reads the API server's ``/metrics`` (for its
 ``kubernetes_feature_enabled`` samples) where the optional grant
 (:data:`migrate.access.OPTIONAL_CALLS`) allows: a refusal is no error, the report then judges
@@ -64,6 +67,20 @@ CORE = (
 )
 
 
+def slim(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without what no part of the report reads and a big cluster has much of:
+    ``metadata.managedFields``, a Node's ``status.images`` and any ``status.conditions``
+    (changed in place, and returned)."""
+    meta, status = obj.get("metadata"), obj.get("status")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    if isinstance(status, dict):
+        status.pop("conditions", None)
+        if obj.get("kind") == "Node":
+            status.pop("images", None)
+    return obj
+
+
 async def read_cluster(
     api: KubeApi, progress: Callable[[str, int], None] = lambda _k, _n: None
 ) -> tuple[list[tuple[str, Any]], str]:
@@ -81,7 +98,7 @@ async def read_cluster(
             chosen = resource.at(resource_version)
         count = 0
         async for page in list_pages(api, chosen, limit=PAGE):
-            objects += [(SOURCE, obj) for obj in page]
+            objects += [(SOURCE, slim(obj)) for obj in page]
             count += len(page)
             progress(chosen.plural, count)
     for kind in KNOWN_CUSTOM_KINDS:
@@ -93,7 +110,7 @@ async def read_cluster(
         count = 0
         try:
             async for page in list_pages(api, custom, limit=PAGE):
-                objects += [(SOURCE, obj) for obj in page]
+                objects += [(SOURCE, slim(obj)) for obj in page]
                 count += len(page)
                 progress(custom.plural, count)
         except NotFound:  # the group is served, this kind is not (its CRD not installed)
