@@ -14,7 +14,8 @@ server serves (discovery; in the group's preferred version, the first listed; a 
 served group whose list answers 404 is not installed and is skipped), and the server's
 version from ``/version``. Each object is :func:`slim` as its page arrives (no managed fields,
 node images or status conditions: a node's images alone can outweigh everything the report
-reads of it), so memory follows what the report keeps. :func:`read_served` asks discovery which ``resource.k8s.io``
+reads of it; the pods of one spec share one spec object), so memory follows what the report
+keeps. :func:`read_served` asks discovery which ``resource.k8s.io``
 versions the server serves, and reads the API server's ``/metrics`` (for its
 ``kubernetes_feature_enabled`` samples) where the optional grant
 (:data:`migrate.access.OPTIONAL_CALLS`) allows: a refusal is no error, the report then judges
@@ -25,6 +26,7 @@ the gates by the release's defaults and says why. ``progress(kind, count)`` is c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -67,10 +69,12 @@ CORE = (
 )
 
 
-def slim(obj: dict[str, Any]) -> dict[str, Any]:
+def slim(obj: dict[str, Any], specs: dict[str, Any] | None = None) -> dict[str, Any]:
     """``obj`` without what no part of the report reads and a big cluster has much of:
     ``metadata.managedFields``, a Node's ``status.images`` and any ``status.conditions``
-    (changed in place, and returned)."""
+    (changed in place, and returned). ``specs``: pod specs seen so far by their JSON text; a
+    Pod whose spec is the same text as one seen gets that one object (the pods of one
+    workload then hold one spec: nothing in the report changes its input)."""
     meta, status = obj.get("metadata"), obj.get("status")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
@@ -78,6 +82,8 @@ def slim(obj: dict[str, Any]) -> dict[str, Any]:
         status.pop("conditions", None)
         if obj.get("kind") == "Node":
             status.pop("images", None)
+    if specs is not None and obj.get("kind") == "Pod" and isinstance(obj.get("spec"), dict):
+        obj["spec"] = specs.setdefault(json.dumps(obj["spec"]), obj["spec"])
     return obj
 
 
@@ -89,6 +95,7 @@ async def read_cluster(
     served = await api.served_versions(GROUP)
     resource_version = next((v for v in API_VERSIONS if v in served), None)
     objects: list[tuple[str, Any]] = []
+    specs: dict[str, Any] = {}
     groups: dict[str, list[str]] = {}
     for resource in CORE:
         chosen: Resource = resource
@@ -98,7 +105,7 @@ async def read_cluster(
             chosen = resource.at(resource_version)
         count = 0
         async for page in list_pages(api, chosen, limit=PAGE):
-            objects += [(SOURCE, slim(obj)) for obj in page]
+            objects += [(SOURCE, slim(obj, specs)) for obj in page]
             count += len(page)
             progress(chosen.plural, count)
     for kind in KNOWN_CUSTOM_KINDS:
@@ -110,7 +117,7 @@ async def read_cluster(
         count = 0
         try:
             async for page in list_pages(api, custom, limit=PAGE):
-                objects += [(SOURCE, slim(obj)) for obj in page]
+                objects += [(SOURCE, slim(obj, specs)) for obj in page]
                 count += len(page)
                 progress(custom.plural, count)
         except NotFound:  # the group is served, this kind is not (its CRD not installed)

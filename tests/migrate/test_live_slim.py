@@ -52,3 +52,14 @@ def test_live_mode_keeps_the_slim_objects() -> None:
     kept = {o["kind"]: o for _, o in objects}
     assert "images" not in kept["Node"]["status"] and "managedFields" not in kept["Node"]["metadata"]
     assert "conditions" not in kept["Pod"]["status"] and kept["Pod"]["status"]["phase"] == "Running"
+
+
+def test_pods_of_one_spec_share_one_spec_object() -> None:
+    fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1"])
+    for name in ("a", "b"):
+        fake.put(PODS, {"metadata": {"name": name, "namespace": "ns"}, "spec": copy.deepcopy(POD["spec"])})
+    fake.put(PODS, {"metadata": {"name": "c", "namespace": "ns"}, "spec": {**POD["spec"], "nodeName": "n2"}})
+    objects, _ = asyncio.run(read_cluster(fake))
+    pods = {o["metadata"]["name"]: o for _, o in objects if o["kind"] == "Pod"}
+    assert pods["a"]["spec"] is pods["b"]["spec"] and pods["a"]["spec"] == POD["spec"]
+    assert pods["c"]["spec"] is not pods["a"]["spec"] and pods["c"]["spec"]["nodeName"] == "n2"
