@@ -56,10 +56,17 @@ def test_live_mode_keeps_the_slim_objects() -> None:
 
 def test_pods_of_one_spec_share_one_spec_object() -> None:
     fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1"])
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": True}]
     for name in ("a", "b"):
-        fake.put(PODS, {"metadata": {"name": name, "namespace": "ns"}, "spec": copy.deepcopy(POD["spec"])})
+        meta = {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": "7", "labels": {"app": "x"}}
+        fake.put(
+            PODS, {"metadata": {**meta, "ownerReferences": copy.deepcopy(owner)}, "spec": copy.deepcopy(POD["spec"])}
+        )
     fake.put(PODS, {"metadata": {"name": "c", "namespace": "ns"}, "spec": {**POD["spec"], "nodeName": "n2"}})
     objects, _ = asyncio.run(read_cluster(fake))
     pods = {o["metadata"]["name"]: o for _, o in objects if o["kind"] == "Pod"}
     assert pods["a"]["spec"] is pods["b"]["spec"] and pods["a"]["spec"] == POD["spec"]
+    a, b = pods["a"]["metadata"], pods["b"]["metadata"]
+    assert a["labels"] is b["labels"] and a["ownerReferences"] is b["ownerReferences"] and a["labels"] == {"app": "x"}
+    assert "uid" not in a and "resourceVersion" not in a and a["ownerReferences"] == owner
     assert pods["c"]["spec"] is not pods["a"]["spec"] and pods["c"]["spec"]["nodeName"] == "n2"
