@@ -21,8 +21,10 @@ import argparse
 import io
 import logging
 import re
+import shutil
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from typing import Any, TextIO
@@ -32,17 +34,17 @@ from dra_bridge.kube.logs import LEVELS, escape, level_number
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.streams import guarded, standard_streams
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
-from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
+from dra_bridge.migrate.manifests import Document, Sources, Writer, dump, read_catalog, why_empty
 from dra_bridge.migrate.option_flags import add_option_flags, option_values
 from dra_bridge.migrate.remedies import phrased
-from dra_bridge.migrate.report import findings_table
+from dra_bridge.migrate.report import FindingsSpool
 from dra_bridge.migrate.report_cmd import add_parser as add_report_parser
 from dra_bridge.migrate.report_cmd import read_policy, run_report
 from dra_bridge.migrate.simulate_cmd import run_simulate
 from dra_bridge.migrate.slices_cmd import run_slices
 from dra_bridge.translate.catalog import PROFILE_RE, Catalog
 from dra_bridge.translate.errors import ApiVersionError, TranslateError
-from dra_bridge.translate.findings import SEVERITY, Finding
+from dra_bridge.translate.findings import SEVERITY
 from dra_bridge.translate.names import normalize_api_version
 from dra_bridge.translate.plan.cluster_state import hold_for_quota, namespace_quota_keys
 from dra_bridge.translate.plan.options import Options
@@ -204,55 +206,66 @@ def _convert(
 
 
 def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
-    """Run ``convert``: objects (with templates inserted before first use) to ``out``."""
+    """Run ``convert``: objects (with templates inserted before first use) to ``out``.
+
+    Streams: each document is read, converted and written before the next is read (the
+    ResourceQuotas first, in a pass of their own, when the input names the kind), to a
+    temporary file that is copied to ``out`` once the whole input was read: an error writes
+    nothing on stdout, and memory is bounded by the largest document, not the input."""
     options = Options(**option_values(args, "convert"))
     options = replace(options, api_version=_api_version(options.api_version))
     catalog = read_catalog(args.catalog, options.target)
     policy = read_policy(args.policy)
-    sources = args.filename or ["-"]
-    objects: list[Any] = []
-    rows: list[tuple[str, str, Finding]] = []
     seen: set[tuple[str, str]] = set()
-    docs = _read(sources, stdin, args.allow_empty)
-    for doc in docs:
-        if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-            raise InputFileError(
-                f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
-            )
-    quotas = namespace_quota_keys(
-        convert_object(d.obj, catalog).obj for d in docs if d.obj.get("kind") == "ResourceQuota"
-    )
-    for doc in docs:
-        result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources, quotas)
-        for template in result.templates:
-            key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
-            if key not in seen:
-                seen.add(key)
-                objects.append(template)
-        objects.append(result.obj)
-        rows += [(doc.source, _object_name(doc.obj), f) for f in phrased(result.findings)]
-    if not objects:
-        err.write("dra-migrate: no objects in the input\n")
-        return EXIT_OK
-    out.write(dump(objects, args.output))
-    if rows:
-        err.write(findings_table(rows))
-    if args.fail_on and any(f.severity >= SEVERITY[args.fail_on] for _, _, f in rows):
+    with (
+        Sources(args.filename or ["-"], stdin) as sources,
+        tempfile.TemporaryFile("w+", encoding="utf-8") as spool,
+        FindingsSpool() as rows,
+    ):
+        quotas = namespace_quota_keys(
+            convert_object(d.obj, catalog).obj
+            for d in (_read(sources, args.allow_empty) if sources.mention("ResourceQuota") else ())
+            if d.obj.get("kind") == "ResourceQuota"
+        )
+        writer = Writer(spool, args.output)
+        for doc in _read(sources, args.allow_empty):
+            result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources, quotas)
+            for template in result.templates:
+                key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
+                if key not in seen:
+                    seen.add(key)
+                    writer.write(template)
+            writer.write(result.obj)
+            for finding in phrased(result.findings):
+                rows.add(doc.source, _object_name(doc.obj), finding)
+        if not writer.count:
+            err.write("dra-migrate: no objects in the input\n")
+            return EXIT_OK
+        writer.close()
+        spool.seek(0)
+        shutil.copyfileobj(spool, out, 1 << 16)
+        rows.write(err)
+    if args.fail_on and rows.worst >= SEVERITY[args.fail_on]:
         return EXIT_FINDINGS
     return EXIT_OK
 
 
-def _read(sources: list[str], stdin: TextIO, allow_empty: bool) -> list[Document]:
-    """Every document of every source; InputFileError for a source without any, unless ``allow_empty``."""
-    docs: list[Document] = []
-    for source in sources:
-        found = list(read_sources([source], stdin))
+def _read(sources: Sources, allow_empty: bool) -> Iterator[Document]:
+    """Every document of every source, one at a time; InputFileError for a document that is not
+    an object, and for a source without any unless ``allow_empty``."""
+    for source in sources.sources:
+        found = False
+        for doc in sources.documents(source):
+            if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
+                raise InputFileError(
+                    f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
+                )
+            found = True
+            yield doc
         if not found and not allow_empty:
             raise InputFileError(
                 f"{source}: no Kubernetes objects ({why_empty(source)}); pass --allow-empty if that is expected"
             )
-        docs += found
-    return docs
 
 
 def _object_name(obj: Any) -> str:
