@@ -39,9 +39,23 @@ def _json(status: int, body: object) -> web.Response:
     return web.Response(status=status, text=json.dumps(body), content_type="application/json")
 
 
+def _verified_peer(request: web.Request) -> bool:
+    """Whether the caller presented a certificate that the TLS handshake verified (with
+    ``CERT_OPTIONAL`` a certificate that does not verify fails the handshake, none at all does not)."""
+    transport = request.transport
+    return transport is not None and bool(transport.get_extra_info("peercert"))
+
+
 def _mutate(mode: Mode, body_timeout: float) -> Callable[[web.Request], Coroutine[Any, Any, web.Response]]:
     async def handler(request: web.Request) -> web.Response:
         admitter = request.app[ADMITTER]
+        tls = request.app[RUNTIME].tls
+        if tls is not None and tls.client_ca is not None and not _verified_peer(request):
+            admitter.metrics.errors.labels("bad-request").inc()
+            admitter.metrics.requests.labels(mode, "unauthenticated").inc()
+            refused = _json(403, {"error": "a client certificate signed by --client-ca-file is required"})
+            refused.force_close()
+            return refused
         body = await read_body(request, body_timeout)
         if isinstance(body, Refusal):
             admitter.metrics.errors.labels("bad-request").inc()

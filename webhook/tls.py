@@ -21,10 +21,12 @@ validity window, covering the name. A pair that fails is still served (it is the
 operator gave, and refusing it would keep one that may be older still), but ``mismatch`` says
 why in one line, logged once, and the webhook is not ready until it passes.
 
-With ``client_ca`` (``--client-ca-file``), the context requires a client certificate
-(``ssl.CERT_REQUIRED``) signed by one of that file's CAs, for the clientAuth usage: a caller that
-presents none, or another CA's, fails the TLS handshake before any request is read (the API server
-presents one through its AdmissionConfiguration's ``kubeConfigFile``). The file is re-read with the
+With ``client_ca`` (``--client-ca-file``), the context asks for a client certificate
+(``ssl.CERT_OPTIONAL``) signed by one of that file's CAs, for the clientAuth usage: a caller that
+presents another CA's fails the TLS handshake before any request is read; one that presents none
+is answered 403 on the admission paths (``webhook/server.py``), while the probes and ``/metrics``
+answer it (the kubelet's HTTPS probes present no certificate). The API server presents one through
+its AdmissionConfiguration's ``kubeConfigFile``. The file is re-read with the
 serving pair: a changed file's CAs are added to those in force (a CA removed from the file stays
 trusted until the webhook restarts: OpenSSL offers no way to drop one from a live context); a file
 that does not load is refused like a bad pair (``error``), the last good CAs stay in force.
@@ -102,7 +104,7 @@ class TlsReloader:
         self._client_ca_digest = b""
         self._client_ca_refused = ""
         if client_ca is not None:
-            self.context.verify_mode = ssl.CERT_REQUIRED
+            self.context.verify_mode = ssl.CERT_OPTIONAL  # none: 403 on the admission paths
             if not self._load_client_ca():
                 raise WebhookConfigError(f"cannot load the client CA: {self.error}")
         if not self.check():

@@ -3,13 +3,15 @@
 A second control plane, its API server started with ``--admission-control-config-file``: an
 AdmissionConfiguration whose ``WebhookAdmissionConfiguration.kubeConfigFile`` gives it a client
 certificate for every webhook (user ``*``). The webhook, given that certificate's CA with
-``--client-ca-file``, mutates the pods this API server sends it, and refuses the TLS handshake of
-a caller that presents no certificate or another CA's. Runs in the main (1.36) pass only.
+``--client-ca-file``, mutates the pods this API server sends it, refuses the TLS handshake of a
+caller that presents another CA's certificate, and answers a caller that presents none 403 on the
+admission paths (the kubelet's probes still answered). Runs in the main (1.36) pass only.
 """
 
 from __future__ import annotations
 
 import ssl
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,15 +127,32 @@ def test_the_api_server_presents_its_certificate_and_the_pod_is_mutated(
     assert "admission uid=" in hook.log.read_text(errors="replace")
 
 
-@pytest.mark.parametrize("who", ["no-certificate", "another-ca"])
-def test_a_caller_without_the_certificate_is_refused_in_the_handshake(
-    authenticating: tuple[ControlPlane, Webhook, Any, CertificateAuthority], tmp_path: Path, who: str
+def test_a_caller_with_another_cas_certificate_is_refused_in_the_handshake(
+    authenticating: tuple[ControlPlane, Webhook, Any, CertificateAuthority], tmp_path: Path
 ) -> None:
     _, hook, certs, _ = authenticating
     ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
-    if who == "another-ca":
-        stranger = CertificateAuthority(tmp_path / "other", "other-ca").issue("stranger", "kube-apiserver", client=True)
-        ctx.load_cert_chain(str(stranger.cert), str(stranger.key))
+    stranger = CertificateAuthority(tmp_path / "other", "other-ca").issue("stranger", "kube-apiserver", client=True)
+    ctx.load_cert_chain(str(stranger.cert), str(stranger.key))
     with pytest.raises(OSError) as refused:  # ssl.SSLError, or urllib's URLError around it
         urllib.request.urlopen(f"https://127.0.0.1:{hook.port}/healthz", context=ctx, timeout=5)
     assert "certificate" in str(refused.value).lower() or isinstance(refused.value, ConnectionResetError), refused
+
+
+def test_a_caller_without_a_certificate_gets_403_on_the_admission_path_and_the_probe_answers(
+    authenticating: tuple[ControlPlane, Webhook, Any, CertificateAuthority],
+) -> None:
+    _, hook, certs, _ = authenticating
+    ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
+    with urllib.request.urlopen(f"https://127.0.0.1:{hook.port}/healthz", context=ctx, timeout=5) as probe:
+        assert probe.status == 200
+    review = urllib.request.Request(
+        f"https://127.0.0.1:{hook.port}/mutate/enforce",
+        data=b"{}",
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(review, context=ctx, timeout=5)
+    refused.value.close()  # the error holds the response's socket
+    assert refused.value.code == 403

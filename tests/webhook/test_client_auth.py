@@ -1,6 +1,7 @@
 """Optional caller authentication: with a client CA, only a caller presenting a certificate that
-CA signed (the API server, through its AdmissionConfiguration's kubeConfigFile) completes the TLS
-handshake (docs/webhook.md, "Caller authentication")."""
+CA signed (the API server, through its AdmissionConfiguration's kubeConfigFile) is admitted: another
+CA's fails the TLS handshake, none is answered 403 on the admission paths while the probes answer
+(docs/webhook.md, "Caller authentication")."""
 
 from __future__ import annotations
 
@@ -54,15 +55,18 @@ async def served(callers: Callers, tmp_path: Path) -> AsyncIterator[tuple[int, T
     await runner.cleanup()
 
 
-async def call(port: int, serving: CertPaths, pair: KeyPair | None) -> bytes:
-    """One POST /mutate/enforce over a fresh TLS connection; the raw answer (raises when refused)."""
+async def call(
+    port: int, serving: CertPaths, pair: KeyPair | None, path: str = "/mutate/enforce", method: str = "POST"
+) -> bytes:
+    """One request (POST /mutate/enforce) over a fresh TLS connection; the raw answer (raises when
+    refused)."""
     ctx = ssl.create_default_context(cafile=str(serving.ca_cert))
     if pair is not None:
         ctx.load_cert_chain(str(pair.cert), str(pair.key))
     reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx)
     try:
         data = body(make_admission_review(make_pod()))
-        head = f"POST /mutate/enforce HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+        head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
         writer.write(head.encode() + data)
         await writer.drain()
         return await asyncio.wait_for(reader.read(), 10)
@@ -78,16 +82,36 @@ async def test_a_caller_with_a_certificate_of_the_client_ca_is_answered(
     assert answer.startswith(b"HTTP/1.1 200") and b'"patch"' in answer
 
 
-@pytest.mark.parametrize("who", ["no-certificate", "another-ca", "no-client-usage"])
-async def test_a_caller_without_a_certificate_of_the_client_ca_fails_the_handshake(
+@pytest.mark.parametrize("who", ["another-ca", "no-client-usage"])
+async def test_a_caller_with_a_certificate_not_of_the_client_ca_fails_the_handshake(
     served: tuple[int, TlsReloader, Path], callers: Callers, who: str
 ) -> None:
     port, _, _ = served
-    pair = {"no-certificate": None, "another-ca": callers.stranger, "no-client-usage": callers.server_only}[who]
+    pair = {"another-ca": callers.stranger, "no-client-usage": callers.server_only}[who]
     with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
         answer = await call(port, callers.serving, pair)
         assert answer == b"", answer  # TLS 1.3: the refusal can arrive as the connection closing
         raise ConnectionResetError("closed without an answer")
+
+
+@pytest.mark.parametrize("path", ["/mutate/enforce", "/mutate/audit"])
+async def test_a_caller_without_a_certificate_is_refused_on_the_admission_paths(
+    served: tuple[int, TlsReloader, Path], callers: Callers, path: str
+) -> None:
+    port, _, _ = served
+    answer = await call(port, callers.serving, None, path)
+    assert answer.startswith(b"HTTP/1.1 403"), answer
+    assert b"client certificate" in answer and b'"patch"' not in answer
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz"])
+async def test_the_probes_answer_a_caller_without_a_certificate(
+    served: tuple[int, TlsReloader, Path], callers: Callers, path: str
+) -> None:
+    """The kubelet's HTTPS probes present no certificate."""
+    port, _, _ = served
+    answer = await call(port, callers.serving, None, path, method="GET")
+    assert not answer.startswith(b"HTTP/1.1 403") and answer.startswith(b"HTTP/1.1 "), answer
 
 
 async def test_a_changed_client_ca_file_is_loaded_with_the_serving_pair(
