@@ -77,6 +77,10 @@ class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors exit :data:`EXIT_USAGE` (argparse's own is 2), with the
     usage and one ``PROG: error: MESSAGE`` line on stderr; its subcommands' parsers are Parsers too."""
 
+    def format_help(self) -> str:
+        """argparse's help as plain text: reStructuredText's ````literal```` quotes dropped."""
+        return super().format_help().replace("``", "")
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
