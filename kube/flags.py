@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
+from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.streams import EXIT_CLOSED_OUTPUT, silence
 
 logger = logging.getLogger(__name__)
@@ -56,8 +57,9 @@ EXIT_USAGE = 1
 DISTRIBUTION = "dra-bridge"
 
 
-class FlagValueError(ValueError):
-    """A setting's value that does not fit it; the message names the flag and its twin."""
+class FlagValueError(KubeError, ValueError):
+    """A setting's value that does not fit it; the message names the flag and its twin (a
+    ValueError too, so a caller parsing a value catches it with the rest)."""
 
 
 def seconds(raw: object, twin: str, *, zero: bool = False) -> float:
