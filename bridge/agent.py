@@ -125,6 +125,11 @@ class Agent:
         return self.reporter.node_writes
 
     @property
+    def heartbeats(self) -> int:
+        """Of :attr:`node_writes`: the condition writes that only refreshed its heartbeat."""
+        return self.reporter.heartbeats
+
+    @property
     def prepared_claims(self) -> int | None:
         """The plugin's prepared-claim count (0 without a plugin; None while its checkpoint is
         unreadable: unknown, not zero)."""
