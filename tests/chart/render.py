@@ -138,6 +138,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("defaults", _set("agent.kubeletDir=/data/kubelet/")),
     Scenario("defaults", _set("catalog.target=vendor")),
     Scenario("defaults", _set("webhook.policy.defaults.keepLegacy=true")),
+    Scenario("defaults", _set("webhook.policy.defaults.keepLegcy=true")),  # refused by the schema
+    Scenario("defaults", _set("webhook.policy.defaults.alignment=socket")),  # refused by the schema
     Scenario("defaults", _set("webhook.enforce.failurePolicy=Ignore", "webhook.audit.allNamespaces=true")),
     Scenario("defaults", _set("fullnameOverride=dra")),
     Scenario("defaults", _set("fullnameOverride=dra-bridge")),

@@ -64,6 +64,14 @@ migProfileAliases: {{ .Values.catalog.migProfileAliases | toJson }}
 resources: {{ .Values.catalog.resources | toJson }}
 {{- end }}
 
+{{/* The webhook policy's document (the ConfigMap's policy.yaml). */}}
+{{- define "dra-bridge.policy" -}}
+apiVersion: policy.dra-bridge.io/v1
+{{- with omit .Values.webhook.policy "apiVersion" }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
 {{/*
 The matchConditions' one expression: true when a container or init container names a
 catalogued resource (shipped names and patterns, files/catalog-resources.yaml, plus the
