@@ -144,6 +144,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("defaults", _set("fullnameOverride=dra")),
     Scenario("defaults", _set("fullnameOverride=dra-bridge")),
     Scenario("kube-1.32", _set("deviceClasses.extendedResourceName=true")),  # refused
+    Scenario("production", _set("webhook.podDisruptionBudget.maxUnavailable=1")),  # refused: both set
+    Scenario("production", _set("webhook.port=10250")),  # refused: the kubelet's port on the host network
+    Scenario("defaults", _set("agent.nodeSelector=gpu")),  # refused by the schema
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),

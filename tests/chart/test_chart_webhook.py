@@ -250,7 +250,7 @@ def test_existing_secret_mode_uses_the_secret_and_the_given_ca() -> None:
     objs = render("existing-secret")
     assert not by_kind(objs, "Secret")
     volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]
-    assert {"name": "tls", "secret": {"secretName": "my-webhook-tls"}} in volumes
+    assert {"name": "tls", "secret": {"secretName": "my-webhook-tls", "defaultMode": 0o440}} in volumes
     for hook in registration("existing-secret")["webhooks"]:
         assert base64.b64decode(hook["clientConfig"]["caBundle"]).strip() == _ci_ca().strip()
     assert one(objs, "ConfigMap", "dra-bridge-webhook-ca")["data"]["ca.crt"].strip() == _ci_ca().decode().strip()
