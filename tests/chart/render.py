@@ -147,6 +147,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("production", _set("webhook.podDisruptionBudget.maxUnavailable=1")),  # refused: both set
     Scenario("production", _set("webhook.port=10250")),  # refused: the kubelet's port on the host network
     Scenario("defaults", _set("agent.nodeSelector=gpu")),  # refused by the schema
+    Scenario("defaults", _set("webhook.networkPolicy.enabled=true")),
+    Scenario("defaults", _set("webhook.networkPolicy.enabled=yes")),  # refused by the schema
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),

@@ -145,6 +145,9 @@ VALUES: list[tuple[str, Any, Any]] = [
     ("global.imageRegistry", "r.example.com", 1),
     ("global.imagePullSecrets", ["s", {"name": "t"}], "s"),
     ("imageRegistry", "r.example.com", ["r"]),
+    ("webhook.networkPolicy.enabled", True, "yes"),
+    ("webhook.networkPolicy.apiServerSources", [{"ipBlock": {"cidr": "10.0.0.0/8"}}], {"ipBlock": {}}),
+    ("webhook.networkPolicy.metricsNamespace", "monitoring", 5),
 ]
 
 
