@@ -35,6 +35,7 @@ from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
+from dra_bridge.webhook.drain import Drain
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.events import KubeAuditSink
 from dra_bridge.webhook.handler import Admitter
@@ -126,19 +127,29 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             ),
         ]
         app = make_app(runtime, admitter, background)
+        drain = Drain()
+        drain.install(app)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         try:  # the background tasks stop (runner.cleanup) before the client closes
             await _listen(runner, settings, tls)
             logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
             stop = asyncio.Event()
+            terminated = asyncio.Event()
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
+
+            def on_sigterm() -> None:
+                terminated.set()
+                stop.set()
+
+            for sig, handler in ((signal.SIGTERM, on_sigterm), (signal.SIGINT, stop.set)):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(sig, stop.set)
+                    loop.add_signal_handler(sig, handler)
             if ready is not None:
                 ready.set()
             await stop.wait()
+            if terminated.is_set() and settings.drain_period > 0:  # SIGTERM: a pod stopping
+                await drain.run(runner, settings.drain_period)
         finally:
             await runner.cleanup()
     finally:

@@ -149,6 +149,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("defaults", _set("agent.nodeSelector=gpu")),  # refused by the schema
     Scenario("defaults", _set("webhook.networkPolicy.enabled=true")),
     Scenario("defaults", _set("webhook.networkPolicy.enabled=yes")),  # refused by the schema
+    Scenario("defaults", _set("webhook.drain.preStopSeconds=0", "webhook.drain.periodSeconds=8")),
+    Scenario("defaults", _set("webhook.terminationGracePeriodSeconds=10")),  # refused: shorter than the drain
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),

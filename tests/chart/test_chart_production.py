@@ -145,6 +145,8 @@ VALUES: list[tuple[str, Any, Any]] = [
     ("global.imageRegistry", "r.example.com", 1),
     ("global.imagePullSecrets", ["s", {"name": "t"}], "s"),
     ("imageRegistry", "r.example.com", ["r"]),
+    ("webhook.drain.preStopSeconds", 0, "10s"),
+    ("webhook.drain.periodSeconds", 8, 2.5),
     ("webhook.networkPolicy.enabled", True, "yes"),
     ("webhook.networkPolicy.apiServerSources", [{"ipBlock": {"cidr": "10.0.0.0/8"}}], {"ipBlock": {}}),
     ("webhook.networkPolicy.metricsNamespace", "monitoring", 5),

@@ -1,0 +1,91 @@
+"""The drain after SIGTERM (docs/design.md D29): keep serving, but let no connection outlive it.
+
+    Drain()                      .active, .start(), install(app), await run(runner, period)
+
+A terminating pod is removed from the Service's endpoints while the API server may still call
+it: on a new connection (kube-proxy still routes some there until its rules change) and on the
+keep-alive connections it pooled before, which outlive the endpoint removal, and Go's client
+does not retry a POST on a connection the server closed after reading it. So for ``period``
+seconds after SIGTERM the webhook keeps its listener and answers every request, each answer
+carrying ``Connection: close`` (the connection is closed once it is written), and idle
+connections are closed as soon as they are seen (every ``SWEEP`` seconds), so the client opens
+a new one, to a pod that is not going away. ``/readyz`` answers 503 during the drain. The
+chart's ``preStop`` sleep covers the endpoint propagation before SIGTERM; this covers the
+pooled connections after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aiohttp import hdrs, web
+from aiohttp.typedefs import Handler
+from aiohttp.web_protocol import RequestHandler
+
+__all__ = ["DRAIN", "SWEEP", "Drain"]
+
+logger = logging.getLogger(__name__)
+#: Seconds between passes that close the idle connections during a drain.
+SWEEP = 0.2
+
+
+class Drain:
+    """Whether the process drains, and the hooks that make its answers close their connections."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+
+    @property
+    def active(self) -> bool:
+        """True once :meth:`start` was called."""
+        return self.started is not None
+
+    def start(self) -> None:
+        """Begin draining: answers close their connections, /readyz is 503."""
+        if self.started is None:
+            self.started = time.monotonic()
+
+    def install(self, app: web.Application) -> None:
+        """Add the drain's hooks to ``app`` (before it starts)."""
+        app[DRAIN] = self
+        app.middlewares.append(self._readiness)
+        app.on_response_prepare.append(self._close_after)
+
+    @web.middleware
+    async def _readiness(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self.active and request.path == "/readyz":
+            return web.json_response({"ready": False, "draining": True}, status=503)
+        return await handler(request)
+
+    async def _close_after(self, _request: web.Request, response: web.StreamResponse) -> None:
+        if self.active:  # the headers are computed before this hook: say it, and close once sent
+            response.force_close()
+            response.headers[hdrs.CONNECTION] = "close"
+
+    async def run(self, runner: web.BaseRunner, period: float) -> None:
+        """Drain for ``period`` seconds: serve, closing each idle connection as it appears."""
+        self.start()
+        deadline = time.monotonic() + period
+        logger.info("SIGTERM: draining for %.1f s (answers close their connections)", period)
+        while True:
+            server = runner.server
+            for connection in server.connections if server is not None else ():
+                if _idle(connection):
+                    connection.force_close()
+                else:
+                    connection.close()  # after the answer in progress
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(SWEEP, left))
+
+
+def _idle(connection: RequestHandler) -> bool:
+    """True when the connection waits for a request (aiohttp's keep-alive timer tests the same)."""
+    waiter = getattr(connection, "_waiter", None)
+    return waiter is not None and not waiter.done() and not getattr(connection, "_request_in_progress", False)
+
+
+DRAIN: web.AppKey[Drain] = web.AppKey("drain", Drain)
