@@ -176,3 +176,11 @@ def test_the_schema_takes_each_value_and_refuses_the_wrong_type(key: str, good: 
     validator = jsonschema.Draft7Validator(SCHEMA)
     assert not list(validator.iter_errors(_with(key, good))), key
     assert list(validator.iter_errors(_with(key, bad))), key
+
+
+def test_the_real_webhook_parser_takes_the_extra_args() -> None:
+    from dra_bridge.webhook.settings import Settings
+
+    container = _spec("Deployment")["containers"][0]
+    settings = Settings.from_args(container["args"], {"DRA_WEBHOOK_NAMESPACE": "gpu-system"})
+    assert (settings.port, settings.log_level) == (9443, "DEBUG")
