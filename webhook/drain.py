@@ -7,11 +7,12 @@ it: on a new connection (kube-proxy still routes some there until its rules chan
 keep-alive connections it pooled before, which outlive the endpoint removal, and Go's client
 does not retry a POST on a connection the server closed after reading it. So for ``period``
 seconds after SIGTERM the webhook keeps its listener and answers every request, each answer
-carrying ``Connection: close`` (the connection is closed once it is written), and idle
-connections are closed as soon as they are seen (every ``SWEEP`` seconds), so the client opens
-a new one, to a pod that is not going away. ``/readyz`` answers 503 during the drain. The
-chart's ``preStop`` sleep covers the endpoint propagation before SIGTERM; this covers the
-pooled connections after it.
+carrying ``Connection: close`` (the connection is closed once it is written), and connections
+idle for ``IDLE`` seconds are closed (checked every ``SWEEP`` seconds), so the client opens a new
+one, to a pod that is not going away. A connection idle for less is left to its next answer:
+closing it could cross a request the client is writing, which fails with EOF. ``/readyz``
+answers 503 during the drain. The chart's ``preStop`` sleep covers the endpoint propagation
+before SIGTERM; this covers the pooled connections after it.
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler
 from aiohttp.web_protocol import RequestHandler
 
-__all__ = ["DRAIN", "SWEEP", "Drain"]
+__all__ = ["DRAIN", "IDLE", "SWEEP", "Drain"]
 
 logger = logging.getLogger(__name__)
 #: Seconds between passes that close the idle connections during a drain.
 SWEEP = 0.2
+#: Seconds a connection must have been idle to be closed: closing one the client just picked
+#: for a request (Go's pool reuses the most recent first) would fail that request (EOF).
+IDLE = 1.0
 
 
 class Drain:
@@ -64,28 +68,31 @@ class Drain:
             response.force_close()
             response.headers[hdrs.CONNECTION] = "close"
 
-    async def run(self, runner: web.BaseRunner, period: float) -> None:
-        """Drain for ``period`` seconds: serve, closing each idle connection as it appears."""
+    async def run(self, runner: web.BaseRunner, period: float, idle: float = IDLE) -> None:
+        """Drain for ``period`` seconds: serve, closing each connection idle for ``idle`` seconds."""
         self.start()
+        loop = asyncio.get_running_loop()
         deadline = time.monotonic() + period
         logger.info("SIGTERM: draining for %.1f s (answers close their connections)", period)
         while True:
             server = runner.server
             for connection in server.connections if server is not None else ():
-                if _idle(connection):
+                if _idle_since(connection, loop.time()) >= idle:
                     connection.force_close()
-                else:
-                    connection.close()  # after the answer in progress
             left = deadline - time.monotonic()
             if left <= 0:
                 return
             await asyncio.sleep(min(SWEEP, left))
 
 
-def _idle(connection: RequestHandler) -> bool:
-    """True when the connection waits for a request (aiohttp's keep-alive timer tests the same)."""
+def _idle_since(connection: RequestHandler, now: float) -> float:
+    """Seconds the connection has waited for a request (0 when busy), from the keep-alive
+    deadline aiohttp sets at its start and after each answer."""
     waiter = getattr(connection, "_waiter", None)
-    return waiter is not None and not waiter.done() and not getattr(connection, "_request_in_progress", False)
+    if waiter is None or waiter.done() or getattr(connection, "_request_in_progress", False):
+        return 0.0
+    deadline: float = getattr(connection, "_next_keepalive_close_time", 0.0)
+    return now - (deadline - connection.keepalive_timeout)
 
 
 DRAIN: web.AppKey[Drain] = web.AppKey("drain", Drain)

@@ -6,12 +6,17 @@ cluster, and pools its connections there. The chart is installed with two webhoo
 (no agent). GPU pods are then created in an enforced namespace at 5 a second, through the
 ``/mutate/enforce`` entry under ``failurePolicy: Fail``, while the webhook Deployment is
 restarted (``kubectl rollout restart``: a surge rollout, each old pod sleeping in ``preStop``,
-then draining after SIGTERM). Not one creation may be refused, and the rollout must have
-replaced both pods while they were being created.
+then draining after SIGTERM). Beside them, four clients create GPU pods with ``dryRun=All`` as
+fast as they can (the webhook is still called), so that the API server keeps several pooled
+connections to each replica and opens new ones through kube-proxy during the rollout: with the
+drain off (``webhook.drain`` zeros, which is how the webhook stopped before) this load saw a few
+``connection refused`` on this node, at 5 a second alone none. Not one creation may be refused,
+and the rollout must have replaced both pods while they were being created.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -28,6 +33,8 @@ from tests.e2e.test_helm_install_e2e import CHART, NS_LABEL, find_helm, gpu_pod,
 pytestmark = [pytest.mark.e2e, pytest.mark.real_node]
 
 PODS, RATE = 200, 5.0
+#: Clients creating dry-run GPU pods beside, as fast as the API server answers.
+LOAD_CLIENTS = 4
 WEBHOOK = "app.kubernetes.io/component=webhook"
 
 
@@ -43,6 +50,34 @@ def _rolled(kube: KubeClient, ns: str, deploy: str, old: set[str]) -> bool:
         and status.get("updatedReplicas") == status.get("readyReplicas") == status.get("replicas") == 2
     )
     return done and not (_webhook_pods(kube, ns) & old)
+
+
+class DryRunLoad:
+    """``LOAD_CLIENTS`` threads creating dry-run GPU pods in ``ns`` until :meth:`stop`."""
+
+    def __init__(self, cluster: PodCluster, ns: str) -> None:
+        self.cluster, self.ns = cluster, ns
+        self.refused: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(LOAD_CLIENTS)]
+        for t in self._threads:
+            t.start()
+
+    def _run(self, i: int) -> None:
+        kube, n = self.cluster.control_plane.client(), 0
+        while not self._stop.is_set():
+            try:
+                kube.create(api_path("v1", "pods", self.ns), gpu_pod(self.cluster.node, f"d-{i}-{n}"), dry_run=True)
+            except KubeError as err:
+                self.refused.append(f"dry-run d-{i}-{n}: {err}")
+            n += 1
+            self.sent += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
 
 
 def test_a_rolling_restart_of_the_webhook_refuses_no_pod(cluster: PodCluster, tmp_path: Path) -> None:
@@ -62,6 +97,7 @@ def test_a_rolling_restart_of_the_webhook_refuses_no_pod(cluster: PodCluster, tm
         )
     )
     installed = False
+    load: DryRunLoad | None = None
     try:
         helm(
             cluster, "install", release, str(CHART), "--namespace", rns, "--create-namespace", "--values", str(values),
@@ -74,6 +110,7 @@ def test_a_rolling_restart_of_the_webhook_refuses_no_pod(cluster: PodCluster, tm
         old = _webhook_pods(kube, rns)
         assert len(old) == 2, old
 
+        load = DryRunLoad(cluster, work)
         refused: list[str] = []
         created = 0
         restarted_at: float | None = None
@@ -99,16 +136,20 @@ def test_a_rolling_restart_of_the_webhook_refuses_no_pod(cluster: PodCluster, tm
                 refused.append(f"{now:.1f}s {pod['metadata']['name']}: {err}")
             created += 1
             time.sleep(max(0.0, created / RATE - (time.monotonic() - began)))
+        load.stop()
         print(
             f"\n{created} pods created in {time.monotonic() - began:.1f}s; restart at {restarted_at:.1f}s, "
-            f"both webhook pods replaced at {rolled_at:.1f}s; {len(refused)} refused"
+            f"both webhook pods replaced at {rolled_at:.1f}s; {len(refused)} refused; "
+            f"{load.sent} dry-run creations beside, {len(load.refused)} refused"
         )
-        assert refused == [], "\n".join(refused[:20])
+        assert refused == load.refused == [], "\n".join((refused + load.refused)[:20])
         converted = [
             p for p in kube.list(api_path("v1", "pods", work)) if p["spec"].get("resourceClaims")
         ]  # fmt: skip
         assert len(converted) == created, f"{len(converted)} of {created} pods converted"
     finally:
+        if load is not None:
+            load.stop()
         kube.delete(api_path("v1", "namespaces", name=work), ignore_missing=True)
         if installed:
             helm(cluster, "uninstall", release, "--namespace", rns, "--wait", "--timeout", "90s")

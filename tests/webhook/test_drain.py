@@ -82,7 +82,7 @@ def test_answers_close_their_connection_during_the_drain_and_serve_before_it() -
     asyncio.run(go())
 
 
-def test_the_drain_closes_idle_keep_alive_connections_and_lasts_its_period() -> None:
+def test_the_drain_closes_connections_idle_for_a_while_and_lasts_its_period() -> None:
     async def go() -> None:
         runner, drain, port = await _start()
         opened: list[asyncio.StreamWriter] = []
@@ -90,15 +90,20 @@ def test_the_drain_closes_idle_keep_alive_connections_and_lasts_its_period() -> 
             reader, writer = await _connect(port, opened)
             await _request(reader, writer, "POST", "/mutate/enforce")  # now idle, kept alive
             started = time.monotonic()
-            task = asyncio.create_task(drain.run(runner, 0.6))
+            task = asyncio.create_task(drain.run(runner, 1.2, idle=0.5))
+            # a connection idle for less than `idle` is left to its next answer
+            busy_reader, busy_writer = await _connect(port, opened)
+            await asyncio.sleep(0.3)
+            status, headers = await _request(busy_reader, busy_writer, "POST", "/mutate/enforce")
+            assert status.endswith("200 OK") and headers["connection"].lower() == "close"
             assert await _closed(reader)
-            assert time.monotonic() - started < 0.5
+            assert 0.4 <= time.monotonic() - started < 1.0
             # still serving a new connection while the drain lasts
             reader, writer = await _connect(port, opened)
             status, _ = await _request(reader, writer, "POST", "/mutate/enforce")
             assert status.endswith("200 OK")
             await task
-            assert time.monotonic() - started >= 0.6
+            assert time.monotonic() - started >= 1.2
         finally:
             await _close(opened)
             await runner.cleanup()
