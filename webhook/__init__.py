@@ -6,7 +6,8 @@ measure, log), server (aiohttp app), runtime (files in force; the policy itself 
 :mod:`translate.policy`), reload, tls, serving_check (the certificate against the caBundle and the
 service name), templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), events
 (audit Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
-access (the API calls it makes; the I/O is the shared kube/ layer), certs, settings, cli, errors.
+access (the API calls it makes; the I/O is the shared kube/ layer), drain (serving on after
+SIGTERM, closing connections), certs, settings, cli, errors.
 """
 
 from dra_bridge.webhook.decision import Context, Decision, evaluate
