@@ -1,150 +1,105 @@
-"""Benchmark: the report's capacity check (translate.capacity.check_capacity) on a big cluster.
+"""Benchmark: the report's capacity check (translate.capacity.check_capacity) alone, on the report's inputs.
 
-Scenario: N nodes x 8 GPUs of 4 models (GFD product label, ``nvidia.com/gpu`` allocatable,
-one ResourceSlice each with unique uuids), W workloads of 1-8 replicas, each pod one converted
-claim of 1, 2, 4 or 8 GPUs (weights 4:3:2:1) asking for a model by CEL selector (one workload
-in ten for a model no node has) and the same legacy request; pods placed cumulatively under
-DRA and under the legacy model, so the cluster fills up and the last pods get a reason
-(``not-enough-devices``, ``no-matching-device``) from the diagnosis.
+Reads the generated cluster of ``cluster_inputs.py``, the one ``bench_report.py`` reads (so the
+two cannot drift apart): W GPU Deployments over one node per ten workloads, 8
+``nvidia.com/gpu`` each. The report is built and its capacity section started once, untimed,
+to take the very arguments it hands ``check_capacity`` (workloads, nodes, the slices the bridge
+would publish, DeviceClasses, held devices); then, timed in CPU seconds (``time.process_time``,
+best of ``--repeat``): the whole check (both models, per node pool sums) and, as the baseline
+in the same process, the legacy model alone on the same pods (a count per node).
 
-Printed: pods/s of the whole check (both models, per node pool sums), its CPU time, and the
-ratio to the legacy model alone on the same pods (a count per node: the baseline measured in
-the same process). Times are CPU seconds (``time.process_time``), best of ``--repeat``.
+    python bench/bench_capacity.py [--workloads 5000] [--repeat 2] [--smoke] [--sweep]
 
-    python bench/bench_capacity.py [--nodes 2000] [--pods 6000] [--repeat 2] [--smoke]
-
-``--smoke`` (or ``DRA_BENCH_SMOKE=1``): 40 nodes, 600 pods, one run; CI runs it.
+``--sweep``: 1,000, 10,000 and 50,000 workloads, then the growth exponent of the check's time
+(the slope of log(time) against log(W): 1 is linear). ``--smoke`` (or ``DRA_BENCH_SMOKE=1``):
+200 workloads, one run (with ``--sweep``: 100, 200 and 400); CI runs it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import time
 from typing import Any
+from unittest import mock
 
-from dra_bridge.translate.alloc import parse_gates
-from dra_bridge.translate.capacity import (
-    ClaimDemand,
-    ClusterNode,
-    NodeConstraints,
-    PodDemand,
-    WorkloadDemand,
-    check_capacity,
-)
+from cluster_inputs import SMALL, SWEEP, growth_exponent, nodes_for, objects
+
+import dra_bridge.translate.report.capacity as report_capacity_module
+from dra_bridge.translate.capacity import CapacityResult, check_capacity
 from dra_bridge.translate.capacity.legacy import LegacyModel
-
-DRIVER = "gpu.example.com"
-MODELS = ("A100", "H100", "L40S", "B200")
-CLASSES = {"gpu": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}], "config": []}}
-SIZES = (1, 1, 1, 1, 2, 2, 2, 4, 4, 8)
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.report import Settings, build_report
 
 
-def cluster(count: int) -> tuple[list[ClusterNode], list[tuple[str, dict[str, Any]]]]:
-    nodes, slices = [], []
-    for n in range(count):
-        name, model = f"node-{n:05d}", MODELS[n % len(MODELS)]
-        devices = [
-            {
-                "name": f"gpu-{i}",
-                "attributes": {
-                    "productName": {"string": model},
-                    "uuid": {"string": f"GPU-{n:05d}-{i}"},
-                    "index": {"int": i},
-                },
-            }
-            for i in range(8)
-        ]
-        nodes.append(ClusterNode(name, {"nvidia.com/gpu.product": model}, allocatable={"nvidia.com/gpu": 8}))
-        slices.append(
-            (
-                name,
-                {
-                    "driver": DRIVER,
-                    "nodeName": name,
-                    "devices": devices,
-                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                },
-            )
-        )
-    return nodes, slices
+class _Taken(Exception):
+    """Raised by the stand-in check once it has the report's arguments."""
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        super().__init__("taken")
+        self.args_, self.kwargs = args, kwargs
 
 
-def workloads(pods: int, seed: int = 12) -> list[WorkloadDemand]:
-    rng = random.Random(seed)
-    out: list[WorkloadDemand] = []
-    made = 0
-    while made < pods:
-        replicas = min(rng.randint(1, 8), pods - made)
-        size = rng.choice(SIZES)
-        model = rng.choice(MODELS) if rng.random() < 0.9 else "MI300X"
-        selector = f'device.attributes["{DRIVER}"].productName == "{model}"'
-        spec = {
-            "devices": {
-                "requests": [
-                    {
-                        "name": "gpu",
-                        "exactly": {
-                            "deviceClassName": "gpu",
-                            "allocationMode": "ExactCount",
-                            "count": size,
-                            "selectors": [{"cel": {"expression": selector}}],
-                        },
-                    }
-                ],
-                "constraints": [],
-                "config": [],
-            }
-        }
-        name = f"train-{len(out):05d}"
-        constraints = NodeConstraints(node_selector={"nvidia.com/gpu.product": model})
-        members = tuple(
-            PodDemand(
-                f"{name}-{r}",
-                (ClaimDemand(f"{name}-{r}-gpu", spec),),
-                {"nvidia.com/gpu": size},
-                NodeConstraints(),
-                constraints,
-            )
-            for r in range(replicas)
-        )
-        out.append(WorkloadDemand("ml", name, "Deployment", members))
-        made += replicas
-    return out
+def report_arguments(workloads: int) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments ``report_capacity`` passes ``check_capacity`` for the generated cluster."""
+
+    def take(*args: Any, **kwargs: Any) -> CapacityResult:
+        raise _Taken(args, kwargs)
+
+    catalog = load_catalog()
+    report = build_report(objects(workloads, nodes_for(workloads)), catalog, Settings())
+    try:
+        with mock.patch.object(report_capacity_module, "check_capacity", take):
+            report_capacity_module.report_capacity(report, catalog, {})
+    except _Taken as taken:
+        return taken.args_, taken.kwargs
+    raise AssertionError("the report did not run the capacity check")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=2000)
-    parser.add_argument("--pods", type=int, default=6000)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1")
-    args = parser.parse_args()
-    if args.smoke:
-        args.nodes, args.pods, args.repeat = 40, 600, 1
-    nodes, slices = cluster(args.nodes)
-    demand = workloads(args.pods)
+def measure(workloads: int, repeat: int) -> tuple[float, float, int, int]:
+    """(check CPU s, legacy alone CPU s, pods, pods that fit under DRA)."""
+    args, kwargs = report_arguments(workloads)
+    demand, nodes = args[0], args[1]
     check_s = legacy_s = float("inf")
-    fits = legacy_fits = 0
-    for _ in range(args.repeat):
+    fits = 0
+    for _ in range(repeat):
         start = time.process_time()
-        result = check_capacity(demand, nodes, slices, CLASSES, parse_gates(None))
+        result = check_capacity(*args, **kwargs)
         check_s = min(check_s, time.process_time() - start)
         fits = sum(1 for w in result.workloads for p in w.pods if p.fits)
-        legacy_fits = sum(1 for w in result.workloads for p in w.pods if p.legacy_fits)
         start = time.process_time()
-        legacy = LegacyModel(nodes)
+        legacy = LegacyModel(nodes, kwargs["held"].legacy)
         for workload in demand:
             for pod in workload.pods:
                 legacy.place(pod.legacy_requests, pod.legacy)
         legacy_s = min(legacy_s, time.process_time() - start)
-    print(
-        f"capacity check: {args.pods} pods ({len(demand)} workloads) on {args.nodes} nodes x 8 GPUs: "
-        f"{check_s:.2f} s CPU, {args.pods / check_s:.0f} pods/s; {fits} fit under DRA, {legacy_fits} under legacy"
-    )
-    print(f"legacy model alone: {legacy_s:.2f} s CPU; ratio check/legacy {check_s / max(legacy_s, 1e-9):.1f}")
+    return check_s, legacy_s, sum(len(w.pods) for w in demand), fits
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--workloads", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--sweep", action="store_true", help="1k, 10k and 50k workloads, and the growth exponent")
+    parser.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1")
+    args = parser.parse_args()
+    if args.smoke:
+        args.workloads, args.repeat = 200, 1
+    sizes = ((100, 200, 400) if args.smoke else SWEEP) if args.sweep else (args.workloads,)
+    times = []
+    for workloads in sizes:
+        check_s, legacy_s, pods, fits = measure(workloads, 1 if args.sweep else args.repeat)
+        times.append(check_s)
+        print(
+            f"capacity check: {pods} pods ({workloads} workloads) on {nodes_for(workloads)} nodes x 8 GPUs"
+            f"{' (smoke mode)' if args.smoke else ''}: {check_s:.2f} s CPU, {pods / check_s:.0f} pods/s, "
+            f"{fits} fit under DRA; legacy model alone {legacy_s:.2f} s CPU; "
+            f"ratio check/legacy {check_s / max(legacy_s, 1e-9):.1f}"
+        )
+    if len(sizes) > 1:
+        small = SMALL if args.smoke else ""
+        print(f"growth exponent of the check: {growth_exponent(sizes, times):.2f} (1 = linear){small}")
     return 0
 
 

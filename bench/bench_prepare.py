@@ -1,6 +1,6 @@
 """Benchmark: NodePrepareResources latency of the DRA kubelet plugin, as the kubelet calls it.
 
-Starts the real plugin (``bridge.node_plugin.start_plugin``: the gRPC DRA service and the
+Starts the real plugin (``bridge.kubeletplugin.node_plugin.start_plugin``: the gRPC DRA service and the
 registration socket on unix sockets in a temporary kubelet layout, the checkpoint, the CDI
 directories with a container-toolkit spec for every GPU) and calls it with a ``grpc.aio``
 client over the committed v1 stubs, like the kubelet. Each iteration prepares, then unprepares
@@ -41,13 +41,14 @@ from typing import Any
 import grpc
 
 from dra_bridge.bridge.access import API_CALLS
-from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc
-from dra_bridge.bridge.node_plugin import Plugin, PluginPaths, start_plugin
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, PluginPaths, start_plugin
+from dra_bridge.bridge.ports import StaticView
 from dra_bridge.kube.api import ApiServer, KubeApi
 from dra_bridge.kube.client import connect
 from dra_bridge.kube.fake import FakeKube
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
+from dra_bridge.translate.inventory.allocatable import DeviceId
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = "bench-node"
@@ -55,7 +56,7 @@ DRIVER = "dra-bridge.io"
 VERSION = "resource.k8s.io/v1"
 NAMESPACE = "bench-prepare"
 GPUS = 64
-INVENTORY = {f"gpu-{i}": ("nvidia.com/gpu", f"GPU-{i:08x}-0000-4000-8000-000000000000") for i in range(GPUS)}
+INVENTORY = {f"gpu-{i}": DeviceId("nvidia.com/gpu", f"GPU-{i:08x}-0000-4000-8000-000000000000") for i in range(GPUS)}
 CASES = (("1 device", (1,)), ("8 devices", (8,)), ("32 devices", (32,)), ("64 devices / 2 claims", (32, 32)))
 TARGET_CASE, TARGET_P99_MS = "8 devices", 50.0
 SMOKE_ITERATIONS = 20
@@ -97,7 +98,7 @@ def claims_for(case: int, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
 def toolkit_spec(cdi_dir: Path) -> None:
     """The NVIDIA container toolkit's spec naming every GPU (Prepare checks that they resolve)."""
     lines = ["cdiVersion: 0.5.0", "kind: nvidia.com/gpu", "devices:"]
-    for i, (_, device_id) in enumerate(INVENTORY.values()):
+    for i, device_id in enumerate(d.device_id for d in INVENTORY.values()):
         lines += [
             f"  - name: {device_id}",
             "    containerEdits:",
@@ -141,7 +142,7 @@ async def measure(
     for d in paths.cdi_dirs:
         d.mkdir(parents=True, exist_ok=True)
     toolkit_spec(paths.cdi_dirs[0])
-    plugin: Plugin = await start_plugin(paths, api, NODE, AgentView(lambda: INVENTORY, v1), boot_id=lambda: "bench")
+    plugin: Plugin = await start_plugin(paths, api, NODE, StaticView(INVENTORY), boot_id=lambda: "bench")
     channel = grpc.aio.insecure_channel(f"unix://{paths.dra_socket}")
     stub = dra_v1_pb2_grpc.DRAPluginStub(channel)
     try:

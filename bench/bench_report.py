@@ -1,78 +1,106 @@
 """Benchmark: ``dra-migrate report`` with and without its capacity check (``--no-capacity``).
 
-Generates W Deployments (1, 2, 4 or 8 GPUs a pod, 1-4 replicas, a quarter pinned to a GPU
-product by node selector) over N nodes x 8 GPUs of two products (node capacity: the bridge's
-slices are built from it), then times, in the same process, ``build_report`` alone (the
-baseline: what ``--no-capacity`` runs) and ``build_report`` plus ``report_capacity``. Prints
-both, the capacity check's share, pods placed per second and peak traced memory; the ratio
-says what ``--no-capacity`` saves.
+Reads the generated cluster of ``cluster_inputs.py`` (shared with ``bench_capacity.py``): W GPU
+Deployments (1, 2, 4 or 8 GPUs a pod, 1-4 replicas, a quarter pinned to a product by node
+selector) over N nodes x 8 GPUs of two products (node capacity: the bridge's slices are built
+from it; by default one node per ten workloads). Times in CPU seconds, in the same process,
+``build_report`` alone (the baseline: what ``--no-capacity`` runs) and ``report_capacity`` on
+its result; prints both, the ratio of the check to the baseline (target at most 5x), pods
+placed per second and the peak RSS.
 
-    python bench/bench_report.py [--workloads 2000] [--nodes 2500] [--smoke]
+    python bench/bench_report.py [--workloads 2000] [--nodes W/10] [--smoke] [--sweep]
 
-``--smoke`` (or ``DRA_BENCH_SMOKE=1``): 100 workloads over 120 nodes; CI runs it so the script
-cannot rot. No target; exit status 0 unless it crashes.
+``--sweep``: 1,000, 10,000 and 50,000 workloads, each in a process of its own (its peak RSS is
+its own), then the growth exponent of each time (the slope of log(time) against log(W): 1 is
+linear) and the targets at 50,000 (whole report under 60 s CPU and under 2 GiB; check at most
+5x the report without it). ``--smoke`` (or ``DRA_BENCH_SMOKE=1``): 100 workloads over 10
+nodes, and with ``--sweep`` 100, 200 and 400; CI runs it so the script cannot rot. Exit
+status 0 unless it crashes: a missed target is printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
+import sys
 import time
-import tracemalloc
 from typing import Any
+
+from cluster_inputs import SMALL, SWEEP, growth_exponent, nodes_for, objects
 
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.report import Settings, build_report
 from dra_bridge.translate.report.capacity import report_capacity
 
-PRODUCTS = ("NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB")
+TARGET_S, TARGET_GIB, TARGET_RATIO = 60.0, 2.0, 5.0
 
 
-def objects(workloads: int, nodes: int) -> list[tuple[str, Any]]:
-    """Deterministic nodes and Deployments."""
-    out: list[tuple[str, Any]] = []
-    for n in range(nodes):
-        out.append(
-            (
-                "bench",
-                {
-                    "apiVersion": "v1",
-                    "kind": "Node",
-                    "metadata": {"name": f"node-{n:05d}", "labels": {"nvidia.com/gpu.product": PRODUCTS[n % 2]}},
-                    "status": {"allocatable": {"nvidia.com/gpu": "8"}},
-                },
-            )
+def measure(workloads: int, nodes: int) -> dict[str, Any]:
+    """CPU seconds of the report without and with its check, the totals, peak RSS (MiB)."""
+    catalog = load_catalog()
+    data = objects(workloads, nodes)
+    start = time.process_time()
+    report = build_report(data, catalog, Settings())
+    baseline = time.process_time() - start
+    start = time.process_time()
+    report_capacity(report, catalog, {})
+    check = time.process_time() - start
+    assert report.capacity is not None
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t = report.capacity["totals"]
+    return {
+        "workloads": workloads,
+        "nodes": nodes,
+        "pods": t["pods"],
+        "fit": t["fit"],
+        "baseline": baseline,
+        "check": check,
+        "rss": rss,
+    }
+
+
+def show(m: dict[str, Any], totals: str = "") -> None:
+    pods_s = m["pods"] / max(m["check"], 1e-9)
+    print(
+        f"workloads={m['workloads']} pods={m['pods']} ({m['fit']} fit) nodes={m['nodes']} "
+        f"devices={m['nodes'] * 8}{totals}: "
+        f"baseline build_report (--no-capacity) {m['baseline']:.2f} s CPU; capacity check {m['check']:.2f} s"
+        f" ({pods_s:.0f} pods/s); whole report {m['baseline'] + m['check']:.2f} s; "
+        f"ratio check/baseline {m['check'] / max(m['baseline'], 1e-9):.1f}x (target <= {TARGET_RATIO:.0f}x); "
+        f"peak RSS {m['rss']:.0f} MiB"
+    )
+
+
+def sweep(sizes: tuple[int, ...]) -> None:
+    runs = []
+    for size in sizes:
+        out = subprocess.run(
+            [sys.executable, __file__, "--workloads", str(size), "--json"], check=True, capture_output=True, text=True
         )
-    for w in range(workloads):
-        spec: dict[str, Any] = {
-            "containers": [
-                {"name": "c", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": str((1, 2, 4, 8)[w % 4])}}}
-            ]
-        }
-        if w % 4 == 1:
-            spec["nodeSelector"] = {"nvidia.com/gpu.product": PRODUCTS[w % 2]}
-        out.append(
-            (
-                "bench",
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "metadata": {"name": f"w-{w:05d}", "namespace": f"ns-{w % 20}"},
-                    "spec": {
-                        "replicas": 1 + w % 4,
-                        "selector": {"matchLabels": {"app": f"w-{w}"}},
-                        "template": {"metadata": {"labels": {"app": f"w-{w}"}}, "spec": spec},
-                    },
-                },
-            )
-        )
-    return out
+        runs.append(json.loads(out.stdout.splitlines()[-1]))
+        show(runs[-1])
+    for what in ("baseline", "check"):
+        exponent = growth_exponent(sizes, [r[what] for r in runs])
+        print(f"growth exponent of {what}: {exponent:.2f} (1 = linear){SMALL if sizes[-1] < SWEEP[-1] else ''}")
+    last = runs[-1]
+    whole, ratio = last["baseline"] + last["check"], last["check"] / max(last["baseline"], 1e-9)
+    print(
+        f"at {last['workloads']} workloads: whole report {whole:.1f} s CPU (target < {TARGET_S:.0f}), "
+        f"{last['rss'] / 1024:.2f} GiB (target < {TARGET_GIB:.0f}), check {ratio:.1f}x the report "
+        f"(target <= {TARGET_RATIO:.0f}x): "
+        f"{'met' if whole < TARGET_S and last['rss'] < TARGET_GIB * 1024 and ratio <= TARGET_RATIO else 'MISSED'}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--workloads", type=int, help="Deployments (default 2000; 100 with --smoke)")
-    parser.add_argument("--nodes", type=int, help="nodes of 8 GPUs (default 2500; 120 with --smoke)")
+    parser.add_argument("--nodes", type=int, help="nodes of 8 GPUs (default: one per ten workloads)")
+    parser.add_argument("--sweep", action="store_true", help="1k, 10k and 50k workloads, and the growth exponent")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--smoke",
         action="store_true",
@@ -80,37 +108,15 @@ def main() -> None:
         help="a short run that CI uses to keep the script working",
     )
     args = parser.parse_args()
+    if args.sweep:
+        sweep((100, 200, 400) if args.smoke else SWEEP)
+        return
     workloads = args.workloads or (100 if args.smoke else 2000)
-    nodes = args.nodes or (120 if args.smoke else 2500)
-    catalog = load_catalog()
-    data = objects(workloads, nodes)
-    start = time.perf_counter()
-    build_report(data, catalog, Settings())
-    baseline = time.perf_counter() - start
-    start = time.perf_counter()
-    report = build_report(data, catalog, Settings())
-    built = time.perf_counter() - start
-    report_capacity(report, catalog, {})
-    total = time.perf_counter() - start
-    assert report.capacity is not None
-    t = report.capacity["totals"]
-    tracemalloc.start()
-    again = build_report(data, catalog, Settings())
-    report_capacity(again, catalog, {})
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    print(
-        f"workloads={workloads} pods={t['pods']} nodes={nodes} devices={nodes * 8}"
-        f"{' (smoke mode)' if args.smoke else ''}; {t['fit']} fit, {t['unschedulable']} do not"
-    )
-    print(f"baseline build_report (--no-capacity): {min(baseline, built):.2f} s")
-    print(
-        f"build_report + report_capacity: {total:.2f} s; capacity check {total - built:.2f} s, "
-        f"{t['pods'] / max(total - built, 1e-9):.0f} pods/s"
-    )
-    print(
-        f"ratio with/without capacity: {total / min(baseline, built):.1f}x; peak traced memory {peak / 2**20:.0f} MiB"
-    )
+    m = measure(workloads, args.nodes or nodes_for(workloads))
+    if args.json:
+        print(json.dumps(m))
+        return
+    show(m, " (smoke mode)" if args.smoke else "")
 
 
 if __name__ == "__main__":

@@ -4,19 +4,22 @@ serves the DRA claims that land on the node as a DRA kubelet plugin.
 The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API server through
 :mod:`kube`). Modules, one concern each:
 
-- the loop and its decisions: ``agent`` (one tick: record in legacy mode, publish in DRA mode),
-  ``interlocks`` (pure hand-over decisions, docs/design.md D6), ``publisher`` (the ResourceSlice
-  reconciler, docs/design.md D17), ``access`` (the API calls it makes);
+- the loop and its decisions: ``agent`` (one tick: observe, decide, act, report), ``observe``
+  (reading the kubelet, the API server and the node into an ``observation``, the snapshot
+  dataclass), ``decide`` (the pure decision step), ``interlocks`` (the interlock table and the
+  alarm, pure, docs/design.md D6), ``report`` (Events, the Node condition, metrics),
+  ``node_condition`` (what the prepared-claim condition says and when it is written: Unknown
+  while the checkpoint is unreadable, a 5-minute heartbeat; pure, docs/design.md D29),
+  ``publisher`` (the ResourceSlice reconciler, docs/design.md D17), ``access`` (the API calls it
+  makes);
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
   (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
-  ``pci_sysfs`` (PCIe root and NUMA node from sysfs), ``cdi_specs`` (the node's CDI spec
-  directories and our own specs);
+  ``pci_sysfs`` (PCIe root and NUMA node from sysfs);
 - the DRA kubelet plugin (docs/design.md D10): ``kubeletapi`` (the registration, DRA and DRA health
-  protos and stubs), ``registration`` (the plugin-watcher server), ``plugin`` (NodePrepare /
-  NodeUnprepare), ``claims`` (preparing and unpreparing claims), ``checkpoint`` (the prepared
-  claims), ``health_stream`` and ``device_health`` (device health for the kubelet),
-  ``node_plugin`` (starting and stopping the plugin: the DRA service, then registration);
+  protos and stubs) and ``kubeletplugin`` (the plugin itself, a subpackage that never imports the
+  hand-over half; it also collects checkpoint entries whose claim is gone); ``ports`` (the two
+  narrow interfaces the halves see each other through);
 - plumbing: ``unixgrpc`` (a gRPC channel on a unix socket), ``atomic`` (atomic file writes),
   ``file_lock`` (a lock between processes), ``health`` (readiness, liveness, metrics),
   ``settings``, ``cli`` and ``errors`` (the exception tree, re-exported here).

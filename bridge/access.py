@@ -12,7 +12,9 @@ from dra_bridge.kube.resources import ApiCall, grant
 API_CALLS: tuple[ApiCall, ...] = (
     # its pool (publisher), and other drivers' slices on its node (the other-driver interlock)
     *grant("resource.k8s.io", "resourceslices", "list", "watch", "create", "update", "delete"),
-    *grant("resource.k8s.io", "resourceclaims", "get"),  # NodePrepareResources reads each claim (UID, allocation)
+    # NodePrepareResources reads each claim (UID, allocation); collection reads a checkpointed claim
+    # that no container uses, by namespace/name compared by UID, to learn whether it is gone
+    *grant("resource.k8s.io", "resourceclaims", "get"),
     *grant("", "nodes", "get"),  # mode label, capacity, uid (the slices' owner)
     *grant("", "nodes/status", "patch"),  # the DRABridgePreparedClaims condition
     *grant("", "events", "create"),  # refusals and alarms, on its Node

@@ -1,69 +1,70 @@
-"""The agent loop: record in legacy mode, publish in DRA mode when every interlock holds.
+"""The agent loop: each tick observes, decides, then acts and reports.
 
 One tick (every ``poll_interval`` seconds):
 
-1. ask the kubelet what it offers (PodResources ``GetAllocatableResources``) and read the Node;
-2. ``legacy`` (default; no ``dra-bridge.io/mode=dra`` label): record the offered inventory with
+1. **observe** (:mod:`bridge.observe`): the kubelet's offer (PodResources
+   ``GetAllocatableResources``), the Node, NVML's facts; then one
+   :class:`bridge.observation.Observation` (plugin sockets, Node capacity, ``List``, other
+   drivers' slices, the published and prepared devices, the recorded inventory);
+2. **decide** (:func:`bridge.decide.decide`, pure): publish, withdraw or keep, every refusal of
+   the interlock table (:data:`bridge.interlocks.INTERLOCKS`), the alarm, the gate Prepare reads;
+3. **act**: in ``legacy`` (no ``dra-bridge.io/mode=dra`` label) record the offered inventory with
    the node's GFD labels and NVML facts in node-local state (an empty offer, e.g. while the
-   kubelet restarts, never erases the record) and the catalogued device plugins' Allocate
-   answers (:mod:`bridge.edits_recorder`); publish nothing;
-3. ``dra``: gather the interlock observations (plugin sockets, Node capacity, ``List``, other
-   drivers' slices) and publish the recorded inventory only when :func:`bridge.interlocks.evaluate`
-   says so, less devices nobody could prepare (:func:`translate.edit_sources.preparable`; Warning
-   Event ``DevicesNotPublished``). Each refusal is reported: a log line and an Event on the Node
-   when the set of refusals changes, the ``dra_bridge_interlock_refused`` gauge, and readiness;
-   the alarm (:func:`bridge.interlocks.alarm`: a device the bridge publishes or a prepared claim
-   holds is offered again, or a prepared claim's device is held by a legacy container; in legacy
-   mode checked while prepared claims remain) logs ERROR, counts and posts a Warning Event;
-4. leaving ``dra`` withdraws the slices and reports the prepared-claim count on the Node as the
-   ``DRABridgePreparedClaims`` condition (the DRA plugin's checkpointed claims, :attr:`Agent.plugin`),
-   written only when it changes. Each tick also dials the plugin's registration and DRA sockets,
-   whatever else is down (liveness: ``/healthz`` fails while either does not answer), and hands the
-   plugin this tick's alarm per device for the kubelet's device health stream (:mod:`bridge.device_health`).
+   kubelet restarts, never erases the record) and the catalogued device plugins' Allocate answers
+   (:mod:`bridge.edits_recorder`); in ``dra`` hand the publisher the recorded inventory, less
+   devices nobody could prepare (:func:`translate.edit_sources.preparable`), or nothing;
+4. **report** (:mod:`bridge.report`): Events, the ``DRABridgePreparedClaims`` condition (the DRA
+   plugin's checkpointed claims; :mod:`bridge.node_condition`: Unknown while the checkpoint is
+   unreadable, when every recorded device counts as held and the ``checkpoint`` interlock
+   refuses; written on change and as a 5-minute heartbeat), metrics and readiness; each tick also
+   dials the plugin's sockets, whatever else is down (liveness), and hands the plugin this tick's
+   alarm per device for the kubelet's device health stream. While the Node is readable, the
+   plugin first collects checkpoint entries whose claim is gone
+   (:mod:`bridge.kubeletplugin.claim_collector`, an Event ``PreparedClaimCollected`` each).
 
-A kubelet or API server that is missing makes readiness false and is retried on the next tick;
-nothing is lost (the record is on disk) and nothing crashes.
+An unreadable checkpoint is read again at the start of every tick (rolled forward or repaired).
+
+The agent is the plugin's :class:`bridge.ports.HandoverView` and reads the plugin only through
+:class:`bridge.ports.PluginView` (:attr:`Agent.plugin`). A kubelet or API server that is missing
+makes readiness false and is retried on the next tick; nothing is lost (the record is on disk)
+and nothing crashes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import logging
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from dra_bridge.bridge.decide import Decision, decide
 from dra_bridge.bridge.edits_recorder import EditsRecorder
-from dra_bridge.bridge.errors import NvmlError, PodResourcesError, StateError
-from dra_bridge.bridge.health import NOT_CHECKED, Clocks, Health, Metrics
-from dra_bridge.bridge.interlocks import INTERLOCKS, Decision, Observation, Refusal, alarm, alarmed_devices, evaluate
-from dra_bridge.bridge.node_plugin import Plugin
+from dra_bridge.bridge.errors import StateError
+from dra_bridge.bridge.health import Clocks, Health, Metrics
+from dra_bridge.bridge.interlocks import Refusal, held, offered
+from dra_bridge.bridge.observation import Memory, Observation
+from dra_bridge.bridge.observe import NvmlProbe, Observer, Snapshot
 from dra_bridge.bridge.podresources.client import PodResourcesClient
+from dra_bridge.bridge.ports import DeviceUse, PluginView, PrepareGate
 from dra_bridge.bridge.publisher import Publisher
+from dra_bridge.bridge.report import CONDITION_TYPE, Reporter
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.kube.api import KubeApi
-from dra_bridge.kube.errors import KubeError
-from dra_bridge.kube.events import event, post_event
-from dra_bridge.kube.resources import NODES, RESOURCE_SLICES
+from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.edit_sources import preparable
-from dra_bridge.translate.errors import InventoryError
-from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
+from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
-from dra_bridge.translate.inventory.slices import build_devices, device_uuids
-from dra_bridge.translate.names import GFD_PREFIX, NODE_MODE_LABEL
+from dra_bridge.translate.inventory.slices import build_devices, published_names
+from dra_bridge.translate.names import GFD_PREFIX
 
 logger = logging.getLogger(__name__)
 
-CONDITION_TYPE = "DRABridgePreparedClaims"
-EVENT_NAMESPACE = "default"
-COMPONENT = "dra-bridge"
 GFD_PREFIXES = (GFD_PREFIX,)
-NvmlProbe = Callable[[], "dict[str, NvmlFacts] | None"]
+__all__ = ["CONDITION_TYPE", "Agent", "NvmlProbe", "TickReport"]
 
 
 @dataclass
@@ -93,25 +94,24 @@ class Agent:
         clocks: Clocks | None = None,
     ) -> None:
         self.settings, self.catalog, self.kubelet, self.store = settings, catalog, kubelet, store
-        self.api, self.publisher, self.nvml_probe = api, publisher, nvml_probe
+        self.publisher = publisher
         clocks = clocks or Clocks()
         self.clock, self.wall = clocks.monotonic, clocks.wall
         self.metrics = Metrics()
         self.health = Health(clock=clocks.monotonic)
-        self.node_writes = 0
-        self.prepared_claims = 0
-        self.plugin: Plugin | None = None
+        self.plugin: PluginView | None = None
         """The DRA kubelet plugin (``dra-bridge run`` starts it; None in tests that do not)."""
-        self.clear_since: float | None = None
         self.report = TickReport()
-        self._refused: tuple[str, ...] = ()
-        self._alarm: str | None = None
-        self._withheld: list[str] = []
-        self._pending_events: list[tuple[str, str, str]] = []
-        self._held: dict[str, list[str]] | None = None
-        """This tick's PodResources ``List`` (device ID -> legacy containers), where it was read."""
+        self.memory = Memory()
+        self.decision: Decision | None = None
+        """The last decision (None before the first one after a start)."""
+        self.published: frozenset[DeviceId] = frozenset()
+        """The devices handed to the publisher (empty while it publishes none)."""
         self._state_broken = False
         self.recorder = EditsRecorder(settings.kubelet_dir, catalog)
+        self.observer = Observer(settings, catalog.bridge_driver, kubelet, api, publisher, self.recorder, self.health)
+        self.observer.nvml_probe = nvml_probe
+        self.reporter = Reporter(api, settings.node_name, self.metrics, self.health, self.wall)
         try:
             self.recorded = store.load()
         except StateError as exc:
@@ -119,53 +119,48 @@ class Agent:
             self.health.state, self.recorded, self._state_broken = str(exc), Inventory(), True
         self.metrics.recorded.set(len(self.recorded.devices))
 
-    # -- observations ---------------------------------------------------------------------
+    @property
+    def node_writes(self) -> int:
+        """Node writes so far (Events and the condition)."""
+        return self.reporter.node_writes
 
-    async def _offered(self) -> list[InventoryDevice] | None:
-        try:
-            offered = group_allocatable(await self.kubelet.allocatable())
-        except (PodResourcesError, InventoryError) as exc:
-            if self.health.kubelet != str(exc):
-                logger.warning("kubelet PodResources unavailable, will retry: %s", exc)
-            self.health.kubelet = str(exc)
-            return None
-        if self.health.kubelet not in ("", NOT_CHECKED):  # after a failure, not on first contact
-            logger.info("kubelet PodResources reachable again")
-        self.health.kubelet = ""
-        return offered
+    @property
+    def prepared_claims(self) -> int | None:
+        """The plugin's prepared-claim count (0 without a plugin; None while its checkpoint is
+        unreadable: unknown, not zero)."""
+        return self.plugin.prepared_count if self.plugin is not None else 0
 
-    async def _node(self) -> dict[str, Any] | None:
-        try:
-            node = await self.api.get(NODES, self.settings.node_name)
-        except KubeError as exc:
-            if self.health.api != str(exc):
-                logger.warning("API server unavailable, will retry: %s", exc)
-            self.health.api = str(exc)
-            return None
-        self.health.api = ""
-        self.publisher.owner_uid = str(node.get("metadata", {}).get("uid", ""))
-        return node
+    @property
+    def checkpoint_error(self) -> str:
+        """Why the plugin's checkpoint is unreadable; empty while readable (or without a plugin)."""
+        return self.plugin.checkpoint_error if self.plugin is not None else ""
 
-    def _nvml(self) -> dict[str, NvmlFacts] | None:
-        if self.nvml_probe is None:
-            return None
-        try:
-            return self.nvml_probe()
-        except NvmlError as exc:
-            logger.warning("%s; using recorded facts and GFD labels", exc)
-            return None
+    # -- what the plugin reads (bridge.ports.HandoverView) -----------------------------------
 
-    async def _other_driver_uuids(self) -> dict[str, str]:
-        slices = RESOURCE_SLICES.at(await self.publisher.version())
-        out: dict[str, str] = {}
-        listed = await self.api.list(slices, field_selector=f"spec.nodeName={self.settings.node_name}")
-        for item in listed.get("items") or []:
-            spec = item.get("spec", {})
-            if spec.get("driver") == self.catalog.bridge_driver:
-                continue
-            for uuid in device_uuids(spec):
-                out[uuid] = f"driver {spec.get('driver')} slice {item.get('metadata', {}).get('name')}"
-        return out
+    def devices(self) -> Mapping[str, DeviceId]:
+        """Published device name -> the recorded device it stands for."""
+        return published_names(self.recorded.devices, self.catalog)
+
+    async def claim_version(self) -> str:
+        """The ``resource.k8s.io`` version claims are read at (the publisher's)."""
+        return await self.publisher.version()
+
+    def prepare_gate(self) -> PrepareGate:
+        """The last decision's gate; closed with a retryable reason before the first one."""
+        return self.decision.gate if self.decision is not None else PrepareGate()
+
+    async def device_use(self) -> DeviceUse:
+        """What the kubelet's device plugins offer and hold now, mapped to recorded devices."""
+        snap = await self.observer.offered()
+        holders = await self.observer.held() if snap is not None else None
+        if snap is None or holders is None:
+            return DeviceUse(error=f"the kubelet's PodResources API does not answer: {self.health.kubelet}")
+        obs = Observation(now=self.clock(), recorded=self.recorded, offered=tuple(snap), held=holders)
+        return DeviceUse(offered(obs), held(obs))
+
+    def recorded_edits(self) -> Mapping[str, ResourceEdits]:
+        """The device plugins' Allocate answers recorded while legacy (the plugin's edit source)."""
+        return self.recorded.edits
 
     # -- legacy ---------------------------------------------------------------------------
 
@@ -209,63 +204,9 @@ class Agent:
 
     # -- dra --------------------------------------------------------------------------------
 
-    async def _decide(self, node: dict[str, Any], offered: list[InventoryDevice] | None) -> tuple[Decision, bool]:
-        """The decision, and whether it rests on a dependency that did not answer (then a running
-        publication is kept as it is rather than withdrawn on a blip)."""
-        status = node.get("status", {})
-        try:
-            held = self._held = await self.kubelet.held_devices() if offered is not None else None
-        except PodResourcesError as exc:
-            self.health.kubelet, held = str(exc), None
-        try:
-            others = await self._other_driver_uuids()
-        except KubeError as exc:
-            self.health.api = str(exc)
-            return Decision(False, (Refusal("other-driver", f"cannot list this node's slices: {exc}"),), None), True
-        if offered is None or held is None:
-            return Decision(
-                False, (Refusal("devices-held", "the kubelet's PodResources API does not answer"),), None
-            ), True
-        obs = Observation(
-            now=self.clock(),
-            plugin_sockets=self.recorder.present_sockets(),
-            node_capacity=status.get("capacity") or {},
-            node_allocatable=status.get("allocatable") or {},
-            offered=frozenset(d["deviceID"] for d in offered),
-            held=held,
-            other_driver_uuids=others,
-            published=self._published(),
-            prepared=self._prepared(),
-        )
-        return evaluate(
-            self.recorded,
-            obs,
-            self.clear_since,
-            self.settings.settle_period,
-            self.recorder.catalogued_sockets(self.recorded.resources()),
-        ), False
-
-    def _published(self) -> frozenset[str]:
-        """Kubelet device IDs in the publisher's desired slices (empty when it publishes none)."""
-        key = self.catalog.bridge_driver + "/deviceID"
-        return frozenset(
-            str(d["attributes"][key]["string"]) for d in self.publisher.desired or [] if key in d.get("attributes", {})
-        )
-
-    def _prepared(self) -> frozenset[str]:
-        """Kubelet device IDs that the DRA plugin's prepared claims hold."""
-        return self.plugin.preparer.device_ids() if self.plugin is not None else frozenset()
-
-    async def _legacy_alarm(self, offered: list[InventoryDevice] | None) -> str | None:
-        """In legacy mode (after a rollback) only prepared claims can clash: checked while any remain."""
-        prepared = self._prepared()
-        if not prepared or offered is None:
-            return None
-        try:
-            held = self._held = await self.kubelet.held_devices()
-        except PodResourcesError as exc:
-            self.health.kubelet, held = str(exc), {}
-        return alarm(frozenset(d["deviceID"] for d in offered), held, frozenset(), prepared)
+    def _prepared(self) -> frozenset[DeviceId]:
+        """The devices that the DRA plugin's prepared claims hold."""
+        return self.plugin.prepared_devices() if self.plugin is not None else frozenset()
 
     def _devices(self, nvml: dict[str, NvmlFacts] | None, warnings: list[str]) -> list[SliceDevice]:
         devices = list(self.recorded.devices)
@@ -280,140 +221,80 @@ class Agent:
                     continue
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
-        resolve = self.plugin.preparer.index.resolves if self.plugin is not None else None
+        resolve = self.plugin.resolves if self.plugin is not None else None
         devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve)
-        if withheld != self._withheld and withheld:
-            self._event("Warning", "DevicesNotPublished", "; ".join(withheld))
-        self._withheld = withheld
+        self.reporter.withheld(withheld)
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
+        self.published = frozenset(published_names(devices, self.catalog).values())
         for w in withheld + build_warnings:
             logger.warning("%s", w)
             warnings.append(w)
         return built
 
-    def _report(self, decision: Decision) -> None:
-        refused = tuple(r.interlock for r in decision.refusals)
-        for name in INTERLOCKS:
-            self.metrics.refused.labels(interlock=name).set(1 if name in refused else 0)
-        self.health.interlocks = {r.interlock: r.reason for r in decision.refusals}
-        if refused != self._refused:
-            if refused:
-                text = "; ".join(f"{r.interlock}: {r.reason}" for r in decision.refusals)
-                logger.warning("not publishing: %s", text)
-                self._event("Normal" if refused == ("settle",) else "Warning", "PublicationRefused", text)
-            else:
-                logger.info("every interlock holds: publishing the recorded inventory")
-                self._event("Normal", "PublicationStarted", f"publishing {len(self.recorded.devices)} device(s)")
-            self._refused = refused
-        self._raise(decision.alarm)
+    def _act(self, snap: Snapshot, decision: Decision, report: TickReport) -> None:
+        if decision.action == "publish":
+            self.publisher.update(self._devices(snap.nvml, report.warnings))
+        elif decision.action == "withdraw":
+            self.publisher.update(None)
+            self.published = frozenset()
 
-    def _raise(self, text: str | None) -> None:
-        """The alarm (log ERROR, ``dra_bridge_alarms_total``, Warning Event), once per new text."""
-        if text and text != self._alarm:
-            logger.error("ALARM: %s", text)
-            self.metrics.alarms.inc()
-            self._event("Warning", "DeviceOfferedAgain", text)
-        self._alarm = text
-
-    # -- Node writes ---------------------------------------------------------------------------
-
-    def _event(self, kind: str, reason: str, message: str) -> None:
-        self._pending_events.append((kind, reason, message[:1000]))
-
-    async def _flush_events(self) -> None:
-        events, self._pending_events = self._pending_events, []
-        now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC)
-        node = {"apiVersion": "v1", "kind": "Node", "name": self.settings.node_name, "uid": self.publisher.owner_uid}
-        for kind, reason, message in events:
-            body = event(
-                node,
-                reason=reason,
-                message=message,
-                component=COMPONENT,
-                namespace=EVENT_NAMESPACE,
-                type=kind,
-                now=now,
-                generate_name=f"{self.settings.node_name}.dra-bridge.",
-            )
-            try:
-                await post_event(self.api, body)
-                self.node_writes += 1
-            except KubeError as exc:
-                logger.warning("cannot create Event %s: %s", reason, exc)
-
-    async def _plugin_status(self, offered: list[InventoryDevice] | None) -> None:
+    async def _plugin_status(self, decision: Decision) -> None:
         if self.plugin is None:
             return
-        ids = frozenset(d["deviceID"] for d in offered or [])
-        self.plugin.report_health(alarmed_devices(ids, self._held or {}, self._published(), self._prepared()))
-        self.prepared_claims = self.plugin.preparer.count
-        self.metrics.prepared.set(self.prepared_claims)
+        alarmed = {d.device_id: why for d, why in decision.alarmed.items()}
+        self.plugin.report_health(alarmed)
+        self.reporter.checkpoint(self.prepared_claims, self.checkpoint_error)
         self.health.plugin = await self.plugin.alive()
         if self.health.plugin:
             logger.error("DRA plugin not answering: %s", self.health.plugin)
 
-    async def _condition(self, node: dict[str, Any]) -> None:
-        message = f"{self.prepared_claims} prepared claim(s) on this node"
-        for c in node.get("status", {}).get("conditions") or []:
-            if c.get("type") == CONDITION_TYPE and c.get("message") == message:
-                return
-        now = datetime.datetime.fromtimestamp(self.wall(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        condition = {
-            "type": CONDITION_TYPE,
-            "status": "True" if self.prepared_claims else "False",
-            "reason": "ClaimsPrepared" if self.prepared_claims else "NoPreparedClaims",
-            "message": message,
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }
-        try:
-            await self.api.patch_status(NODES, self.settings.node_name, {"status": {"conditions": [condition]}})
-            self.node_writes += 1
-        except KubeError as exc:
-            logger.warning("cannot set the %s condition: %s", CONDITION_TYPE, exc)
+    async def _collect(self) -> None:
+        """Checkpoint entries whose claim is gone, collected by the plugin (an Event each)."""
+        if self.plugin is None:
+            return
+        collected = await self.plugin.collect(self.wall())
+        for label in collected:
+            self.reporter.event(
+                "Normal", "PreparedClaimCollected", f"{label}: gone from the API server, no container uses it"
+            )
+        if collected:
+            self.reporter.checkpoint(self.prepared_claims, self.checkpoint_error)
 
     # -- loop ------------------------------------------------------------------------------------
 
     async def tick(self) -> TickReport:
         """One pass (see the module docstring); never raises for kubelet or API failures."""
-        self._pending_events = []
-        offered = await self._offered()
-        node = await self._node()
-        nvml = self._nvml()
+        if self.plugin is not None:
+            self.plugin.reread_checkpoint()  # rolled forward or repaired: readable again
+        snap = await self.observer.snapshot()
         report = TickReport(mode=self.report.mode, publishing=self.report.publishing)
-        self._held = None
-        if node is not None:
-            labels = node.get("metadata", {}).get("labels") or {}
-            report.mode = "dra" if labels.get(NODE_MODE_LABEL) == "dra" else "legacy"
-            if report.mode == "legacy":
-                self._record(offered, labels, nvml)
-                if not self._state_broken and (edits := await self.recorder.update(self.recorded)) is not None:
-                    self._save(edits)
-                self.clear_since, self._refused = None, ()
-                report.alarm = await self._legacy_alarm(offered)
-                self._raise(report.alarm)
-                self.health.interlocks = {}
-                for name in INTERLOCKS:
-                    self.metrics.refused.labels(interlock=name).set(0)
-                self.publisher.update(None)
-                report.publishing = False
+        if snap.mode == "legacy":
+            self._record(snap.offered, snap.labels, snap.nvml)
+            if not self._state_broken and (edits := await self.recorder.update(self.recorded)) is not None:
+                self._save(edits)
+        obs = await self.observer.observation(
+            self.clock(), snap, self.recorded, self.published, self._prepared(), self.checkpoint_error
+        )
+        decision = decide(obs, self.memory)
+        if decision.reported or self.decision is None:
+            self.decision = decision
+        self.memory = decision.memory
+        self._act(snap, decision, report)
+        if snap.mode is not None:
+            report.mode = snap.mode
+            report.publishing = decision.publish
+            report.refusals, report.alarm = decision.refusals, decision.alarm
+            self.reporter.node_uid = self.publisher.owner_uid
+            if snap.mode == "legacy":
+                self.reporter.legacy()
+                self.reporter.alarm(decision.alarm)
             else:
-                decision, unknown = await self._decide(node, offered)
-                keep = unknown and report.publishing  # a blip (a restarting kubelet) neither withdraws nor
-                if not keep:  # restarts the settle period
-                    self.clear_since = decision.clear_since
-                self._report(decision)
-                report.refusals, report.alarm = decision.refusals, decision.alarm
-                if decision.publish:
-                    self.publisher.update(self._devices(nvml, report.warnings))
-                    report.publishing = True
-                elif not keep:
-                    self.publisher.update(None)
-                    report.publishing = False
-        await self._plugin_status(offered)  # liveness and device health, whatever else is down
-        if node is not None:
-            await self._condition(node)
-        await self._flush_events()
+                self.reporter.decision(decision, len(self.recorded.devices))
+        await self._plugin_status(decision)  # liveness and device health, whatever else is down
+        if snap.node is not None:
+            await self._collect()
+            await self.reporter.condition(snap.node, self.prepared_claims, self.checkpoint_error)
+        await self.reporter.flush()
         report.recorded = len(self.recorded.devices)
         self.metrics.dra_mode.set(1 if report.mode == "dra" else 0)
         self.metrics.publishing.set(1 if report.publishing else 0)

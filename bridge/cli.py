@@ -74,9 +74,8 @@ async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
 async def run(settings: Settings) -> int:
     """Build the agent from settings and run it until SIGTERM/SIGINT."""
     from dra_bridge.bridge.agent import Agent
-    from dra_bridge.bridge.claims import AgentView
     from dra_bridge.bridge.health import serve
-    from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
+    from dra_bridge.bridge.kubeletplugin.node_plugin import Collection, PluginPaths, start_plugin
     from dra_bridge.bridge.nvml import check_uuids, probe
     from dra_bridge.bridge.publisher import Publisher
     from dra_bridge.kube.api import ApiServer
@@ -102,18 +101,17 @@ async def run(settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
-    async def claim_version() -> str:
-        return await publisher.version()
-
-    agent.plugin = await start_plugin(
+    plugin = await start_plugin(
         PluginPaths.from_settings(settings),
         api,
         settings.node_name,
-        AgentView(lambda: device_index(agent.recorded, catalog), claim_version, lambda: agent.report.mode == "dra"),
+        agent,  # the plugin's view of the hand-over half (bridge.ports.HandoverView)
         metrics=agent.metrics,
-        edits=lookup(lambda: agent.recorded.edits, catalog),
+        edits=lookup(agent.recorded_edits, catalog),
         nvml_check=check_uuids,
     )
+    plugin.collection = Collection(agent.kubelet, settings.claim_grace_period)  # it reads PodResources List
+    agent.plugin = plugin  # and the agent's of the plugin (bridge.ports.PluginView)
     runner = None
     if settings.health_port:
         runner = await serve(agent.health, agent.metrics, settings.health_port, 3 * settings.poll_interval + 30)
@@ -128,7 +126,7 @@ async def run(settings: Settings) -> int:
     finally:
         if runner is not None:
             await runner.cleanup()
-        await agent.plugin.stop()
+        await plugin.stop()
         await client.close()
     return 0
 

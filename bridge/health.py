@@ -2,10 +2,12 @@
 
 :class:`Health` holds what the last tick learned about each real dependency (the kubelet's
 PodResources socket, the API server, the state file) plus the interlock detail; the agent is
-*ready* only when all three answer. Liveness is "the loop ticked recently", so a missing kubelet
-or API server makes the pod unready, never restarted (no crash loop that would lose the
-recorded inventory: it is on disk anyway). :func:`serve` exposes ``/readyz``, ``/healthz``
-(JSON detail) and ``/metrics`` (Prometheus text) on an aiohttp server.
+*ready* only when all three answer and the prepared-claim checkpoint is readable. Liveness is
+"the loop ticked recently", so a missing kubelet or API server, or an unreadable checkpoint, makes
+the pod unready, never restarted (no crash loop that would lose the recorded inventory: it is on
+disk anyway; nor one that would stop the alarm over a file a restart cannot repair).
+:func:`serve` exposes ``/readyz``, ``/healthz`` (JSON detail) and ``/metrics`` (Prometheus text)
+on an aiohttp server.
 """
 
 from __future__ import annotations
@@ -69,6 +71,11 @@ class Metrics:
             ["op"],
             registry=self.registry,
         )
+        self.checkpoint_readable = Gauge(
+            "dra_bridge_checkpoint_readable",
+            "1 while the prepared-claim checkpoint is readable, 0 while it is not (the count is unknown)",
+            registry=self.registry,
+        )
         self.prepared = Gauge(
             "dra_bridge_prepared_claims",
             "claims prepared on this node (the checkpoint's count)",
@@ -110,14 +117,17 @@ class Health:
     state: str = ""
     plugin: str = ""
     """Why the DRA plugin's registration or DRA socket did not answer the last dial (liveness)."""
+    checkpoint: str = ""
+    """Why the prepared-claim checkpoint is unreadable (readiness, never liveness: a restart cannot
+    repair the file, and a crash loop would stop the alarm)."""
     interlocks: dict[str, str] = field(default_factory=dict)
     last_tick: float = 0.0
     clock: Callable[[], float] = time.monotonic
 
     @property
     def ready(self) -> bool:
-        """True when the kubelet, the API server and the state file all answered."""
-        return not (self.kubelet or self.api or self.state)
+        """True when the kubelet, the API server, the state file and the checkpoint all answered."""
+        return not (self.kubelet or self.api or self.state or self.checkpoint)
 
     def alive(self, max_age: float) -> bool:
         """True when the loop ticked within ``max_age`` seconds (or has not started yet) and the
@@ -132,6 +142,7 @@ class Health:
             "apiServer": self.api or "ok",
             "state": self.state or "ok",
             "draPlugin": self.plugin or "ok",
+            "checkpoint": self.checkpoint or "ok",
             "interlocks": dict(self.interlocks),
         }
 

@@ -2,7 +2,7 @@
 
 :func:`probe` returns ``{uuid: NvmlFacts}`` for every GPU and MIG device NVML sees, or None when
 NVML is not installed or not loadable on this node (no driver): the agent then uses GFD labels.
-:func:`check_uuids` looks each recorded UUID up (the device health facts, :mod:`bridge.device_health`).
+:func:`check_uuids` looks each recorded UUID up (the device health facts, :mod:`bridge.kubeletplugin.device_health`).
 The values follow the NVIDIA DRA driver's formats (docs/design.md D5;
 https://github.com/NVIDIA/k8s-dra-driver-gpu/blob/main/cmd/gpu-kubelet-plugin/deviceinfo.go): product name as NVML says
 it, ``cudaComputeCapability`` ``"8.0"``, ``cudaDriverVersion`` ``"12.5"`` from the NVML integer

@@ -67,6 +67,9 @@ class Settings:
     """This agent pod's UID (downward API ``metadata.uid``); when set, the plugin's sockets carry it
     (``<driver>-<uid>-reg.sock``, ``dra-<uid>.sock``) so two agents of one node can overlap during a
     DaemonSet rolling update with ``maxSurge`` (kubelets 1.33+); empty: the fixed names."""
+    claim_grace_period: float = 600.0
+    """Seconds a checkpointed claim must be gone from the API server (and unused on the node)
+    before its entry is unprepared and removed (:mod:`bridge.kubeletplugin.checkpoint_gc`)."""
     cdi_dir: str = "/etc/cdi,/var/run/cdi"
     """The CDI spec directories the container runtime reads (containerd's ``cdi_spec_dirs``), comma
     separated, in increasing priority; our per-claim specs go to the last (:attr:`cdi_dirs`)."""
@@ -84,6 +87,8 @@ class Settings:
             raise SettingsError(f"{twin('node_name')} must be a node name, got {self.node_name!r}")
         if self.poll_interval <= 0 or self.settle_period < 0:
             raise SettingsError(f"{twin('poll_interval')} must be > 0 and {twin('settle_period')} >= 0")
+        if self.claim_grace_period < 0:
+            raise SettingsError(f"{twin('claim_grace_period')} must be >= 0, got {self.claim_grace_period}")
         if ":" in self.kubeconfig and not Path(self.kubeconfig).exists():
             raise SettingsError(
                 f"{twin('kubeconfig')}: one file, not a colon-separated list ({self.kubeconfig!r}); "
@@ -193,6 +198,12 @@ FLAGS = FlagTable(
             "UID",
         ),
         _flag(
+            "claim_grace_period",
+            "Seconds a prepared claim must be gone from the API server, with no container on the node "
+            "using its devices, before its checkpoint entry is unprepared and removed.",
+            "SECONDS",
+        ),
+        _flag(
             "cdi_dir",
             "The container runtime's CDI spec directories (containerd's cdi_spec_dirs), comma separated, "
             "in increasing priority: the container toolkit's spec is looked up in all of them, our "
@@ -201,7 +212,7 @@ FLAGS = FlagTable(
             "DIR[,DIR...]",
         ),
     ),
-    legacy=frozenset(f.name for f in fields(Settings)) - {"cdi_dir", "pod_uid"},
+    legacy=frozenset(f.name for f in fields(Settings)) - {"cdi_dir", "pod_uid", "claim_grace_period"},
 )
 """The agent's flags, their ``DRA_BRIDGE_`` twins and the deprecated unprefixed names (kube.flags)."""
 

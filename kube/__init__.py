@@ -6,7 +6,8 @@ resources some service calls, REST paths, ApiCall permissions), discovery (the
 resource.k8s.io version to write), errors (one error tree), backoff, events (core/v1 Event
 builder), observed (what the API server answered lately: whether it answers, what RBAC
 refuses), flags (flag table with environment twins), logs (the commands' log set-up: one line
-per record, control characters escaped), fake (an in-memory KubeApi for component tests).
+per record, control characters escaped), streams (a closed or broken stdout: an exit status),
+fake (an in-memory KubeApi for component tests).
 
 Layers (import-linter, docs/design.md D23): migrate | webhook | bridge above kube, translate below
 it. Objects are plain dicts, never kubernetes-asyncio's generated models.

@@ -6,6 +6,8 @@ The tree (the client's exceptions are chained with ``raise ... from``, never re-
     │                              None), ``reason`` (the Status reason, e.g. "AlreadyExists")
     ├── KubeConfigError            no client can be configured (kubeconfig, service account), or
     │                              the server serves no resource.k8s.io version translate renders
+    ├── InvalidName                a namespace or name that cannot be one API path segment:
+    │                              refused before any call
     ├── Unavailable                unreachable (refused, TLS, protocol), timed out, 5xx, 429
     └── ApiError                   the server answered with another error status
         ├── Unauthorized           401
@@ -41,6 +43,11 @@ class KubeError(Exception):
 
 class KubeConfigError(KubeError):
     """No usable client configuration, or nothing served that we can write."""
+
+
+class InvalidName(KubeError):
+    """A namespace that is not a DNS label, or a name that cannot be one path segment (``.``,
+    ``..``, a ``/`` or ``%``): no call is made."""
 
 
 class Unavailable(KubeError):

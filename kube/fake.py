@@ -14,7 +14,8 @@ component test also proves that a service declares every call it makes.
 What it is not: an API server. It stores what it is given (no defaulting, no validation),
 ignores resourceVersion preconditions (no 409 conflicts) and never expires a watch (no 410).
 Those semantics are proven against the real API server in the e2e tests. It does answer
-NotFound for a missing object and AlreadyExists for a taken name, assigns resourceVersion,
+NotFound for a missing object and AlreadyExists for a taken name, InvalidName (before the call
+counts) for a namespace or name ``ApiServer`` would refuse to put in a path, assigns resourceVersion,
 uid and generated names, filters by label and field selectors (equality and existence), and
 merges status patches (conditions by ``type``).
 """
@@ -123,7 +124,10 @@ class FakeKube:
 
     # -- KubeApi ---------------------------------------------------------------------------
 
-    async def _check(self, verb: Verb, resource: Resource, namespace: str | None, sub: str = "") -> None:
+    async def _check(
+        self, verb: Verb, resource: Resource, namespace: str | None, sub: str = "", name: str | None = None
+    ) -> None:
+        resource.path(namespace, name)  # InvalidName, as ApiServer raises before any request
         call = api_call(verb, resource, namespace, sub)
         self.calls.append(call)
         if self.delay:
@@ -164,7 +168,7 @@ class FakeKube:
         return [v for v in self.served if v.startswith(f"{group}/")]
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
-        await self._check("get", resource, namespace)
+        await self._check("get", resource, namespace, name=name)
         return copy.deepcopy(self._stored(resource, name, namespace))
 
     async def list(
@@ -217,14 +221,14 @@ class FakeKube:
         return self._write("create", resource, obj)
 
     async def replace(self, resource: Resource, name: str, body: Obj, namespace: str | None = None) -> Obj:
-        await self._check("update", resource, namespace)
+        await self._check("update", resource, namespace, name=name)
         uid = self._stored(resource, name, namespace)["metadata"].get("uid")
         obj = copy.deepcopy(body)
         obj["metadata"].update(uid=uid, **({"namespace": namespace} if resource.namespaced else {}))
         return self._write("update", resource, obj)
 
     async def patch_status(self, resource: Resource, name: str, patch: Obj, namespace: str | None = None) -> Obj:
-        await self._check("patch", resource, namespace, "status")
+        await self._check("patch", resource, namespace, "status", name=name)
         obj = copy.deepcopy(self._stored(resource, name, namespace))
         _merge(obj.setdefault("status", {}), patch.get("status") or {})
         return self._write("patch", resource, obj)
@@ -232,7 +236,7 @@ class FakeKube:
     async def delete(
         self, resource: Resource, name: str, namespace: str | None = None, *, resource_version: str | None = None
     ) -> None:
-        await self._check("delete", resource, namespace)
+        await self._check("delete", resource, namespace, name=name)
         self._stored(resource, name, namespace)
         self.remove(resource, name, namespace)
         self.writes.append(("delete", resource.plural, _key(resource, name, namespace)))

@@ -7,7 +7,8 @@
                                             deprecated unprefixed NODE_NAME (one warning), else absent
     TABLE.twin("node_name") -> "--node-name/DRA_BRIDGE_NODE_NAME"   for error messages
 
-Every command parses with :class:`Parser` (a usage error exits :data:`EXIT_USAGE`, 1) and
+Every command parses with :class:`Parser` (a usage error exits :data:`EXIT_USAGE`, 1; help
+written to a closed stdout exits :data:`kube.streams.EXIT_CLOSED_OUTPUT`, quietly) and
 offers ``--version`` (:func:`add_version`: the installed distribution's version).
 
 One prefix per command: ``DRA_WEBHOOK_`` (dra-webhook serve), ``DRA_BRIDGE_`` (dra-bridge),
@@ -21,13 +22,19 @@ texts come from the table: nothing reads source code back.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.metadata
 import logging
 import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
+from dra_bridge.kube.streams import EXIT_CLOSED_OUTPUT, silence
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +54,23 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        """As argparse's, but output to a closed or broken stream (``--help | head``) exits
+        :data:`~kube.streams.EXIT_CLOSED_OUTPUT` quietly instead of being ignored (kube.streams)."""
+        if not message:
+            return
+        try:
+            if file is None:  # Python found the descriptor closed at start
+                raise BrokenPipeError(errno.EPIPE, "the output stream is closed")
+            file.write(message)
+            flush = getattr(file, "flush", None)
+            if flush is not None:
+                flush()
+        except BrokenPipeError:
+            if file is not None:
+                silence(file)
+            raise SystemExit(EXIT_CLOSED_OUTPUT) from None
 
 
 def add_version(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

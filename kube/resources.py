@@ -6,10 +6,17 @@
     DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS,                   resource.k8s.io: ``.at(api_version)``
     RESOURCE_CLAIM_TEMPLATES
     resource.path(namespace, name, subresource) -> "/apis/<group>/<version>/..."
-    api_path(api_version, plural, namespace, name, subresource)        the same for any resource
+    api_path(api_version, plural, namespace, name, subresource)        the same for any resource;
+                                                                        InvalidName for a bad segment
     ApiCall(verb, group, resource, scope)                               one permission a service needs
     grant(group, resource, *verbs, scope=) -> (ApiCall, ...)            how a service writes its list
     rbac_rules(calls, scope) -> [PolicyRule]                            the RBAC that grants exactly those
+
+Every namespace, name and subresource is one path segment, percent-escaped; a namespace that is
+not a DNS label, or a name that Kubernetes refuses as a path segment (``.``, ``..``, one holding
+``/`` or ``%``: apimachinery's ``IsValidPathSegmentName``), raises
+:class:`~kube.errors.InvalidName` before any call is made, so a caller's string cannot reach
+another path (``kube-system/../kube-system``, ``../../../../api/v1/...``).
 
 Only resources that some service (or an e2e helper) calls are listed here; the typed calls
 of :mod:`kube.api` take one of them.
@@ -20,6 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
+from urllib.parse import quote
+
+from dra_bridge.kube.errors import InvalidName
+from dra_bridge.translate.dns_names import is_dns_label
 
 Verb = Literal["get", "list", "watch", "create", "update", "patch", "delete"]
 Scope = Literal["cluster", "namespace"]
@@ -28,16 +39,27 @@ Scope = Literal["cluster", "namespace"]
 def api_path(
     api_version: str, plural: str, namespace: str | None = None, name: str | None = None, subresource: str | None = None
 ) -> str:
-    """``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` otherwise."""
+    """``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` otherwise; each
+    namespace, name and subresource checked and escaped (module docstring)."""
     parts = ["api", "v1"] if api_version == "v1" else ["apis", *api_version.split("/")]
     if namespace:
+        if not is_dns_label(namespace):
+            raise InvalidName(f"namespace {namespace[:80]!r} is not a DNS label: no call made")
         parts += ["namespaces", namespace]
     parts.append(plural)
     if name:
-        parts.append(name)
+        parts.append(segment(name))
     if subresource:
-        parts.append(subresource)
+        parts.append(segment(subresource))
     return "/" + "/".join(parts)
+
+
+def segment(name: str) -> str:
+    """``name`` as one escaped path segment; InvalidName for ``.``, ``..`` or one holding ``/``
+    or ``%`` (Kubernetes refuses such names: apimachinery ``path.IsValidPathSegmentName``)."""
+    if name in (".", "..") or "/" in name or "%" in name:
+        raise InvalidName(f"name {name[:80]!r} cannot be a path segment: no call made")
+    return quote(name, safe="")
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ Commands (``cli``, the parser and ``main``): ``convert`` (manifests in, migrated
 node), ``simulate`` (``simulate_cmd``: which devices the scheduler would allocate) and ``report``
 (``report_cmd``: what every workload would become, its path and risks, from files or, in live
 mode, a cluster: ``live``, with its read-only API calls in ``access``). Around them: ``manifests``
-(reading and writing YAML/JSON files and the catalog), ``inventory_dumps`` (``dra-bridge inventory``
-dumps), ``option_flags`` (the plan-option flags of ``convert`` and ``report``, from the options
-model), ``remedies`` (remedy codes in the command's words), ``report`` (findings as a table),
+(reading and writing YAML/JSON files and the catalog), ``input_files`` (a regular file's UTF-8
+text, or one line saying why not), ``inventory_dumps`` (``dra-bridge inventory`` dumps),
+``option_flags`` (the plan-option flags of ``convert`` and ``report``, from the options model),
+``remedies`` (remedy codes in the command's words), ``report`` (findings as a table),
 ``report_text`` and ``report_html`` (the report's renderers).
 
 ``migrate.cli.main(argv, stdin=, stdout=, stderr=) -> exit code`` runs it in process; the

@@ -8,6 +8,8 @@ Exit codes (``migrate.errors``; documented in README and MIGRATION.md):
     2  ``simulate``: some claim is not allocated (migrate.simulate_cmd)
     3  ``--fail-on LEVEL`` was given and a finding of that level or worse exists (``report``: a
        workload reaches LEVEL, migrate.report_cmd)
+  141  standard output was closed before everything was written (a pipe into ``head``): nothing
+       is printed (kube.streams.EXIT_CLOSED_OUTPUT); 130 after Ctrl-C (kube.streams.EXIT_INTERRUPTED)
 
 :func:`main` takes its streams as arguments (the process's by default), so tests run the
 command line in process.
@@ -16,10 +18,13 @@ command line in process.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import re
+import shutil
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from typing import Any, TextIO
@@ -27,18 +32,19 @@ from typing import Any, TextIO
 from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.kube.logs import LEVELS, escape, level_number
 from dra_bridge.kube.logs import configure as configure_logs
+from dra_bridge.kube.streams import guarded, standard_streams
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
-from dra_bridge.migrate.manifests import Document, dump, read_catalog, read_sources, why_empty
+from dra_bridge.migrate.manifests import Document, Sources, Writer, dump, read_catalog, why_empty
 from dra_bridge.migrate.option_flags import add_option_flags, option_values
 from dra_bridge.migrate.remedies import phrased
-from dra_bridge.migrate.report import findings_table
+from dra_bridge.migrate.report import FindingsSpool
 from dra_bridge.migrate.report_cmd import add_parser as add_report_parser
 from dra_bridge.migrate.report_cmd import read_policy, run_report
 from dra_bridge.migrate.simulate_cmd import run_simulate
 from dra_bridge.migrate.slices_cmd import run_slices
 from dra_bridge.translate.catalog import PROFILE_RE, Catalog
 from dra_bridge.translate.errors import ApiVersionError, TranslateError
-from dra_bridge.translate.findings import SEVERITY, Finding
+from dra_bridge.translate.findings import SEVERITY
 from dra_bridge.translate.names import normalize_api_version
 from dra_bridge.translate.plan.cluster_state import hold_for_quota, namespace_quota_keys
 from dra_bridge.translate.plan.options import Options
@@ -200,55 +206,66 @@ def _convert(
 
 
 def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -> int:
-    """Run ``convert``: objects (with templates inserted before first use) to ``out``."""
+    """Run ``convert``: objects (with templates inserted before first use) to ``out``.
+
+    Streams: each document is read, converted and written before the next is read (the
+    ResourceQuotas first, in a pass of their own, when the input names the kind), to a
+    temporary file that is copied to ``out`` once the whole input was read: an error writes
+    nothing on stdout, and memory is bounded by the largest document, not the input."""
     options = Options(**option_values(args, "convert"))
     options = replace(options, api_version=_api_version(options.api_version))
     catalog = read_catalog(args.catalog, options.target)
     policy = read_policy(args.policy)
-    sources = args.filename or ["-"]
-    objects: list[Any] = []
-    rows: list[tuple[str, str, Finding]] = []
     seen: set[tuple[str, str]] = set()
-    docs = _read(sources, stdin, args.allow_empty)
-    for doc in docs:
-        if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
-            raise InputFileError(
-                f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
-            )
-    quotas = namespace_quota_keys(
-        convert_object(d.obj, catalog).obj for d in docs if d.obj.get("kind") == "ResourceQuota"
-    )
-    for doc in docs:
-        result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources, quotas)
-        for template in result.templates:
-            key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
-            if key not in seen:
-                seen.add(key)
-                objects.append(template)
-        objects.append(result.obj)
-        rows += [(doc.source, _object_name(doc.obj), f) for f in phrased(result.findings)]
-    if not objects:
-        err.write("dra-migrate: no objects in the input\n")
-        return EXIT_OK
-    out.write(dump(objects, args.output))
-    if rows:
-        err.write(findings_table(rows))
-    if args.fail_on and any(f.severity >= SEVERITY[args.fail_on] for _, _, f in rows):
+    with (
+        Sources(args.filename or ["-"], stdin) as sources,
+        tempfile.TemporaryFile("w+", encoding="utf-8") as spool,
+        FindingsSpool() as rows,
+    ):
+        quotas = namespace_quota_keys(
+            convert_object(d.obj, catalog).obj
+            for d in (_read(sources, args.allow_empty) if sources.mention("ResourceQuota") else ())
+            if d.obj.get("kind") == "ResourceQuota"
+        )
+        writer = Writer(spool, args.output)
+        for doc in _read(sources, args.allow_empty):
+            result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources, quotas)
+            for template in result.templates:
+                key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
+                if key not in seen:
+                    seen.add(key)
+                    writer.write(template)
+            writer.write(result.obj)
+            for finding in phrased(result.findings):
+                rows.add(doc.source, _object_name(doc.obj), finding)
+        if not writer.count:
+            err.write("dra-migrate: no objects in the input\n")
+            return EXIT_OK
+        writer.close()
+        spool.seek(0)
+        shutil.copyfileobj(spool, out, 1 << 16)
+        rows.write(err)
+    if args.fail_on and rows.worst >= SEVERITY[args.fail_on]:
         return EXIT_FINDINGS
     return EXIT_OK
 
 
-def _read(sources: list[str], stdin: TextIO, allow_empty: bool) -> list[Document]:
-    """Every document of every source; InputFileError for a source without any, unless ``allow_empty``."""
-    docs: list[Document] = []
-    for source in sources:
-        found = list(read_sources([source], stdin))
+def _read(sources: Sources, allow_empty: bool) -> Iterator[Document]:
+    """Every document of every source, one at a time; InputFileError for a document that is not
+    an object, and for a source without any unless ``allow_empty``."""
+    for source in sources.sources:
+        found = False
+        for doc in sources.documents(source):
+            if not isinstance(doc.obj, dict) or not isinstance(doc.obj.get("kind"), str):
+                raise InputFileError(
+                    f"{doc.source}: document {doc.index + 1} is not a Kubernetes object (a mapping with a kind)"
+                )
+            found = True
+            yield doc
         if not found and not allow_empty:
             raise InputFileError(
                 f"{source}: no Kubernetes objects ({why_empty(source)}); pass --allow-empty if that is expected"
             )
-        docs += found
-    return docs
 
 
 def _object_name(obj: Any) -> str:
@@ -300,11 +317,15 @@ def main(
 
     ``argv`` defaults to ``sys.argv[1:]`` and the streams to the process's (looked up at the
     call, so pytest's capture sees them). Nothing here exits the process: ``--help`` and
-    usage errors return 0 and 1 like every other outcome.
+    usage errors return 0 and 1 like every other outcome; a closed or broken stdout returns
+    ``kube.streams.EXIT_CLOSED_OUTPUT`` (141) without a word.
     """
-    stdin = sys.stdin if stdin is None else stdin
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
+    stdin = (sys.stdin or io.StringIO()) if stdin is None else stdin  # a closed stdin reads as empty
+    out, err = standard_streams(stdout, stderr)
+    return guarded(lambda: _run(argv, stdin, out, err), out)  # a closed stdout: EXIT_CLOSED_OUTPUT, quietly
+
+
+def _run(argv: Sequence[str] | None, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     try:
         with redirect_stdout(stdout), redirect_stderr(stderr):  # argparse prints to sys.stdout/sys.stderr
             args = _parser().parse_args(argv)
@@ -326,6 +347,15 @@ def main(
         return EXIT_ERROR
     except (MigrateError, TranslateError) as exc:
         stderr.write(f"dra-migrate: error: {escape(str(exc))}\n")  # file names and values the caller gave, escaped
+        return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # a closed stdout: kube.streams.guarded
+    except Exception as exc:  # a bug: still one line, never a traceback (the traceback at DEBUG)
+        logging.getLogger("dra_bridge.migrate").debug("internal error", exc_info=True)
+        stderr.write(
+            f"dra-migrate: error: internal error: {type(exc).__name__}: {escape(str(exc))} (a bug: "
+            "--log-level DEBUG shows the traceback; please report it)\n"
+        )
         return EXIT_ERROR
     finally:  # main runs in process (tests): leave no handler on a stream the caller may close
         logging.getLogger().removeHandler(handler)

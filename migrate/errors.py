@@ -18,7 +18,7 @@ LEVEL or worse into exit 3.
 
 from __future__ import annotations
 
-#: Exit codes (README, MIGRATION.md).
+#: Exit codes (README, MIGRATION.md); a stdout closed early exits kube.streams.EXIT_CLOSED_OUTPUT (141).
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_FINDINGS = 3

@@ -24,18 +24,9 @@ from typing import Any
 import yaml
 
 from dra_bridge.migrate.errors import InputFileError, UsageError
+from dra_bridge.migrate.input_files import read_text
 from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable
-
-
-def read_text(path: str) -> str:
-    """The file's UTF-8 text; InputFileError naming the file."""
-    try:
-        return Path(path).read_text("utf-8")
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
 
 
 def load_document(path: str) -> Any:

@@ -1,6 +1,7 @@
 """Live mode of ``dra-migrate report``: read what a report needs from the cluster, read-only.
 
     objects, version = await read_cluster(api, progress)   (source, object) pairs; "v1.36.3"
+    slim(obj) -> obj                                        what the report reads of one object
     served, metrics, why = await read_served(api)          resource.k8s.io versions; /metrics or None
 
 Every object's source is :data:`SOURCE` (``cluster``).
@@ -11,8 +12,11 @@ server serves (discovery; none served: no DeviceClasses or ResourceSlices, not a
 custom resources of :data:`translate.report.custom_kinds.KNOWN_CUSTOM_KINDS` whose group the
 server serves (discovery; in the group's preferred version, the first listed; a kind of a
 served group whose list answers 404 is not installed and is skipped), and the server's
-version from ``/version``. :func:`read_served` asks discovery which ``resource.k8s.io``
-versions the server serves, and reads the API server's ``/metrics`` (for its
+version from ``/version``. Each object is :func:`slim` as its page arrives (no managed fields,
+node images or status conditions, no pod server fields: a node's images alone can outweigh
+everything the report reads of it; the pods of one workload share one spec, status, labels
+and owner references), so memory follows what the report keeps. :func:`read_served` asks
+discovery which ``resource.k8s.io`` versions the server serves, and reads the API server's ``/metrics`` (for its
 ``kubernetes_feature_enabled`` samples) where the optional grant
 (:data:`migrate.access.OPTIONAL_CALLS`) allows: a refusal is no error, the report then judges
 the gates by the release's defaults and says why. ``progress(kind, count)`` is called after each page
@@ -22,6 +26,7 @@ the gates by the release's defaults and says why. ``progress(kind, count)`` is c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +69,33 @@ CORE = (
 )
 
 
+_POD_SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "selfLink")
+
+
+def slim(obj: dict[str, Any], seen: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``obj`` without what no part of the report reads and a big cluster has much of:
+    ``metadata.managedFields``, a Node's ``status.images``, any ``status.conditions``, and a
+    Pod's server fields (``uid``, ``resourceVersion``, ``creationTimestamp``...) (changed in
+    place, and returned). ``seen``: values seen so far by their JSON text; a Pod's spec,
+    status, labels and owner references equal (as text) to ones seen become those objects:
+    the pods of one workload then hold one of each (nothing in the report changes its input)."""
+    meta, status = obj.get("metadata"), obj.get("status")
+    pod = obj.get("kind") == "Pod"
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        for name in _POD_SERVER_FIELDS if pod else ():
+            meta.pop(name, None)
+    if isinstance(status, dict):
+        status.pop("conditions", None)
+        if obj.get("kind") == "Node":
+            status.pop("images", None)
+    if seen is not None and pod:
+        for holder, name in ((obj, "spec"), (obj, "status"), (meta, "labels"), (meta, "ownerReferences")):
+            if isinstance(holder, dict) and isinstance(holder.get(name), dict | list):
+                holder[name] = seen.setdefault(json.dumps(holder[name]), holder[name])
+    return obj
+
+
 async def read_cluster(
     api: KubeApi, progress: Callable[[str, int], None] = lambda _k, _n: None
 ) -> tuple[list[tuple[str, Any]], str]:
@@ -72,6 +104,7 @@ async def read_cluster(
     served = await api.served_versions(GROUP)
     resource_version = next((v for v in API_VERSIONS if v in served), None)
     objects: list[tuple[str, Any]] = []
+    seen: dict[str, Any] = {}
     groups: dict[str, list[str]] = {}
     for resource in CORE:
         chosen: Resource = resource
@@ -81,7 +114,7 @@ async def read_cluster(
             chosen = resource.at(resource_version)
         count = 0
         async for page in list_pages(api, chosen, limit=PAGE):
-            objects += [(SOURCE, obj) for obj in page]
+            objects += [(SOURCE, slim(obj, seen)) for obj in page]
             count += len(page)
             progress(chosen.plural, count)
     for kind in KNOWN_CUSTOM_KINDS:
@@ -93,7 +126,7 @@ async def read_cluster(
         count = 0
         try:
             async for page in list_pages(api, custom, limit=PAGE):
-                objects += [(SOURCE, obj) for obj in page]
+                objects += [(SOURCE, slim(obj, seen)) for obj in page]
                 count += len(page)
                 progress(custom.plural, count)
         except NotFound:  # the group is served, this kind is not (its CRD not installed)

@@ -6,16 +6,21 @@ Errors raise :class:`migrate.errors.InputFileError` naming the file (and line, f
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO, cast
 
 import yaml
 
 from dra_bridge.migrate.errors import InputFileError
+from dra_bridge.migrate.input_files import not_utf8, open_regular, read_text
 from dra_bridge.translate.catalog import Catalog, Target, load_catalog
 from dra_bridge.translate.strict_yaml import StrictLoader
 
@@ -23,15 +28,9 @@ from dra_bridge.translate.strict_yaml import StrictLoader
 def read_catalog(path: str | None, target: Target | None = None) -> Catalog:
     """The built-in catalog (``path`` None) or the catalog file at ``path`` (``--catalog``),
     aimed at ``target`` (``--target`` bridge|vendor) when given. InputFileError when the file
-    cannot be read; the catalog's own errors (CatalogError) name the field."""
-    if path is None:
-        catalog = load_catalog()
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputFileError(f"{path}: cannot read catalog: {exc}") from exc
-        catalog = load_catalog(text, path)
+    cannot be read, is not a regular file or not UTF-8; the catalog's own errors (CatalogError)
+    name the field."""
+    catalog = load_catalog() if path is None else load_catalog(read_text(path), path)
     return catalog.with_target(target) if target else catalog
 
 
@@ -53,7 +52,7 @@ def _files(source: str) -> list[Path]:
         return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
     if not path.exists():
         raise InputFileError(f"{source}: no such file or directory")
-    return [path]
+    return [path]  # read_text refuses a FIFO or a device
 
 
 def _json_stream(text: str) -> list[Any] | None:
@@ -74,13 +73,56 @@ def _json_stream(text: str) -> list[Any] | None:
         out.append(value)
 
 
-def _parse(text: str, name: str) -> list[Any]:
-    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+_CHUNK = 1 << 16
+
+
+class _Utf8:
+    """A binary stream read as UTF-8 text in chunks (what the YAML parser pulls from), with the
+    error naming the byte offset in the whole stream; ``head`` is the text read ahead first."""
+
+    def __init__(self, raw: BinaryIO, name: str) -> None:
+        self.raw, self.name, self.offset = raw, name, 0
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.head = ""
+
+    def read(self, size: int = -1) -> str:
+        if self.head:
+            text, self.head = self.head, ""
+            return text
+        while True:
+            data = self.raw.read(_CHUNK if size is None or size < 0 else max(size, _CHUNK))
+            try:
+                text = self.decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                raise InputFileError(f"{self.name}: {not_utf8(exc, self.offset)}") from exc
+            self.offset += len(data)
+            if text or not data:
+                return text
+
+    def peek(self) -> str:
+        """The first character that is not white space or a byte-order mark ("" at the end)."""
+        while True:
+            chunk = self.read(_CHUNK)
+            self.head += chunk
+            stripped = self.head.lstrip("\ufeff \t\r\n")
+            if stripped or not chunk:
+                return stripped[:1]
+
+
+def _parse(raw: BinaryIO, name: str) -> Iterator[Any]:
+    """The documents of a stream, one at a time (YAML); concatenated JSON objects are read whole."""
+    reader = _Utf8(raw, name)
+    if reader.peek() == "{":
+        text = "".join(iter(lambda: reader.read(_CHUNK), ""))  # the text peeked at comes first
         stream = _json_stream(text.lstrip("\ufeff"))
         if stream is not None:
-            return [d for d in stream if d is not None]
+            yield from (d for d in stream if d is not None)
+            return
+        reader = _Utf8(io.BytesIO(text.encode()), name)
     try:
-        return [d for d in yaml.load_all(text, Loader=StrictLoader) if d is not None]
+        for doc in yaml.load_all(reader, Loader=StrictLoader):
+            if doc is not None:
+                yield doc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
@@ -89,29 +131,36 @@ def _parse(text: str, name: str) -> list[Any]:
         raise InputFileError(f"{name}: YAML error: {exc}") from exc
 
 
-#: Values one document may expand to. YAML aliases let a small file stand for an exponentially
-#: large object ("billion laughs"); a Kubernetes object has a few thousand values at most.
+#: Values an input may expand to beyond one per byte of its text. YAML aliases let a small file
+#: stand for an exponentially large object ("billion laughs"); a Kubernetes object has a few
+#: thousand values at most, and each value of a manifest without aliases takes a byte or more.
 MAX_VALUES = 1_000_000
 
 
-def _check_size(obj: Any, name: str, index: int) -> None:
-    """Raise InputFileError when ``obj`` expands (aliases counted at every use) past MAX_VALUES.
+class _Budget:
+    """The values one :func:`read_sources` call may still read: MAX_VALUES plus a value per byte
+    of text read, shared by every document of every file, so that many documents just under a
+    per-document bound cannot add up (work stays linear in the input)."""
 
-    The walk stops at the budget, so it costs at most MAX_VALUES steps.
-    """
-    budget = MAX_VALUES
-    stack = [obj]
-    while stack:
-        value = stack.pop()
-        budget -= 1
-        if budget < 0:
-            raise InputFileError(
-                f"{name}: document {index + 1} expands to more than {MAX_VALUES:,} values (nested YAML aliases?)"
-            )
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
+    def __init__(self) -> None:
+        self.left = MAX_VALUES
+
+    def check(self, obj: Any, name: str, index: int) -> None:
+        """Count ``obj``'s values (aliases at every use); InputFileError once the budget is spent.
+        The walk stops there, so all walks together cost at most the budget."""
+        stack = [obj]
+        while stack:
+            value = stack.pop()
+            self.left -= 1
+            if self.left < 0:
+                raise InputFileError(
+                    f"{name}: expands to more than {MAX_VALUES:,} values beyond its size, at document "
+                    f"{index + 1} (nested YAML aliases?)"
+                )
+            if isinstance(value, dict):
+                stack.extend(value.values())
+            elif isinstance(value, list):
+                stack.extend(value)
 
 
 def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:
@@ -129,38 +178,108 @@ def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:
         yield from _flatten(item, name, position)
 
 
+def _stdin_bytes(stdin: TextIO) -> BinaryIO:
+    """Standard input as bytes: its binary buffer, or the text re-encoded (a StringIO in tests)."""
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is not None:
+        return cast(BinaryIO, buffer)
+    try:
+        return io.BytesIO(stdin.read().encode("utf-8", "surrogateescape"))
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"-: {not_utf8(exc)}") from exc
+
+
+def _documents(name: str, raw: BinaryIO, budget: _Budget) -> Iterator[Document]:
+    index = 0
+    counted = _Counted(raw)
+    for position, doc in enumerate(_parse(cast(BinaryIO, counted), name)):
+        budget.left += counted.take()  # a value per byte read so far
+        budget.check(doc, name, position)
+        for obj in _flatten(doc, name, position):
+            yield Document(name, index, obj)
+            index += 1
+
+
+class _Counted:
+    """A binary stream that counts the bytes read from it (the alias budget grows with them)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self._count = raw, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self._count += len(data)
+        return data
+
+    def take(self) -> int:
+        """The bytes read since the last call."""
+        count, self._count = self._count, 0
+        return count
+
+
+def _open(path: Path) -> BinaryIO:
+    return open_regular(str(path))  # a FIFO or a device is refused before any read
+
+
 def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Document]:
     """Every object of every source, ``List`` objects flattened into their items; ``-`` reads
-    ``stdin`` (default: the process's)."""
+    ``stdin`` (default: the process's). Lazily: a document is parsed when the one before it
+    was taken (a ``List`` is one document: its items come one by one once it is parsed)."""
+    budget = _Budget()
     for source in sources:
         if source == "-":
-            try:
-                named = [("-", (stdin or sys.stdin).read())]
-            except UnicodeDecodeError as exc:
-                raise InputFileError(f"-: {_not_utf8(exc)}") from exc
-        else:
-            named = []
-            for path in _files(source):
+            yield from _documents("-", _stdin_bytes(stdin or sys.stdin), budget)
+            continue
+        for path in _files(source):
+            with _open(path) as raw:
                 try:
-                    named.append((str(path), path.read_text(encoding="utf-8")))
-                except UnicodeDecodeError as exc:
-                    raise InputFileError(f"{path}: {_not_utf8(exc)}") from exc
+                    yield from _documents(str(path), raw, budget)
                 except OSError as exc:
                     raise InputFileError(f"{path}: cannot read: {exc}") from exc
-        for name, text in named:
-            index = 0
-            for position, doc in enumerate(_parse(text, name)):
-                _check_size(doc, name, position)
-                for obj in _flatten(doc, name, position):
-                    yield Document(name, index, obj)
-                    index += 1
 
 
-def _not_utf8(exc: UnicodeDecodeError) -> str:
-    return (
-        f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); manifests are "
-        "UTF-8: re-encode it, e.g. iconv -t UTF-8"
-    )
+class Sources:
+    """The ``-f`` sources of a command, to be read more than once: standard input is copied to
+    a temporary file as it is first read (a context manager: the copy is removed on exit)."""
+
+    def __init__(self, sources: list[str], stdin: TextIO | None = None) -> None:
+        self.sources, self.stdin = sources, stdin
+        self._copy: BinaryIO | None = None
+
+    def __enter__(self) -> Sources:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._copy is not None:
+            self._copy.close()
+
+    def _stdin(self) -> BinaryIO:
+        if self._copy is None:
+            self._copy = cast(BinaryIO, tempfile.TemporaryFile())  # noqa: SIM115 (closed in __exit__)
+            shutil.copyfileobj(_stdin_bytes(self.stdin or sys.stdin), self._copy, _CHUNK)
+        self._copy.seek(0)
+        return self._copy
+
+    def documents(self, source: str) -> Iterator[Document]:
+        """:func:`read_sources` of one source."""
+        if source != "-":
+            yield from read_sources([source])
+            return
+        yield from _documents("-", self._stdin(), _Budget())
+
+    def mention(self, word: str) -> bool:
+        """Whether ``word`` (ASCII) appears anywhere in the sources' bytes: a scan, no parse."""
+        needle = word.encode()
+        for source in self.sources:
+            for raw in [self._stdin()] if source == "-" else map(_open, _files(source)):
+                tail = b""
+                while chunk := raw.read(_CHUNK):
+                    if needle in tail + chunk:
+                        return True
+                    tail = chunk[-len(needle) :]
+                if source != "-":
+                    raw.close()
+        return False
 
 
 def why_empty(source: str) -> str:
@@ -180,3 +299,33 @@ def dump(objects: list[Any], output: str) -> str:
     if output == "json":
         return json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2) + "\n"
     return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100000)
+
+
+class Writer:
+    """:func:`dump`, one object at a time to ``out`` (the same text: one YAML emitter for the
+    stream, or the JSON ``List`` written item by item); :meth:`close` ends the stream."""
+
+    def __init__(self, out: TextIO, output: str) -> None:
+        self.out, self.json, self.count = out, output == "json", 0
+        self._yaml: Any = None
+        if not self.json:
+            self._yaml = _Dumper(out, sort_keys=False, default_flow_style=False, width=100000)
+            self._yaml.open()
+
+    def write(self, obj: Any) -> None:
+        if self.json:
+            item = json.dumps(obj, indent=2).replace("\n", "\n    ")
+            self.out.write('{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [\n' if not self.count else ",\n")
+            self.out.write("    " + item)
+        else:
+            self._yaml.represent(obj)
+        self.count += 1
+
+    def close(self) -> None:
+        if self.json:
+            self.out.write(
+                "\n  ]\n}\n" if self.count else '{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": []\n}\n'
+            )
+        else:
+            self._yaml.close()
+            self._yaml.dispose()

@@ -34,13 +34,13 @@ from dra_bridge.kube.discovery import newest_served
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.logs import escape
 from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputFileError, UsageError
+from dra_bridge.migrate.input_files import read_text
 from dra_bridge.migrate.inventory_dumps import (
     grouped,
     inventory_flag,
     inventory_node,
     is_inventory_dump,
     read_dump,
-    read_text,
 )
 from dra_bridge.migrate.live import SOURCE as LIVE_SOURCE
 from dra_bridge.migrate.live import read_cluster, read_served

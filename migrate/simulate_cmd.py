@@ -22,7 +22,7 @@ What it does to the input before the simulation:
 - a workload whose fields cannot be read as its kind (:func:`translate.report.malformed.malformed`:
   ``spec: []``, ``replicas: five``, no ``metadata.name``) is an input error naming the object and the field;
 - a workload of more pods than the capacity check places
-  (:func:`translate.capacity.pod_counts.above_bound`: 10,000 a workload, 20,000 in all) is
+  (:func:`translate.capacity.pod_counts.above_bound`: 10,000 a workload, 150,000 in all) is
   refused, with its count and the bound;
 - a pod template whose fields have the wrong type (those convert checks,
   :func:`translate.plan.field_types.shape_problems`) is an input error naming the object and the field;

@@ -21,7 +21,8 @@ import yaml
 
 from dra_bridge.kube.logs import escape
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_OK, InputFileError, MigrateError, UsageError
-from dra_bridge.migrate.inventory_dumps import allocatable_response, load_document, one_line, read_text
+from dra_bridge.migrate.input_files import read_text
+from dra_bridge.migrate.inventory_dumps import allocatable_response, load_document, one_line
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import TranslateError
 from dra_bridge.translate.inventory.allocatable import group_allocatable

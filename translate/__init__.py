@@ -17,6 +17,7 @@ No I/O, no asyncio, no Kubernetes client: plain dicts in, new dicts out, determi
     translate.cdi            what the bridge's DRA plugin answers for a claim, and its CDI specs
     translate.edit_sources   where a device's container edits come from (docs/design.md D10)
     translate.catalog_edits  a catalog entry's ``edits`` block
+    translate.catalog_file   a catalog file's schema: every key type-checked, naming file and key
     translate.allocate_edits the part of a device plugin's Allocate answers that composes under DRA
     translate.names          every well-known label, annotation, domain, driver name and API version
     translate.catalog        the translation catalog (legacy resource -> DeviceClass), as data

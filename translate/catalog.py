@@ -3,7 +3,8 @@
 The catalog ships as ``translate/data/catalog.yaml``; a user file may *add* resources and
 MIG profile aliases, never redefine a shipped resource (pluto-style: extensible, not
 overridable). Loading validates every key and raises :class:`CatalogError` naming the
-source, the key and the rule.
+source, the key and the rule: a value of the wrong type, a duplicate key (as kubectl refuses
+one: :mod:`translate.strict_yaml`) or nesting deeper than the configuration limit included.
 
 Shapes:
     Catalog.lookup("nvidia.com/mig-1g.10gb.me") -> ResourceMapping(kind="mig",
@@ -11,49 +12,34 @@ Shapes:
     Catalog.device_classes() -> list of DeviceClass dicts (internal form, API-version free)
 
 Names are matched exactly, or by a full-match pattern with one ``{profile}`` placeholder:
-never by prefix (``nvidia.com/gpu-10gb`` is not ``nvidia.com/gpu``).
+never by prefix (``nvidia.com/gpu-10gb`` is not ``nvidia.com/gpu``). The file schema (what a
+catalog file may say, and every check) is :mod:`translate.catalog_file`; its names ``Kind``,
+``Target``, ``KINDS``, ``PROFILE_RE``, ``CatalogEntry`` and ``VendorTarget`` are used from here.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import Any, Literal, cast
+from typing import Any
 
-import yaml
-
-from dra_bridge.translate.catalog_edits import EditSource, parse_edits
-from dra_bridge.translate.cel import selector_text as ex
-from dra_bridge.translate.dns_names import is_dns_subdomain
-from dra_bridge.translate.errors import CatalogError
-from dra_bridge.translate.names import (
-    BRIDGE_DRIVER,
-    CATALOG_API_VERSION,
-    LEGACY_RESOURCE_ANNOTATION,
-    MANAGED_BY,
-    MANAGED_BY_BRIDGE,
+from dra_bridge.translate.catalog_edits import EditSource
+from dra_bridge.translate.catalog_file import (
+    KINDS,
+    PROFILE_RE,
+    CatalogEntry,
+    Kind,
+    Target,
+    VendorTarget,
+    read_catalog_files,
 )
+from dra_bridge.translate.cel import selector_text as ex
+from dra_bridge.translate.names import LEGACY_RESOURCE_ANNOTATION, MANAGED_BY, MANAGED_BY_BRIDGE
 
-Kind = Literal["gpu", "mig", "shared", "slicing"]
-Target = Literal["bridge", "vendor"]
-KINDS: tuple[str, ...] = ("gpu", "mig", "shared", "slicing")
 #: Lookups remembered per catalog: names come from pods, so the memo is bounded.
 LOOKUP_MEMO_SIZE = 1024
-#: A MIG profile as the device plugin spells it in resource names (``+`` becomes ``.``).
-PROFILE_RE = r"[1-9][0-9]*g\.[0-9]+gb(?:\.me|\.gfx)?"
 BRIDGE_RESOURCE_ATTRIBUTE = "resourceName"
-
-
-@dataclass(frozen=True)
-class VendorTarget:
-    """The vendor DRA driver for a resource: its driver name, its own DeviceClass, and the
-    attribute values (``{name: value}`` under the driver's domain) that identify the device."""
-
-    driver: str
-    device_class: str
-    match: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -77,23 +63,6 @@ class ResourceMapping:
     fail_requests_greater_than_one: bool = False
     reason: str = ""
     class_selector: str = ""
-    edits: EditSource | None = None
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    """One ``resources[]`` entry of a catalog file (``name`` or ``pattern``)."""
-
-    name: str | None
-    pattern: str | None
-    kind: Kind
-    device_class: str
-    vendor: VendorTarget | None
-    gfd: str | None
-    fail_requests_greater_than_one: bool
-    reason: str
-    source: str
-    regex: re.Pattern[str] | None = field(default=None, compare=False)
     edits: EditSource | None = None
 
 
@@ -264,181 +233,29 @@ class Catalog:
         return [out[k] for k in sorted(out)]
 
 
-def _fail(source: str, key: str, rule: str) -> CatalogError:
-    return CatalogError(f"{source}: {key}: {rule}")
-
-
-def _entry(raw: object, source: str, key: str) -> CatalogEntry:
-    if not isinstance(raw, Mapping):
-        raise _fail(source, key, "must be a mapping")
-    allowed = {
-        "name",
-        "pattern",
-        "kind",
-        "deviceClass",
-        "vendor",
-        "gfd",
-        "failRequestsGreaterThanOne",
-        "reason",
-        "edits",
-    }
-    unknown = sorted(str(k) for k in set(raw) - allowed)
-    if unknown:
-        raise _fail(source, f"{key}.{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
-    name, pattern = raw.get("name"), raw.get("pattern")
-    if (name is None) == (pattern is None):
-        raise _fail(source, key, "exactly one of name and pattern must be set")
-    regex = None
-    if pattern is not None:
-        if not isinstance(pattern, str) or pattern.count("{profile}") != 1:
-            raise _fail(source, f"{key}.pattern", "must be a string with exactly one {profile}")
-        head, tail = pattern.split("{profile}")
-        regex = re.compile(re.escape(head) + f"(?P<profile>{PROFILE_RE})" + re.escape(tail))
-    elif not isinstance(name, str) or "/" not in name:
-        raise _fail(source, f"{key}.name", "must be an extended resource name like vendor.com/gpu")
-    kind = raw.get("kind")
-    if kind not in KINDS:
-        raise _fail(source, f"{key}.kind", f"must be one of {', '.join(KINDS)}")
-    device_class = raw.get("deviceClass", "")
-    vendor = None
-    if kind != "slicing":
-        probe = str(device_class).replace("{profile}", "1g.5gb")
-        if not isinstance(device_class, str) or not is_dns_subdomain(probe):
-            raise _fail(source, f"{key}.deviceClass", "must be a DNS subdomain (a DeviceClass name)")
-        if pattern is None and "{profile}" in device_class:
-            raise _fail(source, f"{key}.deviceClass", "{profile} is only allowed with pattern")
-        vendor = _vendor(raw.get("vendor"), source, f"{key}.vendor")
-    elif not raw.get("reason"):
-        raise _fail(source, f"{key}.reason", "required for kind slicing (say why it cannot move)")
-    fail_gt_one = raw.get("failRequestsGreaterThanOne", False)
-    if not isinstance(fail_gt_one, bool):
-        raise _fail(source, f"{key}.failRequestsGreaterThanOne", "must be a boolean")
-    gfd = raw.get("gfd")
-    if gfd not in (None, "nvidia"):
-        raise _fail(source, f"{key}.gfd", "must be nvidia or absent")
-    return CatalogEntry(
-        name,
-        pattern,
-        cast(Kind, kind),
-        device_class,
-        vendor,
-        gfd,
-        fail_gt_one,
-        str(raw.get("reason", "")),
-        source,
-        regex,
-        parse_edits(raw.get("edits"), source, f"{key}.edits"),
-    )
-
-
-def _vendor(raw: object, source: str, key: str) -> VendorTarget | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping) or set(raw) - {"driver", "deviceClass", "match"}:
-        raise _fail(source, key, "must be a mapping with driver, deviceClass and match")
-    driver, dclass, match = raw.get("driver"), raw.get("deviceClass"), raw.get("match", {})
-    if not isinstance(driver, str) or not is_dns_subdomain(driver) or len(driver) > 63:
-        raise _fail(source, f"{key}.driver", "must be a DNS subdomain of at most 63 characters")
-    if not isinstance(dclass, str) or not is_dns_subdomain(dclass):
-        raise _fail(source, f"{key}.deviceClass", "must be a DNS subdomain")
-    if not isinstance(match, Mapping) or not all(
-        isinstance(k, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,31}", k) and isinstance(v, str)
-        for k, v in match.items()
-    ):
-        raise _fail(source, f"{key}.match", "must map attribute identifiers to string values")
-    return VendorTarget(driver, dclass, tuple(sorted(match.items())))
-
-
-def _parse(doc: object, source: str) -> dict[str, Any]:
-    if not isinstance(doc, Mapping):
-        raise _fail(source, "(top level)", "must be a mapping")
-    allowed = {"apiVersion", "kind", "bridgeDriver", "target", "migProfileAliases", "migProfiles", "resources"}
-    unknown = sorted(str(k) for k in set(doc) - allowed)
-    if unknown:
-        raise _fail(source, unknown[0], f"unknown key (allowed: {', '.join(sorted(allowed))})")
-    if doc.get("apiVersion") != CATALOG_API_VERSION or doc.get("kind") != "Catalog":
-        raise _fail(source, "apiVersion/kind", f"must be {CATALOG_API_VERSION} / Catalog")
-    return dict(doc)
-
-
-def _profiles(raw: object, source: str, key: str) -> list[str]:
-    if not isinstance(raw, list) or not all(isinstance(p, str) and re.fullmatch(PROFILE_RE, p) for p in raw):
-        raise _fail(source, key, f"must be a list of MIG profiles matching {PROFILE_RE}")
-    return list(raw)
-
-
-def _clash(entry: CatalogEntry, entries: list[CatalogEntry], profiles: list[str]) -> str | None:
-    """The existing entry ``entry`` would redefine: the same name or pattern, a name an existing
-    pattern matches, or a pattern matching an existing name or known profile's name."""
-    for e in entries:
-        if (e.name or e.pattern) == (entry.name or entry.pattern):
-            return e.name or e.pattern
-        if entry.name and e.regex is not None and e.regex.fullmatch(entry.name):
-            return e.pattern
-        if entry.regex is not None:
-            names = [e.name] if e.name else [e.pattern.replace("{profile}", p) for p in profiles] if e.pattern else []
-            if any(entry.regex.fullmatch(n) for n in names):
-                return e.name or e.pattern
-    return None
+__all__ = [
+    "KINDS",
+    "LOOKUP_MEMO_SIZE",
+    "PROFILE_RE",
+    "Catalog",
+    "CatalogEntry",
+    "Kind",
+    "ResourceMapping",
+    "Target",
+    "VendorTarget",
+    "load_catalog",
+]
 
 
 def load_catalog(user_text: str | None = None, user_source: str = "user catalog") -> Catalog:
     """Load the shipped catalog, extended by an optional user catalog (YAML text).
 
-    Raises CatalogError (source, key, rule) for malformed files, a user entry that
-    redefines a shipped resource or pattern, or a YAML syntax error.
+    Raises CatalogError (source, key, rule) for malformed files (:mod:`translate.catalog_file`),
+    a user entry that redefines a shipped resource or pattern, or a YAML syntax error.
     """
     shipped = resources.files("dra_bridge.translate").joinpath("data/catalog.yaml").read_text("utf-8")
     docs = [(shipped, "translate/data/catalog.yaml")]
     if user_text is not None:
         docs.append((user_text, user_source))
-    entries: list[CatalogEntry] = []
-    aliases: list[frozenset[str]] = []
-    profiles: list[str] = []
-    bridge_driver, target = BRIDGE_DRIVER, "bridge"
-    for text, source in docs:
-        try:
-            doc = _parse(yaml.safe_load(text), source)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark
-            where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-            raise CatalogError(f"{where}: not valid YAML: {exc.problem}") from exc
-        except yaml.YAMLError as exc:
-            raise CatalogError(f"{source}: not valid YAML: {exc}") from exc
-        if source == user_source and "bridgeDriver" in doc:
-            raise _fail(
-                source,
-                "bridgeDriver",
-                "only the shipped catalog sets it (the driver name the bridge "
-                "publishes under and the DeviceClasses select)",
-            )
-        bridge_driver = str(doc.get("bridgeDriver", bridge_driver))
-        if "target" in doc:
-            if doc["target"] not in ("bridge", "vendor"):
-                raise _fail(source, "target", "must be bridge or vendor")
-            target = doc["target"]
-        for i, group in enumerate(doc.get("migProfileAliases", []) or []):
-            aliases.append(frozenset(_profiles(group, source, f"migProfileAliases[{i}]")))
-        profiles += _profiles(doc.get("migProfiles", []) or [], source, "migProfiles")
-        raw_entries = doc.get("resources", []) or []
-        if not isinstance(raw_entries, list):
-            raise _fail(source, "resources", "must be a list")
-        for i, raw in enumerate(raw_entries):
-            entry = _entry(raw, source, f"resources[{i}]")
-            ident = entry.name or entry.pattern
-            clash = _clash(entry, entries, profiles)
-            if clash:
-                raise _fail(
-                    source,
-                    f"resources[{i}]",
-                    f"{ident} is already covered by {clash} (entries may be added, not redefined)",
-                )
-            entries.append(entry)
-    merged: list[frozenset[str]] = []
-    for group in aliases:
-        overlapping = [g for g in merged if g & group]
-        for g in overlapping:
-            merged.remove(g)
-            group = group | g
-        merged.append(group)
-    return Catalog(bridge_driver, cast(Target, target), tuple(entries), tuple(merged), tuple(dict.fromkeys(profiles)))
+    parts = read_catalog_files(docs, user_source)
+    return Catalog(parts.bridge_driver, parts.target, parts.entries, parts.profile_aliases, parts.mig_profiles)

@@ -27,13 +27,13 @@ https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md:
   the container toolkit's own device ``nvidia.com/gpu=<UUID>`` (a time-slicing replica
   ``GPU-x::n`` is GPU ``GPU-x``), used as is (no spec of ours); otherwise the device plugin's
   Allocate answer recorded while legacy, else the catalog's static recipe, written into our
-  own per-claim spec. The edits used are kept with the prepared device (``edits``, canonical
-  JSON) so a spec lost at a reboot is rewritten identically from the checkpoint.
+  own per-claim spec. The edits used are kept with the prepared device (``edits``, a
+  :class:`translate.catalog_edits.DeviceEdits`; the checkpoint serialises it) so a spec lost at
+  a reboot is rewritten identically from the checkpoint.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +42,7 @@ from typing import Any
 from dra_bridge.translate.allocate_edits import list_valued
 from dra_bridge.translate.catalog_edits import DeviceEdits
 from dra_bridge.translate.errors import ClaimError
-from dra_bridge.translate.inventory.allocatable import split_replica
+from dra_bridge.translate.inventory.allocatable import DeviceId, split_replica
 from dra_bridge.translate.names import BRIDGE_DRIVER, NVIDIA_RESOURCE_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
 
 CDI_VERSION = "0.5.0"
@@ -63,27 +63,30 @@ _CDI_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?")
 
 @dataclass(frozen=True)
 class Result:
-    """One allocation result of ours: ``request`` (subrequest stripped), ``pool``, ``device``."""
+    """One allocation result of ours: ``request`` (subrequest stripped), ``pool``, ``device``,
+    and whether it has ``adminAccess`` (``admin``)."""
 
     request: str
     pool: str
     device: str
+    admin: bool = False
 
 
 @dataclass(frozen=True)
 class PreparedDevice:
     """One device of a NodePrepareResources answer (the kubelet's ``Device`` message) plus the
-    device ID it stands for and the edits our spec gives it (``edits``: canonical JSON
-    ``{"source", "spec", "device"}``, empty for a toolkit device; kept in the checkpoint so a
-    spec can be rewritten without the claim, identically)."""
+    device it stands for (``device``) and the edits our spec gives it (``edits``, None for a
+    toolkit device; kept in the checkpoint so a spec can be rewritten without the claim,
+    identically). ``admin``: the allocation result has ``adminAccess`` (the device may be
+    shared with other claims, docs/design.md D34)."""
 
     request_names: tuple[str, ...]
     pool_name: str
     device_name: str
     cdi_device_ids: tuple[str, ...]
-    resource_name: str = ""
-    device_id: str = ""
-    edits: str = ""
+    device: DeviceId = field(default_factory=lambda: DeviceId("", ""))
+    edits: DeviceEdits | None = None
+    admin: bool = False
 
 
 @dataclass
@@ -167,7 +170,7 @@ def our_results(claim: Mapping[str, Any], namespace: str, name: str, uid: str, d
             raise ClaimError(
                 f"{label}: results[{i}] is device {r['device']} of pool {r['pool']}, not of this node's pool {pool}"
             )
-        out.append(Result(request_name(r["request"]), r["pool"], r["device"]))
+        out.append(Result(request_name(r["request"]), r["pool"], r["device"], r.get("adminAccess") is True))
     if not out:
         raise ClaimError(f"{label}: no allocation result has driver {driver}: nothing of it is ours to prepare")
     return out
@@ -213,21 +216,10 @@ def render_spec(
     return spec
 
 
-def edits_json(edits: DeviceEdits) -> str:
-    """The canonical JSON a prepared device keeps of its edits."""
-    return json.dumps(
-        {"source": edits.source, "spec": edits.spec, "device": edits.device}, sort_keys=True, separators=(",", ":")
-    )
-
-
 def _kept_edits(d: PreparedDevice, fallback: EditsLookup | None) -> DeviceEdits | None:
-    if d.edits:
-        try:
-            doc = json.loads(d.edits)
-            return DeviceEdits(str(doc["source"]), dict(doc["spec"]), dict(doc["device"]))
-        except (ValueError, KeyError, TypeError):
-            return None
-    return fallback(d.resource_name, d.device_id) if fallback is not None else None
+    if d.edits is not None:
+        return d.edits
+    return fallback(d.device.resource, d.device.device_id) if fallback is not None else None
 
 
 def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup | None = None) -> dict[str, Any] | None:
@@ -242,7 +234,7 @@ def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup 
             continue
         edits = _kept_edits(d, fallback)
         if edits is None:
-            raise ClaimError(f"device {d.device_name} ({d.resource_name}) has no recorded edits and no static recipe")
+            raise ClaimError(f"device {d.device_name} ({d.device.resource}) has no recorded edits and no static recipe")
         spec_edits.append(edits.spec)
         own.append((d.device_name, edits.device))
     return render_spec(uid, own, spec_edits) if own else None
@@ -251,14 +243,14 @@ def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup 
 def answer(
     uid: str,
     results: Sequence[Result],
-    inventory: Mapping[str, tuple[str, str]],
+    inventory: Mapping[str, DeviceId],
     resolves: Mapping[str, bool],
     label: str,
     edits: EditsLookup,
 ) -> ClaimAnswer:
     """The answer for a claim's results.
 
-    ``inventory`` maps our device names to (legacy resource name, kubelet device ID);
+    ``inventory`` maps our device names to the devices they stand for;
     ``resolves`` says, per toolkit CDI ID, whether it resolves in the node's CDI specs; ``edits``
     finds a device's recorded Allocate edits or static recipe (:mod:`translate.edit_sources`).
     Each NVIDIA device gets its toolkit device; others their edits, in our spec. Raises
@@ -269,9 +261,9 @@ def answer(
         known = inventory.get(r.device)
         if known is None:
             raise ClaimError(f"{label}: device {r.device} is not in this node's recorded inventory")
-        resource, device_id = known
+        resource, device_id = known.resource, known.device_id
         toolkit = toolkit_cdi_id(resource, device_id)
-        kept = ""
+        kept: DeviceEdits | None = None
         if toolkit is not None:
             if not resolves.get(toolkit):
                 raise ClaimError(
@@ -287,8 +279,8 @@ def answer(
                     f"{label}: device {r.device} ({resource} {device_id}) has no CDI source: no toolkit "
                     "device, no recorded Allocate answer that composes, no static recipe in the catalog"
                 )
-            ids, kept = (device_cdi_id(uid, r.device),), edits_json(found)
-        out.devices.append(PreparedDevice((r.request,), r.pool, r.device, ids, resource, device_id, kept))
+            ids, kept = (device_cdi_id(uid, r.device),), found
+        out.devices.append(PreparedDevice((r.request,), r.pool, r.device, ids, known, kept, r.admin))
     try:
         out.spec = own_spec(uid, out.devices)
     except ClaimError as exc:

@@ -20,6 +20,9 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     │                              search over nodes stops (translate/alloc/placement.py)
     ├── Untranslatable             a GPU label requirement with device meaning that cannot become a
     │                              selector: a finding (translate/plan/gfd_selectors.py)
+    ├── OverLimit                  text being rendered would cross a limit the API server enforces
+    │                              (a CEL selector's length or cost): a finding, never an object the
+    │                              API server refuses (translate/cel/selector_text.py, docs/design.md D33)
     ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
     ├── CountError                 a device count that is not a whole number (also a ValueError)
     └── ValueFormatError           a string that is not a Kubernetes quantity or a semantic
@@ -86,3 +89,13 @@ class CountError(TranslateError, ValueError):
 
 class ValueFormatError(TranslateError, ValueError):
     """A string that is not a Kubernetes quantity (``40Gi``) or a semantic version (``1.2.3``)."""
+
+
+class OverLimit(TranslateError):
+    """Text being rendered would cross a limit the API server enforces; ``limit`` names it (the
+    constant of the API types, such as ``CELSelectorExpressionMaxLength``). Raised as soon as the
+    limit is crossed, so the work stays bounded by the limit, not by the input (docs/design.md D33)."""
+
+    def __init__(self, message: str, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit

@@ -81,6 +81,12 @@ OTHER_GPU_CONTROLLER = "other-gpu-controller"
 FOREIGN_CODES: tuple[str, ...] = (UNKNOWN_DEVICE_RESOURCE, OTHER_GPU_CONTROLLER)
 
 
+#: ``Finding.code``: what the pod would be rendered as crosses a limit the API server enforces
+#: (a CEL selector's length or cost, selectors per request, requests per claim, an object's size):
+#: the pod stays legacy (``unsupported``) and the reason names the limit (docs/design.md D33).
+OVER_API_LIMIT = "over-api-limit"
+
+
 #: :attr:`Finding.code` of a finding that keeps a pod legacy because a ResourceQuota in its
 #: namespace counts our bridge class but not the class the target writes (docs/design.md D27).
 QUOTA_CLASS_NOT_COUNTED = "quota-class-not-counted"

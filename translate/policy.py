@@ -36,7 +36,8 @@ Rules match only what the review carries (docs/design.md D8): no namespace looku
 labels belong in the registration's namespaceSelector. Whatever the policy says, pods in
 :data:`SYSTEM_NAMESPACES` and in the webhook's own namespace are never converted (decided in
 ``webhook.decision``, behind the registration's exclusion of the same namespaces).
-:func:`load_policy` validates everything and raises :class:`PolicyError` naming the key.
+:func:`load_policy` validates everything (types, duplicate keys, nesting at most
+:data:`~translate.strict_yaml.MAX_CONFIG_DEPTH` deep) and raises :class:`PolicyError` naming the key.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import yaml
 from dra_bridge.translate.errors import PolicyError
 from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.plan.options import OnError, Options, policy_specs
-from dra_bridge.translate.strict_yaml import StrictLoader
+from dra_bridge.translate.strict_yaml import MAX_CONFIG_DEPTH, StrictLoader, too_deep
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
 #: Policy key -> Options attribute (derived from the options model).
@@ -205,11 +206,16 @@ def parse_policy(doc: object, source: str) -> Policy:
 
 
 def _load_yaml(text: str, source: str) -> Any:
-    """The YAML document in ``text``; PolicyError naming ``source`` when it is not valid YAML."""
+    """The YAML document in ``text``; PolicyError naming ``source`` when it is not valid YAML or
+    nests deeper than MAX_CONFIG_DEPTH (naming the key)."""
     try:
-        return yaml.load(text, Loader=StrictLoader)  # duplicate keys refused, as kubectl does
+        doc = yaml.load(text, Loader=StrictLoader)  # duplicate keys refused, as kubectl does
     except yaml.YAMLError as exc:
         raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
+    deep = too_deep(doc)
+    if deep is not None:
+        raise _fail(source, deep, f"nests deeper than {MAX_CONFIG_DEPTH} levels")
+    return doc
 
 
 def load_policy(text: str, source: str) -> Policy:

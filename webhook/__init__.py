@@ -4,10 +4,13 @@ Modules, one concern each: review (AdmissionReview types, decoding, the answer),
 (pure request -> decision), patch (the JSON Patch by diffing, docs/design.md D12), handler (ensure,
 measure, log), server (aiohttp app), runtime (files in force; the policy itself is
 :mod:`translate.policy`), reload, tls, serving_check (the certificate against the caBundle and the
-service name), templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), events
+service name), templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), enrolment_gate
+(act only for an enrolled namespace, docs/design.md D28), events
 (audit Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
 access (the API calls it makes; the I/O is the shared kube/ layer), drain (serving on after
 SIGTERM, closing connections), certs, settings, cli, errors.
+Bounded input: body (a request body's size, time and encoding), connections and connection_limits
+(the timeouts and the connection cap of each port).
 """
 
 from dra_bridge.webhook.decision import Context, Decision, evaluate

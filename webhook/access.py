@@ -20,5 +20,6 @@ API_CALLS: tuple[ApiCall, ...] = (
     *grant("", "resourcequotas", "list", "watch"),
     *grant("resource.k8s.io", "deviceclasses", "list", "watch"),
     *grant("resource.k8s.io", "resourceslices", "list", "watch"),
+    *grant("", "namespaces", "list", "watch"),  # the enrolment gate: the Namespaces' labels
 )
 """The webhook's API calls (verb, group, resource, scope)."""

@@ -1,7 +1,8 @@
 """A CA and a serving certificate for the webhook (development, or a self-signed deployment).
 
-    write_certs(out_dir, namespace, service, ip_addresses=(), days=365) -> CertPaths
-        ca.crt, ca.key, tls.crt, tls.key in out_dir (keys mode 0600)
+    write_certs(out_dir, namespace, service, ip_addresses=(), days=365, replace_ca=True) -> CertPaths
+        ca.crt, ca.key, tls.crt, tls.key in out_dir (keys mode 0600; ``replace_ca=False``, the
+        command line's default: WebhookConfigError when ca.key exists, unless ``--force``)
     check_inputs(namespace, service, ip_addresses, days) -> None
         WebhookConfigError naming the ``dra-webhook certs`` flag of the first unusable value
 
@@ -14,14 +15,21 @@ The serving certificate's SANs are the Service's DNS names (``svc``, ``svc.ns``,
 webhook called by ``url`` on loopback). ECDSA P-256 keys; the CA's ``ca.crt`` is the
 ``caBundle`` of the MutatingWebhookConfiguration. Self-signed certificates are not renewed:
 regenerate them before they expire.
+
+Each file is written to a temporary file of a random name in ``out_dir``, created exclusively
+(``O_EXCL|O_NOFOLLOW``: never an existing file, never through a link an attacker planted),
+given its mode (0600 for keys, 0644 for certificates) and synced, then renamed over the final
+name (a link there is replaced, not followed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,21 +53,33 @@ class CertPaths:
     key: Path
 
 
+def _write(path: Path, data: bytes, mode: int) -> None:
+    """``data`` at ``path`` with ``mode``, through a new temporary file (see the module docstring)."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)  # the umask narrowed it at most: set it exactly
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
     data = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    _write(path, data, 0o600)
 
 
 def _write_cert(path: Path, cert: x509.Certificate) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    os.replace(tmp, path)
+    _write(path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
 
 
 def dns_names(namespace: str, service: str) -> list[str]:
@@ -85,13 +105,24 @@ def check_inputs(namespace: str, service: str, ip_addresses: tuple[str, ...] = (
 
 
 def write_certs(
-    out_dir: Path, namespace: str, service: str, ip_addresses: tuple[str, ...] = (), days: int = 365
+    out_dir: Path,
+    namespace: str,
+    service: str,
+    ip_addresses: tuple[str, ...] = (),
+    days: int = 365,
+    replace_ca: bool = True,
 ) -> CertPaths:
     """Generate and write a CA and a serving certificate signed by it; see the module docstring.
 
-    Raises WebhookConfigError (see :func:`check_inputs`) before writing anything.
+    Raises WebhookConfigError (see :func:`check_inputs`; and, unless ``replace_ca``, when
+    ``out_dir/ca.key`` exists) before writing anything.
     """
     check_inputs(namespace, service, ip_addresses, days)
+    if not replace_ca and os.path.lexists(out_dir / "ca.key"):
+        raise WebhookConfigError(
+            f"--out {out_dir}: {out_dir / 'ca.key'} exists: a CA key is not overwritten (every pair it "
+            "signed, and the caBundle, would change); pass --force to replace it"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     until = now + datetime.timedelta(days=days)

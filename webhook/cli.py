@@ -2,12 +2,16 @@
 
     dra-webhook [serve] [flags]                       serve the webhook (default; see webhook.settings)
     dra-webhook --version                             the installed version
-    dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N]
+    dra-webhook certs --namespace NS --service NAME --out DIR [--ip 127.0.0.1 ...] [--days N] [--force]
 
 Exit codes: 0 clean shutdown (certs: files written), 1 a configuration error (one line
 naming the setting or flag, e.g. a ``certs --namespace`` that is not a DNS label, an
-``--ip`` that is not an address, ``--days`` not a positive integer) or a usage error (an
-unknown or missing flag: kube.flags.EXIT_USAGE, the same in every command).
+``--ip`` that is not an address, ``--days`` not a positive integer, a TLS pair that does not
+load) or a usage error (an unknown or missing flag: kube.flags.EXIT_USAGE, the same in every
+command); 141 when standard output was closed before everything was written (a pipe into
+``head``; kube.streams), printing nothing. A policy or catalog file that does not load is not
+an exit: ``serve`` logs one line, serves unready (``/readyz`` 503 naming the file and the key)
+and re-reads the file until it loads (webhook.runtime).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from aiohttp import web
 
@@ -33,8 +38,11 @@ from dra_bridge.kube.flags import Parser
 from dra_bridge.kube.logs import LEVELS, escape
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.observed import ApiHealth, ObservedApi
+from dra_bridge.kube.streams import guarded, standard_streams
 from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
+from dra_bridge.webhook.connection_limits import handler_args
+from dra_bridge.webhook.connections import ConnectionCollector, ConnectionTracker, TrackedSite, install
 from dra_bridge.webhook.drain import Drain
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.events import KubeAuditSink
@@ -42,7 +50,7 @@ from dra_bridge.webhook.handler import Admitter
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.reconciler import Reconciler
 from dra_bridge.webhook.runtime import Runtime, watch_catalog, watch_policy
-from dra_bridge.webhook.server import Background, make_app, reload_loop
+from dra_bridge.webhook.server import Background, make_app, make_metrics_app, reload_loop
 from dra_bridge.webhook.settings import Settings
 from dra_bridge.webhook.templates import KubeTemplateEnsurer
 from dra_bridge.webhook.tls import TlsReloader
@@ -68,22 +76,34 @@ async def _api_version(settings: Settings, api: ApiServer) -> str:
         ) from exc
 
 
-async def _listen(runner: web.AppRunner, settings: Settings, tls: TlsReloader) -> None:
-    """Start the HTTPS site; WebhookConfigError (one line) when the address cannot be bound."""
+async def _listen(
+    runner: web.AppRunner, settings: Settings, port: int, tls: TlsReloader | None, tracker: ConnectionTracker
+) -> None:
+    """Start a site whose connections ``tracker`` bounds (TLS with ``tls``); WebhookConfigError
+    (one line) when the address cannot be bound."""
     try:
-        await web.TCPSite(runner, settings.host, settings.port, ssl_context=tls.context).start()
+        await TrackedSite(runner, settings.host, port, tracker, tls.context if tls else None).start()
     except OSError as exc:
         why = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        flag = "--port" if tls else "--metrics-port"
+        twin = flag[2:].replace("-", "_").upper()
         raise WebhookConfigError(
-            f"--host/--port {settings.host}:{settings.port}: cannot listen: {why} (DRA_WEBHOOK_HOST / DRA_WEBHOOK_PORT)"
+            f"--host/{flag} {settings.host}:{port}: cannot listen: {why} (DRA_WEBHOOK_HOST / DRA_WEBHOOK_{twin})"
         ) from exc
 
 
 async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
     """Serve until SIGTERM/SIGINT (or cancellation); raises WebhookConfigError on bad startup settings."""
-    tls = TlsReloader(settings.tls_cert_file, settings.tls_key_file, settings.ca_bundle, settings.service_name)
-    policy = watch_policy(settings.policy_file) if settings.policy_file else None
-    catalog = watch_catalog(settings.catalog_file) if settings.catalog_file else None
+    tls = TlsReloader(
+        settings.tls_cert_file,
+        settings.tls_key_file,
+        settings.ca_bundle,
+        settings.service_name,
+        client_ca=settings.client_ca_file,
+    )
+    # A bad policy or catalog does not stop the start: the webhook serves unready and re-reads it.
+    policy = watch_policy(settings.policy_file, strict=False) if settings.policy_file else None
+    catalog = watch_catalog(settings.catalog_file, strict=False) if settings.catalog_file else None
     client = await _connect(settings)
     try:
         api_version = await _api_version(settings, ApiServer(client))
@@ -101,6 +121,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             node_mode=view.node_mode,
             quota_keys=view.quota_keys,
             exempt_namespaces=settings.exempt_namespaces,
+            enrolment=settings.enrolment,
+            namespace_labels=view.namespace_labels,
         )
         runtime.watch_cluster(view, health)
         runtime.check_files()
@@ -126,13 +148,28 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
                 interval=settings.reconcile_interval,
             ),
         ]
-        app = make_app(runtime, admitter, background)
+        app = make_app(
+            runtime,
+            admitter,
+            background,
+            body_timeout=settings.connections.body_timeout,
+            metrics=settings.metrics_port is None,
+        )
         drain = Drain()
         drain.install(app)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
+        runners = [_runner(app, settings)]
+        trackers = {"https": ConnectionTracker(settings.connections)}
+        if settings.metrics_port is not None:
+            runners.append(_runner(make_metrics_app(runtime), settings))
+            trackers["metrics"] = ConnectionTracker(settings.connections)
+        metrics.registry.register(ConnectionCollector(trackers))
+        for runner in runners:
+            await runner.setup()
         try:  # the background tasks stop (runner.cleanup) before the client closes
-            await _listen(runner, settings, tls)
+            await _listen(runners[0], settings, settings.port, tls, trackers["https"])
+            if settings.metrics_port is not None:
+                await _listen(runners[1], settings, settings.metrics_port, None, trackers["metrics"])
+                logger.info("serving /metrics on http://%s:%d", settings.host, settings.metrics_port)
             logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
             stop = asyncio.Event()
             terminated = asyncio.Event()
@@ -149,11 +186,19 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
                 ready.set()
             await stop.wait()
             if terminated.is_set() and settings.drain_period > 0:  # SIGTERM: a pod stopping
-                await drain.run(runner, settings.drain_period)
+                await drain.run(runners[0], settings.drain_period)
         finally:
-            await runner.cleanup()
+            for runner in reversed(runners):
+                await runner.cleanup()
     finally:
         await client.close()
+
+
+def _runner(app: web.Application, settings: Settings) -> web.AppRunner:
+    """A runner whose request handlers keep the limits' sizes and idle timeout; its middleware
+    tells the connection tracker where requests begin and end."""
+    install(app)
+    return web.AppRunner(app, access_log=None, handle_signals=False, **handler_args(settings.connections))
 
 
 def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -194,9 +239,14 @@ def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         metavar="N",
         help="days both certificates stay valid, a positive integer (default: 365)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing DIR/ca.key (refused otherwise: the caBundle and every pair it signed change)",
+    )
 
 
-def _certs(ns: argparse.Namespace) -> int:
+def _certs(ns: argparse.Namespace, out: TextIO) -> int:
     try:
         try:
             configure_logs(ns.log_level)
@@ -209,13 +259,13 @@ def _certs(ns: argparse.Namespace) -> int:
                 f"--days {ns.days!r} must be a positive integer (days the certificates stay valid)"
             ) from None
         try:
-            paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days)
+            paths = write_certs(Path(ns.out), ns.namespace, ns.service, tuple(ns.ip), days, replace_ca=ns.force)
         except OSError as exc:
             raise WebhookConfigError(f"--out {ns.out}: cannot write the certificates: {exc.strerror or exc}") from exc
     except WebhookConfigError as exc:
         sys.stderr.write(f"dra-webhook certs: error: {escape(str(exc))}\n")
         return 1
-    sys.stdout.write(
+    out.write(
         f"wrote {paths.ca_cert} (the caBundle) {paths.cert} {paths.key} (serving pair) "
         f"{paths.ca_key} (the CA key: keep it private)\n"
     )
@@ -223,13 +273,18 @@ def _certs(ns: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point; returns the exit code (a closed or broken stdout: kube.streams.EXIT_CLOSED_OUTPUT)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    out, _ = standard_streams(None, None)
+    return guarded(lambda: _main(args, out), out)
+
+
+def _main(args: list[str], out: TextIO) -> int:
     configure_logs("INFO")  # until the settings say otherwise: a configuration error is logged
     if args[:1] == ["certs"]:
         parser: argparse.ArgumentParser = Parser(prog="dra-webhook")
         _certs_parser(parser.add_subparsers(dest="command"))
-        return _certs(parser.parse_args(args))
+        return _certs(parser.parse_args(args), out)
     if args[:1] == ["serve"]:
         args = args[1:]
     try:
@@ -241,6 +296,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 0
+    except BrokenPipeError:
+        raise  # a closed stdout: kube.streams.guarded
+    except Exception as exc:  # a bug: still one line, never a traceback (the traceback at DEBUG)
+        logger.debug("internal error", exc_info=True)
+        logger.error("internal error: %s: %s (a bug: --log-level DEBUG shows the traceback)", type(exc).__name__, exc)
+        return 1
     return 0
 
 

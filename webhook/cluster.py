@@ -3,6 +3,8 @@
     ClusterView.node_mode(node) -> "dra" | "legacy" | ... | None     Node label dra-bridge.io/mode
     ClusterView.quota_keys(namespace) -> frozenset[str] | QuotaUnknown   keys any ResourceQuota there limits;
                                                                      QuotaUnknown (with its cause) until listed
+    ClusterView.namespace_labels(ns) -> {label: value} | None | LabelsUnknown   a Namespace's labels (None:
+                                                                     no such Namespace; LabelsUnknown until listed)
     ClusterView.kep5004() -> {extended resource name: DeviceClass}   classes with spec.extendedResourceName
                                                                      whose selectors match a device on a DRA node
     ClusterView.apply(kind, event_type, obj)                         the pure update (tests feed it)
@@ -18,6 +20,9 @@ quota is unknown (:class:`~translate.plan.cluster_state.QuotaUnknown`, whose cau
 not listed yet, a missing permission, no answer for N s, the last error), and the decision
 keeps converting pods legacy (quota safety fails closed). After that a failing relist keeps
 the last known quotas.
+
+The Namespace view feeds the enrolment gate (``webhook/enrolment_gate.py``, docs/design.md D28):
+only names and labels are kept, one small dict per namespace.
 
 Sources of the rules: docs/design.md D6 (DaemonSet pods follow their node's handover), the
 quota trap of docs/design.md's "Traps" (a quota on ``requests.nvidia.com/gpu`` does not limit the DRA class key
@@ -38,15 +43,16 @@ from typing import Any
 from dra_bridge.kube.api import KubeApi, api_call
 from dra_bridge.kube.backoff import Backoff, Sleep
 from dra_bridge.kube.errors import Forbidden, Gone, KubeError
-from dra_bridge.kube.resources import DEVICE_CLASSES, NODES, RESOURCE_QUOTAS, RESOURCE_SLICES, Resource
+from dra_bridge.kube.resources import DEVICE_CLASSES, NAMESPACES, NODES, RESOURCE_QUOTAS, RESOURCE_SLICES, Resource
 from dra_bridge.translate.cel import evaluate_selectors
 from dra_bridge.translate.errors import SelectorError
 from dra_bridge.translate.names import NODE_MODE_LABEL
 from dra_bridge.translate.plan.cluster_state import QuotaKeys, QuotaUnknown
+from dra_bridge.webhook.enrolment_gate import LabelsUnknown, NamespaceLabels
 
 logger = logging.getLogger(__name__)
-Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice"
-KINDS: tuple[Kind, ...] = ("Node", "ResourceQuota", "DeviceClass", "ResourceSlice")
+Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice" | "Namespace"
+KINDS: tuple[Kind, ...] = ("Node", "ResourceQuota", "DeviceClass", "ResourceSlice", "Namespace")
 
 
 class ClusterView:
@@ -75,6 +81,7 @@ class ClusterView:
         self._quotas: dict[tuple[str, str], frozenset[str]] = {}
         self._classes: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._slices: dict[str, Mapping[str, Any]] = {}
+        self._namespaces: dict[str, dict[str, str]] = {}
         self._kep5004: dict[str, str] | None = None
         self.synced: set[Kind] = set()
 
@@ -88,10 +95,17 @@ class ClusterView:
         if "ResourceQuota" not in self.synced:
             return QuotaUnknown(self._why("ResourceQuota"))
         keys: set[str] = set()
-        for (ns, _name), hard in self._quotas.items():
+        for (ns, _name), hard in tuple(self._quotas.items()):  # a snapshot: decisions run in worker threads
             if ns == namespace:
                 keys |= hard
         return frozenset(keys)
+
+    def namespace_labels(self, namespace: str) -> NamespaceLabels:
+        """The labels of Namespace ``namespace``; None when a synced view has no such Namespace;
+        LabelsUnknown (why) until the Namespace list has answered once."""
+        if "Namespace" not in self.synced:
+            return LabelsUnknown(self._why("Namespace"))
+        return self._namespaces.get(namespace)
 
     def _why(self, kind: Kind) -> str:
         if kind in self._failure:
@@ -145,6 +159,8 @@ class ClusterView:
             self._classes.clear()
         elif kind == "ResourceSlice":
             self._slices.clear()
+        elif kind == "Namespace":
+            self._namespaces.clear()
         self._kep5004 = None
         for obj in objects:
             self.apply(kind, "ADDED", obj)
@@ -180,6 +196,12 @@ class ClusterView:
                 self._slices.pop(name, None)
             else:
                 self._slices[name] = obj.get("spec") or {}
+        elif kind == "Namespace":
+            if gone:
+                self._namespaces.pop(name, None)
+            else:
+                self._namespaces[name] = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+            return  # no bearing on KEP-5004
         self._kep5004 = None
 
     async def run(self, api: KubeApi, resource_version: str, stop: asyncio.Event) -> None:
@@ -189,6 +211,7 @@ class ClusterView:
             "ResourceQuota": RESOURCE_QUOTAS,
             "DeviceClass": DEVICE_CLASSES.at(resource_version),
             "ResourceSlice": RESOURCE_SLICES.at(resource_version),
+            "Namespace": NAMESPACES,
         }
         tasks = [
             asyncio.get_running_loop().create_task(self._feed(api, kind, resource, stop))

@@ -14,6 +14,11 @@ Rules (docs/design.md D1, D2, D8, D9, D13):
 - a pod already carrying the conversion annotation plans to itself: re-invocation is a no-op;
 - a pod in ``Context.exempt_namespaces`` (kube-system, the webhook's own) or one whose policy
   says ``convert: false`` is admitted as it came, without a warning (outcome ``off``);
+- with ``Context.enrolment`` (always, in ``serve``), a pod whose namespace the enrolment rule
+  does not enrol for the path being served is admitted unchanged with a warning (outcome
+  ``not-enrolled``): no template, no Event (docs/design.md D28, ``webhook/enrolment_gate.py``);
+  while the Namespace view cannot tell, the policy's ``onError`` applies (enforce; audit admits
+  unchanged), as for a template failure;
 - audit mode never patches: the plan goes to ``warnings`` and short ``auditAnnotations``;
 - enforce returns a decision whose ``effects.templates`` must exist before the patch may be
   sent; :meth:`Decision.failed` turns it into admit-unchanged or deny (policy ``onError``),
@@ -27,11 +32,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.findings import Finding
 from dra_bridge.translate.plan.cluster_state import QuotaKeys, held_back
 from dra_bridge.translate.plan.pod_plan import plan_pod
 from dra_bridge.translate.plan.stay_legacy import CLUSTER_STATE
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES, OnError, Policy, Subject, policy_remedy
+from dra_bridge.webhook.enrolment_gate import NamespaceLabels, Verdict, gate
+from dra_bridge.webhook.events import postable_owner
 from dra_bridge.webhook.patch import PatchMemo, diff
 from dra_bridge.webhook.review import MAX_AUDIT_CHARS, MAX_WARNING_CHARS, MAX_WARNINGS, AdmissionRequest, Answer, clip
 
@@ -46,7 +54,9 @@ class Context:
     ``quota_keys(namespace)``: the resource keys any ResourceQuota there limits (QuotaUnknown
     while the quota view has not synced: such pods stay legacy);
     ``kep5004``: legacy resource name -> DeviceClass serving it via KEP-5004; ``patches``:
-    the memo of patches (None: diff every time); ``exempt_namespaces``: namespaces never converted.
+    the memo of patches (None: diff every time); ``exempt_namespaces``: namespaces never converted;
+    ``enrolment``: the chart's namespaceSelector settings the gate judges by (None: no gate, as
+    for in-process tests), over ``namespace_labels`` (the Namespace view).
     """
 
     catalog: Catalog
@@ -57,15 +67,18 @@ class Context:
     quota_keys: Callable[[str], QuotaKeys] = lambda _ns: frozenset()
     patches: PatchMemo | None = None
     exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
+    enrolment: EnrolmentSettings | None = None
+    namespace_labels: Callable[[str], NamespaceLabels] = lambda _ns: None
 
 
 @dataclass(frozen=True)
 class LogEntry:
     """What the admission's log line and metrics say. ``outcome``: patched, unchanged,
-    audited, ignored, off, error-admitted or denied; ``name``: the pod's name, or its
+    audited, ignored, off, not-enrolled, error-admitted or denied; ``name``: the pod's name, or its
     generateName followed by ``*``; ``translated``: the legacy resources converted;
     ``summary``: the plan in words; ``kept_legacy``: the cluster-state reasons that kept a
-    convertible pod legacy (``quota``, ``quota-view``, ``daemonset``: the finding's path)."""
+    convertible pod legacy (``quota``, ``quota-view``, ``daemonset``: the finding's path;
+    ``not-enrolled``, ``namespace-view``: the enrolment gate)."""
 
     outcome: str
     namespace: str = ""
@@ -154,6 +167,25 @@ def _warning(f: Finding) -> str:
     return clip(f"dra-bridge: {path}: {tail}")
 
 
+def _not_enrolled(uid: str, namespace: str, name: str, mode: Mode, verdict: Verdict, on_error: OnError) -> Decision:
+    """The answer for a namespace the gate refuses: unchanged with a warning; while the view cannot
+    tell, ``onError`` (enforce only: audit never refuses a pod)."""
+    if verdict.known:
+        warning = clip(f"dra-bridge: {verdict.reason}: left unchanged")
+        return Decision(
+            Answer(uid, warnings=(warning,)), LogEntry("not-enrolled", namespace, name, kept_legacy=("not-enrolled",))
+        )
+    log = LogEntry("error-admitted", namespace, name, kept_legacy=("namespace-view",))
+    if mode == "enforce" and on_error == "deny":
+        msg = f"dra-bridge: cannot tell whether namespace {namespace} is enrolled: {verdict.reason}"
+        msg += " (policy onError: deny)"
+        return Decision(Answer(uid, allowed=False, status=(403, msg[:1000])), replace(log, outcome="denied"))
+    warning = clip(
+        f"dra-bridge: left on the device plugin, cannot tell whether the namespace is enrolled: {verdict.reason}"
+    )
+    return Decision(Answer(uid, warnings=(warning,)), log)
+
+
 def _ignored(uid: str, namespace: str, name: str, *warnings: str) -> Decision:
     return Decision(Answer(uid, warnings=warnings), LogEntry("ignored", namespace, name))
 
@@ -171,21 +203,25 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
             _str(request.get("name")),
             f"dra-bridge: not a Pod ({clip(str(kind.get('kind')), 60)}): left unchanged",
         )
-    if request.get("operation") not in ("CREATE", None):
+    if request.get("operation") != "CREATE":
         return _ignored(uid, namespace, _str(request.get("name")))
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
         return _ignored(uid, namespace, "", "dra-bridge: the review carries no pod object: left unchanged")
     meta = _dict(obj.get("metadata"))
     spec = _dict(obj.get("spec"))
-    namespace = namespace or _str(meta.get("namespace"))
     name = _str(meta.get("name")) or (_str(meta.get("generateName")) + "*" if meta.get("generateName") else "")
     name = name or _str(request.get("name"))
     owner = _controller(meta)
     labels = {str(k): str(v) for k, v in _dict(meta.get("labels")).items()}
     subject = Subject(namespace, labels, _str(owner.get("kind")) if owner else "", _str(spec.get("schedulerName")))
+    event_owner = postable_owner(owner)  # Events only about what can own a pod, as the review names it
     settings = ctx.policy.settings_for(subject)
     if namespace in ctx.exempt_namespaces or not settings.convert:
         return Decision(Answer(uid), LogEntry("off", namespace, name))
+    if ctx.enrolment is not None:
+        verdict = gate(namespace, mode, ctx.namespace_labels(namespace), ctx.enrolment)
+        if not verdict.enrolled:
+            return _not_enrolled(uid, namespace, name, mode, verdict, settings.on_error)
     dry_run = request.get("dryRun") is True
     log = LogEntry("unchanged", namespace, name)
     try:
@@ -217,8 +253,8 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
         # audit mode: the owner's Event too (a controller's pod warnings reach nobody)
         event = (
             None
-            if mode != "audit" or not owner or dry_run
-            else AuditEvent(namespace, owner, clip(f"dra-bridge audit: pod {name} stays legacy: {reasons}", 1000))
+            if mode != "audit" or not event_owner or dry_run
+            else AuditEvent(namespace, event_owner, clip(f"dra-bridge audit: pod {name} stays legacy: {reasons}", 1000))
         )
         return Decision(
             Answer(uid, warnings=warnings, audit=audit),
@@ -239,9 +275,11 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
         warnings = (f"dra-bridge (audit): would {summary}", *warnings)[:MAX_WARNINGS]
         event = (
             None
-            if not owner or dry_run
+            if not event_owner or dry_run
             else AuditEvent(
-                namespace, owner, f"dra-bridge audit: pod {name} would {summary}; " + "; ".join(warnings[1:])[:600]
+                namespace,
+                event_owner,
+                f"dra-bridge audit: pod {name} would {summary}; " + "; ".join(warnings[1:])[:600],
             )
         )
         return Decision(

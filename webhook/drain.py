@@ -1,4 +1,4 @@
-"""The drain after SIGTERM (docs/design.md D29): keep serving, but let no connection outlive it.
+"""The drain after SIGTERM (docs/design.md D37): keep serving, but let no connection outlive it.
 
     Drain()                      .active, .start(), install(app), await run(runner, period)
 

@@ -4,8 +4,10 @@ The tree (third-party errors are chained with ``raise ... from``, never re-expor
 
     WebhookError                   base of every error raised by ``webhook``
     ├── WebhookConfigError         a flag, environment variable or file given at startup is unusable
-    │                              (a policy file that violates its schema: translate's PolicyError,
-    │                              its message kept)
+    │   │                          (a policy file that violates its schema: translate's PolicyError,
+    │   │                          its message kept)
+    │   └── ConfigFileError        a watched file cannot be read within the bounds (not a regular
+    │                              file, larger than the bound, unreadable: webhook.reload)
     ├── ReviewError                the HTTP body is not an AdmissionReview admission.k8s.io/v1
     │                              (carries the HTTP ``status``: 400, or 413 when too large)
     └── TemplateError              a ResourceClaimTemplate could not be ensured (API down,
@@ -23,6 +25,10 @@ class WebhookError(Exception):
 
 class WebhookConfigError(WebhookError):
     """A startup setting (flag, env twin, certificate, catalog or policy file) is unusable."""
+
+
+class ConfigFileError(WebhookConfigError):
+    """A watched file that cannot be read within the bounds (not regular, too large, unreadable)."""
 
 
 class ReviewError(WebhookError):

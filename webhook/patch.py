@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,17 +78,19 @@ class PatchMemo:
         self.size = size
         self.max_key_chars = max_key_chars
         self._ops: dict[str, tuple[dict[str, Any], ...]] = {}
+        self._lock = threading.Lock()  # decisions run in several worker threads (webhook/handler.py)
         self.hits = 0
         self.misses = 0
 
     def get(self, key: str) -> tuple[dict[str, Any], ...] | None:
         """The operations stored under ``key`` (counted as a hit), or None (a miss)."""
-        found = self._ops.get(key)
-        if found is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return found
+        with self._lock:
+            found = self._ops.get(key)
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return found
 
     def __len__(self) -> int:
         """Pairs held."""
@@ -97,9 +100,10 @@ class PatchMemo:
         """Store ``ops`` under ``key`` unless the key is too long; forget the oldest when full."""
         if self.size <= 0 or len(key) > self.max_key_chars:
             return
-        if len(self._ops) >= self.size:
-            del self._ops[next(iter(self._ops))]
-        self._ops[key] = ops
+        with self._lock:
+            if len(self._ops) >= self.size:
+                del self._ops[next(iter(self._ops))]
+            self._ops[key] = ops
 
 
 def diff(

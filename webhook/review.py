@@ -4,10 +4,14 @@
     Answer(uid, allowed, patch, warnings, audit, status).review() -> AdmissionReview
 
 The shapes are TypedDicts as kopf types them (``kopf/_cogs/structs/reviews.py``). Decoding
-checks only what every answer needs (the envelope, a ``request`` object, a non-empty string
-``uid``); every other field of the request is read defensively by the decision, because a
-review that decodes is always answered HTTP 200 (docs/design.md D13): the API server treats any
-other status as a failed call.
+checks what every answer needs and what the API server always sends (the envelope, a
+``request`` object, a non-empty string ``uid``, an ``operation`` of the four, a ``namespace``
+that is a DNS label: it goes into API paths, so ``kube-system/../kube-system`` is refused here,
+before anything is called; ``dryRun`` a boolean when present) and refuses JSON's non-standard
+constants (``NaN``, ``Infinity``): each is a ReviewError, HTTP 400, naming the field. Every other
+field of the request is read defensively by the decision, because a review that decodes is
+always answered HTTP 200 (docs/design.md D13): the API server treats any other status as a
+failed call (it never sends a review this module refuses).
 
 The API server may cut long warnings and audit annotations: :func:`clip` bounds them.
 """
@@ -20,9 +24,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypedDict, cast
 
+from dra_bridge.translate.dns_names import is_dns_label
 from dra_bridge.webhook.errors import ReviewError
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
+#: JSON values a body may hold, counted before decoding as its ``,``, ``{`` and ``[`` bytes (an
+#: over-count: those inside strings count too). ``json.loads`` holds the GIL for the whole body,
+#: and 3 MiB of ``"k":[]`` pairs takes it for over 250 ms, stalling the event loop however the
+#: decoding is threaded; at this count it is held for tens of milliseconds. A pod of a thousand
+#: containers has some tens of thousands; a node affinity listing 95,000 products (3 MiB) fits.
+MAX_JSON_VALUES = 100_000
 REVIEW_API_VERSION: Final = "admission.k8s.io/v1"
 MAX_WARNINGS = 12
 MAX_WARNING_CHARS = 240
@@ -31,6 +42,7 @@ MAX_AUDIT_CHARS = 200
 COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 
 class RequestKind(TypedDict):
@@ -136,12 +148,22 @@ class Answer:
         return {"apiVersion": REVIEW_API_VERSION, "kind": "AdmissionReview", "response": resp}
 
 
+def json_values(body: bytes) -> int:
+    """About how many JSON values ``body`` holds (at least as many): its ``,``, ``{`` and ``[``
+    bytes, counted in C without decoding."""
+    return body.count(b",") + body.count(b"{") + body.count(b"[")
+
+
 def decode_review(body: bytes) -> AdmissionRequest:
-    """The ``request`` of an AdmissionReview v1 body; ReviewError (400, or 413 over 3 MiB) otherwise."""
+    """The ``request`` of an AdmissionReview v1 body; ReviewError (400, or 413 over 3 MiB or
+    :data:`MAX_JSON_VALUES` values) otherwise."""
     if len(body) > MAX_BODY_BYTES:
         raise ReviewError(f"body of {len(body)} bytes exceeds the {MAX_BODY_BYTES} byte limit", 413)
+    values = json_values(body)
+    if values > MAX_JSON_VALUES:
+        raise ReviewError(f"body holds about {values} JSON values, more than the {MAX_JSON_VALUES} limit", 413)
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         raise ReviewError(f"body is not JSON: {str(exc)[:200]}") from exc
     if not isinstance(doc, dict):
@@ -159,4 +181,32 @@ def decode_review(body: bytes) -> AdmissionRequest:
     uid = request["uid"]
     if not isinstance(uid, str) or not uid:
         raise ReviewError(f"request.uid must be a non-empty string, got {clip(json.dumps(uid), 60)}")
+    _check_fields(request)
     return cast(AdmissionRequest, request)
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _shown(value: object) -> str:
+    return "nothing" if value is _MISSING else clip(json.dumps(value), 80)
+
+
+_MISSING = object()
+
+
+def _check_fields(request: Mapping[str, Any]) -> None:
+    """The fields the API server always sends, in the shape it sends them (module docstring)."""
+    operation = request.get("operation", _MISSING)
+    if operation not in OPERATIONS:
+        raise ReviewError(f"request.operation must be one of {', '.join(OPERATIONS)}, got {_shown(operation)}")
+    namespace = request.get("namespace", _MISSING)
+    if not isinstance(namespace, str) or not is_dns_label(namespace):
+        raise ReviewError(
+            f"request.namespace must be a namespace name (a DNS label: a-z, 0-9 and '-', at most 63), "
+            f"got {_shown(namespace)}"
+        )
+    dry_run = request.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        raise ReviewError(f"request.dryRun must be true or false, got {_shown(dry_run)}")

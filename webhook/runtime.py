@@ -2,15 +2,21 @@
 
     Runtime(api_version, policy=Watched|None, catalog=Watched|None, tls=TlsReloader|None)
     Runtime.context() -> decision.Context     (rebuilt only when a file changed)
-    Runtime.check_files() -> None             (called periodically by the server)
+    Runtime.check_files() -> None             (called periodically by the server, in a worker thread)
     Runtime.readiness() -> (ready, detail)    ready = TLS loaded (and matching the CA bundle and the
-                                              service name, when given) and a valid policy in force
+                                              service name, when given) and, for each policy or
+                                              catalog file given, a valid version in force
+    Runtime.liveness() -> (alive, why)        False once the reload loop stopped or hangs (webhook.reload)
     Runtime.watch_cluster(view, health)       the detail and metrics also say which views synced,
                                               which permission is missing, whether the API server answers
 
-A refused file keeps the last good value in force (docs/design.md D8); its reason shows in
+A refused file keeps the last good value in force (docs/design.md D8, D32); its reason shows in
 logs (webhook.reload), in metrics (``dra_webhook_config_valid``) and in the readiness detail,
-which stays *ready*: one bad edit must not take every replica out of the Service. The same
+which stays *ready*: one bad edit must not take every replica out of the Service. A policy or
+catalog file that has never loaded (bad at start) has no good version: the webhook serves but is
+not ready (the detail names the file and the key), admits every pod unchanged meanwhile (a policy
+it cannot read must not be replaced by the built-in defaults) and keeps re-reading the file, so a
+rollout with a bad file stalls on readiness instead of crash-looping. The same
 holds for the cluster: a view that has not synced, a missing permission or an unreachable
 API server show in the detail (``cluster``) and in metrics, never in readiness, because a
 webhook out of its Service's endpoints makes the API server apply failurePolicy silently;
@@ -19,6 +25,7 @@ a missing view degrades admissions instead (quota unknown: pods stay legacy).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,16 +33,21 @@ from typing import Any
 
 from dra_bridge.kube.observed import ApiHealth
 from dra_bridge.translate.catalog import Catalog, load_catalog
+from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.errors import CatalogError, PolicyError
 from dra_bridge.translate.plan.cluster_state import QuotaKeys
+from dra_bridge.translate.plan.options import Options
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES, Policy, load_policy
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.decision import Context
+from dra_bridge.webhook.enrolment_gate import NamespaceLabels
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.patch import PatchMemo
-from dra_bridge.webhook.reload import Watched
+from dra_bridge.webhook.reload import Reloader, Watched, failure_text
 from dra_bridge.webhook.tls import TlsReloader
+
+logger = logging.getLogger(__name__)
 
 
 def parse_catalog(text: str, source: str) -> Catalog:
@@ -55,26 +67,33 @@ def parse_policy_file(text: str, source: str) -> Policy:
         raise WebhookConfigError(str(exc)) from exc
 
 
-def watch_policy(path: Path) -> Watched[Policy]:
-    """A watched policy file (loaded now); WebhookConfigError when the first load fails."""
+def watch_policy(path: Path, *, strict: bool = True) -> Watched[Policy]:
+    """A watched policy file (loaded now); WebhookConfigError when the first load fails and
+    ``strict`` (``serve`` passes False: it starts unready, see the module docstring)."""
     watched: Watched[Policy] = Watched(path, parse_policy_file)
-    if not watched.check():
+    if not watched.check() and strict:
         raise WebhookConfigError(f"policy: {watched.error}")
     return watched
 
 
-def watch_catalog(path: Path) -> Watched[Catalog]:
-    """A watched user catalog (loaded now); WebhookConfigError when the first load fails."""
+def watch_catalog(path: Path, *, strict: bool = True) -> Watched[Catalog]:
+    """A watched user catalog (loaded now); WebhookConfigError when the first load fails and ``strict``."""
     watched: Watched[Catalog] = Watched(path, parse_catalog)
-    if not watched.check():
+    if not watched.check() and strict:
         raise WebhookConfigError(f"catalog: {watched.error}")
     return watched
+
+
+def _admit_unchanged(source: str) -> Policy:
+    """The policy while a policy file has no good version: convert nothing."""
+    return Policy(Options(convert=False), source=f"{source}: none in force (every pod admitted unchanged)")
 
 
 @dataclass
 class Runtime:
     """See the module docstring. ``require_tls`` is False only for in-process test servers;
-    ``exempt_namespaces``: never converted (kube-system and, from the settings, the webhook's own)."""
+    ``exempt_namespaces``: never converted (kube-system and, from the settings, the webhook's own);
+    ``enrolment`` and ``namespace_labels``: the enrolment gate (``decision.Context``)."""
 
     api_version: str
     metrics: Metrics = field(default_factory=Metrics)
@@ -87,8 +106,13 @@ class Runtime:
     quota_keys: Callable[[str], QuotaKeys] = lambda _ns: frozenset()
     patches: PatchMemo = field(default_factory=PatchMemo)
     exempt_namespaces: frozenset[str] = SYSTEM_NAMESPACES
+    enrolment: EnrolmentSettings | None = None
+    namespace_labels: Callable[[str], NamespaceLabels] = lambda _ns: None
     cluster: Callable[[], dict[str, Any]] | None = None
+    reloader: Reloader = field(default_factory=Reloader)
     _context: Context | None = None
+    _changes: int = 0  # new values loaded so far (written by the reload thread only)
+    _built: int = -1  # the count _context was built at
 
     def __post_init__(self) -> None:
         self.metrics.watch_patch_memo(self.patches)
@@ -102,8 +126,15 @@ class Runtime:
             if watched is None:
                 continue
             failures = watched.failures
-            if watched.check():
-                self._context = None
+            try:
+                if watched.check():
+                    self._changes += 1  # after the new value: context() rebuilds
+            except Exception as exc:  # a bug in a check: the file counts as refused, the others go on
+                error = f"{name}: check failed: {failure_text(exc)}"
+                if error != watched.error:  # one line per new reason, as a refused file
+                    watched.failures += 1
+                    logger.error("%s", error)
+                watched.error = error
             if watched.failures != failures:
                 self.metrics.reload_failures.labels(name).inc()
             invalid = watched.error or (watched is self.tls and self.tls.mismatch)
@@ -111,8 +142,11 @@ class Runtime:
 
     def context(self) -> Context:
         """The admission Context built from the values in force."""
-        if self._context is None:
-            policy = self.policy.value if self.policy and self.policy.value else Policy()
+        changes = self._changes  # read before the values, so a change made meanwhile rebuilds next time
+        if self._context is None or self._built != changes:
+            policy = Policy() if self.policy is None else self.policy.value
+            if policy is None:
+                policy = _admit_unchanged(str(self.policy.path if self.policy else ""))
             catalog = self.catalog.value if self.catalog and self.catalog.value else load_catalog()
             self._context = Context(
                 catalog,
@@ -122,7 +156,10 @@ class Runtime:
                 quota_keys=self.quota_keys,
                 patches=self.patches,
                 exempt_namespaces=self.exempt_namespaces,
+                enrolment=self.enrolment,
+                namespace_labels=self.namespace_labels,
             )
+            self._built = changes
         kep = self.kep5004()
         if kep != self._context.kep5004:
             self._context = replace(self._context, kep5004=dict(kep))
@@ -133,9 +170,13 @@ class Runtime:
         self.cluster = lambda: {"views": view.status(), **health.detail()}
         self.metrics.watch_cluster(lambda: {kind: kind in view.synced for kind in view.status()}, health)
 
+    def liveness(self) -> tuple[bool, str]:
+        """(alive, why not): the reload loop runs and its checks finish (``Reloader.alive``)."""
+        return self.reloader.alive()
+
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """(ready, detail): ready once TLS is loaded, fits the CA bundle and the service name (when
-        given: ``TlsReloader.mismatch``), and a valid policy is in force."""
+        given: ``TlsReloader.mismatch``), and a valid policy and catalog are in force (when given)."""
         detail: dict[str, Any] = {"apiVersion": self.api_version}
         tls_ok = not self.tls.mismatch if self.tls is not None else not self.require_tls
         detail["tls"] = ("loaded" if self.tls else "not configured") + (
@@ -143,7 +184,7 @@ class Runtime:
         )
         if self.tls is not None and self.tls.mismatch:
             detail["tls"] += f"; not ready: {self.tls.mismatch}"
-        policy_ok = self.policy is None or self.policy.value is not None
+        files_ok = all(w is None or w.value is not None for w in (self.policy, self.catalog))
         for name in ("policy", "catalog"):
             watched = self._files()[name]
             if watched is None:
@@ -154,6 +195,6 @@ class Runtime:
                 detail[name] = f"{watched.path}: {state}" + (f"; newest file refused: {refused}" if refused else "")
         if self.cluster is not None:
             detail["cluster"] = self.cluster()
-        ready = tls_ok and policy_ok
+        ready = tls_ok and files_ok
         detail["ready"] = ready
         return ready, detail

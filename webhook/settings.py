@@ -24,21 +24,38 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --reconcile-interval DRA_WEBHOOK_RECONCILE_INTERVAL  30 (seconds between reconciler passes)
     --log-level          DRA_WEBHOOK_LOG_LEVEL           INFO (DEBUG, INFO, WARNING or ERROR, any case; kube.logs)
     --drain-period       DRA_WEBHOOK_DRAIN_PERIOD        0 (seconds serving after SIGTERM, closing connections)
+    --namespace-label    DRA_WEBHOOK_NAMESPACE_LABEL     dra-bridge.io/webhook (the chart's webhook.namespaceLabel)
+    --opt-out-label      DRA_WEBHOOK_OPT_OUT_LABEL       dra-bridge.io/webhook-opt-out (webhook.optOutLabel)
+    --paths              DRA_WEBHOOK_PATHS               audit,enforce (the registration's entries: webhook.*.enabled)
+    --audit-all-namespaces DRA_WEBHOOK_AUDIT_ALL_NAMESPACES false (webhook.audit.allNamespaces)
+    --client-ca-file     DRA_WEBHOOK_CLIENT_CA_FILE      (any caller) callers must present a certificate it signed
+
+The last four are the settings the chart renders into each entry's namespaceSelector: the
+webhook acts only for a namespace they enrol on the path served (``Settings.enrolment``,
+``translate/enrolment.py``, docs/design.md D28), so the chart passes them from the same values.
+
+Then ``--metrics-port`` (``DRA_WEBHOOK_METRICS_PORT``; unset: ``/metrics`` on the HTTPS port), a
+plain-HTTP port serving ``/metrics`` alone, and the connection limits of webhook.connection_limits
+(``--handshake-timeout`` ... ``--max-connections``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
 from dra_bridge.kube.logs import level_number
-from dra_bridge.translate.names import normalize_api_version
+from dra_bridge.translate.enrolment import EnrolmentSettings
+from dra_bridge.translate.names import WEBHOOK_MODE_LABEL, WEBHOOK_OPT_OUT_LABEL, normalize_api_version
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES
+from dra_bridge.webhook.connection_limits import CONNECTION_FLAGS, ConnectionLimits, limits_from
 from dra_bridge.webhook.errors import WebhookConfigError
 
 ENV_PREFIX = WEBHOOK_PREFIX
@@ -96,6 +113,35 @@ class Settings:
     """The lowest level logged (kube.logs.LEVELS, in any case)."""
     drain_period: float = 0.0
     """Seconds to keep serving after SIGTERM, every answer closing its connection (webhook.drain)."""
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
+    """Timeouts and caps of every listening port (webhook.connection_limits)."""
+    metrics_port: int | None = None
+    """A plain-HTTP port serving only ``/metrics``; None: ``/metrics`` is on the HTTPS port."""
+    namespace_label: str = WEBHOOK_MODE_LABEL
+    """The namespace label whose value (``enforce``, ``audit``) enrols a namespace (the chart's
+    ``webhook.namespaceLabel``)."""
+    opt_out_label: str = WEBHOOK_OPT_OUT_LABEL
+    """A namespace with this label is never enrolled (``webhook.optOutLabel``)."""
+    paths: frozenset[str] = frozenset({"audit", "enforce"})
+    """The registration's entries (``webhook.audit.enabled``, ``webhook.enforce.enabled``)."""
+    audit_all_namespaces: bool = False
+    """``/mutate/audit`` enrols every namespace but the excluded (``webhook.audit.allNamespaces``)."""
+    client_ca_file: Path | None = None
+    """PEM CAs: every caller must present a client certificate one of them signed (the TLS
+    handshake fails otherwise); None: any caller."""
+
+    @property
+    def enrolment(self) -> EnrolmentSettings:
+        """The enrolment rule's settings, as the chart renders them into its namespaceSelectors
+        (the release namespace is :attr:`namespace`)."""
+        return EnrolmentSettings(
+            mode_label=self.namespace_label,
+            opt_out_label=self.opt_out_label,
+            audit="audit" in self.paths,
+            enforce="enforce" in self.paths,
+            audit_all_namespaces=self.audit_all_namespaces,
+            release_namespace=self.namespace,
+        )
 
     @property
     def exempt_namespaces(self) -> frozenset[str]:
@@ -150,6 +196,8 @@ class Settings:
             raise WebhookConfigError(f"--port {port}: must be 1..65535")
         if drain < 0:
             raise WebhookConfigError(f"{FLAGS.twin('drain_period')} {drain}: must not be negative")
+        metrics_port = _metrics_port(pick("metrics_port"), port)
+        connections = limits_from(given)
         if reload_interval <= 0 or deadline <= 0 or reconcile <= 0 or grace < 0:
             raise WebhookConfigError(
                 "--reload-interval, --template-deadline and --reconcile-interval must be positive, "
@@ -165,6 +213,8 @@ class Settings:
         def path(name: str) -> Path | None:
             value = pick(name)
             return Path(value) if value else None
+
+        enrolment = _enrolment_values(pick)
 
         return cls(
             tls_cert_file=Path(cert),
@@ -185,7 +235,46 @@ class Settings:
             reconcile_interval=reconcile,
             log_level=log_level,
             drain_period=drain,
+            client_ca_file=path("client_ca_file"),
+            connections=connections,
+            metrics_port=metrics_port,
+            **enrolment,
         )
+
+
+_LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+
+
+def _enrolment_values(pick: Callable[[str], str | None]) -> dict[str, Any]:
+    """The four enrolment settings, checked (a label key, a list of paths, a boolean)."""
+    out: dict[str, Any] = {}
+    for name, default in (("namespace_label", WEBHOOK_MODE_LABEL), ("opt_out_label", WEBHOOK_OPT_OUT_LABEL)):
+        value = pick(name) or default
+        if not _LABEL_KEY.fullmatch(value) or len(value) > 317:
+            raise WebhookConfigError(f"{FLAGS.twin(name)} {value!r}: not a label key ([prefix/]name)")
+        out[name] = value
+    raw_paths = pick("paths") or "audit,enforce"
+    paths = frozenset(p.strip() for p in raw_paths.split(",") if p.strip() and raw_paths != "none")
+    if not paths <= {"audit", "enforce"}:
+        raise WebhookConfigError(f"{FLAGS.twin('paths')} {pick('paths')!r}: a comma list of audit and enforce")
+    out["paths"] = paths
+    raw = (pick("audit_all_namespaces") or "false").lower()
+    if raw not in ("true", "false"):
+        raise WebhookConfigError(f"{FLAGS.twin('audit_all_namespaces')} {raw!r}: true or false")
+    out["audit_all_namespaces"] = raw == "true"
+    return out
+
+
+def _metrics_port(raw: str | None, port: int) -> int | None:
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise WebhookConfigError(f"{FLAGS.twin('metrics_port')} {raw!r}: not a port number (1..65535)")
+    if int(raw) == port:
+        raise WebhookConfigError(
+            f"{FLAGS.twin('metrics_port')} {raw}: the HTTPS port (--port); leave it unset for that"
+        )
+    return int(raw)
 
 
 FLAGS = FlagTable(
@@ -207,6 +296,13 @@ FLAGS = FlagTable(
             "is 503; leave unset for a url registration on loopback",
             "not checked",
             "NAME",
+        ),
+        Flag(
+            "client_ca_file",
+            "PEM CAs: callers must present a client certificate one of them signed (the API server's "
+            "AdmissionConfiguration kubeConfigFile), or the TLS handshake fails; reloaded with the pair",
+            "any caller",
+            "FILE",
         ),
         Flag("policy", "policy YAML, hot-reloaded", "built-in defaults", "FILE"),
         Flag("catalog", "user catalog YAML extending the shipped one", "the shipped catalog only", "FILE"),
@@ -235,6 +331,39 @@ FLAGS = FlagTable(
             "0",
             "SECONDS",
         ),
+        Flag(
+            "namespace_label",
+            "the namespace label whose value (enforce, audit) enrols a namespace, as the registration's "
+            "namespaceSelectors (chart: webhook.namespaceLabel)",
+            WEBHOOK_MODE_LABEL,
+            "KEY",
+        ),
+        Flag(
+            "opt_out_label",
+            "a namespace with this label is never enrolled (chart: webhook.optOutLabel)",
+            WEBHOOK_OPT_OUT_LABEL,
+            "KEY",
+        ),
+        Flag(
+            "paths",
+            "the registration's entries, a comma list of audit and enforce, or none (chart: "
+            "webhook.audit.enabled, webhook.enforce.enabled); the webhook acts on no other path",
+            "audit,enforce",
+            "LIST",
+        ),
+        Flag(
+            "audit_all_namespaces",
+            "true: /mutate/audit enrols every namespace but the excluded (chart: webhook.audit.allNamespaces)",
+            "false",
+            "BOOL",
+        ),
+        Flag(
+            "metrics_port",
+            "a plain-HTTP port serving only /metrics, which the HTTPS port then no longer serves",
+            "unset: /metrics on the HTTPS port",
+            "PORT",
+        ),
+        *CONNECTION_FLAGS,
     ),
 )
 """The ``serve`` flags and their ``DRA_WEBHOOK_`` twins (kube.flags)."""

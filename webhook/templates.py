@@ -15,7 +15,9 @@
   decides the answer, never the handler's internal-error path;
 - names known to exist are cached for a short time (default 30 s) and dropped at once on a
   watch DELETED event (:meth:`KubeTemplateEnsurer.forget`) or when an API call says NotFound;
-- ``dry_run`` creates nothing and calls nothing (``sideEffects: NoneOnDryRun``).
+- ``dry_run`` creates nothing and calls nothing (``sideEffects: NoneOnDryRun``);
+- a template whose namespace is not a DNS label or whose name is not a DNS subdomain is a
+  TemplateError before any call (the names go into API paths).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dra_bridge.kube.api import KubeApi
 from dra_bridge.kube.backoff import Backoff, Sleep
 from dra_bridge.kube.errors import AlreadyExists, KubeError, Unavailable
 from dra_bridge.kube.resources import RESOURCE_CLAIM_TEMPLATES
+from dra_bridge.translate.dns_names import is_dns_label, is_dns_subdomain
 from dra_bridge.translate.names import MANAGED_BY
 from dra_bridge.translate.plan.claim_templates import internal_from_template
 from dra_bridge.webhook.errors import TemplateError
@@ -101,6 +104,11 @@ class KubeTemplateEnsurer:
         """See :class:`TemplateEnsurer`."""
         if dry_run:
             return 0
+        for tpl in templates:
+            meta = tpl.get("metadata") or {}
+            ns, name = meta.get("namespace"), meta.get("name")
+            if not (isinstance(ns, str) and is_dns_label(ns) and isinstance(name, str) and is_dns_subdomain(name)):
+                raise TemplateError(f"{str(ns)[:80]!r}/{str(name)[:80]!r} is not a valid namespace/name: not sent")
         created = 0
         try:
             async with asyncio.timeout(self.deadline):

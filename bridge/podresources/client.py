@@ -68,6 +68,10 @@ class PodResourcesClient(UnixSocketClient):
         """``GetAllocatableResources`` as its protobuf JSON mapping."""
         return to_json(await self.allocatable_message())
 
+    async def listed(self) -> dict[str, Any]:
+        """``List`` as its protobuf JSON mapping (every container's devices and DRA claims)."""
+        return to_json(await self._call("List", api_pb2.ListPodResourcesRequest(), api_pb2.ListPodResourcesResponse))
+
     async def held_devices(self) -> dict[str, list[str]]:
         """``List``: device ID -> the containers holding it (``namespace/pod/container``), sorted."""
         response: api_pb2.ListPodResourcesResponse = await self._call(

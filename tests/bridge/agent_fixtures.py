@@ -10,12 +10,13 @@ import pytest
 
 from dra_bridge.bridge.agent import Agent
 from dra_bridge.bridge.health import Clocks
-from dra_bridge.bridge.node_plugin import PluginPaths
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, PluginPaths
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.translate.catalog import Catalog
+from dra_bridge.translate.inventory.allocatable import DeviceId
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.names import NODE_MODE_LABEL as MODE_LABEL
 
@@ -130,30 +131,26 @@ async def publish(agent: Agent, clock: Clock) -> None:
     await agent.publisher.sync()
 
 
+def plugin_of(agent: Agent) -> Plugin:
+    """The agent's plugin as started by :func:`start_dra_plugin`."""
+    assert isinstance(agent.plugin, Plugin)
+    return agent.plugin
+
+
 async def start_dra_plugin(
     legacy: Agent, kubelet: KubeletServer, api: FakeApi
-) -> tuple[PluginPaths, dict[str, tuple[str, str]]]:
-    """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it;
-    returns its paths and the device index (published name -> (resource, device ID))."""
-    from dra_bridge.bridge.claims import AgentView
-    from dra_bridge.bridge.node_plugin import device_index, start_plugin
+) -> tuple[PluginPaths, dict[str, DeviceId]]:
+    """The agent's DRA plugin in the fake kubelet's directory, as ``dra-bridge run`` starts it
+    (the agent is its view); returns its paths and the device index (published name -> device)."""
+    from dra_bridge.bridge.kubeletplugin.node_plugin import Collection, start_plugin
     from tests.bridge.draplugin_fixtures import toolkit_spec
 
     paths = PluginPaths.under(kubelet.dir, kubelet.dir / "state", (kubelet.dir / "etc", kubelet.dir / "run"))
     for d in paths.cdi_dirs:
         d.mkdir(parents=True)
-    index = device_index(legacy.recorded, legacy.catalog)
-    toolkit_spec(paths, sorted(i for _, i in index.values()))
-    legacy.plugin = await start_plugin(
-        paths,
-        api,
-        NODE,
-        AgentView(
-            lambda: device_index(legacy.recorded, legacy.catalog),
-            legacy.publisher.version,
-            lambda: legacy.report.mode == "dra",
-        ),
-        metrics=legacy.metrics,
-        boot_id=lambda: "b",
-    )
+    index = dict(legacy.devices())
+    toolkit_spec(paths, sorted(d.device_id for d in index.values()))
+    plugin = await start_plugin(paths, api, NODE, legacy, metrics=legacy.metrics, boot_id=lambda: "b")
+    plugin.collection = Collection(legacy.kubelet, legacy.settings.claim_grace_period)
+    legacy.plugin = plugin
     return paths, index

@@ -22,7 +22,8 @@ Obj = dict[str, Any]
 
 
 class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):
-    """Serves ``devices`` (list of (resource, id, [numa])) and ``held`` ({pod: {container: [(resource, id)]}})."""
+    """Serves ``devices`` (list of (resource, id, [numa])), ``held`` ({pod: {container: [(resource, id)]}})
+    and ``dynamic`` ({pod: {container: [(claim namespace, claim name, driver, pool, device)]}})."""
 
     @staticmethod
     def entry(resource: str, device_id: str, numa: list[int] | None = None) -> api_pb2.ContainerDevices:
@@ -33,6 +34,7 @@ class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):
     def __init__(self) -> None:
         self.devices: list[tuple[str, str, list[int]]] = []
         self.held: dict[str, dict[str, list[tuple[str, str]]]] = {}
+        self.dynamic: dict[str, dict[str, list[tuple[str, str, str, str, str]]]] = {}
         self.calls = 0
 
     async def GetAllocatableResources(self, request: Any, context: Any) -> api_pb2.AllocatableResourcesResponse:
@@ -46,15 +48,29 @@ class FakeKubelet(api_pb2_grpc.PodResourcesListerServicer):
 
     async def List(self, request: Any, context: Any) -> api_pb2.ListPodResourcesResponse:
         pods = []
-        for pod, containers in self.held.items():
+        for pod in sorted(set(self.held) | set(self.dynamic)):
             ns, name = pod.split("/")
+            held, dynamic = self.held.get(pod, {}), self.dynamic.get(pod, {})
             pods.append(
                 api_pb2.PodResources(
                     namespace=ns,
                     name=name,
                     containers=[
-                        api_pb2.ContainerResources(name=c, devices=[self.entry(r, d) for r, d in devs])
-                        for c, devs in containers.items()
+                        api_pb2.ContainerResources(
+                            name=c,
+                            devices=[self.entry(r, d) for r, d in held.get(c, [])],
+                            dynamic_resources=[
+                                api_pb2.DynamicResource(
+                                    claim_namespace=cns,
+                                    claim_name=cname,
+                                    claim_resources=[
+                                        api_pb2.ClaimResource(driver_name=drv, pool_name=pool, device_name=dev)
+                                    ],
+                                )
+                                for cns, cname, drv, pool, dev in dynamic.get(c, [])
+                            ],
+                        )
+                        for c in sorted(set(held) | set(dynamic))
                     ],
                 )
             )

@@ -14,19 +14,20 @@ import grpc
 
 from dra_bridge.bridge.access import API_CALLS
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
-from dra_bridge.bridge.node_plugin import PluginPaths
+from dra_bridge.bridge.kubeletplugin.node_plugin import PluginPaths
 from dra_bridge.kube.fake import FakeKube
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
+from dra_bridge.translate.inventory.allocatable import DeviceId
 
 NODE = "node-a"
 DRIVER = "dra-bridge.io"
 NVIDIA_UUID = "GPU-11111111-2222-3333-4444-555555555555"
 AMD_PCI = "0000:03:00.0"
 INVENTORY = {
-    "gpu-nv0": ("nvidia.com/gpu", NVIDIA_UUID),
-    "gpu-nv1": ("nvidia.com/gpu", "GPU-missing"),
-    "gpu-amd0": ("amd.com/gpu", AMD_PCI),
-    "gpu-amd1": ("amd.com/gpu", "0000:04:00.0"),
+    "gpu-nv0": DeviceId("nvidia.com/gpu", NVIDIA_UUID),
+    "gpu-nv1": DeviceId("nvidia.com/gpu", "GPU-missing"),
+    "gpu-amd0": DeviceId("amd.com/gpu", AMD_PCI),
+    "gpu-amd1": DeviceId("amd.com/gpu", "0000:04:00.0"),
 }
 UID = ["0a1b2c3d-0000-4000-8000-00000000000" + str(i) for i in range(10)]
 

@@ -9,8 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from dra_bridge.bridge.claims import AgentView
-from dra_bridge.bridge.node_plugin import start_plugin
+from dra_bridge.bridge.kubeletplugin.node_plugin import start_plugin
+from dra_bridge.bridge.ports import StaticView
 from tests.bridge.draplugin_fixtures import INVENTORY, NODE, fake_api, layout
 
 
@@ -24,7 +24,7 @@ async def main(root: Path, claims: Path, boot_id: str) -> None:
         paths,
         fake_api(json.loads(claims.read_text())),
         NODE,
-        AgentView(lambda: INVENTORY, version),
+        StaticView(INVENTORY),
         boot_id=lambda: boot_id,
     )
     print("ready", flush=True)

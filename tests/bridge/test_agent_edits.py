@@ -15,9 +15,8 @@ import grpc
 import pytest
 
 from dra_bridge.bridge.agent import Agent
-from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.deviceplugin import api_pb2_grpc
-from dra_bridge.bridge.node_plugin import PluginPaths, device_index, start_plugin
+from dra_bridge.bridge.kubeletplugin.node_plugin import PluginPaths, start_plugin
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
 from dra_bridge.translate.catalog import Catalog, load_catalog
@@ -131,16 +130,14 @@ async def test_prepare_answers_the_recorded_edits_in_our_spec(
         paths,
         api,
         NODE,
-        AgentView(
-            lambda: device_index(agent.recorded, cat), agent.publisher.version, lambda: agent.report.mode == "dra"
-        ),
+        agent,
         boot_id=lambda: "b",
-        edits=lookup(lambda: agent.recorded.edits, cat),
+        edits=lookup(agent.recorded_edits, cat),
     )
     client = Kubelet(paths.dra_socket)
     try:
         await hand_over_and_publish(agent, node, api, plugin, clock)
-        (name,) = [n for n, (_, i) in device_index(agent.recorded, cat).items() if i == "ex1"]
+        (name,) = [n for n, d in agent.devices().items() if d.device_id == "ex1"]
         api.put(RESOURCE_CLAIMS, claim(UID, "c", [("gpu", cat.bridge_driver, NODE, name)]))
         assert (await client.prepare((UID, "c"))).claims[UID].error == ""
         spec: dict[str, Any] = json.loads((paths.cdi_dirs[-1] / f"dra-bridge.io-claim_{UID}.json").read_text())

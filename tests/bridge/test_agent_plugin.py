@@ -22,6 +22,7 @@ from tests.bridge.agent_fixtures import (
     Clock,
     MakeAgent,
     hand_over,
+    plugin_of,
     publish,
     start_dra_plugin,
 )
@@ -78,7 +79,7 @@ async def test_kubelet_reachable_again_is_logged_only_after_a_failure(
 ) -> None:
     api.add_node(NODE, dict(LABELS), {})
     agent = make_agent(tmp_path / "state")
-    caplog.set_level(logging.INFO, logger="dra_bridge.bridge.agent")
+    caplog.set_level(logging.INFO, logger="dra_bridge.bridge.observe")
     await agent.tick()
     assert "reachable again" not in caplog.text, "first contact is not a recovery"
     await kubelet.stop()
@@ -113,7 +114,7 @@ async def test_the_prepared_claim_count_on_the_node_is_the_plugins(
         (condition,) = [c for c in api.nodes[NODE]["status"]["conditions"] if c["type"] == CONDITION_TYPE]
         assert condition["message"].startswith("0 prepared claim")
         assert legacy.plugin is not None
-        await legacy.plugin.stop()
+        await plugin_of(legacy).stop()
         await legacy.tick()
         assert not legacy.health.alive(60) and "registration socket" in legacy.health.plugin
     finally:
@@ -143,7 +144,7 @@ async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_al
 
     paths, index = await start_dra_plugin(legacy, kubelet, api)
     uid = "0a1b2c3d-0000-4000-8000-000000000002"
-    (name,) = [n for n, (_, i) in index.items() if i == "GPU-aaaa"]
+    (name,) = [n for n, d in index.items() if d.device_id == "GPU-aaaa"]
     api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", catalog.bridge_driver, NODE, name)]))
     hand_over(kubelet, api)
     await publish(legacy, clock)
@@ -164,7 +165,7 @@ async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_al
         api.nodes[NODE]["metadata"]["labels"][MODE_LABEL] = "legacy"
         kubelet.fake.devices = [("nvidia.com/gpu", "GPU-aaaa", [0])]
         report = await legacy.tick()
-        assert report.alarm and "offers device(s) again" in report.alarm and "GPU-aaaa" in report.alarm
+        assert report.alarm and "offers it again" in report.alarm and "GPU-aaaa" in report.alarm
         assert "dra_bridge_alarms_total 2.0" in legacy.metrics.text().decode()
         assert (await client.unprepare((uid, "c"))).claims[uid].error == ""
         report = await legacy.tick()
@@ -172,4 +173,4 @@ async def test_a_prepared_claims_device_held_by_a_legacy_container_raises_the_al
     finally:
         await client.close()
         assert legacy.plugin is not None
-        await legacy.plugin.stop()
+        await plugin_of(legacy).stop()

@@ -1,4 +1,4 @@
-"""The device health rule (bridge/device_health.py), the per-device alarm (bridge/interlocks.py)
+"""The device health rule (bridge/kubeletplugin/device_health.py), the per-device alarm (bridge/interlocks.py)
 and NVML's UUID lookup (bridge/nvml.py, against a fake pynvml module)."""
 
 from __future__ import annotations
@@ -8,9 +8,12 @@ import types
 
 import pytest
 
-from dra_bridge.bridge.device_health import HEALTHY, UNHEALTHY, UNKNOWN, HealthFacts, assess, health_of
 from dra_bridge.bridge.interlocks import alarm, alarmed_devices
+from dra_bridge.bridge.kubeletplugin.device_health import HEALTHY, UNHEALTHY, UNKNOWN, HealthFacts, assess, health_of
 from dra_bridge.bridge.nvml import check_uuids
+from dra_bridge.bridge.observation import Observation
+from dra_bridge.bridge.state import Inventory
+from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 
 GPU, MIG, AMD = "GPU-aaaa", "MIG-cccc", "0000:03:00.0"
 TOOLKIT = {f"nvidia.com/gpu={GPU}": True}
@@ -70,20 +73,33 @@ def test_every_reason_is_given_and_the_message_fits_the_kubelets_limit() -> None
     facts = HealthFacts({GPU: "GPU is lost"}, {GPU: "x" * 2000}, {f"nvidia.com/gpu={GPU}": False})
     health, message = health_of("nvidia.com/gpu", GPU, facts)
     assert health == UNHEALTHY and message.startswith("NVML: GPU is lost; hand-over alarm: x") and len(message) == 1024
-    reports = assess({"b": ("amd.com/gpu", AMD), "a": ("nvidia.com/gpu", GPU)}, "node-1", HealthFacts())
+    reports = assess({"b": DeviceId("amd.com/gpu", AMD), "a": DeviceId("nvidia.com/gpu", GPU)}, "node-1", HealthFacts())
     assert [(r.pool, r.device, r.health) for r in reports] == [("node-1", "a", UNKNOWN), ("node-1", "b", UNKNOWN)]
 
 
+def _obs(offered: set[str], held: dict[str, list[str]], published: set[str], prepared: set[str]) -> Observation:
+    recorded = Inventory(
+        devices=tuple(InventoryDevice(resourceName="x.com/gpu", deviceID=i, numaNodes=[]) for i in "ABCXY")
+    )
+    return Observation(
+        now=0,
+        recorded=recorded,
+        offered=tuple(InventoryDevice(resourceName="x.com/gpu", deviceID=i, numaNodes=[]) for i in sorted(offered)),
+        held=held,
+        published=frozenset(DeviceId("x.com/gpu", i) for i in published),
+        prepared=frozenset(DeviceId("x.com/gpu", i) for i in prepared),
+    )
+
+
 def test_alarmed_devices_are_the_alarms_devices() -> None:
-    offered, published, prepared = frozenset({"A", "B", "X"}), frozenset({"A"}), frozenset({"B", "C"})
-    held = {"C": ["ns/p/c"], "B": ["ns/q/d"], "Y": ["ns/r/e"]}
-    got = alarmed_devices(offered, held, published, prepared)
+    obs = _obs({"A", "B", "X"}, {"C": ["ns/p/c"], "B": ["ns/q/d"], "Y": ["ns/r/e"]}, {"A"}, {"B", "C"})
+    got = {d.device_id: why for d, why in alarmed_devices(obs).items()}
     assert set(got) == {"A", "B", "C"}
     assert "offers it again" in got["A"] and "offers it again" in got["B"] and "ns/q/d" in got["B"]
     assert got["C"] == "assigned to legacy container(s) ns/p/c while a prepared claim holds it"
-    text = alarm(offered, held, published, prepared)
+    text = alarm(obs)
     assert text is not None and all(d in text for d in got)
-    assert alarmed_devices(frozenset({"X"}), {"Y": ["ns/r/e"]}, frozenset(), frozenset()) == {}
+    assert alarmed_devices(_obs({"X"}, {"Y": ["ns/r/e"]}, set(), set())) == {}
 
 
 class _NvmlError(Exception):

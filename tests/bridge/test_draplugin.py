@@ -18,11 +18,12 @@ from typing import Any
 import grpc
 import pytest
 
-from dra_bridge.bridge.cdi_specs import SpecIndex
-from dra_bridge.bridge.claims import CRASH_POINT_ENV, CRASH_POINTS, AgentView
 from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import registration_pb2, registration_pb2_grpc
-from dra_bridge.bridge.node_plugin import Plugin, PluginPaths, start_plugin
+from dra_bridge.bridge.kubeletplugin.cdi_specs import SpecIndex
+from dra_bridge.bridge.kubeletplugin.claims import CRASH_POINT_ENV, CRASH_POINTS
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, PluginPaths, start_plugin
+from dra_bridge.bridge.ports import PrepareGate, StaticView
 from dra_bridge.kube.errors import Unavailable
 from dra_bridge.kube.fake import FakeKube
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
@@ -56,7 +57,7 @@ class Node:
         self.paths: PluginPaths = layout(root)
         self.api: FakeKube = fake_api(claims)
         self.boot = "boot-1"
-        self.accepting = True
+        self.view = StaticView(INVENTORY)
         self.metrics = Metrics()
         self.plugin: Plugin | None = None
 
@@ -65,7 +66,7 @@ class Node:
             self.paths,
             self.api,
             NODE,
-            AgentView(lambda: INVENTORY, v1, lambda: self.accepting),
+            self.view,
             metrics=self.metrics,
             boot_id=lambda: self.boot,
         )
@@ -219,7 +220,7 @@ async def test_idempotent_and_restart_from_the_checkpoint_alone(node: Node) -> N
     await node.stop()
     node.api.remove(RESOURCE_CLAIMS, "amd", "ns")  # the claim is gone, the API is down, the node left DRA mode
     node.api.fail = Unavailable("down")
-    node.accepting = False
+    node.view.gate = PrepareGate(True, False, "the node is not in DRA mode (dra-bridge.io/mode=dra)")
     await node.start()
     kubelet = Kubelet(node.paths.dra_socket, "v1beta1")
     again = await kubelet.prepare((UID[1], "amd"))

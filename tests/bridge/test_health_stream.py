@@ -13,13 +13,13 @@ import grpc
 import pytest
 
 from dra_bridge.bridge.agent import Agent
-from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2 as pb2
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2_grpc as pb2_grpc
-from dra_bridge.bridge.node_plugin import Plugin, start_plugin
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, start_plugin
+from dra_bridge.bridge.ports import StaticView
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
 from dra_bridge.translate.catalog import Catalog
-from tests.bridge.agent_fixtures import NODE, Clock, hand_over, publish, start_dra_plugin
+from tests.bridge.agent_fixtures import NODE, Clock, hand_over, plugin_of, publish, start_dra_plugin
 from tests.bridge.conftest import FakeApi, KubeletServer
 from tests.bridge.draplugin_fixtures import (
     INVENTORY,
@@ -62,7 +62,7 @@ async def plugin() -> AsyncIterator[Plugin]:
     root = short_dir()
     paths = layout(root)
     toolkit_spec(paths, [NVIDIA_UUID])
-    p = await start_plugin(paths, fake_api([]), PLUGIN_NODE, AgentView(lambda: INVENTORY, v1), boot_id=lambda: "b")
+    p = await start_plugin(paths, fake_api([]), PLUGIN_NODE, StaticView(INVENTORY), boot_id=lambda: "b")
     yield p
     await p.stop()
     remove_tree(root)
@@ -107,11 +107,11 @@ async def test_the_alarm_makes_the_prepared_device_unhealthy(
     paths, index = await start_dra_plugin(legacy, kubelet, api)
     assert legacy.plugin is not None
     uid = "0a1b2c3d-0000-4000-8000-000000000003"
-    (name,) = [n for n, (_, i) in index.items() if i == "GPU-aaaa"]
+    (name,) = [n for n, d in index.items() if d.device_id == "GPU-aaaa"]
     api.put(RESOURCE_CLAIMS, claim(uid, "c", [("gpu", catalog.bridge_driver, NODE, name)]))
     hand_over(kubelet, api)
     await publish(legacy, clock)
-    client, watcher = Kubelet(paths.dra_socket), Watcher(legacy.plugin)
+    client, watcher = Kubelet(paths.dra_socket), Watcher(plugin_of(legacy))
     try:
         assert (await client.prepare((uid, "c"))).claims[uid].error == ""
         assert (await watcher.next())[name][0] == "UNKNOWN"  # no NVML in the test: no fact either way
@@ -122,4 +122,4 @@ async def test_the_alarm_makes_the_prepared_device_unhealthy(
     finally:
         await watcher.close()
         await client.close()
-        await legacy.plugin.stop()
+        await plugin_of(legacy).stop()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dra_bridge.bridge.agent import Agent
-from tests.bridge.agent_fixtures import Clock, hand_over, start_dra_plugin
+from tests.bridge.agent_fixtures import Clock, hand_over, plugin_of, start_dra_plugin
 from tests.bridge.conftest import FakeApi, KubeletServer
 from tests.bridge.draplugin_fixtures import Kubelet
 
@@ -22,12 +22,12 @@ async def test_a_dead_dra_socket_fails_liveness_while_registration_answers(
     assert legacy.health.alive(60)
     api.fail = "connection refused" if api_down else ""
     try:
-        await legacy.plugin.servers[0].stop(None)  # the DRA service dies, registration still answers GetInfo
+        await plugin_of(legacy).servers[0].stop(None)  # the DRA service dies, registration still answers GetInfo
         await legacy.tick()
         assert legacy.health.ready is not api_down
         assert not legacy.health.alive(60) and legacy.health.plugin.startswith("DRA socket"), legacy.health.plugin
     finally:
-        await legacy.plugin.stop()
+        await plugin_of(legacy).stop()
 
 
 async def test_unprepare_is_counted_and_timed(
@@ -45,4 +45,4 @@ async def test_unprepare_is_counted_and_timed(
     finally:
         await client.close()
         assert legacy.plugin is not None
-        await legacy.plugin.stop()
+        await plugin_of(legacy).stop()

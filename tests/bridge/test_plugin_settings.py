@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dra_bridge.bridge.cli import main
-from dra_bridge.bridge.node_plugin import PluginPaths
+from dra_bridge.bridge.kubeletplugin.node_plugin import PluginPaths
 from dra_bridge.bridge.settings import Settings
 
 

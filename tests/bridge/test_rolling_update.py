@@ -13,10 +13,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from dra_bridge.bridge.claims import AgentView
 from dra_bridge.bridge.file_lock import LOCK_FILE, file_lock
 from dra_bridge.bridge.kubeletapi import registration_pb2, registration_pb2_grpc
-from dra_bridge.bridge.node_plugin import Plugin, start_plugin
+from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, start_plugin
+from dra_bridge.bridge.ports import StaticView
 from tests.bridge.draplugin_fixtures import (
     DRIVER,
     INVENTORY,
@@ -47,9 +47,7 @@ async def two_agents() -> AsyncIterator[list[Plugin]]:
     try:
         for uid in POD_UIDS:
             paths = replace(base, pod_uid=uid)
-            plugins.append(
-                await start_plugin(paths, fake_api([]), NODE, AgentView(lambda: INVENTORY, v1), boot_id=lambda: "b")
-            )
+            plugins.append(await start_plugin(paths, fake_api([]), NODE, StaticView(INVENTORY), boot_id=lambda: "b"))
         yield plugins
     finally:
         for p in plugins:
@@ -93,9 +91,7 @@ async def test_two_agents_share_the_checkpoint_without_losing_a_claim() -> None:
         claim(UID[1], "b", [("gpu", DRIVER, NODE, "gpu-amd0")]),
     ]
     plugins = [
-        await start_plugin(
-            replace(base, pod_uid=u), fake_api(claims), NODE, AgentView(lambda: INVENTORY, v1), boot_id=lambda: "b"
-        )
+        await start_plugin(replace(base, pod_uid=u), fake_api(claims), NODE, StaticView(INVENTORY), boot_id=lambda: "b")
         for u in POD_UIDS
     ]
     old, new = (Kubelet(p.paths.dra_socket) for p in plugins)

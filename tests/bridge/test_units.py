@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dra_bridge.bridge.errors import SettingsError, StateError
-from dra_bridge.bridge.interlocks import Observation, evaluate, socket_serves
+from dra_bridge.bridge.interlocks import socket_serves
 from dra_bridge.bridge.podresources.client import to_json
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import Inventory, InventoryStore
@@ -209,32 +209,6 @@ def test_a_catalogued_plugin_socket_name_counts_whatever_its_suffix(
     resource: str, socket: str, catalogued: str, serves: bool
 ) -> None:
     assert socket_serves(resource, socket, catalogued) is serves
-
-
-def test_the_plugin_socket_interlock_knows_the_catalogs_socket_names() -> None:
-    inv = Inventory(
-        node="n", devices=(InventoryDevice(resourceName="amd.com/gpu", deviceID="0000:03:00.0", numaNodes=[]),)
-    )
-    obs = Observation(now=0, plugin_sockets=frozenset({"amd.com_gpu", "kubelet.sock"}))
-    refused = evaluate(inv, obs, None, 0, catalogued_sockets={"amd.com/gpu": "amd.com_gpu"})
-    assert [(r.interlock, r.reason) for r in refused.refusals] == [
-        ("plugin-socket", "device plugin socket(s) still present: amd.com_gpu")
-    ]
-    assert evaluate(inv, Observation(now=0), None, 0, catalogued_sockets={"amd.com/gpu": "amd.com_gpu"}).publish
-
-
-def test_settle_period_counts_from_when_all_interlocks_first_held() -> None:
-    inv = Inventory("n", (InventoryDevice(resourceName="nvidia.com/gpu", deviceID="GPU-a", numaNodes=[]),))
-    first = evaluate(inv, Observation(now=100), None, 30)
-    assert not first.publish and first.clear_since == 100
-    assert not evaluate(inv, Observation(now=129), first.clear_since, 30).publish
-    assert evaluate(inv, Observation(now=130), first.clear_since, 30).publish
-    refused = evaluate(inv, Observation(now=131, node_capacity={"nvidia.com/gpu": "1"}), 100, 30)
-    assert refused.clear_since is None and not refused.publish
-
-
-def test_empty_record_refuses() -> None:
-    assert [r.interlock for r in evaluate(Inventory(), Observation(now=0), None, 0).refusals] == ["inventory"]
 
 
 def test_agent_flags_are_documented_by_the_settings_field_docstrings() -> None:

@@ -1,7 +1,7 @@
 """The grammar of ``webhook.policy`` in the chart's values.schema.json, generated from the options
 model (``translate.plan.options.policy_keys()``) and the policy parser's keys
 (``translate.policy``: ``TOP_LEVEL_KEYS``, ``RULE_KEYS``, ``MATCH_KEYS``), so the two cannot drift
-(docs/design.md D28).
+(docs/design.md D36).
 
 - :func:`definitions` -> the schema's ``policy*`` definitions, as the model says they must be.
 - ``python -m tests.chart.policy_schema`` rewrites them in values.schema.json (after a new policy

@@ -1,4 +1,4 @@
-"""A drain refuses nothing (docs/design.md D29): the webhook's pods sleep in preStop (the kubelet's
+"""A drain refuses nothing (docs/design.md D37): the webhook's pods sleep in preStop (the kubelet's
 native sleep action) while their endpoint goes, then drain for --drain-period after SIGTERM, and
 the grace period covers both."""
 

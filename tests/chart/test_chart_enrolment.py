@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ import yaml
 from dra_bridge.translate.enrolment import EnrolmentSettings, enrolment
 from dra_bridge.translate.label_selector import LabelSelector
 from dra_bridge.translate.names import NAMESPACE_NAME_LABEL
+from dra_bridge.webhook.enrolment_gate import gate
+from dra_bridge.webhook.settings import Settings
 from tests.chart.render import CHART, NAMESPACE, SCENARIOS, Obj, Scenario, by_kind, render
 
 #: The ci/ values files, and the tests' own allNamespaces variation.
@@ -132,6 +135,33 @@ def test_enrolment_agrees_with_the_rendered_namespace_selectors(scenario: Scenar
         rule = enrolment(name, labels, settings)
         assert tuple(sorted(rule.paths)) == chart, (name, labels, rule.reason)
         assert rule.known
+
+
+@pytest.mark.parametrize("scenario", ENROLMENT_SCENARIOS, ids=lambda s: s.id)
+def test_the_webhook_is_passed_the_settings_of_its_namespace_selectors(scenario: Scenario) -> None:
+    """The webhook's own enrolment gate (docs/design.md D28) judges by the same settings as the
+    namespaceSelectors the chart renders: its flags come from the same values."""
+    objs = render(scenario.values, *scenario.extra)
+    deployments = by_kind(objs, "Deployment")
+    settings = settings_of(values_of(scenario))
+    if not deployments:  # webhook.enabled false: nothing to pass
+        assert not (settings.audit or settings.enforce)
+        return
+    (container,) = deployments[0]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    env["DRA_WEBHOOK_NAMESPACE"] = NAMESPACE  # the fieldRef: metadata.namespace, the release namespace
+    passed = Settings.from_args(container["args"], env).enrolment
+    # the extra namespaceSelector / objectSelector terms (webhook.namespaceSelector, objectSelector)
+    # have no flags yet: the gate knows the rest, and so never refuses what the selectors send
+    extra = settings.namespace_selector != LabelSelector() or settings.object_selector != LabelSelector()
+    assert passed == replace(settings, namespace_selector=LabelSelector(), object_selector=LabelSelector())
+    entries = _entries(objs)
+    for name, labels in SAMPLES:  # and so the gate lets through exactly what the selectors send
+        full = {NAMESPACE_NAME_LABEL: name, **labels}
+        for path in ("audit", "enforce"):
+            sent = path in entries and selects(entries[path], full)
+            enrolled = gate(name, path, full, passed).enrolled
+            assert enrolled is sent or (extra and enrolled and not sent), (name, labels, path)
 
 
 @pytest.mark.parametrize("scenario", ENROLMENT_SCENARIOS, ids=lambda s: s.id)

@@ -1,4 +1,4 @@
-"""The chart's policy is validated at render time (docs/design.md D28): values.schema.json holds
+"""The chart's policy is validated at render time (docs/design.md D36): values.schema.json holds
 the policy's grammar, generated from the options model (tests/chart/policy_schema.py), so a
 misspelt key or a wrong type fails ``helm install`` instead of the next pod start; the schema
 accepts what the webhook's parser accepts; a policy change rolls the pods (``checksum/policy``)."""

@@ -7,6 +7,7 @@ import asyncio
 import os
 import shutil
 import signal
+import socket as unix_socket
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,16 @@ class RunningPlugin:
 Spawn = Callable[..., Awaitable[RunningPlugin]]
 
 
+def accepting(path: Path) -> bool:
+    """Whether a unix socket accepts connections: the file exists from bind, before gRPC listens."""
+    with unix_socket.socket(unix_socket.AF_UNIX, unix_socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
 async def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -108,7 +119,7 @@ async def spawn(short_dir: Path) -> AsyncIterator[Spawn]:
             )
         plugin = RunningPlugin(process, socket, log, DevicePluginClient(socket, timeout=3.0))
         running.append(plugin)
-        await wait_until(lambda: socket.exists() or process.poll() is not None, f"socket {socket}")
+        await wait_until(lambda: accepting(socket) or process.poll() is not None, f"socket {socket}")
         assert process.poll() is None, plugin.stderr()
         return plugin
 

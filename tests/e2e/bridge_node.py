@@ -164,9 +164,9 @@ class Bridge:
         return self.log.read_text(errors="replace")
 
 
-def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path) -> Bridge:
-    """``dra-bridge run`` for the node (see the module docstring); returns once both its
-    sockets exist (the kubelet then registers the DRA plugin)."""
+def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path, extra: Sequence[str] = ()) -> Bridge:
+    """``dra-bridge run`` for the node (see the module docstring), ``extra`` flags last (they win);
+    returns once both its sockets exist (the kubelet then registers the DRA plugin)."""
     exe = Path(sys.executable).parent / "dra-bridge"
     args = [
         str(exe),
@@ -180,6 +180,7 @@ def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path) -
         "--health-port=0",
         "--log-level=INFO",
         f"--cdi-dir={node.cdi_dir}",
+        *extra,
     ]
     fh = log.open("ab")
     proc = subprocess.Popen(

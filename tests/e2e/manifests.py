@@ -68,6 +68,7 @@ def webhook(image: str, ns: str, certs: Any, selector: dict[str, str]) -> list[t
         "--ca-bundle=/certs/ca.crt",
         f"--service-name=dra-webhook.{ns}.svc",
         "--api-version=resource.k8s.io/v1",
+        *(f"--namespace-label={key}" for key in selector),  # its enrolment gate judges as the selector
     ]
     probe = {"httpGet": {"path": "/readyz", "port": 8443, "scheme": "HTTPS"}, "periodSeconds": 1}
     return [

@@ -45,7 +45,10 @@ REGISTRY = "registry.example"
 PRODUCT = "NVIDIA-A100-SXM4-40GB"
 UUIDS = ["GPU-5e1f0000-0000-4000-8000-000000000001", "GPU-5e1f0000-0000-4000-8000-000000000002"]
 DRA_KEY = "nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices"
-PREPARED = "kubectl get node NODE -o jsonpath='{.status.conditions[?(@.type==\"DRABridgePreparedClaims\")].message}'"
+PREPARED = (
+    'kubectl get node NODE -o jsonpath=\'{range .status.conditions[?(@.type=="DRABridgePreparedClaims")]}'
+    '{.status} {.message} {.lastHeartbeatTime}{"\\n"}{end}\''
+)
 REPORT_CI = "dra-migrate report -f manifests/ --fail-on legacy-request"
 INSTALL = (
     "helm install dra-bridge charts/dra-bridge --namespace gpu-system --create-namespace "
@@ -394,9 +397,21 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         # roll back 3: slices withdrawn at once, the prepared claim served until its pod ends
         sh.run("kubectl label node NODE dra-bridge.io/mode-")
         until(lambda: not our_slices(kube, node.name), 30, "the slices withdrawn", sh, kube)
-        until(lambda: sh.run(PREPARED).stdout == "1 prepared claim(s) on this node", 15, "1 prepared claim", sh, kube)
+        until(
+            lambda: sh.run(PREPARED).stdout.startswith("True 1 prepared claim(s) on this node "),
+            15,
+            "1 prepared claim",
+            sh,
+            kube,
+        )
         kube.patch(api_path("apps/v1", "deployments", NS, "trainer"), {"spec": {"replicas": 0}})  # drain
-        until(lambda: sh.run(PREPARED).stdout == "0 prepared claim(s) on this node", 60, "0 prepared claims", sh, kube)
+        until(
+            lambda: sh.run(PREPARED).stdout.startswith("False 0 prepared claim(s) on this node "),
+            60,
+            "0 prepared claims",
+            sh,
+            kube,
+        )
         (condition,) = [
             c
             for c in kube.get(api_path("v1", "nodes", name=node.name))["status"]["conditions"]

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from dra_bridge.bridge.agent import EVENT_NAMESPACE
 from dra_bridge.bridge.podresources.client import PodResourcesClient, socket_path
+from dra_bridge.bridge.report import EVENT_NAMESPACE
 from dra_bridge.bridge.state import InventoryStore
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.names import CONVERTED_LABEL
@@ -49,7 +49,7 @@ from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import KubeClient, Obj, api_path, wait_for
 from tests.e2e.node_pods import cleanup, log_of, seen_device_nodes, seen_env, seen_uuids, shows
 from tests.e2e.realnode import RealNode
-from tests.e2e.webhook_cluster import MODE_LABEL, least_privilege_webhook
+from tests.e2e.webhook_cluster import least_privilege_webhook, mode_label_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.real_node, pytest.mark.handover]
 
@@ -284,7 +284,8 @@ def webhook_phase(
     kube: KubeClient, node: RealNode, namespace: str, label: str, published: dict[str, str], taken: list[str]
 ) -> None:
     """4. A legacy Deployment where the webhook enforces: converted, allocated, prepared, running."""
-    kube.patch(api_path("v1", "namespaces", name=namespace), {"metadata": {"labels": {MODE_LABEL: label}}})
+    labels = {mode_label_for(label): "enforce"}
+    kube.patch(api_path("v1", "namespaces", name=namespace), {"metadata": {"labels": labels}})
     probe = {"metadata": {"name": "probe"}, "spec": {"containers": [container(node, "main", {MIG: 1})]}}
     wait_for(
         lambda: (

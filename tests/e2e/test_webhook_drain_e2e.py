@@ -1,4 +1,4 @@
-"""A drain refuses nothing, on the real node (issue 26 item 2; docs/design.md D29).
+"""A drain refuses nothing, on the real node (issue 26 item 2; docs/design.md D37).
 
 The module's cluster (``podcluster.py``): the control plane on the host's address, a real node,
 kube-proxy, so that the API server calls the webhook through its Service's ClusterIP as in a

@@ -9,6 +9,7 @@ ResourceSlices of the bridge driver: a Tesla T4 node and an A100 node.
 
 from __future__ import annotations
 
+import json
 import ssl
 import time
 import urllib.request
@@ -293,3 +294,35 @@ def test_metrics_count_admissions_and_created_templates(cluster: Cluster) -> Non
     created = [line for line in text.splitlines() if line.startswith("dra_webhook_templates_created_total ")]
     assert created and float(created[0].split()[1]) >= 1
     assert 'dra_webhook_requests_total{mode="enforce",outcome="patched"}' in text
+
+
+def test_a_review_sent_straight_to_the_port_for_a_namespace_not_enrolled_creates_nothing(cluster: Cluster) -> None:
+    """No confused deputy (docs/design.md D28): the enforce path, called directly with a pod of an
+    audit-only namespace, answers unchanged and creates no template there."""
+    ns = webhook_namespace(cluster, "audit")
+    wait_for(lambda: cluster.kube.exists(api_path("v1", "namespaces", name=ns)) or None, 10, "the namespace to exist")
+    time.sleep(1.0)  # the webhook's Namespace view sees the label
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "deputy-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": ns,
+            "operation": "CREATE",
+            "object": {**legacy_pod("direct"), "metadata": {"name": "direct", "namespace": ns}},
+        },
+    }
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE  # the caller is anyone: no trust needed
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{cluster.v1.port}/mutate/enforce",
+        data=json.dumps(review).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+        answer = json.loads(resp.read())["response"]
+    assert answer["allowed"] is True and "patch" not in answer
+    assert any("not enrolled for /mutate/enforce" in w for w in answer["warnings"]), answer
+    assert cluster.kube.list(api_path(V1, "resourceclaimtemplates", ns)) == []

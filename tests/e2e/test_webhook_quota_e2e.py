@@ -40,11 +40,11 @@ from tests.e2e.kubeapi import KubeClient, api_path, create_namespace, wait_for
 from tests.e2e.stall_proxy import StallingProxy
 from tests.e2e.webhook_cluster import (
     LEASE_NAMESPACE,
-    MODE_LABEL,
     RBAC,
     Webhook,
     grant,
     legacy_pod,
+    mode_label_for,
     start_webhook,
     token_kubeconfig,
     webhook_entry,
@@ -93,6 +93,7 @@ def setup(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytes
             work,
             "resource.k8s.io/v1",
             name="no-list",
+            mode_label=mode_label_for(f"quota-no-list-{suffix}"),
             kubeconfig=token_kubeconfig(
                 kube, work / "no-list.kubeconfig", sa_ns, no_list, control_plane.server, control_plane.ca_file
             ),
@@ -103,6 +104,7 @@ def setup(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytes
             work,
             "resource.k8s.io/v1",
             name="stalled",
+            mode_label=mode_label_for(f"quota-stalled-{suffix}"),
             kubeconfig=token_kubeconfig(kube, work / "stalled.kubeconfig", sa_ns, full, proxy.url, certs.ca_cert),
         )
         ca = certs.ca_cert.read_bytes()
@@ -114,7 +116,11 @@ def setup(control_plane: ControlPlane, kube: KubeClient, tmp_path_factory: pytes
                 "metadata": {"name": mwc},
                 "webhooks": [
                     webhook_entry(
-                        f"{label}.quota.dra-bridge.io", hook.port, "/mutate/enforce", ca, f"quota-{label}-{suffix}"
+                        f"{label}.quota.dra-bridge.io",
+                        hook.port,
+                        "/mutate/enforce",
+                        ca,
+                        mode_label_for(f"quota-{label}-{suffix}"),
                     )
                     for label, hook in setup.hooks.items()
                 ],
@@ -143,7 +149,8 @@ def routed_namespace(setup: Setup, label: str) -> str:
     create_namespace(setup.kube, ns)
     setup.namespaces.append(ns)
     setup.kube.patch(
-        api_path("v1", "namespaces", name=ns), {"metadata": {"labels": {MODE_LABEL: f"quota-{label}-{setup.suffix}"}}}
+        api_path("v1", "namespaces", name=ns),
+        {"metadata": {"labels": {mode_label_for(f"quota-{label}-{setup.suffix}"): "enforce"}}},
     )
     return ns
 

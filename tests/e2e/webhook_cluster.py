@@ -58,11 +58,28 @@ class Webhook:
             self.proc.wait(5)
 
 
+def mode_label_for(label: str) -> str:
+    """The namespace label (key) one test webhook enrols by: ``<key>=enforce`` sends a namespace
+    to it (its ``--namespace-label``, as the chart passes ``webhook.namespaceLabel``)."""
+    return f"dra-bridge-e2e/wh-{label}"
+
+
 def start_webhook(
-    cp: ControlPlane, certs: Any, workdir: Path, api_version: str, *, kubeconfig: Path | None = None, name: str = ""
+    cp: ControlPlane,
+    certs: Any,
+    workdir: Path,
+    api_version: str,
+    *,
+    kubeconfig: Path | None = None,
+    name: str = "",
+    mode_label: str = MODE_LABEL,
+    client_auth: tuple[Path, Path, Path] | None = None,
 ) -> Webhook:
     """A ``dra-webhook serve`` subprocess, once its /readyz answers 200 (cluster-admin unless
-    ``kubeconfig`` names another identity; ``name`` tells its log apart)."""
+    ``kubeconfig`` names another identity; ``name`` tells its log apart; it acts for namespaces
+    labelled ``<mode_label>=enforce`` or ``=audit``, as its registration's selectors must say;
+    ``client_auth``: (CA, certificate, key): the webhook gets ``--client-ca-file CA``, and its
+    readiness is asked with the certificate)."""
     port = free_port()
     log = workdir / f"webhook-{name or api_version.rsplit('/', 1)[-1]}.log"
     fh = log.open("wb")  # the child holds its own copy: ours closes below
@@ -91,6 +108,9 @@ def start_webhook(
             str(certs.ca_cert),
             "--service-name",
             "127.0.0.1",
+            "--namespace-label",
+            mode_label,
+            *(("--client-ca-file", str(client_auth[0])) if client_auth else ()),
         ],
         cwd=REPO_ROOT,
         stdout=fh,
@@ -99,6 +119,8 @@ def start_webhook(
     )
     fh.close()
     ctx = ssl.create_default_context(cafile=str(certs.ca_cert))
+    if client_auth is not None:
+        ctx.load_cert_chain(str(client_auth[1]), str(client_auth[2]))
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -162,7 +184,10 @@ def token_kubeconfig(kube: KubeClient, path: Path, sa_ns: str, name: str, server
     return path
 
 
-def webhook_entry(name: str, port: int, path: str, ca: bytes, label: str) -> dict[str, Any]:
+def webhook_entry(name: str, port: int, path: str, ca: bytes, mode_label: str, mode: str = "") -> dict[str, Any]:
+    """One registration entry calling ``path`` for namespaces labelled ``<mode_label>=<mode>``
+    (``mode``: the path's own, enforce or audit, by default)."""
+    mode = mode or path.rsplit("/", 1)[-1]
     return {
         "name": name,
         "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": base64.b64encode(ca).decode()},
@@ -175,7 +200,7 @@ def webhook_entry(name: str, port: int, path: str, ca: bytes, label: str) -> dic
                 "scope": "Namespaced",
             }
         ],
-        "namespaceSelector": {"matchLabels": {MODE_LABEL: label}},
+        "namespaceSelector": {"matchLabels": {mode_label: mode}},
         "sideEffects": "NoneOnDryRun",
         "admissionReviewVersions": ["v1"],
         "failurePolicy": "Fail",
@@ -236,7 +261,7 @@ def running_cluster(control_plane: ControlPlane, kube: KubeClient, workdir: Path
             },
         )
     v1 = start_webhook(control_plane, certs, workdir, "v1")
-    v1beta1 = start_webhook(control_plane, certs, workdir, "v1beta1")
+    v1beta1 = start_webhook(control_plane, certs, workdir, "v1beta1", mode_label=mode_label_for("v1beta1"))
     ca = certs.ca_cert.read_bytes()
     mwc_name = f"dra-bridge-e2e-{suffix}"
     kube.create(
@@ -246,9 +271,11 @@ def running_cluster(control_plane: ControlPlane, kube: KubeClient, workdir: Path
             "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": mwc_name},
             "webhooks": [
-                webhook_entry("enforce.v1.dra-bridge.io", v1.port, "/mutate/enforce", ca, "enforce"),
-                webhook_entry("audit.v1.dra-bridge.io", v1.port, "/mutate/audit", ca, "audit"),
-                webhook_entry("enforce.v1beta1.dra-bridge.io", v1beta1.port, "/mutate/enforce", ca, "enforce-v1beta1"),
+                webhook_entry("enforce.v1.dra-bridge.io", v1.port, "/mutate/enforce", ca, MODE_LABEL),
+                webhook_entry("audit.v1.dra-bridge.io", v1.port, "/mutate/audit", ca, MODE_LABEL),
+                webhook_entry(
+                    "enforce.v1beta1.dra-bridge.io", v1beta1.port, "/mutate/enforce", ca, mode_label_for("v1beta1")
+                ),
             ],
         },
     )
@@ -272,10 +299,13 @@ def running_cluster(control_plane: ControlPlane, kube: KubeClient, workdir: Path
 
 
 def webhook_namespace(cluster: Cluster, mode: str) -> str:
+    """A fresh namespace for ``mode``: enforce or audit (the v1 webhook), enforce-v1beta1 (the
+    v1beta1 one), anything else (labelled so, enrolled nowhere)."""
     name = f"wh-{mode}-{uuid.uuid4().hex[:6]}"
     create_namespace(cluster.kube, name)
     cluster.namespaces.append(name)
-    cluster.kube.patch(api_path("v1", "namespaces", name=name), {"metadata": {"labels": {MODE_LABEL: mode}}})
+    labels = {mode_label_for("v1beta1"): "enforce"} if mode == "enforce-v1beta1" else {MODE_LABEL: mode}
+    cluster.kube.patch(api_path("v1", "namespaces", name=name), {"metadata": {"labels": labels}})
     return name
 
 
@@ -329,7 +359,7 @@ def pods_of(kube: KubeClient, ns: str, app: str) -> list[dict[str, Any]]:
 def least_privilege_webhook(cp: ControlPlane, kube: KubeClient, workdir: Path, label: str) -> Iterator[Webhook]:
     """One ``dra-webhook serve`` (resource.k8s.io/v1) as ServiceAccount ``dra-webhook-<label>``
     with exactly the RBAC of webhook/access.py, called in enforce mode for namespaces labelled
-    ``MODE_LABEL=<label>`` (its own MutatingWebhookConfiguration); all removed on exit."""
+    ``mode_label_for(label)=enforce`` (its own MutatingWebhookConfiguration); all removed on exit."""
     sa_ns, name = f"wh-sa-{label}", f"dra-webhook-{label}"
     create_namespace(kube, sa_ns)
     with contextlib.suppress(AlreadyExists):
@@ -340,7 +370,15 @@ def least_privilege_webhook(cp: ControlPlane, kube: KubeClient, workdir: Path, l
     try:
         grant(kube, name, sa_ns, list(API_CALLS))
         kubeconfig = token_kubeconfig(kube, workdir / f"{name}.kubeconfig", sa_ns, name, cp.server, cp.ca_file)
-        hook = start_webhook(cp, certs, workdir, "resource.k8s.io/v1", kubeconfig=kubeconfig, name=label)
+        hook = start_webhook(
+            cp,
+            certs,
+            workdir,
+            "resource.k8s.io/v1",
+            kubeconfig=kubeconfig,
+            name=label,
+            mode_label=mode_label_for(label),
+        )
         kube.create(
             api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"),
             {
@@ -353,7 +391,7 @@ def least_privilege_webhook(cp: ControlPlane, kube: KubeClient, workdir: Path, l
                         hook.port,
                         "/mutate/enforce",
                         certs.ca_cert.read_bytes(),
-                        label,
+                        mode_label_for(label),
                     )
                 ],
             },

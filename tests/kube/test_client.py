@@ -14,7 +14,7 @@ from kubernetes_asyncio import client
 from dra_bridge.kube.api import ApiServer
 from dra_bridge.kube.client import Client
 from dra_bridge.kube.discovery import discover_resource_version
-from dra_bridge.kube.errors import AlreadyExists, Gone, NotFound, Unavailable
+from dra_bridge.kube.errors import AlreadyExists, Gone, InvalidName, NotFound, Unavailable
 from dra_bridge.kube.resources import NODES, RESOURCE_CLAIM_TEMPLATES, RESOURCE_SLICES
 
 SEEN: list[tuple[str, str, Any]] = []
@@ -22,7 +22,7 @@ SEEN: list[tuple[str, str, Any]] = []
 
 async def handle(request: web.Request) -> web.StreamResponse:
     body = await request.json() if request.can_read_body else None
-    SEEN.append((request.method, request.path_qs, body))
+    SEEN.append((request.method, request.raw_path, body))  # as sent: escapes kept
     if request.path == "/apis/resource.k8s.io":
         return web.json_response(
             {"versions": [{"groupVersion": "resource.k8s.io/v1beta2"}, {"groupVersion": "resource.k8s.io/v1beta1"}]}
@@ -86,3 +86,53 @@ async def test_a_watch_yields_events_and_raises_gone_for_an_expired_one(api: Api
             seen.append((kind, obj["metadata"]["name"]))
     assert seen == [("ADDED", "s1")]
     assert "watch=true" in SEEN[-1][1] and "fieldSelector=spec.nodeName" in SEEN[-1][1]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "segment"),
+    [
+        ("team-a", "system:node", "system:node"),  # ':' and '=' may stand in a path segment
+        ("team-a", "a b", "a%20b"),
+        ("team-a", "a?watch=true", "a%3Fwatch=true"),
+        ("team-a", "a#b", "a%23b"),
+    ],
+    ids=["colon", "space", "query", "fragment"],
+)
+async def test_each_name_is_one_escaped_path_segment(api: ApiServer, namespace: str, name: str, segment: str) -> None:
+    await api.get(RESOURCE_CLAIM_TEMPLATES, name, namespace)
+    ((method, path, _body),) = SEEN
+    assert (
+        method == "GET" and path == f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaimtemplates/{segment}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name"),
+    [
+        ("kube-system/../kube-system", "t"),
+        ("../../../../api/v1/namespaces/kube-system/secrets", "t"),
+        ("team-a", ".."),
+        ("team-a", "."),
+        ("team-a", "a/b"),
+        ("team-a", "a%2Fb"),
+        ("Team-A", "t"),
+    ],
+    ids=[
+        "dot-dot-namespace",
+        "dot-dot-api",
+        "dot-dot-name",
+        "dot-name",
+        "slash-name",
+        "escaped-slash-name",
+        "upper-ns",
+    ],
+)
+async def test_a_name_that_cannot_be_a_path_segment_calls_nothing(api: ApiServer, namespace: str, name: str) -> None:
+    with pytest.raises(InvalidName):
+        await api.get(RESOURCE_CLAIM_TEMPLATES, name, namespace)
+    with pytest.raises(InvalidName):
+        await api.delete(RESOURCE_CLAIM_TEMPLATES, name, namespace)
+    if name == "t":
+        with pytest.raises(InvalidName):
+            await api.create(RESOURCE_CLAIM_TEMPLATES, {"metadata": {"name": "t"}}, namespace)
+    assert SEEN == []

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from dra_bridge.kube.errors import AlreadyExists, Forbidden, NotFound, Unavailable
+from dra_bridge.kube.errors import AlreadyExists, Forbidden, InvalidName, NotFound, Unavailable
 from dra_bridge.kube.fake import FakeKube, matches
-from dra_bridge.kube.resources import LEASES, NODES, PODS, ApiCall, grant
+from dra_bridge.kube.resources import LEASES, NODES, PODS, RESOURCE_CLAIM_TEMPLATES, ApiCall, grant
 
 
 def test_selectors_match_by_equality_and_existence() -> None:
@@ -80,3 +80,14 @@ async def test_fail_makes_every_call_unavailable() -> None:
         await fake.served_versions("resource.k8s.io")
     fake.fail = ""
     assert await fake.served_versions("resource.k8s.io") == ["resource.k8s.io/v1"]
+
+
+async def test_the_fake_refuses_the_names_the_real_client_refuses_before_counting_a_call() -> None:
+    fake = FakeKube()
+    with pytest.raises(InvalidName):
+        await fake.get(RESOURCE_CLAIM_TEMPLATES, "t", "kube-system/../kube-system")
+    with pytest.raises(InvalidName):
+        await fake.delete(RESOURCE_CLAIM_TEMPLATES, "..", "team-a")
+    with pytest.raises(InvalidName):
+        await fake.create(RESOURCE_CLAIM_TEMPLATES, {"metadata": {"name": "t"}}, "../../api/v1")
+    assert fake.calls == []

@@ -259,3 +259,22 @@ def test_simulate_refuses_a_workload_it_cannot_read_naming_the_field(workload: d
     code, _, err = run([workload, NODE], "simulate")
     assert code == 1 and "Traceback" not in err
     assert f"Deployment ml/d (-#1): {field}" in err, err
+
+
+def test_a_selector_over_the_api_limit_is_unsupported_in_convert_and_report_alike() -> None:
+    values = [f"NVIDIA-H100-80GB-HBM3-V{i:05d}" for i in range(30)]
+    term = {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": values}]}
+    workload = deployment(
+        {
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+            }
+        }
+    )
+    code, out, err = run([workload], "convert")
+    assert code == 0 and "CELSelectorExpressionMaxLength" in err and "unsupported" in err
+    assert [d["kind"] for d in yaml.safe_load_all(out) if d] == ["Deployment"]  # unchanged, no template
+    assert "resourceClaims" not in out
+    code, doc, _ = report([workload, NODE])
+    (found,) = [f for w in doc["workloads"] for f in w["findings"] if f.get("code") == "over-api-limit"]
+    assert found["outcome"] == "unsupported" and "CELSelectorExpressionMaxLength" in found["reason"]

@@ -165,3 +165,53 @@ def test_lookups_are_remembered_per_catalog_and_target() -> None:
     for i in range(LOOKUP_MEMO_SIZE + 10):  # names come from pods: the memo stays bounded
         assert catalog.lookup(f"example.com/thing-{i}") is None
     assert len(catalog._memo) == LOOKUP_MEMO_SIZE
+
+
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [
+        ("migProfileAliases: 5\n", "migProfileAliases: must be a list"),
+        ("migProfileAliases: {a: b}\n", "migProfileAliases: must be a list"),
+        ("migProfileAliases: [5]\n", r"migProfileAliases\[0\]"),
+        ("migProfiles: 5\n", "migProfiles"),
+        ("target: [bridge]\n", "target: must be bridge or vendor"),
+        ("resources:\n  - name: example.com/a\n    kind: slicing\n    reason: [x]\n", r"resources\[0\]\.reason"),
+        (
+            "resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    gfd: [x]\n",
+            r"resources\[0\]\.gfd",
+        ),
+        ("resources:\n  - name: example.com/a\n    kind: [gpu]\n    deviceClass: a.b\n", r"resources\[0\]\.kind"),
+        ("resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    edits: 5\n", r"\.edits"),
+        ("resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    vendor: [x]\n", r"\.vendor"),
+        ("resources: 5\n", "resources: must be a list"),
+    ],
+    ids=[
+        "aliases-a-number",
+        "aliases-a-mapping",
+        "alias-group-a-number",
+        "profiles-a-number",
+        "target-a-list",
+        "reason-a-list",
+        "gfd-a-list",
+        "kind-a-list",
+        "edits-a-number",
+        "vendor-a-list",
+        "resources-a-number",
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_the_key_and_file(body: str, key: str) -> None:
+    with pytest.raises(CatalogError, match=key) as info:
+        load_catalog(HEADER + body, "mine.yaml")
+    assert str(info.value).startswith("mine.yaml"), info.value
+
+
+def test_a_catalog_nesting_deeper_than_the_limit_is_refused_naming_the_key() -> None:
+    deep = "resources:\n  - name: example.com/a\n    kind: gpu\n    deviceClass: a.b\n    edits: " + "[" * 40 + "]" * 40
+    with pytest.raises(CatalogError, match=r"mine.yaml: resources\[0\]\.edits(\[0\])+: nests deeper than"):
+        load_catalog(HEADER + deep + "\n", "mine.yaml")
+
+
+def test_a_duplicate_key_is_refused_as_the_manifest_reader_does() -> None:
+    body = "resources:\n  - name: example.com/a\n    kind: gpu\n    kind: slicing\n    deviceClass: a.b\n"
+    with pytest.raises(CatalogError, match=r"mine.yaml:\d+:\d+: not valid YAML: found duplicate key 'kind'"):
+        load_catalog(HEADER + body, "mine.yaml")

@@ -11,10 +11,10 @@ import pytest
 
 from dra_bridge.translate.allocate_edits import ResourceEdits, compose
 from dra_bridge.translate.catalog import Catalog, load_catalog
-from dra_bridge.translate.cdi import PreparedDevice, edits_json, own_spec
+from dra_bridge.translate.cdi import PreparedDevice, own_spec
 from dra_bridge.translate.edit_sources import device_edits, preparable
 from dra_bridge.translate.errors import CatalogError
-from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 
 UID = "0a1b2c3d-0000-4000-8000-000000000001"
 
@@ -188,9 +188,8 @@ def test_the_spec_is_rewritten_from_the_edits_the_checkpoint_kept(catalog: Catal
         "n",
         "gpu-amd0",
         (f"dra-bridge.io/claim={UID}-gpu-amd0",),
-        "amd.com/gpu",
-        "0000:03:00.0",
-        edits_json(edits),
+        DeviceId("amd.com/gpu", "0000:03:00.0"),
+        edits,
     )
     spec = own_spec(UID, [device], lambda r, i: None)  # no lookup needed: the device keeps its edits
     assert spec and spec["devices"][0]["containerEdits"] == edits.device

@@ -23,6 +23,7 @@ def test_every_finding_code_is_in_the_report_schema() -> None:
         *findings.FOREIGN_CODES,
         findings.OTHER_EXTENDED_RESOURCE,
         findings.QUOTA_CLASS_NOT_COUNTED,
+        findings.OVER_API_LIMIT,
         alignment.NOT_WRITTEN,
         "",
     }

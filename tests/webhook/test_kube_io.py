@@ -48,7 +48,7 @@ async def test_the_caches_list_and_watch_every_kind_within_the_declared_calls() 
     stop = asyncio.Event()
     task = asyncio.create_task(view.run(fake, V1, stop))
     async with asyncio.timeout(2):
-        while len(view.synced) < 4:
+        while len(view.synced) < 5:
             await asyncio.sleep(0.01)
     assert view.node_mode("n1") == "dra"
     fake.put(NODES, {"metadata": {"name": "n1", "labels": {}}})

@@ -56,6 +56,12 @@ def test_invalid_policy_is_refused_naming_the_key(text: str, key: str) -> None:
         load_policy(text, "policy.yaml")
 
 
+def test_a_policy_nesting_deeper_than_the_limit_is_refused_naming_the_key() -> None:
+    text = "rules: [{match: {namespaces: " + "[" * 30 + "]" * 30 + "}}]"
+    with pytest.raises(PolicyError, match=r"policy.yaml: rules\[0\]\.match\.namespaces(\[0\])+: nests deeper than 20"):
+        load_policy(text, "policy.yaml")
+
+
 def test_first_matching_rule_overrides_the_defaults() -> None:
     policy = load_policy(
         """
@@ -112,7 +118,7 @@ def test_a_bad_new_file_keeps_the_last_good_policy_and_says_why(tmp_path: Path) 
     assert "refused" not in runtime.readiness()[1]["policy"]
 
 
-def test_a_bad_policy_at_startup_is_a_config_error(tmp_path: Path) -> None:
+def test_a_strict_watch_of_a_bad_policy_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text("rules: 3\n")
     with pytest.raises(WebhookConfigError, match="rules: must be a list"):

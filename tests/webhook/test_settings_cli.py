@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
@@ -201,3 +202,49 @@ async def test_discovery_through_a_server_that_drops_the_connection_is_a_configu
     finally:
         await api.close()
         server.close()
+
+
+def _certs_argv(out: Path, *extra: str) -> list[str]:
+    return ["certs", "--namespace", "gpu-system", "--service", "dra-webhook", "--out", str(out), *extra]
+
+
+@pytest.mark.parametrize("name", ["tls.key", "ca.key", "tls.crt", "ca.crt"])
+def test_certs_never_follow_a_planted_temporary_link(tmp_path: Path, name: str) -> None:
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    out.mkdir()
+    victim.write_text("precious\n")
+    victim.chmod(0o644)
+    (out / f"{name}.tmp").symlink_to(victim)
+    assert main(_certs_argv(out)) == 0
+    assert victim.read_text() == "precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o644
+    for written in ("tls.key", "ca.key", "tls.crt", "ca.crt"):
+        path = out / written
+        assert not path.is_symlink() and path.is_file(), written
+        assert b"-----BEGIN" in path.read_bytes()
+    assert stat.S_IMODE((out / "tls.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE((out / "ca.key").stat().st_mode) == 0o600
+
+
+def test_certs_keys_are_0600_whatever_a_planted_temporary_file_allowed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("tls.key.tmp", "ca.key.tmp"):
+        (out / name).write_text("")
+        (out / name).chmod(0o666)
+    assert main(_certs_argv(out)) == 0
+    assert stat.S_IMODE((out / "tls.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE((out / "ca.key").stat().st_mode) == 0o600
+
+
+def test_certs_refuse_to_overwrite_a_ca_key_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(_certs_argv(out)) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    assert main(_certs_argv(out)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dra-webhook certs: error: --out ") and "ca.key" in err and "--force" in err, err
+    assert err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before, "a refused run wrote something"
+    assert main(_certs_argv(out, "--force")) == 0
+    assert (out / "ca.key").read_bytes() != before["ca.key"]

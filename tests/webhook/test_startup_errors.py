@@ -1,15 +1,25 @@
 """Start-up failures of ``dra-webhook serve`` end in one line and exit 1, never a traceback.
 
 Real endpoints on loopback: an HTTP server answering discovery with a body that is not the
-APIGroup it should be, and a port another socket already listens on.
+APIGroup it should be, and a port another socket already listens on. A bad policy file is not
+a start-up failure: ``dra-webhook serve`` (a real process) serves unready until the file is fixed.
 """
 
 from __future__ import annotations
 
 import http.server
+import json
 import logging
+import os
+import signal
 import socket
+import ssl
+import subprocess
+import sys
 import threading
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,3 +137,75 @@ def test_a_port_already_in_use_exits_1_with_one_line(
     line = _one_error_line(caplog, capsys)
     assert code == 1
     assert f"127.0.0.1:{port}" in line and "--port" in line and "in use" in line, line
+
+
+def _get(url: str, ca: Path) -> tuple[int, str]:
+    """(status, body) of a GET over HTTPS verified by ``ca``; (0, why) when nothing answers."""
+    ctx = ssl.create_default_context(cafile=str(ca))
+    try:
+        with urllib.request.urlopen(url, context=ctx, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError as exc:
+        return 0, str(exc)
+
+
+def _wait_for(url: str, ca: Path, status: int, proc: subprocess.Popen[str], seconds: float = 30) -> str:
+    deadline = time.monotonic() + seconds
+    got: tuple[int, str] = (0, "")
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"dra-webhook serve exited {proc.returncode}"
+        got = _get(url, ca)
+        if got[0] == status:
+            return got[1]
+        time.sleep(0.1)
+    raise AssertionError(f"{url}: wanted {status}, last answer {got}")
+
+
+def test_serve_with_a_bad_policy_stays_up_unready_until_the_file_is_fixed(pair: CertPaths, tmp_path: Path) -> None:
+    """A surge rollout with a bad policy stalls (an unready pod) instead of crash-looping."""
+    from tests.webhook.test_api_unreachable import closed_port
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("defaults: {onError: sometimes}\n")
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port()}")
+    port = closed_port()
+    argv = ["serve", "--tls-cert-file", str(pair.cert), "--tls-key-file", str(pair.key), "--kubeconfig"]
+    argv += [str(kubeconfig), "--host", "127.0.0.1", "--port", str(port), "--api-version", "v1"]
+    argv += ["--policy", str(policy), "--reload-interval", "0.2"]
+    script = Path(sys.executable).with_name("dra-webhook")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRA_WEBHOOK_")}
+    with subprocess.Popen([script, *argv], stderr=subprocess.PIPE, text=True, env=env) as proc:
+        try:
+            detail = json.loads(_wait_for(f"https://127.0.0.1:{port}/readyz", pair.ca_cert, 503, proc))
+            assert detail["ready"] is False
+            assert str(policy) in detail["policy"] and "defaults.onError" in detail["policy"], detail
+            assert _get(f"https://127.0.0.1:{port}/healthz", pair.ca_cert)[0] == 200
+            policy.write_text("defaults: {onError: deny}\n")
+            detail = json.loads(_wait_for(f"https://127.0.0.1:{port}/readyz", pair.ca_cert, 200, proc))
+            assert "refused" not in detail["policy"], detail
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    refusals = [line for line in err.splitlines() if "refused" in line and str(policy) in line]
+    assert len(refusals) == 1 and "defaults.onError" in refusals[0], err
+
+
+def test_an_unexpected_error_in_serve_is_one_line_and_exit_1(
+    pair: CertPaths,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dra_bridge.webhook.cli as cli
+
+    async def broken(_settings: object) -> None:
+        raise RuntimeError("something no one expected")
+
+    monkeypatch.setattr(cli, "serve", broken)
+    code = main(["--tls-cert-file", str(pair.cert), "--tls-key-file", str(pair.key)])
+    line = _one_error_line(caplog, capsys)
+    assert code == 1 and "RuntimeError: something no one expected" in line, line

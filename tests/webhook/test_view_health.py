@@ -80,7 +80,7 @@ async def test_without_list_resourcequotas_quota_stays_unknown_and_one_line_name
     fake = FakeKube(allowed=[c for c in API_CALLS if c != LIST_QUOTAS])
     health = ApiHealth()
     caplog.set_level(logging.INFO)
-    view = await run_view(fake, health, lambda v: fake.calls.count(LIST_QUOTAS) >= 3 and len(v.synced) == 3)
+    view = await run_view(fake, health, lambda v: fake.calls.count(LIST_QUOTAS) >= 3 and len(v.synced) == 4)
     unknown = view.quota_keys("team-a")
     assert isinstance(unknown, QuotaUnknown) and "list core/resourcequotas" in unknown.cause
     assert health.missing() == [LIST_QUOTAS]
@@ -93,7 +93,7 @@ async def test_without_list_resourcequotas_quota_stays_unknown_and_one_line_name
 async def test_a_quota_list_that_never_answers_leaves_quota_unknown_and_shows_as_pending() -> None:
     fake = StallingFake(allowed=API_CALLS)
     health = ApiHealth()
-    view = await run_view(fake, health, lambda v: len(v.synced) == 3 and bool(health.pending()))
+    view = await run_view(fake, health, lambda v: len(v.synced) == 4 and bool(health.pending()))
     unknown = view.quota_keys("team-a")
     assert isinstance(unknown, QuotaUnknown) and "no answer" in unknown.cause
     assert "listing" in view.status()["ResourceQuota"]
@@ -149,7 +149,7 @@ async def test_a_pod_whose_namespace_quota_is_unknown_stays_legacy_with_warning_
 async def test_readiness_stays_ready_and_names_views_permissions_and_the_api_server(aiohttp_client: Any) -> None:
     fake = FakeKube(allowed=[c for c in API_CALLS if c != LIST_QUOTAS])
     health = ApiHealth()
-    view = await run_view(fake, health, lambda v: len(v.synced) == 3 and bool(health.missing()))
+    view = await run_view(fake, health, lambda v: len(v.synced) == 4 and bool(health.missing()))
     runtime = Runtime(V1, require_tls=False, quota_keys=view.quota_keys)
     runtime.watch_cluster(view, health)
     client: Client = await aiohttp_client(app_with(runtime))

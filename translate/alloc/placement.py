@@ -19,7 +19,9 @@ nodes):
 - allocation only ever takes devices (exclusive devices, capacity, counters), so a set of
   claims that did not fit on a node never fits there later: per distinct set of claim specs
   the nodes ruled out are remembered (a cursor below which all are, and a set above it), and
-  identical pods (a Deployment's replicas) skip them;
+  identical pods (a Deployment's replicas) skip them; a caller that names its candidate list
+  (``group``: the same key always with the same list, e.g. the pods' node constraints) gets a
+  position in that list per signature instead, so a pod costs the nodes it tries, not the list;
 - the same signature tells a node's allocator to reuse the requests it validated for those
   specs (and what each remembers of the node's devices): a replica costs the search, not the
   validation (:meth:`~translate.alloc.engine.NodeAllocator.allocate`).
@@ -33,7 +35,7 @@ error: the scheduler stops there for the pod, so does this).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -105,6 +107,7 @@ class FirstFit:
         self._order = {pid: i for i, pid in enumerate(by_pool)}
         self._allocators: dict[int, NodeAllocator] = {}
         self._ruled_out: dict[str, tuple[int, set[int]]] = {}
+        self._position: dict[tuple[str, Hashable], int] = {}
         self.last_node_error = ""
         """The last per-node error met by :meth:`first_fit` (``""`` when none)."""
 
@@ -121,16 +124,22 @@ class FirstFit:
         return allocator
 
     def first_fit(
-        self, claims: Claims, candidates: Sequence[int] | None = None, hold: bool = True
+        self,
+        claims: Claims,
+        candidates: Sequence[int] | None = None,
+        hold: bool = True,
+        group: Hashable | None = None,
     ) -> tuple[int, list[dict[str, Any]]] | None:
         """The first node index (of ``candidates``, ascending; every node when None) where
         ``claims`` fit together and their allocations, which then hold their devices unless
         ``hold`` is false; None when none fits (:attr:`last_node_error` says whether a per-node
         error was met). Raises :class:`PlacementError` for an allocator error that is not about
-        one node."""
+        one node. ``group``: a key naming ``candidates`` (always the same list for one key)."""
         self.last_node_error = ""
         # Equal specs written in another key order get their own memory: slower, never wrong.
         signature = repr([spec for _, spec in claims])
+        if group is not None and candidates is not None:
+            return self._in_group(claims, candidates, hold, signature, group)
         cursor, beyond = self._ruled_out.get(signature, (0, set()))
         order: Iterable[int] = range(cursor, len(self.nodes)) if candidates is None else candidates
         try:
@@ -158,6 +167,35 @@ class FirstFit:
             return None
         finally:
             self._ruled_out[signature] = (cursor, beyond)
+
+    def _try(self, index: int, claims: Claims, signature: str) -> list[dict[str, Any]] | None:
+        try:
+            return self.allocator(index).allocate(claims, signature)
+        except AllocationError as exc:
+            if str(exc) != PER_NODE_ERROR:
+                raise PlacementError(str(exc), self.nodes[index].name) from exc
+            self.last_node_error = str(exc)
+            return None
+
+    def _in_group(
+        self, claims: Claims, candidates: Sequence[int], hold: bool, signature: str, group: Hashable
+    ) -> tuple[int, list[dict[str, Any]]] | None:
+        """:meth:`first_fit` over a named candidate list: the candidates before the signature's
+        position there were ruled out (for good: allocation only takes devices)."""
+        key = (signature, group)
+        position = self._position.get(key, 0)
+        try:
+            while position < len(candidates):
+                index = candidates[position]
+                results = self._try(index, claims, signature)
+                if results is not None:
+                    for result in results if hold else ():
+                        self.state.add_allocation(result)
+                    return index, results
+                position += 1
+            return None
+        finally:
+            self._position[key] = position
 
 
 def place(

@@ -8,7 +8,8 @@ Trainer TrainJob's from its runtime: :mod:`~translate.capacity.train_jobs`), the
 cluster's devices from ResourceSlices, inventory dumps or node capacity
 (:mod:`~translate.capacity.inventory`), node filters and the legacy model
 (:mod:`~translate.capacity.legacy`), the DRA model (:mod:`~translate.capacity.dra`) on
-:mod:`translate.alloc`, why a pod does not fit (:mod:`~translate.capacity.diagnose`), and the
+:mod:`translate.alloc`, why a pod does not fit (:mod:`~translate.capacity.diagnose`; without a
+scan of the nodes for the common shape: :mod:`~translate.capacity.shortage`), and the
 whole check with per node pool usage (:mod:`~translate.capacity.fit`). The rules an operator
 reads: docs/capacity.md.
 """
@@ -17,6 +18,7 @@ from dra_bridge.translate.capacity.demand import (
     legacy_requests,
     node_constraints,
     pod_demand,
+    pod_demands,
     pod_priority,
     workload_demand,
 )
@@ -59,6 +61,7 @@ __all__ = [
     "node_constraints",
     "placement_order",
     "pod_demand",
+    "pod_demands",
     "pod_priority",
     "workload_demand",
 ]

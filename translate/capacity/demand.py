@@ -27,7 +27,8 @@ and its converted form (the output of ``convert`` or :func:`translate.plan.pod_p
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from dra_bridge.translate.alloc.shapes import claim_spec, object_label
@@ -39,7 +40,7 @@ from dra_bridge.translate.plan.device_counts import parse_count
 from dra_bridge.translate.plan.field_types import require_shape
 from dra_bridge.translate.plan.request_layout import Demand, legacy_total
 
-__all__ = ["legacy_requests", "node_constraints", "pod_demand", "pod_priority", "workload_demand"]
+__all__ = ["legacy_requests", "node_constraints", "pod_demand", "pod_demands", "pod_priority", "workload_demand"]
 
 _COUNT_FIELD: Final = ("Deployment", "ReplicaSet", "StatefulSet")
 
@@ -142,6 +143,29 @@ def pod_demand(
     )
 
 
+def pod_demands(
+    namespace: str,
+    names: Sequence[str],
+    legacy_spec: Mapping[str, Any],
+    converted_spec: Mapping[str, Any] | None,
+    templates: Mapping[str, Mapping[str, Any]],
+    claims: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[PodDemand, ...]:
+    """:func:`pod_demand` for pods of one spec named ``names``: the first is read, the others
+    are it renamed (their template claims ``<pod>-<entry>``; a named claim is the same claim),
+    so a workload of many replicas reads its spec once."""
+    if not names:
+        return ()
+    first = pod_demand(namespace, names[0], legacy_spec, converted_spec, templates, claims)
+    cut = len(names[0])
+
+    def renamed(name: str) -> PodDemand:
+        own = tuple(c if c.shared else replace(c, name=name + c.name[cut:]) for c in first.claims)
+        return replace(first, name=name, claims=own)
+
+    return (first, *(renamed(name) for name in names[1:]))
+
+
 def _pods(obj: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]]:
     kind = str(obj.get("kind"))
     spec = obj.get("spec") or {}
@@ -183,7 +207,7 @@ def workload_demand(
         names = [name or f"{meta.get('generateName') or 'pod-'}0"]
     else:
         names = [f"{name}-{i}" for i in range(count)]
-    pods = tuple(pod_demand(namespace, pod, legacy_spec, converted_spec, templates, claims) for pod in names)
+    pods = pod_demands(namespace, names, legacy_spec, converted_spec, templates, claims)
     return WorkloadDemand(
         namespace, name or str(meta.get("generateName") or ""), str(legacy.get("kind")), pods, priority
     )

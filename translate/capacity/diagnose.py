@@ -33,11 +33,13 @@ from dra_bridge.translate.alloc.pools import Candidate, DeviceID
 from dra_bridge.translate.capacity.model import ClaimDemand, Code
 from dra_bridge.translate.errors import AllocationError
 
-__all__ = ["MatchCache", "diagnose"]
+__all__ = ["MatchCache", "Option", "diagnose", "options"]
 
 
 @dataclass(frozen=True)
-class _Option:
+class Option:
+    """One way to satisfy a request (a ``firstAvailable`` request has one per subrequest)."""
+
     claim: str
     request: str
     class_name: str
@@ -51,7 +53,8 @@ class _Option:
         return text + "".join(f" and selector `{s}`" for s in self.selectors)
 
 
-def _options(claim: ClaimDemand) -> list[list[_Option]]:
+def options(claim: ClaimDemand) -> list[list[Option]]:
+    """The claim's requests in order, each as its options (``key``: class and selectors)."""
     out = []
     for request in (claim.spec.get("devices") or {}).get("requests") or []:
         bodies = (
@@ -64,7 +67,7 @@ def _options(claim: ClaimDemand) -> list[list[_Option]]:
             class_name = str(body.get("deviceClassName"))
             selectors = tuple(str(s["cel"]["expression"]) for s in body.get("selectors") or [])
             entry.append(
-                _Option(
+                Option(
                     claim.name,
                     name,
                     class_name,
@@ -84,7 +87,7 @@ MatchCache = dict[tuple[str, str], frozenset[DeviceID]]
 
 def _count(
     allocator: NodeAllocator,
-    option: _Option,
+    option: Option,
     classes: Mapping[str, Mapping[str, Any]],
     state: AllocatedState,
     cache: SelectorCache,
@@ -112,7 +115,7 @@ def _matches(
     device: Candidate,
     class_selectors: Sequence[Mapping[str, Any]],
     own: Sequence[Mapping[str, Any]],
-    option: _Option,
+    option: Option,
     cache: SelectorCache,
     namespace: str,
 ) -> bool:
@@ -147,7 +150,7 @@ def diagnose(
     """The code and reason (see the module docstring) for claims that fit on none of ``allocators``;
     ``known`` keeps the matching devices per node and selectors across calls (devices do not
     change during a check)."""
-    requests = [entry for claim in claims for entry in _options(claim)]
+    requests = [entry for claim in claims for entry in options(claim)]
     known = {} if known is None else known
     try:
         counts = [
@@ -163,7 +166,7 @@ def diagnose(
                 f"claim {first.claim}, request {first.request}: no device of the "
                 f"{len(allocators)} eligible nodes matches {first.what()}"
             )
-    best: tuple[int, int, _Option, str] | None = None  # (free, matching, option, node)
+    best: tuple[int, int, Option, str] | None = None  # (free, matching, option, node)
     for n, allocator in enumerate(allocators):
         need: dict[str, int] = {}
         free: dict[str, int] = {}

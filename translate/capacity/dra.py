@@ -15,7 +15,10 @@ stops the pod at once: the scheduler reports such a pod as a scheduling error an
 it never binds. When no node fits, :func:`~translate.capacity.diagnose.diagnose` says why.
 
 Speed (FirstFit): a node's pools are gathered once; claims that failed on a node are never
-tried there again (allocation only takes devices), whichever pod carries them.
+tried there again (allocation only takes devices), whichever pod carries them; the eligible
+nodes of one set of node constraints are one named list (a position in it per set of claims),
+and a pod that fits nowhere is diagnosed by :class:`~translate.capacity.shortage.Shortage`
+where its shape allows (a heap, not a scan of the nodes).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dra_bridge.translate.alloc.placement import FirstFit, PlacementError
 from dra_bridge.translate.capacity.diagnose import MatchCache, diagnose
 from dra_bridge.translate.capacity.legacy import Eligibility
 from dra_bridge.translate.capacity.model import ClusterNode, Code, PodDemand
+from dra_bridge.translate.capacity.shortage import Shortage
 
 __all__ = ["DraModel", "Placed"]
 
@@ -60,6 +64,7 @@ class DraModel:
         self._index = {node.name: i for i, node in enumerate(self.nodes)}
         self.shared_claims: dict[tuple[str, str], dict[str, Any]] = {}
         self._known: MatchCache = {}
+        self._shortage = Shortage([node.name for node in self.nodes], self.state, self._known)
 
     def allocator(self, node: ClusterNode) -> NodeAllocator:
         """The node's allocator (its pools gathered once)."""
@@ -67,7 +72,8 @@ class DraModel:
 
     def place(self, namespace: str, pod: PodDemand) -> Placed:
         """Place one pod (see the module docstring)."""
-        candidates, why = self.eligible(pod.converted)
+        group: str | None
+        group, candidates, why = self.eligible.entry(pod.converted)
         if not candidates:
             return None, "node-selection", why, ()
         todo = [c for c in pod.claims if not (c.shared and (namespace, c.name) in self.shared_claims)]
@@ -75,18 +81,24 @@ class DraModel:
         selectors = [a["nodeSelector"] for a in held if a.get("nodeSelector")]
         if selectors:
             candidates = [i for i in candidates if all(selector_matches(s, self.views[i]) for s in selectors)]
+            group = None  # a list of its own
         if not candidates:
             return None, "node-selection", "no eligible node is allowed by its shared claims' allocations", ()
         devices = [d for allocation in held for d in _devices(allocation)]
         if not todo:
             return self.nodes[candidates[0]].name, "fits", "", tuple(devices)
         try:
-            found = self.fit.first_fit([(f"{namespace}/{c.name}", c.spec) for c in todo], candidates)
+            found = self.fit.first_fit([(f"{namespace}/{c.name}", c.spec) for c in todo], candidates, group=group)
         except PlacementError as exc:
             return None, "error", str(exc), ()
         if found is None:
+            quick = self._shortage.diagnose(group, todo, candidates) if group is not None else None
+            if quick is not None:
+                return None, *quick, ()
             tried = [self.fit.allocator(i) for i in candidates]
             code, reason = diagnose(namespace, todo, tried, self.classes, self.state, self.cache, self._known)
+            if group is not None and code != "error":
+                self._shortage.learned(group, todo, candidates)
             return None, code, reason, ()
         index, results = found
         placed: list[str] = []

@@ -20,6 +20,7 @@ eligible node (nodes in the order given) where each of its requests is at most w
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -91,6 +92,10 @@ class Eligibility:
         self._known: dict[str, tuple[list[int], str]] = {}
 
     def __call__(self, pod: NodeConstraints) -> tuple[list[int], str]:
+        return self.entry(pod)[1:]
+
+    def entry(self, pod: NodeConstraints) -> tuple[str, list[int], str]:
+        """``(key, indices, reason)``: the key names the list (equal constraints, one list)."""
         key = repr(pod)
         found = self._known.get(key)
         if found is None:
@@ -98,49 +103,78 @@ class Eligibility:
             nodes, why = eligible(self.nodes, pod)
             found = ([position[id(node)] for node in nodes], why)
             self._known[key] = found
-        return found
+        return key, *found
+
+
+def _shortfall(requests: Mapping[str, int], allocatable: Mapping[str, int], used: Mapping[str, int]) -> tuple[int, str]:
+    """The largest shortfall of ``requests`` on a node and its resource (``(0, "")``: it fits)."""
+    missing = [(requests[r] - (allocatable.get(r, 0) - used[r]), r) for r in sorted(requests)]
+    return max([m for m in missing if m[0] > 0], default=(0, ""))
 
 
 class LegacyModel:
-    """Extended resources per node, placed cumulatively; ``held``: ``{node: {resource: devices}}``."""
+    """Extended resources per node, placed cumulatively; ``held``: ``{node: {resource: devices}}``.
+
+    Linear in the cluster: what a node holds only grows, so per distinct node constraints and
+    requests, the eligible nodes a pod did not fit on are skipped by the next (a position in
+    the list), and a pod that fits nowhere finds the node of least shortfall in a heap of
+    shortfalls checked lazily (each only grows: a stale entry is pushed back with its value)."""
 
     def __init__(self, nodes: Sequence[ClusterNode], held: Mapping[str, Mapping[str, int]] | None = None) -> None:
         self.nodes = list(nodes)
         self.eligible = Eligibility(self.nodes)
         self.before = {n.name: Counter(dict((held or {}).get(n.name, {}))) for n in nodes}
         self.used = {name: Counter(c) for name, c in self.before.items()}
+        self._position: dict[tuple[str, str], int] = {}
+        self._short: dict[tuple[str, str], list[tuple[int, int]]] = {}
 
     def place(self, requests: Mapping[str, int], pod: NodeConstraints) -> tuple[str | None, Code, str]:
-        """Place a pod: ``(node, "fits", "")`` or ``(None, code, reason)``."""
-        indices, why = self.eligible(pod)
+        """Place a pod: ``(node, "fits", "")`` or ``(None, code, reason)`` (the first eligible
+        node, nodes in the order given, where each request is at most what is left; else the
+        eligible node of least shortfall, the first of equals)."""
+        group, indices, why = self.eligible.entry(pod)
         if not indices:
             return None, "node-selection", why
-        candidates = [self.nodes[i] for i in indices]
-        best: tuple[int, str, int, int] | None = None  # (shortfall, resource, left, allocatable)
-        for node in candidates:
+        key = (group, repr(sorted(requests.items())))
+        position = self._position.get(key, 0)
+        while position < len(indices):
+            node = self.nodes[indices[position]]
             used = self.used[node.name]
-            short = [(requests[r] - (node.allocatable.get(r, 0) - used[r]), r) for r in sorted(requests)]
-            missing = [(s, r) for s, r in short if s > 0]
-            if not missing:
+            if _shortfall(requests, node.allocatable, used)[0] == 0:
                 for resource, count in requests.items():
                     used[resource] += count
+                self._position[key] = position
                 return node.name, "fits", ""
-            shortfall, resource = max(missing)
-            if best is None or shortfall < best[0]:
-                best = (
-                    shortfall,
-                    resource,
-                    node.allocatable.get(resource, 0) - used[resource],
-                    node.allocatable.get(resource, 0),
-                )
-        assert best is not None
-        _, resource, left, allocatable = best
+            position += 1
+        self._position[key] = position
+        node = self.nodes[indices[self._least(key, requests, indices)]]
+        _, resource = _shortfall(requests, node.allocatable, self.used[node.name])
+        left = node.allocatable.get(resource, 0) - self.used[node.name][resource]
         return (
             None,
             "not-enough-devices",
             (
                 f"needs {requests[resource]} {resource}: at most {left} left on one "
-                f"eligible node (of {allocatable} allocatable; {len(candidates)} "
+                f"eligible node (of {node.allocatable.get(resource, 0)} allocatable; {len(indices)} "
                 "eligible nodes)"
             ),
         )
+
+    def _least(self, key: tuple[str, str], requests: Mapping[str, int], indices: Sequence[int]) -> int:
+        """The position (in ``indices``) of the first node of least shortfall."""
+
+        def short(position: int) -> int:
+            node = self.nodes[indices[position]]
+            return _shortfall(requests, node.allocatable, self.used[node.name])[0]
+
+        heap = self._short.get(key)
+        if heap is None:
+            heap = [(short(p), p) for p in range(len(indices))]
+            heapq.heapify(heap)
+            self._short[key] = heap
+        while True:
+            recorded, position = heap[0]
+            now = short(position)
+            if now == recorded:
+                return position
+            heapq.heapreplace(heap, (now, position))

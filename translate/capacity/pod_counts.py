@@ -61,7 +61,7 @@ __all__ = ["MAX_TOTAL_PODS", "MAX_WORKLOAD_PODS", "PodCounts", "TemplateCount", 
 
 MAX_WORKLOAD_PODS: Final = 10_000
 """The most pods of one workload the capacity check (and simulate) places."""
-MAX_TOTAL_PODS: Final = 20_000
+MAX_TOTAL_PODS: Final = 150_000
 """The most pods of all workloads together the capacity check (and simulate) places."""
 
 Path = tuple[str | int, ...]

@@ -4,7 +4,9 @@ Owns: grouping the kubelet's allocatable devices (:mod:`~translate.inventory.all
 what is known about each GPU from NVML or GFD labels (:mod:`~translate.inventory.device_facts`),
 building the slice devices with the vendor driver's attributes (:mod:`~translate.inventory.slices`),
 the API server's rules for slice values (:mod:`~translate.inventory.api_rules`), and splitting a
-pool into slices and rendering them per API version (:mod:`~translate.inventory.pool`).
+pool into slices and rendering them per API version (:mod:`~translate.inventory.pool`), and which
+recorded devices a device ID or another driver's slice stands for, by UUID, PCI address or NVIDIA
+index (:mod:`~translate.inventory.identity`).
 """
 
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable, split_replica

@@ -5,7 +5,8 @@ The PodResources ``GetAllocatableResources`` answer in its protobuf JSON mapping
 lists one entry per (resource, device ID, NUMA node) (the kubelet's
 ``containerDevicesFromResourceDeviceInstances``, kubernetes/kubernetes ``pkg/kubelet/cm``):
 :func:`group_allocatable` groups it into :class:`InventoryDevice` dicts, the form the bridge records
-while a node is legacy. Time-slicing replicas carry IDs like ``GPU-x::3`` (``NewAnnotatedID`` in
+while a node is legacy; :class:`DeviceId` names one device (legacy resource, kubelet device ID)
+wherever the bridge refers to it. Time-slicing replicas carry IDs like ``GPU-x::3`` (``NewAnnotatedID`` in
 https://github.com/NVIDIA/k8s-device-plugin/blob/main/internal/rm/devices.go): :func:`split_replica`.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from dra_bridge.translate.errors import InventoryError
@@ -26,6 +28,28 @@ class InventoryDevice(TypedDict):
     resourceName: str
     deviceID: str
     numaNodes: list[int]
+
+
+@dataclass(frozen=True, order=True)
+class DeviceId:
+    """One device as the kubelet's device plugin named it: its legacy resource and device ID
+    (a replica ``GPU-x::3`` is its own device; :attr:`base` is ``GPU-x``)."""
+
+    resource: str
+    device_id: str
+
+    @property
+    def base(self) -> str:
+        """The device ID without a replica suffix (the GPU's UUID for an NVIDIA replica)."""
+        return split_replica(self.device_id)[0]
+
+    @classmethod
+    def of(cls, device: InventoryDevice) -> DeviceId:
+        """The identity of a recorded or offered device."""
+        return cls(device["resourceName"], device["deviceID"])
+
+    def __str__(self) -> str:
+        return f"{self.resource} {self.device_id}"
 
 
 def _int(raw: object, where: str) -> int:

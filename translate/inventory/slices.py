@@ -40,7 +40,7 @@ from typing import Any
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.dns_names import digest, resource_label
 from dra_bridge.translate.errors import InventoryError
-from dra_bridge.translate.inventory.allocatable import InventoryDevice, device_sort_key, split_replica
+from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice, device_sort_key, split_replica
 from dra_bridge.translate.inventory.api_rules import (
     AttributeValue,
     Capacity,
@@ -120,6 +120,24 @@ def _nvidia(dev: _Device, facts: NvmlFacts, uuid: str, mig: bool) -> None:
             dev.put(s + key, {"string": str(facts[key])})  # type: ignore[literal-required]
 
 
+def device_name(resource: str, device_id: str) -> str:
+    """The published name of a device: ``<resource label>-<hash of the device ID>`` (stable when
+    other devices come and go)."""
+    return f"{resource_label(resource)}-{digest(device_id, 10)}"
+
+
+def published_names(inventory: Sequence[InventoryDevice], catalog: Catalog) -> dict[str, DeviceId]:
+    """Published device name -> the device it stands for, for the devices :func:`build_devices`
+    publishes (those of catalogued resources that are not ``slicing``): the one map from names
+    to devices, so nothing reads a device back out of rendered attributes."""
+    out: dict[str, DeviceId] = {}
+    for item in inventory:
+        mapping = catalog.lookup(item["resourceName"])
+        if mapping is not None and mapping.kind != "slicing":
+            out[device_name(item["resourceName"], item["deviceID"])] = DeviceId.of(item)
+    return out
+
+
 def build_devices(
     inventory: Sequence[InventoryDevice],
     catalog: Catalog,
@@ -145,7 +163,7 @@ def build_devices(
                 why = "not in the catalog" if mapping is None else "memory/compute slicing has no DRA form"
                 warnings.append(f"resource {resource}: {why}; its devices are not published")
             continue
-        dev = _Device(f"{resource_label(resource)}-{digest(device_id, 10)}", warnings)
+        dev = _Device(device_name(resource, device_id), warnings)
         dev.put(domain + "resourceName", {"string": resource}, required=True)
         dev.put(domain + "deviceID", {"string": device_id}, required=True)
         numa = sorted(item["numaNodes"])

@@ -8,7 +8,8 @@ device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_se
 single strategy, :mod:`~translate.plan.mig_single`), shared GPUs (time-slicing and MPS replicas,
 :mod:`~translate.plan.sharing`), topology alignment as claim constraints
 (:mod:`~translate.plan.alignment`),
-ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`), the plan itself
+ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`) within the API server's
+limits (:mod:`~translate.plan.api_limits`), the plan itself
 (:mod:`~translate.plan.pod_plan`; the rewrite of the pod: :mod:`~translate.plan.pod_rewrite`),
 the conversion record it leaves on the pod (written, read, reverted: :mod:`~translate.plan.record`),
 workloads (:mod:`~translate.plan.workloads`; the

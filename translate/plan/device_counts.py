@@ -27,6 +27,10 @@ def parse_count(value: object) -> int:
     (negative, fractional, out of range, or not a quantity at all). Binary suffixes (``Ki``...)
     are valid quantities, if odd for device counts.
     """
+    if type(value) is int and 0 <= value <= MAX_COUNT:  # the common spellings, without the quantity parser
+        return value
+    if type(value) is str and value.isascii() and value.isdigit() and len(value) <= 15 and value[0] != "0":
+        return int(value)
     if isinstance(value, bool):
         raise CountError(f"{str(value).lower()} (a boolean) is not a quantity")
     if isinstance(value, float) and not math.isfinite(value):

@@ -92,22 +92,26 @@ def product_mig_profile(value: str) -> str | None:
 
 
 def _product_selector(values: Sequence[str], aliases: Callable[[str], tuple[str, ...]]) -> str:
-    parts: list[str] = []
+    """One test per value, OR-ed; produced one at a time, so a list longer than the API's
+    selector limit stops at the limit (OverLimit)."""
     for value in values:
-        base, profile = _split_product(value)
-        if profile == "INVALID":
+        if _split_product(value)[1] == "INVALID":
             raise Untranslatable(f"{value!r} marks a node whose MIG configuration is invalid")
-        test = ex.product_in(NVIDIA_DRIVER, "productName", [base])
-        if profile is not None:
-            test = ex.all_of(
-                [
-                    test,
-                    ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"]),
-                    ex.string_attribute_in(NVIDIA_DRIVER, "profile", aliases(profile)),
-                ]
-            )
-        parts.append(test)
-    return ex.any_of(parts)
+
+    def test(value: str) -> str:
+        base, profile = _split_product(value)
+        found = ex.product_in(NVIDIA_DRIVER, "productName", [base])
+        if profile is None:
+            return found
+        return ex.all_of(
+            [
+                found,
+                ex.string_attribute_in(NVIDIA_DRIVER, "type", ["mig"]),
+                ex.string_attribute_in(NVIDIA_DRIVER, "profile", aliases(profile)),
+            ]
+        )
+
+    return ex.any_of(test(v) for v in values)
 
 
 def _int_values(req: Requirement) -> list[int]:
@@ -125,7 +129,7 @@ def _memory_selector(req: Requirement) -> str:
         return f"{cap}.compareTo(quantity({ex.literal(f'{mib}Mi')}))"
 
     if req.operator in ("In", "NotIn"):
-        ranges = ex.any_of([f"({cmp(v)} >= 0 && {cmp(v + 1)} < 0)" for v in _int_values(req)])
+        ranges = ex.any_of(f"({cmp(v)} >= 0 && {cmp(v + 1)} < 0)" for v in _int_values(req))
         test = f"({has} && {ranges})"
         return test if req.operator == "In" else ex.negate(test)
     (value,) = _int_values(req)
@@ -148,14 +152,14 @@ def _version_selector(req: Requirement, attr: str, part: str | None) -> str:
         if req.operator in ("Gt", "Lt"):
             raise Untranslatable(f"{req.key} {req.operator}: Gt/Lt need a single integer")
         versions = [_semver_text(v) for v in req.values]
-        test = f"({has} && " + ex.any_of([f"{ref}.compareTo(semver({ex.literal(v)})) == 0" for v in versions]) + ")"
+        test = f"({has} && " + ex.any_of(f"{ref}.compareTo(semver({ex.literal(v)})) == 0" for v in versions) + ")"
         return test if req.operator == "In" else ex.negate(test)
     call = f"{ref}.{part}()"
     values = _int_values(req)
     if req.operator == "In":
-        return f"({has} && {call} in [{', '.join(map(str, values))}])"
+        return f"({has} && {call} in [{ex.join(map(str, values))}])"
     if req.operator == "NotIn":
-        return ex.negate(f"({has} && {call} in [{', '.join(map(str, values))}])")
+        return ex.negate(f"({has} && {call} in [{ex.join(map(str, values))}])")
     op = ">" if req.operator == "Gt" else "<"
     return f"({has} && {call} {op} {values[0]})"
 
@@ -183,7 +187,8 @@ def selector_for(req: Requirement, kubernetes_minor: int, aliases: Callable[[str
     """The selector for one requirement, or None for labels without device meaning.
 
     Raises Untranslatable for a device label this target cannot express (version selectors
-    before 1.34, non-integer Gt/Lt, an invalid MIG product).
+    before 1.34, non-integer Gt/Lt, an invalid MIG product), and OverLimit as soon as the text
+    would cross the API server's limits on a selector (docs/design.md D33).
     """
     _check_operator(req)
     key, op = req.key, req.operator
@@ -233,7 +238,7 @@ def _family_selector(req: Requirement) -> str:
         test = ex.has_attribute(NVIDIA_DRIVER, "architecture")
         return test if op == "Exists" else ex.negate(test)
     ref = _attr("architecture")
-    names = ", ".join(ex.literal(v.lower()) for v in req.values)
+    names = ex.join(ex.literal(v.lower()) for v in req.values)
     test = (
         f"({ex.has_attribute(NVIDIA_DRIVER, 'architecture')} && type({ref}) in [string] && "
         f'{ref}.lowerAscii().replace(" ", "-") in [{names}])'

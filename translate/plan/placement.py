@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_bridge.translate.cel import selector_text as ex
-from dra_bridge.translate.findings import Finding
+from dra_bridge.translate.errors import OverLimit
+from dra_bridge.translate.findings import OVER_API_LIMIT, Finding
 from dra_bridge.translate.json_copy import clone_mapping
 from dra_bridge.translate.names import (
     GFD_MIG_STRATEGY_LABEL,
@@ -84,8 +85,21 @@ class Placement:
         self.mig_single |= other.mig_single
 
 
+#: Values a finding's legacy text lists before it counts the rest (a review may list thousands).
+_LISTED_VALUES = 8
+
+
 def _describe(req: Requirement) -> str:
-    return f"{req.key} {req.operator} {list(req.values)}" if req.values else f"{req.key} {req.operator}"
+    if not req.values:
+        return f"{req.key} {req.operator}"
+    if len(req.values) <= _LISTED_VALUES:
+        return f"{req.key} {req.operator} {list(req.values)}"
+    return f"{req.key} {req.operator} {list(req.values[:_LISTED_VALUES])} and {len(req.values) - _LISTED_VALUES} more"
+
+
+def _over_limit(path: str, legacy: str, exc: OverLimit) -> Finding:
+    """The finding that keeps a pod legacy because its selector would cross an API limit."""
+    return Finding(path, legacy, "unsupported", f"{exc}: the pod stays on the device plugin", code=OVER_API_LIMIT)
 
 
 def _translate(
@@ -96,8 +110,12 @@ def _translate(
         return None
     try:
         sel = selector_for(req, minor, aliases)
+        sel = None if sel is None else ex.checked(sel)
     except Untranslatable as exc:
         out.findings.append(Finding(path, _describe(req), "unsupported", str(exc)))
+        return None
+    except OverLimit as exc:
+        out.findings.append(_over_limit(path, _describe(req), exc))
         return None
     if sel is None:
         out.findings.append(
@@ -193,9 +211,15 @@ def _affinity(
             )
         )
         return result
+    try:
+        combined = ex.checked(ex.any_of(ex.all_of(s) for s in term_selectors))
+    except OverLimit as exc:
+        out.findings += [f for f in scratch.findings if f.outcome != "translated"]
+        out.findings.append(_over_limit(base, f"{len(terms)} terms", exc))
+        return result
     out.findings += scratch.findings
     out.take_mig(scratch)
-    out.selectors.append(ex.any_of([ex.all_of(s) for s in term_selectors]))
+    out.selectors.append(combined)
     rest = rests[0]
     node_affinity = result["nodeAffinity"]
     if rest.get("matchExpressions") or rest.get("matchFields"):
@@ -217,13 +241,21 @@ def _hami(annotations: Mapping[str, str], path: str, out: Placement) -> None:
         if not values:
             out.findings.append(Finding(apath, raw, "unsupported", "empty HAMi annotation"))
             continue
-        if key in (HAMI_USE_TYPE, HAMI_NOUSE_TYPE):
-            # HAMi: a case-insensitive substring of the device model (pkg/device/devices.go CheckType).
-            ref = ex.attribute(NVIDIA_DRIVER, "productName")
-            contains = ex.any_of([f"{ref}.lowerAscii().contains({ex.literal(v.lower())})" for v in values])
-            test = f"({ex.has_attribute(NVIDIA_DRIVER, 'productName')} && type({ref}) in [string] && {contains})"
-        else:
-            test = ex.string_attribute_in(NVIDIA_DRIVER, "uuid", values)
-        out.selectors.append(test if key in (HAMI_USE_TYPE, HAMI_USE_UUID) else ex.negate(test))
+        try:
+            test = _hami_test(key, values)
+            out.selectors.append(ex.checked(test if key in (HAMI_USE_TYPE, HAMI_USE_UUID) else ex.negate(test)))
+        except OverLimit as exc:
+            out.findings.append(_over_limit(apath, f"{len(values)} values", exc))
+            continue
         out.removed_annotations.append(key)
         out.findings.append(Finding(apath, raw, "translated", "HAMi device filter as a device selector"))
+
+
+def _hami_test(key: str, values: list[str]) -> str:
+    """The device test of one HAMi annotation (before negation for the ``nouse`` ones)."""
+    if key in (HAMI_USE_TYPE, HAMI_NOUSE_TYPE):
+        # HAMi: a case-insensitive substring of the device model (pkg/device/devices.go CheckType).
+        ref = ex.attribute(NVIDIA_DRIVER, "productName")
+        contains = ex.any_of(f"{ref}.lowerAscii().contains({ex.literal(v.lower())})" for v in values)
+        return f"({ex.has_attribute(NVIDIA_DRIVER, 'productName')} && type({ref}) in [string] && {contains})"
+    return ex.string_attribute_in(NVIDIA_DRIVER, "uuid", values)

@@ -33,7 +33,7 @@ from dra_bridge.translate.names import (
     GFD_PREFIX,
     normalize_api_version,
 )
-from dra_bridge.translate.plan import alignment, foreign, mig_single, sharing, stay_legacy
+from dra_bridge.translate.plan import alignment, api_limits, foreign, mig_single, sharing, stay_legacy
 from dra_bridge.translate.plan.claim_templates import render_template
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
@@ -144,8 +144,16 @@ def plan_pod(
     dropped |= {d.mapping.resource_name for d in zeros}
     kept_placement = placement if uses_gfd else None
     claims = _claims(wanted, kept_placement, options, target, spec, namespace, findings)
+    over = api_limits.first_problem(claims.templates, wanted[0].path, wanted[0].legacy)
+    if over is not None:
+        return _unchanged(pod, [*findings, over, *_verdict(facts.adding([*findings, over]))])
     new, record = rewrite(pod, claims, dropped, kept_placement, RecordedOptions.of(options, catalog))
     return Plan(claims.templates, new, tuple(findings), True, record)
+
+
+def _verdict(facts: stay_legacy.Facts) -> list[Finding]:
+    verdict = stay_legacy.translation_not_faithful(facts)
+    return [] if verdict is None else [verdict]
 
 
 def _has_gpu_placement(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> bool:

@@ -40,6 +40,7 @@ Raises :class:`translate.errors.InputError` for malformed nodes, slices, classes
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -57,6 +58,7 @@ from dra_bridge.translate.capacity import (
     legacy_requests,
     placement_order,
     pod_demand,
+    pod_demands,
     pod_priority,
     workload_demand,
 )
@@ -88,6 +90,14 @@ def _by_kind(objects: Sequence[tuple[str, Any]], kind: str) -> _Named:
         for _, o in objects
         if isinstance(o, Mapping) and o.get("kind") == kind
     }
+
+
+def _by_namespace(named: _Named) -> dict[str, dict[str, Mapping[str, Any]]]:
+    """``{namespace: {name: object}}``: a workload reads its namespace's, not every namespace's."""
+    out: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for (namespace, name), obj in named.items():
+        out.setdefault(namespace, {})[name] = obj
+    return out
 
 
 def _priorities(objects: Sequence[tuple[str, Any]]) -> tuple[dict[str, int], int]:
@@ -132,7 +142,7 @@ def _train_job(
     plan = plan_pod(found.pod, webhook[0], webhook[1], namespace) if webhook is not None else None
     new = _spec(plan.pod) if plan is not None else None
     local = {str(x["metadata"]["name"]): x for x in plan.templates} if plan is not None else {}
-    pods = tuple(pod_demand(namespace, f"{u.name}-node-{i}", spec, new, local) for i in range(found.pods))
+    pods = pod_demands(namespace, [f"{u.name}-node-{i}" for i in range(found.pods)], spec, new, local)
     source = {"template": "spec.runtimeRef", "role": "node", "pods": found.pods, "from": found.source}
     if not pods or not _asks(pods[0]):
         return None
@@ -142,8 +152,8 @@ def _train_job(
 
 def _demand(
     w: WorkloadReport,
-    templates: _Named,
-    claims: _Named,
+    templates: Mapping[str, dict[str, Mapping[str, Any]]],
+    claims: Mapping[str, dict[str, Mapping[str, Any]]],
     priorities: tuple[dict[str, int], int],
     objects: Sequence[Mapping[str, Any]] = (),
     webhook: tuple[Catalog, Options] | None = None,
@@ -158,9 +168,9 @@ def _demand(
     if converted is None or u.kind == "DaemonSet":
         return None
     namespace = u.namespace or "default"
-    own = {str(t["metadata"]["name"]): t for t in converted.templates}
-    local = {n: t for (ns, n), t in templates.items() if ns == namespace} | own
-    named = {n: c for (ns, n), c in claims.items() if ns == namespace}
+    own: dict[str, Mapping[str, Any]] = {str(t["metadata"]["name"]): t for t in converted.templates}
+    local: ChainMap[str, Mapping[str, Any]] = ChainMap(own, templates.get(namespace) or {})
+    named = claims.get(namespace) or {}
     kind = str(u.obj.get("kind"))
     new_obj = converted.obj if isinstance(converted.obj, Mapping) else {}
     old_pods = pod_templates(u.obj)
@@ -180,7 +190,7 @@ def _demand(
         pods, sources = list(demand.pods), [(t, bool(demand.pods) and _asks(demand.pods[0])) for t in counts.templates]
     elif kind == "Pod":  # planned from its pods: the owner is not in the input
         legacy_spec, converted_spec = _spec(old_pods[0][1]), _spec(new_obj)
-        pods = [pod_demand(namespace, name, legacy_spec, converted_spec, local, named) for name in u.pods]
+        pods = list(pod_demands(namespace, list(u.pods), legacy_spec, converted_spec, local, named))
         read = TemplateCount((), len(u.pods), "pod", f"{len(u.pods)} pods read ({u.kind} not in the input)")
         counts, sources = PodCounts((read,)), [(read, bool(pods) and _asks(pods[0]))]
     else:
@@ -192,11 +202,9 @@ def _demand(
             if webhook is not None and new == old:  # left as it is: its pods are the webhook's to convert
                 plan = plan_pod(old, webhook[0], webhook[1], namespace)
                 new = plan.pod
-                local = local | {str(x["metadata"]["name"]): x for x in plan.templates}
-            made = [
-                pod_demand(namespace, f"{u.name}-{t.role}-{i}", _spec(old), _spec(new or {}), local, named)
-                for i in range(t.pods)
-            ]
+                local = local.new_child({str(x["metadata"]["name"]): x for x in plan.templates})
+            names = [f"{u.name}-{t.role}-{i}" for i in range(t.pods)]
+            made = list(pod_demands(namespace, names, _spec(old), _spec(new or {}), local, named))
             probe = made[0] if made else pod_demand(namespace, u.name, _spec(old), _spec(new or {}), local, named)
             pods += made
             sources.append((t, _asks(probe)))
@@ -274,12 +282,13 @@ def report_capacity(
         attach_capacity(report, {}, {}, {"skipped": NO_NODES})
         return
     counted: dict[int, _Counted] = {}
+    grouped_templates, grouped_claims = _by_namespace(templates), _by_namespace(claims)
     others = [o for _, o in objects if isinstance(o, Mapping)]
     placed = 0
     for i, w in enumerate(report.workloads):
         try:
             webhook = (catalog, w.policy or report.settings.options) if _by_webhook(w) else None
-            found = _demand(w, templates, claims, priorities, others, webhook)
+            found = _demand(w, grouped_templates, grouped_claims, priorities, others, webhook)
         except InputError as exc:
             found = str(exc)
         if isinstance(found, _Counted) and (bound := above_bound(len(found.demand.pods), placed)):

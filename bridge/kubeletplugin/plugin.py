@@ -2,8 +2,8 @@
 
 ``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin`` and ``...v1beta1.DRAPlugin`` on one unix socket,
 ``<kubelet dir>/plugins/<driver>/dra.sock`` (docs/design.md D10), beside the device health stream
-(:mod:`bridge.health_stream`). Each call fans out per claim to
-:class:`bridge.claims.ClaimPreparer` and answers one map entry per requested claim UID, each
+(:mod:`bridge.kubeletplugin.health_stream`). Each call fans out per claim to
+:class:`bridge.kubeletplugin.claims.ClaimPreparer` and answers one map entry per requested claim UID, each
 with its own error (docs/design.md D16); an empty request succeeds (liveness probes send one).
 The RPC itself fails only for a request that is not one (never for a claim). Each call is
 counted and timed in :class:`bridge.health.Metrics` (``dra_bridge_claim_operations_total``,
@@ -20,10 +20,8 @@ from typing import Any
 
 import grpc
 
-from dra_bridge.bridge.claims import ClaimPreparer, ClaimRef, Outcome
 from dra_bridge.bridge.file_lock import file_lock
 from dra_bridge.bridge.health import Metrics
-from dra_bridge.bridge.health_stream import HealthStream
 from dra_bridge.bridge.kubeletapi import (
     dra_health_v1alpha1_pb2_grpc,
     dra_v1_pb2,
@@ -31,7 +29,9 @@ from dra_bridge.bridge.kubeletapi import (
     dra_v1beta1_pb2,
     dra_v1beta1_pb2_grpc,
 )
-from dra_bridge.bridge.registration import listen
+from dra_bridge.bridge.kubeletplugin.claims import ClaimPreparer, ClaimRef, Outcome
+from dra_bridge.bridge.kubeletplugin.health_stream import HealthStream
+from dra_bridge.bridge.kubeletplugin.registration import listen
 
 
 class DraService:
@@ -120,7 +120,7 @@ async def serve_dra(
     lock: Path | None = None,
 ) -> grpc.aio.Server:
     """Serve both DRA versions on ``socket`` (``<kubelet dir>/plugins/<driver>/dra.sock``), and the
-    device health stream (:mod:`bridge.health_stream`) when ``health`` is given. ``lock``: the file
+    device health stream (:mod:`bridge.kubeletplugin.health_stream`) when ``health`` is given. ``lock``: the file
     lock every call holds when several instances share the checkpoint (rolling updates)."""
     services: list[tuple[Any, Any]] = [
         (dra_v1_pb2_grpc.add_DRAPluginServicer_to_server, DraV1(preparer, metrics, lock)),

@@ -1,8 +1,14 @@
 """Start and stop the DRA kubelet plugin: the DRA service first, then the registration socket.
 
-    plugin = await start_plugin(PluginPaths.under(kubelet_dir, state_dir), api, node,
-                                AgentView(inventory, claim_version, accepting), metrics=...)
-    plugin.preparer.count                the prepared-claim count (the Node condition's number)
+    plugin = await start_plugin(PluginPaths.under(kubelet_dir, state_dir), api, node, view, metrics=...)
+                                         view: what it reads of the hand-over half (bridge.ports.HandoverView)
+    plugin.prepared_count                the prepared-claim count (the Node condition's number;
+                                         None while the checkpoint is unreadable)
+    plugin.checkpoint_readable           False while the checkpoint is unreadable (checkpoint_error: why)
+    plugin.reread_checkpoint()           read an unreadable checkpoint again (each tick)
+    plugin.collection = Collection(kubelet, grace)   what collection reads (unset: none)
+    await plugin.collect(now)            unprepare entries whose claim is gone (claim_collector)
+    plugin.prepared_devices()            the devices prepared claims hold (the alarm's input)
     await plugin.alive()                 "" when both sockets answer, else why not (liveness)
     plugin.report_health(alarmed)        assess the devices for the kubelet's health stream
     await plugin.stop()
@@ -12,8 +18,7 @@ https://github.com/kubernetes/dynamic-resource-allocation/blob/master/kubeletplu
 ``<kubelet dir>/plugins/<driver>/dra.sock``, registration on
 ``<kubelet dir>/plugins_registry/<driver>-reg.sock``, our CDI specs in the last CDI directory
 (``--cdi-dir``; default ``/etc/cdi,/var/run/cdi``, so ``/var/run/cdi``), the checkpoint in the
-state directory. :func:`device_index` maps the published device names to the recorded inventory
-(the same names :mod:`translate.inventory` publishes).
+state directory. :class:`Plugin` is the hand-over half's :class:`bridge.ports.PluginView`.
 """
 
 from __future__ import annotations
@@ -24,22 +29,23 @@ from pathlib import Path
 
 import grpc
 
-from dra_bridge.bridge.cdi_specs import CDI_DIRS, SpecIndex
-from dra_bridge.bridge.checkpoint import CheckpointStore, read_boot_id
-from dra_bridge.bridge.claims import AgentView, ClaimPreparer
-from dra_bridge.bridge.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
 from dra_bridge.bridge.file_lock import LOCK_FILE
 from dra_bridge.bridge.health import Metrics
-from dra_bridge.bridge.health_stream import HealthStream
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
-from dra_bridge.bridge.plugin import serve_dra
-from dra_bridge.bridge.registration import Registration, serve_registration
+from dra_bridge.bridge.kubeletplugin.cdi_specs import CDI_DIRS, SpecIndex
+from dra_bridge.bridge.kubeletplugin.checkpoint import CheckpointStore, read_boot_id
+from dra_bridge.bridge.kubeletplugin.claim_collector import ClaimCollector
+from dra_bridge.bridge.kubeletplugin.claims import ClaimPreparer
+from dra_bridge.bridge.kubeletplugin.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
+from dra_bridge.bridge.kubeletplugin.health_stream import HealthStream
+from dra_bridge.bridge.kubeletplugin.plugin import serve_dra
+from dra_bridge.bridge.kubeletplugin.registration import Registration, serve_registration
+from dra_bridge.bridge.podresources.client import PodResourcesClient
+from dra_bridge.bridge.ports import HandoverView
 from dra_bridge.bridge.settings import Settings
-from dra_bridge.bridge.state import Inventory
 from dra_bridge.kube.api import KubeApi
-from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.cdi import EditsLookup
-from dra_bridge.translate.inventory.slices import build_devices
+from dra_bridge.translate.inventory.allocatable import DeviceId
 from dra_bridge.translate.names import BRIDGE_DRIVER
 
 PROBE_TIMEOUT = 2.0
@@ -97,37 +103,84 @@ class PluginPaths:
         return self.registry_dir / f"{self.driver}{instance}-reg.sock"
 
 
-def device_index(inventory: Inventory, catalog: Catalog) -> dict[str, tuple[str, str]]:
-    """Published device name -> (legacy resource name, kubelet device ID) for a recorded inventory."""
-    built, _ = build_devices(inventory.devices, catalog, inventory.labels, inventory.nvml)
-    domain = catalog.bridge_driver + "/"
-    out = {}
-    for d in built:
-        attrs = d["attributes"]
-        out[d["name"]] = (str(attrs[domain + "resourceName"]["string"]), str(attrs[domain + "deviceID"]["string"]))
-    return out
+DEFAULT_GRACE = 600.0
+"""``--claim-grace-period``'s default (seconds)."""
+
+
+@dataclass(frozen=True)
+class Collection:
+    """What collecting checkpoint entries whose claim is gone reads: the kubelet's PodResources
+    API (``List``) and the grace period (``--claim-grace-period``, seconds)."""
+
+    kubelet: PodResourcesClient
+    grace: float = DEFAULT_GRACE
 
 
 @dataclass
 class Plugin:
-    """The running plugin: its preparer, registration servicer and servers."""
+    """The running plugin: its preparer, registration servicer and servers (a
+    :class:`bridge.ports.PluginView`)."""
 
     paths: PluginPaths
     preparer: ClaimPreparer
     registration: Registration
     servers: list[grpc.aio.Server] = field(default_factory=list)
     health: HealthStream = field(default_factory=HealthStream)
-    """The device health stream the kubelet watches (:mod:`bridge.health_stream`)."""
+    """The device health stream the kubelet watches (:mod:`bridge.kubeletplugin.health_stream`)."""
     pool: str = ""
     """Our pool: the node name."""
     nvml_check: NvmlCheck | None = None
     """:func:`bridge.nvml.check_uuids` where NVML may be present (None: no NVML facts)."""
+    collection: Collection | None = None
+    """What collection reads (``dra-bridge run`` sets it); None: nothing is collected."""
+    collector: ClaimCollector = field(default_factory=lambda: ClaimCollector(DEFAULT_GRACE))
+    """Collects entries whose claim is gone (:mod:`bridge.kubeletplugin.claim_collector`)."""
+
+    @property
+    def prepared_count(self) -> int | None:
+        """How many claims are prepared; None while the checkpoint is unreadable (unknown, not zero)."""
+        return None if self.preparer.broken else self.preparer.count
+
+    @property
+    def checkpoint_readable(self) -> bool:
+        """Whether the prepared-claim checkpoint could be read."""
+        return not self.preparer.broken
+
+    @property
+    def checkpoint_error(self) -> str:
+        """Why the checkpoint is unreadable; empty while it is readable."""
+        return self.preparer.broken
+
+    def reread_checkpoint(self) -> None:
+        """Read the checkpoint again while it is unreadable (rolled forward or repaired)."""
+        if self.preparer.broken:
+            self.preparer.reload()
+
+    async def collect(self, now: float) -> list[str]:
+        """Unprepare entries whose claim is gone (:meth:`ClaimCollector.tick`); the labels collected."""
+        if self.collection is None:
+            return []
+        self.collector.grace = self.collection.grace
+        # instances overlap only with a pod UID: then collection takes the rolling-update lock
+        self.collector.lock = self.paths.state_dir / LOCK_FILE if self.paths.pod_uid else None
+        preparer = self.preparer
+        return await self.collector.tick(
+            preparer, self.collection.kubelet, preparer.api, preparer.view.claim_version, now
+        )
+
+    def prepared_devices(self) -> frozenset[DeviceId]:
+        """The devices prepared claims hold."""
+        return self.preparer.devices()
+
+    def resolves(self, cdi_ids: Sequence[str]) -> Mapping[str, bool]:
+        """Whether each CDI name resolves in the node's CDI specs now."""
+        return self.preparer.index.resolves(cdi_ids)
 
     def report_health(self, alarmed: Mapping[str, str]) -> None:
-        """Assess every recorded device (:mod:`bridge.device_health`) from NVML (:attr:`nvml_check`),
+        """Assess every recorded device (:mod:`bridge.kubeletplugin.device_health`) from NVML (:attr:`nvml_check`),
         the hand-over alarm's ``alarmed`` (kubelet device ID -> reason) and whether each toolkit CDI
         device resolves now, and hand the assessment to the kubelet's health stream."""
-        inventory = self.preparer.inventory()
+        inventory = self.preparer.view.devices()
         nvml = self.nvml_check(nvml_uuids(inventory)) if self.nvml_check is not None else None
         resolves = self.preparer.index.resolves(toolkit_ids(inventory))
         self.health.update(assess(inventory, self.pool, HealthFacts(nvml, alarmed, resolves)))
@@ -162,17 +215,18 @@ async def start_plugin(
     paths: PluginPaths,
     api: KubeApi,
     node: str,
-    view: AgentView,
+    view: HandoverView,
     metrics: Metrics | None = None,
     boot_id: Callable[[], str] = read_boot_id,
     edits: EditsLookup | None = None,
     nvml_check: NvmlCheck | None = None,
 ) -> Plugin:
     """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
-    that order). ``view``: what the plugin reads of the agent (:class:`bridge.claims.AgentView`);
+    that order). ``view``: what the plugin reads of the hand-over half (:class:`bridge.ports.HandoverView`);
     ``edits``: a device's recorded Allocate edits or static recipe
     (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
-    :func:`bridge.nvml.check_uuids` where NVML may be present."""
+    :func:`bridge.nvml.check_uuids` where NVML may be present. Collection starts once the caller
+    sets :attr:`Plugin.collection`."""
     preparer = ClaimPreparer(
         api,
         node,

@@ -7,7 +7,7 @@ The kubelet (feature gate ``ResourceHealthStatus``, beta and on by default in 1.
 stream when it registers the plugin, reopens it every 5 s after it ends, and fills the pods'
 ``status.containerStatuses[].allocatedResourcesStatus`` from it.
 
-Each message lists every device, complete (:func:`bridge.device_health.assess`). A message goes
+Each message lists every device, complete (:func:`bridge.kubeletplugin.device_health.assess`). A message goes
 out when the stream opens, when the assessment changes, and again every
 ``timeout / 3`` seconds, before the kubelet's per-device timeout
 (``health_check_timeout_seconds`` = ``timeout``) would turn the devices UNKNOWN. An assessment
@@ -23,9 +23,9 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from dra_bridge.bridge.device_health import UNKNOWN, DeviceReport
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2 as pb2
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2_grpc as pb2_grpc
+from dra_bridge.bridge.kubeletplugin.device_health import UNKNOWN, DeviceReport
 
 logger = logging.getLogger(__name__)
 

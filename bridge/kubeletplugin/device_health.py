@@ -2,7 +2,7 @@
 
 :func:`assess` maps every device of the recorded inventory (published name -> (legacy resource,
 kubelet device ID)) to one :class:`DeviceReport` for the kubelet's ``NodeWatchResources`` stream
-(:mod:`bridge.health_stream`), by these rules, in this order:
+(:mod:`bridge.kubeletplugin.health_stream`), by these rules, in this order:
 
 =============  ===============================================================================
 UNHEALTHY      any of: NVML (where it loads) fails to find the device's UUID
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dra_bridge.translate.cdi import toolkit_cdi_id
-from dra_bridge.translate.inventory.allocatable import split_replica
+from dra_bridge.translate.inventory.allocatable import DeviceId, split_replica
 from dra_bridge.translate.names import NVIDIA_RESOURCE_PREFIX
 
 HEALTHY, UNHEALTHY, UNKNOWN = "HEALTHY", "UNHEALTHY", "UNKNOWN"
@@ -84,19 +84,18 @@ def health_of(resource: str, device_id: str, facts: HealthFacts) -> tuple[str, s
     return UNKNOWN, f"NVML was not asked about {uuid}"
 
 
-def toolkit_ids(inventory: Mapping[str, tuple[str, str]]) -> list[str]:
+def toolkit_ids(inventory: Mapping[str, DeviceId]) -> list[str]:
     """The toolkit CDI names of the inventory's NVIDIA devices (to check with one directory scan)."""
-    return sorted({t for resource, device_id in inventory.values() if (t := toolkit_cdi_id(resource, device_id))})
+    return sorted({t for d in inventory.values() if (t := toolkit_cdi_id(d.resource, d.device_id))})
 
 
-def nvml_uuids(inventory: Mapping[str, tuple[str, str]]) -> list[str]:
+def nvml_uuids(inventory: Mapping[str, DeviceId]) -> list[str]:
     """The UUIDs of the inventory's NVIDIA devices (replicas folded into their GPU)."""
-    return sorted({split_replica(d)[0] for r, d in inventory.values() if r.startswith(NVIDIA_RESOURCE_PREFIX)})
+    return sorted({d.base for d in inventory.values() if d.resource.startswith(NVIDIA_RESOURCE_PREFIX)})
 
 
-def assess(inventory: Mapping[str, tuple[str, str]], pool: str, facts: HealthFacts) -> tuple[DeviceReport, ...]:
+def assess(inventory: Mapping[str, DeviceId], pool: str, facts: HealthFacts) -> tuple[DeviceReport, ...]:
     """One report per device of ``inventory``, sorted by device name."""
     return tuple(
-        DeviceReport(pool, name, *health_of(resource, device_id, facts))
-        for name, (resource, device_id) in sorted(inventory.items())
+        DeviceReport(pool, name, *health_of(d.resource, d.device_id, facts)) for name, d in sorted(inventory.items())
     )

@@ -1,6 +1,6 @@
 """Prepare and unprepare claims on this node: the DRA plugin's state, under one asyncio.Lock.
 
-    preparer = ClaimPreparer(api, node, store, cdi_dir, index, AgentView(inventory, claim_version))
+    preparer = ClaimPreparer(api, node, store, cdi_dir, index, view)   view: bridge.ports.HandoverView
     preparer.recover()                                   at start, before serving
     await preparer.prepare([ClaimRef(ns, name, uid)])   -> {uid: Outcome(devices, error)}
     await preparer.unprepare([ClaimRef(...)])           -> {uid: Outcome((), error)}
@@ -10,14 +10,21 @@ Prepare (docs/design.md D10; the DRAPlugin contract, docs/design.md D16), per cl
 1. already checkpointed: answer what the checkpoint holds (idempotent, without the API
    server), after checking its toolkit CDI devices still resolve and rewriting our spec if it
    is missing (``/var/run/cdi`` is tmpfs: a reboot empties it);
-2. otherwise, only while ``accepting()`` (the node is in DRA mode: "prepare nothing new"
-   after it leaves), GET the ResourceClaim (``resource.k8s.io`` at ``claim_version()``),
+2. otherwise, only while the last publication decision was to publish (``prepare_gate()``: a
+   decision to keep the slices through a kubelet blip counts; "prepare nothing new" once the
+   node withdraws or leaves DRA mode; before the first decision after a start, a retryable
+   error), GET the ResourceClaim (``resource.k8s.io`` at ``claim_version()``),
    check its UID and take the allocation results of our driver in this node's pool
    (:func:`translate.cdi.our_results`), map them to recorded devices and CDI IDs
    (:func:`translate.cdi.answer`: the NVIDIA toolkit's device, checked to resolve, else the
    device plugin's Allocate answer recorded while legacy, else the catalog's static recipe,
    in our spec: ``edits``, :mod:`translate.edit_sources`), write our spec when one is needed,
-   then the checkpoint (which keeps each device's edits, so the spec is rewritten identically).
+   then the checkpoint (which keeps each device's edits, so the spec is rewritten identically);
+3. the last line (docs/design.md D34), under the lock, before anything is written: refuse,
+   naming the device and its holder, a device that another checkpointed claim holds (unless one
+   of the two results has ``adminAccess``), one that PodResources ``List`` shows assigned to a
+   container through a device plugin, and one the kubelet offers through a device plugin
+   (``device_use()``, read fresh; our own DRA devices are not a conflict).
 
 Every failure is that claim's error (naming it and the rule), never another claim's and never
 a crash. Unprepare removes the spec and the checkpoint entry; an unknown claim succeeds; it
@@ -36,13 +43,14 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dra_bridge.bridge.cdi_specs import SpecIndex, own_spec_uids, remove_spec, write_spec
-from dra_bridge.bridge.checkpoint import Checkpoint, CheckpointStore, PreparedClaim
 from dra_bridge.bridge.errors import CdiError, CheckpointError
+from dra_bridge.bridge.kubeletplugin.cdi_specs import SpecIndex, own_spec_uids, remove_spec, write_spec
+from dra_bridge.bridge.kubeletplugin.checkpoint import Checkpoint, CheckpointStore, PreparedClaim
+from dra_bridge.bridge.ports import DeviceUse, HandoverView
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
@@ -59,6 +67,7 @@ from dra_bridge.translate.cdi import (
 )
 from dra_bridge.translate.edit_sources import lookup
 from dra_bridge.translate.errors import ClaimError
+from dra_bridge.translate.inventory.allocatable import DeviceId
 from dra_bridge.translate.names import BRIDGE_DRIVER
 
 logger = logging.getLogger(__name__)
@@ -90,22 +99,6 @@ class Outcome:
     error: str = ""
 
 
-def _always() -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class AgentView:
-    """What the plugin reads of the agent, each time it needs it: ``inventory()`` maps our device
-    names to (legacy resource, kubelet device ID); ``claim_version()`` is the resource.k8s.io
-    version to read claims at; ``accepting()`` says whether new claims may be prepared (the
-    node is in DRA mode; always, by default)."""
-
-    inventory: Callable[[], Mapping[str, tuple[str, str]]]
-    claim_version: Callable[[], Awaitable[str]]
-    accepting: Callable[[], bool] = _always
-
-
 class ClaimPreparer:
     """Prepared claims of one node (see the module docstring), reading the agent through
     ``view``; ``edits`` finds a non-NVIDIA device's edits (default: the shipped catalog's static
@@ -118,12 +111,12 @@ class ClaimPreparer:
         store: CheckpointStore,
         cdi_dir: Path,
         index: SpecIndex,
-        view: AgentView,
+        view: HandoverView,
         driver: str = BRIDGE_DRIVER,
         edits: EditsLookup | None = None,
     ) -> None:
         self.api, self.node, self.store, self.cdi_dir, self.index = api, node, store, cdi_dir, index
-        self.inventory, self.claim_version, self.accepting = view.inventory, view.claim_version, view.accepting
+        self.view = view
         self.driver = driver
         self.edits = edits if edits is not None else lookup(dict, load_catalog())
         self.lock = asyncio.Lock()
@@ -136,9 +129,9 @@ class ClaimPreparer:
         """How many claims are prepared (the Node condition's number)."""
         return len(self.checkpoint.claims)
 
-    def device_ids(self) -> frozenset[str]:
-        """The kubelet device IDs that prepared claims hold (for the agent's alarm)."""
-        return frozenset(d.device_id for c in self.checkpoint.claims.values() for d in c.devices if d.device_id)
+    def devices(self) -> frozenset[DeviceId]:
+        """The devices that prepared claims hold (for the agent's alarm)."""
+        return frozenset(d.device for c in self.checkpoint.claims.values() for d in c.devices if d.device.device_id)
 
     def recover(self) -> None:
         """Load the checkpoint, remove stray specs of ours, rewrite missing ones after a reboot."""
@@ -181,7 +174,9 @@ class ClaimPreparer:
             logger.info("rewrote the missing CDI spec of prepared claim %s", uid)
 
     def _check_toolkit(self, ref: ClaimRef, devices: Sequence[PreparedDevice]) -> None:
-        wanted = [t for d in devices if (t := toolkit_cdi_id(d.resource_name, d.device_id)) in d.cdi_device_ids]
+        wanted = [
+            t for d in devices if (t := toolkit_cdi_id(d.device.resource, d.device.device_id)) in d.cdi_device_ids
+        ]
         missing = sorted(i for i, ok in self.index.resolves(wanted).items() if not ok)
         if missing:
             dirs = ", ".join(map(str, self.index.dirs))
@@ -192,16 +187,17 @@ class ClaimPreparer:
 
     async def _read(self, ref: ClaimRef) -> Outcome | tuple[ClaimRef, list[PreparedDevice], dict[str, object] | None]:
         label = claim_label(ref.namespace, ref.name, ref.uid)
-        if not self.accepting():
-            return Outcome(
-                error=f"{label}: this node is not in DRA mode (dra-bridge.io/mode=dra): preparing nothing new"
-            )
+        closed = self._gate_error(label)
+        if closed:
+            return Outcome(error=closed)
         try:
-            version = await self.claim_version()
+            version = await self.view.claim_version()
             claim = await self.api.get(RESOURCE_CLAIMS.at(version), ref.name, ref.namespace)
             results = our_results(claim, ref.namespace, ref.name, ref.uid, self.driver, self.node)
-            inventory = self.inventory()
-            toolkit = [t for r in results if (k := inventory.get(r.device)) and (t := toolkit_cdi_id(*k))]
+            inventory = self.view.devices()
+            toolkit = [
+                t for r in results if (k := inventory.get(r.device)) and (t := toolkit_cdi_id(k.resource, k.device_id))
+            ]
             prepared = answer(ref.uid, results, inventory, self.index.resolves(toolkit), label, self.edits)
         except KubeError as exc:
             return Outcome(error=f"{label}: cannot read the ResourceClaim: {exc}")
@@ -217,12 +213,43 @@ class ClaimPreparer:
         fresh = [r for r in refs if r.uid not in self.checkpoint.claims]
         read = dict(zip([r.uid for r in fresh], await asyncio.gather(*(self._read(r) for r in fresh)), strict=True))
         async with self.lock:
+            use = await self.view.device_use() if any(not isinstance(o, Outcome) for o in read.values()) else None
             for ref in refs:
-                out[ref.uid] = self._prepare_locked(ref, read.get(ref.uid))
+                out[ref.uid] = self._prepare_locked(ref, read.get(ref.uid), use)
         return out
 
+    def _gate_error(self, label: str) -> str:
+        """Why fresh claims may not be prepared now (empty: they may)."""
+        gate = self.view.prepare_gate()
+        if not gate.decided:
+            return f"{label}: {gate.reason}; not preparing it yet, the kubelet will ask again"
+        if not gate.publishing:
+            return f"{label}: this node does not publish its devices now ({gate.reason}): preparing nothing new"
+        return ""
+
+    def _conflicts(self, uid: str, devices: Sequence[PreparedDevice], use: DeviceUse) -> list[str]:
+        """The last-line check (module docstring, step 3): each device another owner may have."""
+        problems = []
+        for d in devices:
+            what = f"device {d.device_name} ({d.device})"
+            for other_uid, other in sorted(self.checkpoint.claims.items()):
+                if other_uid != uid and any(o.device == d.device and not (o.admin or d.admin) for o in other.devices):
+                    problems.append(f"{what} is held by prepared {claim_label(other.namespace, other.name, other_uid)}")
+            holders = use.held.get(d.device)
+            if holders:
+                problems.append(
+                    f"{what} is assigned to container(s) {', '.join(sorted(holders)[:5])} through a device plugin"
+                )
+            offered = use.offered.get(d.device)
+            if offered:
+                problems.append(f"{what} is offered by the kubelet through a device plugin ({offered})")
+        return problems
+
     def _prepare_locked(
-        self, ref: ClaimRef, read: Outcome | tuple[ClaimRef, list[PreparedDevice], dict[str, object] | None] | None
+        self,
+        ref: ClaimRef,
+        read: Outcome | tuple[ClaimRef, list[PreparedDevice], dict[str, object] | None] | None,
+        use: DeviceUse | None,
     ) -> Outcome:
         label = claim_label(ref.namespace, ref.name, ref.uid)
         try:
@@ -236,6 +263,16 @@ class ClaimPreparer:
             if isinstance(read, Outcome):
                 return read
             _, devices, spec = read
+            closed = self._gate_error(label)  # again under the lock: the decision may have changed
+            if closed:
+                return Outcome(error=closed)
+            if use is None or use.error:
+                why = use.error if use is not None else "not read"
+                return Outcome(error=f"{label}: cannot check who holds its devices ({why}); the kubelet will ask again")
+            conflicts = self._conflicts(ref.uid, devices, use)
+            if conflicts:
+                logger.error("refusing to prepare %s: %s", label, "; ".join(conflicts))
+                return Outcome(error=f"{label}: refused, another owner may have its device(s): " + "; ".join(conflicts))
             crash_point("before-spec")
             if spec is not None:
                 write_spec(self.cdi_dir, ref.uid, dict(spec))

@@ -9,7 +9,7 @@ supported_versions: ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceH
 names, v1 first: a 1.34+ kubelet takes the first DRAPlugin it supports; the health stream is
 optional, as the Go helper advertises it); ``NotifyRegistrationStatus`` records the kubelet's
 verdict (``registered``, ``error``) and logs a refusal. A stale socket file is removed before
-listening; the DRA service must be up first (:mod:`bridge.plugin`).
+listening; the DRA service must be up first (:mod:`bridge.kubeletplugin.plugin`).
 """
 
 from __future__ import annotations
