@@ -22,6 +22,7 @@ No I/O, no asyncio, no Kubernetes client: plain dicts in, new dicts out, determi
     translate.names          every well-known label, annotation, domain, driver name and API version
     translate.catalog        the translation catalog (legacy resource -> DeviceClass), as data
     translate.enrolment      which webhook paths see a namespace's pods (the chart's namespaceSelectors)
+    translate.label_selector a label selector (matchLabels, matchExpressions) and what it selects
     translate.findings       findings, their outcomes and severities, and remedy codes
     translate.errors         the exception tree
     translate.dns_names      DNS name rules and stable hashes for derived names

@@ -43,6 +43,7 @@ from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.connection_limits import handler_args
 from dra_bridge.webhook.connections import ConnectionCollector, ConnectionTracker, TrackedSite, install
+from dra_bridge.webhook.drain import Drain
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.events import KubeAuditSink
 from dra_bridge.webhook.handler import Admitter
@@ -154,6 +155,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             body_timeout=settings.connections.body_timeout,
             metrics=settings.metrics_port is None,
         )
+        drain = Drain()
+        drain.install(app)
         runners = [_runner(app, settings)]
         trackers = {"https": ConnectionTracker(settings.connections)}
         if settings.metrics_port is not None:
@@ -169,13 +172,21 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
                 logger.info("serving /metrics on http://%s:%d", settings.host, settings.metrics_port)
             logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
             stop = asyncio.Event()
+            terminated = asyncio.Event()
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
+
+            def on_sigterm() -> None:
+                terminated.set()
+                stop.set()
+
+            for sig, handler in ((signal.SIGTERM, on_sigterm), (signal.SIGINT, stop.set)):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(sig, stop.set)
+                    loop.add_signal_handler(sig, handler)
             if ready is not None:
                 ready.set()
             await stop.wait()
+            if terminated.is_set() and settings.drain_period > 0:  # SIGTERM: a pod stopping
+                await drain.run(runners[0], settings.drain_period)
         finally:
             for runner in reversed(runners):
                 await runner.cleanup()

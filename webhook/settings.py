@@ -23,6 +23,7 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --template-grace     DRA_WEBHOOK_TEMPLATE_GRACE      600 (seconds a managed template may stay unused)
     --reconcile-interval DRA_WEBHOOK_RECONCILE_INTERVAL  30 (seconds between reconciler passes)
     --log-level          DRA_WEBHOOK_LOG_LEVEL           INFO (DEBUG, INFO, WARNING or ERROR, any case; kube.logs)
+    --drain-period       DRA_WEBHOOK_DRAIN_PERIOD        0 (seconds serving after SIGTERM, closing connections)
     --namespace-label    DRA_WEBHOOK_NAMESPACE_LABEL     dra-bridge.io/webhook (the chart's webhook.namespaceLabel)
     --opt-out-label      DRA_WEBHOOK_OPT_OUT_LABEL       dra-bridge.io/webhook-opt-out (webhook.optOutLabel)
     --paths              DRA_WEBHOOK_PATHS               audit,enforce (the registration's entries: webhook.*.enabled)
@@ -110,6 +111,8 @@ class Settings:
     """Seconds between template reconciler passes."""
     log_level: str = "INFO"
     """The lowest level logged (kube.logs.LEVELS, in any case)."""
+    drain_period: float = 0.0
+    """Seconds to keep serving after SIGTERM, every answer closing its connection (webhook.drain)."""
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     """Timeouts and caps of every listening port (webhook.connection_limits)."""
     metrics_port: int | None = None
@@ -185,11 +188,14 @@ class Settings:
             deadline = float(pick("template_deadline") or 2.0)
             grace = float(pick("template_grace") or 600.0)
             reconcile = float(pick("reconcile_interval") or 30.0)
+            drain = float(pick("drain_period") or 0.0)
             api_version = normalize_api_version(api_version) if api_version else None
         except ValueError as exc:
             raise WebhookConfigError(str(exc)) from exc
         if not 0 < port < 65536:
             raise WebhookConfigError(f"--port {port}: must be 1..65535")
+        if drain < 0:
+            raise WebhookConfigError(f"{FLAGS.twin('drain_period')} {drain}: must not be negative")
         metrics_port = _metrics_port(pick("metrics_port"), port)
         connections = limits_from(given)
         if reload_interval <= 0 or deadline <= 0 or reconcile <= 0 or grace < 0:
@@ -228,6 +234,7 @@ class Settings:
             template_grace=grace,
             reconcile_interval=reconcile,
             log_level=log_level,
+            drain_period=drain,
             client_ca_file=path("client_ca_file"),
             connections=connections,
             metrics_port=metrics_port,
@@ -316,6 +323,13 @@ FLAGS = FlagTable(
             "lowest level logged: DEBUG, INFO, WARNING or ERROR, in any case; logs go to stderr",
             "INFO",
             "LEVEL",
+        ),
+        Flag(
+            "drain_period",
+            "seconds to keep serving after SIGTERM, each answer closing its connection and idle "
+            "connections closed, so the API server's pooled connections move to other replicas",
+            "0",
+            "SECONDS",
         ),
         Flag(
             "namespace_label",

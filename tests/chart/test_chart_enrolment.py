@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import yaml
 
 from dra_bridge.translate.enrolment import EnrolmentSettings, enrolment
+from dra_bridge.translate.label_selector import LabelSelector
 from dra_bridge.translate.names import NAMESPACE_NAME_LABEL
 from dra_bridge.webhook.enrolment_gate import gate
 from dra_bridge.webhook.settings import Settings
@@ -24,6 +26,7 @@ ENROLMENT_SCENARIOS = [
     if (not s.extra and s.values is not None and s.kube_version is None) or any("allNamespaces" in a for a in s.extra)
 ]
 MODE, OPT_OUT = "dra-bridge.io/webhook", "dra-bridge.io/webhook-opt-out"
+TENANT, TIER = "example.com/gpu-tenant", "example.com/tier"
 #: (name, labels) samples: each mode value, none, a wrong value, the opt-out, the always-excluded.
 SAMPLES: list[tuple[str, dict[str, str]]] = [
     ("team-a", {}),
@@ -38,7 +41,14 @@ SAMPLES: list[tuple[str, dict[str, str]]] = [
     (NAMESPACE, {MODE: "enforce"}),
     (NAMESPACE, {}),
     ("default", {MODE: "audit"}),
+    # ci/production-values.yaml's extra namespaceSelector terms
+    ("team-b", {MODE: "enforce", TENANT: "true"}),
+    ("team-b", {MODE: "audit", TENANT: "true", TIER: "prod"}),
+    ("team-b", {MODE: "enforce", TENANT: "true", TIER: "sandbox"}),
+    ("team-b", {MODE: "enforce", TENANT: "false"}),
 ]
+#: (pod labels) samples for the objectSelector.
+POD_SAMPLES: list[dict[str, str]] = [{}, {"app": "x"}, {"example.com/no-dra": ""}, {"example.com/no-dra": "yes"}]
 
 
 def _requirement(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -95,13 +105,15 @@ def settings_of(values: Mapping[str, Any]) -> EnrolmentSettings:
         enforce=bool(w["enabled"] and w["enforce"]["enabled"]),
         audit_all_namespaces=bool(w["audit"]["allNamespaces"]),
         release_namespace=NAMESPACE,
+        namespace_selector=LabelSelector.from_mapping(w["namespaceSelector"]),
+        object_selector=LabelSelector.from_mapping(w["objectSelector"]),
     )
 
 
-def _entries(objs: list[Obj]) -> dict[str, Mapping[str, Any]]:
+def _entries(objs: list[Obj], selector: str = "namespaceSelector") -> dict[str, Mapping[str, Any]]:
     regs = by_kind(objs, "MutatingWebhookConfiguration")
     return {
-        h["clientConfig"]["service"]["path"].rsplit("/", 1)[-1]: h["namespaceSelector"]
+        h["clientConfig"]["service"]["path"].rsplit("/", 1)[-1]: h.get(selector, {})
         for r in regs
         for h in r["webhooks"]
     }
@@ -139,10 +151,27 @@ def test_the_webhook_is_passed_the_settings_of_its_namespace_selectors(scenario:
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     env["DRA_WEBHOOK_NAMESPACE"] = NAMESPACE  # the fieldRef: metadata.namespace, the release namespace
     passed = Settings.from_args(container["args"], env).enrolment
-    assert passed == settings
+    # the extra namespaceSelector / objectSelector terms (webhook.namespaceSelector, objectSelector)
+    # have no flags yet: the gate knows the rest, and so never refuses what the selectors send
+    extra = settings.namespace_selector != LabelSelector() or settings.object_selector != LabelSelector()
+    assert passed == replace(settings, namespace_selector=LabelSelector(), object_selector=LabelSelector())
     entries = _entries(objs)
     for name, labels in SAMPLES:  # and so the gate lets through exactly what the selectors send
         full = {NAMESPACE_NAME_LABEL: name, **labels}
         for path in ("audit", "enforce"):
             sent = path in entries and selects(entries[path], full)
-            assert gate(name, path, full, passed).enrolled is sent, (name, labels, path)
+            enrolled = gate(name, path, full, passed).enrolled
+            assert enrolled is sent or (extra and enrolled and not sent), (name, labels, path)
+
+
+@pytest.mark.parametrize("scenario", ENROLMENT_SCENARIOS, ids=lambda s: s.id)
+def test_enrolment_agrees_with_the_rendered_object_selectors(scenario: Scenario) -> None:
+    objs = render(scenario.values, *scenario.extra)
+    namespaces, objects = _entries(objs), _entries(objs, "objectSelector")
+    settings = settings_of(values_of(scenario))
+    for name, labels in SAMPLES:
+        full = {NAMESPACE_NAME_LABEL: name, **labels}
+        for pod in POD_SAMPLES:
+            chart = tuple(sorted(p for p, sel in namespaces.items() if selects(sel, full) and selects(objects[p], pod)))
+            rule = enrolment(name, labels, settings, pod_labels=pod)
+            assert tuple(sorted(rule.paths)) == chart, (name, labels, pod, rule.reason)

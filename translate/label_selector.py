@@ -1,0 +1,76 @@
+"""A Kubernetes label selector (metav1.LabelSelector) and whether it selects a set of labels. Pure.
+
+    LabelSelector(match_labels, match_expressions)   .selects(labels) -> bool; .empty
+    LabelSelector.from_mapping(doc)                  from the chart's values (matchLabels, matchExpressions)
+
+The API server's rules: every ``matchLabels`` pair and every requirement must hold (AND); ``In``
+needs the key with one of the values, ``NotIn`` holds when the key is absent or has none of them,
+``Exists`` / ``DoesNotExist`` look at the key only. An empty selector selects everything. Used by
+:mod:`translate.enrolment` for the chart's extra ``namespaceSelector`` and ``objectSelector`` terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["LabelSelector", "Requirement"]
+
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+_OPERATORS: tuple[Operator, ...] = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One ``matchExpressions`` entry."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+    def holds(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` meet this requirement."""
+        match self.operator:
+            case "In":
+                return self.key in labels and labels[self.key] in self.values
+            case "NotIn":
+                return self.key not in labels or labels[self.key] not in self.values
+            case "Exists":
+                return self.key in labels
+            case "DoesNotExist":
+                return self.key not in labels
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """``matchLabels`` (sorted pairs) and ``matchExpressions``."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """True when it selects everything."""
+        return not self.match_labels and not self.match_expressions
+
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        """Whether every pair and every requirement holds for ``labels``."""
+        if any(labels.get(k) != v for k, v in self.match_labels):
+            return False
+        return all(r.holds(labels) for r in self.match_expressions)
+
+    @classmethod
+    def from_mapping(cls, doc: Mapping[str, Any] | None) -> LabelSelector:
+        """A selector from its YAML form (the chart's schema has checked its shape); ValueError
+        on an unknown operator."""
+        if not doc:
+            return cls()
+        requirements = []
+        for e in doc.get("matchExpressions") or ():
+            op = e["operator"]
+            if op not in _OPERATORS:
+                raise ValueError(f"label selector: unknown operator {op!r} (known: {', '.join(_OPERATORS)})")
+            requirements.append(Requirement(str(e["key"]), op, tuple(str(v) for v in e.get("values") or ())))
+        pairs = tuple(sorted((str(k), str(v)) for k, v in (doc.get("matchLabels") or {}).items()))
+        return cls(pairs, tuple(requirements))
