@@ -42,6 +42,7 @@ from dra_bridge.bridge.decide import Decision, decide
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import StateError
 from dra_bridge.bridge.health import Clocks, Health, Metrics
+from dra_bridge.bridge.host_devices import is_block_device
 from dra_bridge.bridge.interlocks import Refusal, held, offered
 from dra_bridge.bridge.observation import Memory, Observation
 from dra_bridge.bridge.observe import NvmlProbe, Observer, Snapshot
@@ -222,7 +223,7 @@ class Agent:
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
         resolve = self.plugin.resolves if self.plugin is not None else None
-        devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve)
+        devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve, is_block_device)
         self.reporter.withheld(withheld)
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
         self.published = frozenset(published_names(devices, self.catalog).values())

@@ -18,6 +18,7 @@ No I/O, no asyncio, no Kubernetes client: plain dicts in, new dicts out, determi
     translate.edit_sources   where a device's container edits come from (docs/design.md D10)
     translate.catalog_edits  a catalog entry's ``edits`` block
     translate.allocate_edits the part of a device plugin's Allocate answers that composes under DRA
+    translate.edit_escape    container edits that would let a container escape; plain names
     translate.names          every well-known label, annotation, domain, driver name and API version
     translate.catalog        the translation catalog (legacy resource -> DeviceClass), as data
     translate.enrolment      which webhook paths see a namespace's pods (the chart's namespaceSelectors)

@@ -41,6 +41,7 @@ from typing import Any
 
 from dra_bridge.translate.allocate_edits import list_valued
 from dra_bridge.translate.catalog_edits import DeviceEdits
+from dra_bridge.translate.edit_escape import escape_refusals, plain_name
 from dra_bridge.translate.errors import ClaimError
 from dra_bridge.translate.inventory.allocatable import DeviceId, split_replica
 from dra_bridge.translate.names import BRIDGE_DRIVER, NVIDIA_RESOURCE_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
@@ -105,8 +106,17 @@ def request_name(request: str) -> str:
     return request.split("/", 1)[0]
 
 
+def check_uid(uid: str) -> None:
+    """Raise ClaimError when a claim UID is not a plain name (it would become part of a path:
+    :func:`translate.edit_escape.plain_name`)."""
+    if not plain_name(uid):
+        raise ClaimError(f"claim UID {uid!r} is not a plain name: it never becomes part of a file name")
+
+
 def spec_file_name(uid: str) -> str:
-    """Our spec file for a claim: ``dra-bridge.io-claim_<uid>.json``."""
+    """Our spec file for a claim: ``dra-bridge.io-claim_<uid>.json``. Raises ClaimError when
+    ``uid`` is not a plain name (:func:`check_uid`)."""
+    check_uid(uid)
     return f"{SPEC_PREFIX}{uid}{SPEC_SUFFIX}"
 
 
@@ -193,10 +203,15 @@ def render_spec(
 ) -> dict[str, Any]:
     """Our CDI spec for one claim: ``devices`` as (device name, per-device edits), named
     ``<uid>-<device name>``; ``spec_edits`` merged (device nodes by path, once each) into the
-    spec-level ``containerEdits``. Raises ClaimError when a device's edits do not compose or a
-    name is not a CDI device name."""
+    spec-level ``containerEdits``. Raises ClaimError when a device's edits do not compose or would
+    let the container escape (:func:`translate.edit_escape.escape_refusals`, the last line before
+    a spec is written), or a name is not a CDI device name."""
+    check_uid(uid)
     nodes: dict[str, dict[str, Any]] = {}
     for edits in spec_edits:
+        escapes = escape_refusals(edits)
+        if escapes:
+            raise ClaimError("spec-level edits refused: " + "; ".join(escapes))
         for node in edits.get("deviceNodes") or []:
             nodes.setdefault(str(node["path"]), dict(node))
     out_devices = []
@@ -206,7 +221,7 @@ def render_spec(
             raise ClaimError(
                 f"CDI device name {cdi_name!r} breaks the CDI name rule (alphanumeric ends, inner [A-Za-z0-9_.:-])"
             )
-        refusals = composition_refusals(edits)
+        refusals = composition_refusals(edits) + escape_refusals(edits)
         if refusals:
             raise ClaimError(f"device {name}: " + "; ".join(refusals))
         out_devices.append({"name": cdi_name, "containerEdits": dict(edits)})

@@ -11,6 +11,11 @@ ContainerCreating) with a warning that names the resource and why.
 Shapes: ``recorded`` maps a legacy resource name to its :class:`ResourceEdits`
 (``{"devices": {device ID: containerEdits}, "dropped": [why]}``); ``resolves`` maps toolkit CDI
 IDs to whether they resolve.
+
+Edits that would let a container escape (:mod:`translate.edit_escape`) are never a source: a device
+whose recorded answer holds one, or whose device ID is not a plain name, has no edits (no fallback
+to the recipe: the plugin said the device needs them) and is not published, with a warning naming
+the device (:func:`refusal`; docs/design.md D32).
 """
 
 from __future__ import annotations
@@ -21,14 +26,37 @@ from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.catalog_edits import DeviceEdits, recipe_edits
 from dra_bridge.translate.cdi import EditsLookup, toolkit_cdi_id
+from dra_bridge.translate.edit_escape import IsBlock, escape_refusals, plain_name
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 
 
+def refusal(
+    resource: str, device_id: str, recorded: Mapping[str, ResourceEdits], is_block: IsBlock | None = None
+) -> str:
+    """Why a device's edits may not be written (empty: they may): its device ID is not a plain
+    name, or its recorded Allocate edits would let the container escape."""
+    if not plain_name(device_id):
+        return f"device ID {device_id!r} is not a plain name (it would become part of a path)"
+    found = recorded.get(resource)
+    kept = found["devices"].get(device_id) if found is not None else None
+    refusals = escape_refusals(kept, is_block) if kept else []
+    if refusals:
+        return "its device plugin's Allocate answer would let the container escape: " + "; ".join(refusals)
+    return ""
+
+
 def device_edits(
-    resource: str, device_id: str, recorded: Mapping[str, ResourceEdits], catalog: Catalog
+    resource: str,
+    device_id: str,
+    recorded: Mapping[str, ResourceEdits],
+    catalog: Catalog,
+    is_block: IsBlock | None = None,
 ) -> DeviceEdits | None:
     """The recorded Allocate edits of a device when they hold anything, else the catalog's
-    static recipe for its resource, else None (NVIDIA devices: see :func:`preparable`)."""
+    static recipe for its resource, else None (NVIDIA devices: see :func:`preparable`; a device
+    with a :func:`refusal`: None)."""
+    if refusal(resource, device_id, recorded, is_block):
+        return None
     found = recorded.get(resource)
     kept = found["devices"].get(device_id) if found is not None else None
     if kept:
@@ -38,6 +66,8 @@ def device_edits(
     if recipe is None or recipe.empty:
         return None
     spec, device = recipe_edits(recipe, device_id)
+    if escape_refusals(spec) or escape_refusals(device):
+        return None
     return DeviceEdits("recipe", spec, device)
 
 
@@ -51,18 +81,25 @@ def preparable(
     catalog: Catalog,
     recorded: Mapping[str, ResourceEdits],
     resolve: Callable[[list[str]], Mapping[str, bool]] | None,
+    is_block: IsBlock | None = None,
 ) -> tuple[list[InventoryDevice], list[str]]:
     """The devices that have an edit source, in order, and one warning per resource whose
-    devices do not (naming the resource, how many, and why). ``resolve`` says which toolkit
-    CDI IDs resolve (None: not checked, e.g. no CDI directory to look in)."""
+    devices do not (naming the resource, how many, and why), one per refused device (naming it,
+    :func:`refusal`). ``resolve`` says which toolkit CDI IDs resolve (None: not checked, e.g. no
+    CDI directory to look in)."""
     toolkit_ids = [t for d in devices if (t := toolkit_cdi_id(d["resourceName"], d["deviceID"]))]
     resolves = resolve(toolkit_ids) if resolve is not None else None
     kept: list[InventoryDevice] = []
     withheld: dict[str, tuple[int, str]] = {}
+    refused: list[str] = []
     for d in devices:
         resource, device_id = d["resourceName"], d["deviceID"]
         toolkit = toolkit_cdi_id(resource, device_id)
         why = ""
+        refused_why = "" if toolkit is not None else refusal(resource, device_id, recorded, is_block)
+        if refused_why:
+            refused.append(f"resource {resource}: device {device_id} not published: {refused_why}")
+            continue
         if toolkit is not None:
             if resolves is not None and not resolves.get(toolkit):
                 why = (
@@ -71,7 +108,7 @@ def preparable(
                     "NVIDIA_VISIBLE_DEVICES (run nvidia-ctk cdi generate, or the GPU Operator's toolkit "
                     "with CDI on)"
                 )
-        elif device_edits(resource, device_id, recorded, catalog) is None:
+        elif device_edits(resource, device_id, recorded, catalog, is_block) is None:
             found = recorded.get(resource)
             dropped = found["dropped"] if found is not None else []
             answer = (
@@ -87,4 +124,4 @@ def preparable(
         else:
             kept.append(d)
     warnings = [f"resource {r}: {n} device(s) not published: {why}" for r, (n, why) in sorted(withheld.items())]
-    return kept, warnings
+    return kept, refused + warnings

@@ -28,6 +28,7 @@ import yaml
 from dra_bridge.bridge.atomic import remove_durably, write_atomic
 from dra_bridge.bridge.errors import CdiError
 from dra_bridge.translate.cdi import spec_file_name, spec_file_uid
+from dra_bridge.translate.errors import ClaimError
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +102,18 @@ class SpecIndex:
         return {i: i in names for i in cdi_ids}
 
 
+def _spec_path(directory: Path, uid: str) -> Path:
+    """Our spec's path for claim ``uid``, always a file directly in ``directory``. Raises CdiError
+    for a UID that is not a plain name (it never reaches the file system)."""
+    try:
+        return directory / spec_file_name(uid)
+    except ClaimError as exc:
+        raise CdiError(str(exc)) from None
+
+
 def write_spec(directory: Path, uid: str, spec: dict[str, Any]) -> Path:
     """Write our spec for claim ``uid`` atomically; the path written. Raises CdiError."""
-    path = directory / spec_file_name(uid)
+    path = _spec_path(directory, uid)
     try:
         write_atomic(path, json.dumps(spec, indent=1, sort_keys=True).encode("utf-8"))
     except OSError as exc:
@@ -113,7 +123,7 @@ def write_spec(directory: Path, uid: str, spec: dict[str, Any]) -> Path:
 
 def remove_spec(directory: Path, uid: str) -> bool:
     """Remove our spec for claim ``uid``; False when there was none. Raises CdiError."""
-    path = directory / spec_file_name(uid)
+    path = _spec_path(directory, uid)
     try:
         return remove_durably(path)
     except OSError as exc:

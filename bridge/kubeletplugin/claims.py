@@ -59,6 +59,7 @@ from dra_bridge.translate.cdi import (
     EditsLookup,
     PreparedDevice,
     answer,
+    check_uid,
     claim_label,
     our_results,
     own_spec,
@@ -191,6 +192,7 @@ class ClaimPreparer:
         if closed:
             return Outcome(error=closed)
         try:
+            check_uid(ref.uid)  # before anything: it may become part of a path
             version = await self.view.claim_version()
             claim = await self.api.get(RESOURCE_CLAIMS.at(version), ref.name, ref.namespace)
             results = our_results(claim, ref.namespace, ref.name, ref.uid, self.driver, self.node)
