@@ -41,6 +41,7 @@ from typing import Any
 
 from dra_bridge.translate.allocate_edits import list_valued
 from dra_bridge.translate.catalog_edits import DeviceEdits
+from dra_bridge.translate.cdi_rules import edits_empty, spec_problems
 from dra_bridge.translate.edit_escape import escape_refusals, plain_name
 from dra_bridge.translate.errors import ClaimError
 from dra_bridge.translate.inventory.allocatable import DeviceId, split_replica
@@ -203,9 +204,11 @@ def render_spec(
 ) -> dict[str, Any]:
     """Our CDI spec for one claim: ``devices`` as (device name, per-device edits), named
     ``<uid>-<device name>``; ``spec_edits`` merged (device nodes by path, once each) into the
-    spec-level ``containerEdits``. Raises ClaimError when a device's edits do not compose or would
+    spec-level ``containerEdits`` (a device whose own edits are empty gets them as its own: CDI
+    refuses a device with empty edits). Raises ClaimError when a device's edits do not compose or would
     let the container escape (:func:`translate.edit_escape.escape_refusals`, the last line before
-    a spec is written), or a name is not a CDI device name."""
+    a spec is written), a name is not a CDI device name, or the spec breaks the CDI rules
+    (:func:`translate.cdi_rules.spec_problems`)."""
     check_uid(uid)
     nodes: dict[str, dict[str, Any]] = {}
     for edits in spec_edits:
@@ -225,9 +228,16 @@ def render_spec(
         if refusals:
             raise ClaimError(f"device {name}: " + "; ".join(refusals))
         out_devices.append({"name": cdi_name, "containerEdits": dict(edits)})
+    shared = [nodes[p] for p in sorted(nodes)]
+    for device in out_devices:  # a device with empty edits makes the whole spec invalid
+        if edits_empty(device["containerEdits"]):
+            device["containerEdits"] = {"deviceNodes": [dict(n) for n in shared]}
     spec: dict[str, Any] = {"cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": out_devices}
-    if nodes:
-        spec["containerEdits"] = {"deviceNodes": [nodes[p] for p in sorted(nodes)]}
+    if shared:
+        spec["containerEdits"] = {"deviceNodes": shared}
+    problems = spec_problems(spec)
+    if problems:
+        raise ClaimError("the CDI spec would break the CDI rules: " + "; ".join(problems))
     return spec
 
 

@@ -57,7 +57,10 @@ def toolkit_spec(paths: PluginPaths, names: list[str], file: str = "nvidia.yaml"
     path.write_text(
         json.dumps(doc)
         if file.endswith(".json")
-        else "\n".join(["cdiVersion: 0.5.0", "kind: nvidia.com/gpu", "devices:"] + [f"  - name: {n}" for n in names])
+        else "\n".join(
+            ["cdiVersion: 0.5.0", "kind: nvidia.com/gpu", "devices:"]
+            + [f"  - name: '{n}'\n    containerEdits: {{deviceNodes: [{{path: /dev/nvidia0}}]}}" for n in names]
+        )
         + "\n"
     )
     return path
