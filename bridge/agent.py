@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dra_bridge.bridge.decide import Decision, decide
+from dra_bridge.bridge.drm_sysfs import read_drm
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import StateError
 from dra_bridge.bridge.health import Clocks, Health, Metrics
@@ -223,7 +224,7 @@ class Agent:
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
         resolve = self.plugin.resolves if self.plugin is not None else None
-        devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve, is_block_device)
+        devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve, is_block_device, read_drm())
         self.reporter.withheld(withheld)
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
         self.published = frozenset(published_names(devices, self.catalog).values())

@@ -45,6 +45,7 @@ from dra_bridge.translate.cdi_rules import edits_empty, spec_problems
 from dra_bridge.translate.edit_escape import escape_refusals, plain_name
 from dra_bridge.translate.errors import ClaimError
 from dra_bridge.translate.inventory.allocatable import DeviceId, split_replica
+from dra_bridge.translate.inventory.drm import DrmNode, is_drm_path, missing_kinds, refresh
 from dra_bridge.translate.names import BRIDGE_DRIVER, NVIDIA_RESOURCE_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
 
 CDI_VERSION = "0.5.0"
@@ -247,11 +248,40 @@ def _kept_edits(d: PreparedDevice, fallback: EditsLookup | None) -> DeviceEdits 
     return fallback(d.device.resource, d.device.device_id) if fallback is not None else None
 
 
-def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup | None = None) -> dict[str, Any] | None:
+def _current(edits: DeviceEdits, drm: Sequence[DrmNode] | None, name: str) -> Mapping[str, Any]:
+    """A device's kept edits with its DRM nodes derived again from its PCI address (never a
+    host path from before a reboot). Raises ClaimError when sysfs shows none for it now."""
+    device: dict[str, Any] = dict(edits.device)
+    if drm is None or not edits.identity:
+        return device
+    listed = device.get("deviceNodes")
+    kinds = sorted(
+        {
+            "render" if "render" in str(n.get("hostPath") or n.get("path")) else "card"
+            for n in (listed if isinstance(listed, list) else [])
+            if is_drm_path(str(n.get("hostPath") or n.get("path", "")))
+        }
+    )
+    missing = missing_kinds(edits.identity, drm, kinds)
+    if missing:
+        raise ClaimError(
+            f"device {name}: sysfs shows no DRM {' or '.join(missing)} node for its PCI address {edits.identity}"
+        )
+    return refresh(device, edits.identity, drm)
+
+
+def own_spec(
+    uid: str,
+    devices: Sequence[PreparedDevice],
+    fallback: EditsLookup | None = None,
+    drm: Sequence[DrmNode] | None = None,
+) -> dict[str, Any] | None:
     """Our CDI spec for a prepared claim's devices that carry one of our CDI IDs (from the edits
     each device keeps; ``fallback`` looks them up for a device checkpointed before edits were
-    kept), or None when none does. Deterministic: rewriting a spec lost at a reboot gives the
-    same file. Raises ClaimError as :func:`render_spec`, or when a device's edits are unknown."""
+    kept), or None when none does. DRM nodes are derived again from each device's PCI address in
+    ``drm`` (the host's DRM nodes now; None: as kept). Deterministic: rewriting a spec lost at a
+    reboot gives the same file for the same hardware. Raises ClaimError as :func:`render_spec`,
+    when a device's edits are unknown, or when its PCI address has no DRM node now."""
     own: list[tuple[str, Mapping[str, Any]]] = []
     spec_edits: list[Mapping[str, Any]] = []
     for d in devices:
@@ -261,7 +291,7 @@ def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup 
         if edits is None:
             raise ClaimError(f"device {d.device_name} ({d.device.resource}) has no recorded edits and no static recipe")
         spec_edits.append(edits.spec)
-        own.append((d.device_name, edits.device))
+        own.append((d.device_name, _current(edits, drm, d.device_name)))
     return render_spec(uid, own, spec_edits) if own else None
 
 

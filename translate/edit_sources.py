@@ -28,6 +28,7 @@ from dra_bridge.translate.catalog_edits import DeviceEdits, recipe_edits
 from dra_bridge.translate.cdi import EditsLookup, toolkit_cdi_id
 from dra_bridge.translate.edit_escape import IsBlock, escape_refusals, plain_name
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.inventory.drm import DrmNode, identity, missing_kinds, nodes_for, refresh
 
 
 def refusal(
@@ -51,29 +52,44 @@ def device_edits(
     recorded: Mapping[str, ResourceEdits],
     catalog: Catalog,
     is_block: IsBlock | None = None,
+    drm: Sequence[DrmNode] = (),
 ) -> DeviceEdits | None:
     """The recorded Allocate edits of a device when they hold anything, else the catalog's
     static recipe for its resource, else None (NVIDIA devices: see :func:`preparable`; a device
-    with a :func:`refusal`: None)."""
+    with a :func:`refusal`: None). DRM nodes come from ``drm`` (the host's, now) by the device's
+    PCI address (:mod:`translate.inventory.drm`): a recorded answer's are replaced by the current
+    ones, a recipe's ``drmNodes`` are looked up; a recipe whose device has none of a kind: None."""
     if refusal(resource, device_id, recorded, is_block):
         return None
+    pci = identity(device_id, drm)
     found = recorded.get(resource)
     kept = found["devices"].get(device_id) if found is not None else None
     if kept:
-        return DeviceEdits("allocate", {}, kept)
+        return DeviceEdits("allocate", {}, refresh(kept, pci, drm), pci)
     mapping = catalog.lookup(resource)
     recipe = mapping.edits.recipe if mapping is not None and mapping.edits is not None else None
     if recipe is None or recipe.empty:
         return None
     spec, device = recipe_edits(recipe, device_id)
+    if recipe.drm_nodes:
+        if not pci or missing_kinds(pci, drm, recipe.drm_nodes):
+            return None
+        listed = device.get("deviceNodes")
+        nodes = [*(listed if isinstance(listed, list) else []), *nodes_for(pci, drm, recipe.drm_nodes)]
+        device = {**device, "deviceNodes": nodes}
     if escape_refusals(spec) or escape_refusals(device):
         return None
-    return DeviceEdits("recipe", spec, device)
+    return DeviceEdits("recipe", spec, device, pci if recipe.drm_nodes else "")
 
 
-def lookup(recorded: Callable[[], Mapping[str, ResourceEdits]], catalog: Catalog) -> EditsLookup:
-    """:func:`device_edits` over what ``recorded()`` holds at the time of each call."""
-    return lambda resource, device_id: device_edits(resource, device_id, recorded(), catalog)
+def lookup(
+    recorded: Callable[[], Mapping[str, ResourceEdits]],
+    catalog: Catalog,
+    drm: Callable[[], Sequence[DrmNode]] = tuple,
+) -> EditsLookup:
+    """:func:`device_edits` over what ``recorded()`` and ``drm()`` (the host's DRM nodes) hold at
+    the time of each call."""
+    return lambda resource, device_id: device_edits(resource, device_id, recorded(), catalog, None, drm())
 
 
 def preparable(
@@ -82,6 +98,7 @@ def preparable(
     recorded: Mapping[str, ResourceEdits],
     resolve: Callable[[list[str]], Mapping[str, bool]] | None,
     is_block: IsBlock | None = None,
+    drm: Sequence[DrmNode] = (),
 ) -> tuple[list[InventoryDevice], list[str]]:
     """The devices that have an edit source, in order, and one warning per resource whose
     devices do not (naming the resource, how many, and why), one per refused device (naming it,
@@ -108,7 +125,7 @@ def preparable(
                     "NVIDIA_VISIBLE_DEVICES (run nvidia-ctk cdi generate, or the GPU Operator's toolkit "
                     "with CDI on)"
                 )
-        elif device_edits(resource, device_id, recorded, catalog, is_block) is None:
+        elif device_edits(resource, device_id, recorded, catalog, is_block, drm) is None:
             found = recorded.get(resource)
             dropped = found["dropped"] if found is not None else []
             answer = (
@@ -117,7 +134,10 @@ def preparable(
                 if resource in recorded
                 else "no Allocate answer was recorded"
             )
-            why = f"no edit source: {answer}, and the catalog has no static recipe for it"
+            why = (
+                f"no edit source: {answer}, and the catalog has no static recipe for it that applies (none, "
+                "or sysfs shows no DRM card or render node for its PCI address)"
+            )
         if why:
             count, _ = withheld.get(resource, (0, why))
             withheld[resource] = (count + 1, why)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import grpc
 
+from dra_bridge.bridge.drm_sysfs import SYSFS, read_drm
 from dra_bridge.bridge.file_lock import LOCK_FILE
 from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
@@ -65,6 +66,8 @@ class PluginPaths:
     driver: str = BRIDGE_DRIVER
     pod_uid: str = ""
     """The agent pod's UID (``--pod-uid``): part of both socket names when set (rolling updates)."""
+    sysfs: Path = SYSFS
+    """Where the host's sysfs is (DRM nodes by PCI address, :mod:`bridge.drm_sysfs`); tests give their own."""
 
     @classmethod
     def under(
@@ -237,6 +240,7 @@ async def start_plugin(
         paths.driver,
         edits,
     )
+    preparer.drm = lambda: read_drm(paths.sysfs)
     preparer.recover()
     health = HealthStream()
     lock = paths.state_dir / LOCK_FILE if paths.pod_uid else None  # instances overlap only with a pod UID
