@@ -56,7 +56,7 @@ from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.catalog import Catalog
-from dra_bridge.translate.edit_sources import preparable
+from dra_bridge.translate.edit_sources import identities, preparable
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
@@ -184,11 +184,13 @@ class Agent:
             facts,
             self.wall(),
             self.recorded.edits,
+            identities(managed, read_drm()),  # the plugin's IDs name this boot's cards: re-checked at every record
         )
-        if (new.devices, new.labels, new.nvml) != (
+        if (new.devices, new.labels, new.nvml, new.identities) != (
             self.recorded.devices,
             self.recorded.labels,
             self.recorded.nvml,
+            self.recorded.identities,
         ) and self._save(new):
             logger.info("recorded inventory: %d device(s) of %s", len(managed), ", ".join(sorted(new.resources())))
 
@@ -224,7 +226,10 @@ class Agent:
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
         resolve = self.plugin.resolves if self.plugin is not None else None
-        devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve, is_block_device, read_drm())
+        drm = read_drm()
+        devices, withheld = preparable(
+            devices, self.catalog, self.recorded.edits, resolve, is_block_device, drm, self.recorded.identities
+        )
         self.reporter.withheld(withheld)
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
         self.published = frozenset(published_names(devices, self.catalog).values())

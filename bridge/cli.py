@@ -109,7 +109,7 @@ async def run(settings: Settings) -> int:
         settings.node_name,
         agent,  # the plugin's view of the hand-over half (bridge.ports.HandoverView)
         metrics=agent.metrics,
-        edits=lookup(agent.recorded_edits, catalog, lambda: read_drm(paths.sysfs)),
+        edits=lookup(agent.recorded_edits, catalog, lambda: read_drm(paths.sysfs), lambda: agent.recorded.identities),
         nvml_check=check_uuids,
     )
     plugin.collection = Collection(agent.kubelet, settings.claim_grace_period)  # it reads PodResources List

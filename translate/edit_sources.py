@@ -30,6 +30,9 @@ from dra_bridge.translate.edit_escape import IsBlock, escape_refusals, plain_nam
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.drm import DrmNode, identity, missing_kinds, nodes_for, refresh
 
+Identities = Mapping[str, Mapping[str, str]]
+"""resource -> device ID -> PCI address, recorded with the inventory."""
+
 
 def refusal(
     resource: str, device_id: str, recorded: Mapping[str, ResourceEdits], is_block: IsBlock | None = None
@@ -53,15 +56,18 @@ def device_edits(
     catalog: Catalog,
     is_block: IsBlock | None = None,
     drm: Sequence[DrmNode] = (),
+    recorded_identities: Identities | None = None,
 ) -> DeviceEdits | None:
     """The recorded Allocate edits of a device when they hold anything, else the catalog's
     static recipe for its resource, else None (NVIDIA devices: see :func:`preparable`; a device
     with a :func:`refusal`: None). DRM nodes come from ``drm`` (the host's, now) by the device's
     PCI address (:mod:`translate.inventory.drm`): a recorded answer's are replaced by the current
-    ones, a recipe's ``drmNodes`` are looked up; a recipe whose device has none of a kind: None."""
+    ones, a recipe's ``drmNodes`` are looked up; a recipe whose device has none of a kind: None.
+    The PCI address is the one recorded with the inventory (``recorded_identities``) where there
+    is one, else what the device ID names now."""
     if refusal(resource, device_id, recorded, is_block):
         return None
-    pci = identity(device_id, drm)
+    pci = (recorded_identities or {}).get(resource, {}).get(device_id) or identity(device_id, drm)
     found = recorded.get(resource)
     kept = found["devices"].get(device_id) if found is not None else None
     if kept:
@@ -82,14 +88,26 @@ def device_edits(
     return DeviceEdits("recipe", spec, device, pci if recipe.drm_nodes else "")
 
 
+def identities(devices: Sequence[InventoryDevice], drm: Sequence[DrmNode]) -> dict[str, dict[str, str]]:
+    """The PCI address each device ID names now (where sysfs tells), to record with the inventory."""
+    out: dict[str, dict[str, str]] = {}
+    for d in devices:
+        if pci := identity(d["deviceID"], drm):
+            out.setdefault(d["resourceName"], {})[d["deviceID"]] = pci
+    return out
+
+
 def lookup(
     recorded: Callable[[], Mapping[str, ResourceEdits]],
     catalog: Catalog,
     drm: Callable[[], Sequence[DrmNode]] = tuple,
+    recorded_identities: Callable[[], Identities] = dict,
 ) -> EditsLookup:
-    """:func:`device_edits` over what ``recorded()`` and ``drm()`` (the host's DRM nodes) hold at
-    the time of each call."""
-    return lambda resource, device_id: device_edits(resource, device_id, recorded(), catalog, None, drm())
+    """:func:`device_edits` over what ``recorded()``, ``drm()`` (the host's DRM nodes) and
+    ``recorded_identities()`` hold at the time of each call."""
+    return lambda resource, device_id: device_edits(
+        resource, device_id, recorded(), catalog, None, drm(), recorded_identities()
+    )
 
 
 def preparable(
@@ -99,6 +117,7 @@ def preparable(
     resolve: Callable[[list[str]], Mapping[str, bool]] | None,
     is_block: IsBlock | None = None,
     drm: Sequence[DrmNode] = (),
+    recorded_identities: Identities | None = None,
 ) -> tuple[list[InventoryDevice], list[str]]:
     """The devices that have an edit source, in order, and one warning per resource whose
     devices do not (naming the resource, how many, and why), one per refused device (naming it,
@@ -125,7 +144,7 @@ def preparable(
                     "NVIDIA_VISIBLE_DEVICES (run nvidia-ctk cdi generate, or the GPU Operator's toolkit "
                     "with CDI on)"
                 )
-        elif device_edits(resource, device_id, recorded, catalog, is_block, drm) is None:
+        elif device_edits(resource, device_id, recorded, catalog, is_block, drm, recorded_identities) is None:
             found = recorded.get(resource)
             dropped = found["dropped"] if found is not None else []
             answer = (

@@ -12,7 +12,7 @@ import pytest
 from dra_bridge.translate.allocate_edits import ResourceEdits, compose
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.cdi import PreparedDevice, own_spec
-from dra_bridge.translate.edit_sources import device_edits, preparable
+from dra_bridge.translate.edit_sources import device_edits, identities, preparable
 from dra_bridge.translate.errors import CatalogError
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.drm import DrmNode
@@ -266,3 +266,20 @@ def test_a_recorded_answer_never_replays_its_drm_paths_after_the_card_order_chan
     assert spec and spec["devices"][0]["containerEdits"]["deviceNodes"] == [
         {"path": "/dev/dri/card0", "type": "c", "major": 226, "minor": 0}
     ]
+
+
+def test_the_identity_recorded_with_the_inventory_wins_over_what_the_card_name_means_now(catalog: Catalog) -> None:
+    """Intel's card0-0 named the GPU at 0000:03:00.0 when recorded; after a reboot card0 is another GPU."""
+    recorded_then = identities(
+        [InventoryDevice(resourceName="gpu.intel.com/i915", deviceID="card1-0", numaNodes=[])], DRM
+    )
+    assert recorded_then == {"gpu.intel.com/i915": {"card1-0": "0000:03:00.0"}}
+    swapped = (
+        DrmNode("card0", "0000:03:00.0", 226, 0),
+        DrmNode("renderD128", "0000:03:00.0", 226, 128),
+        DrmNode("card1", "0000:04:00.0", 226, 1),
+        DrmNode("renderD129", "0000:04:00.0", 226, 129),
+    )
+    edits = device_edits("gpu.intel.com/i915", "card1-0", {}, catalog, None, swapped, recorded_then)
+    assert edits and edits.identity == "0000:03:00.0"
+    assert [n["path"] for n in edits.device["deviceNodes"]] == ["/dev/dri/card0", "/dev/dri/renderD128"]  # type: ignore[attr-defined]
