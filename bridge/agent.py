@@ -60,6 +60,7 @@ from dra_bridge.translate.edit_sources import identities, preparable
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.inventory.mps import refuse_mps
 from dra_bridge.translate.inventory.slices import build_devices, published_names
 from dra_bridge.translate.names import GFD_PREFIX
 
@@ -226,10 +227,13 @@ class Agent:
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
         resolve = self.plugin.resolves if self.plugin is not None else None
+        devices, mps = refuse_mps(devices, self.recorded.edits, self.recorded.labels)
+        self.health.sharing = "; ".join(mps)
         drm = read_drm()
         devices, withheld = preparable(
             devices, self.catalog, self.recorded.edits, resolve, is_block_device, drm, self.recorded.identities
         )
+        withheld = mps + withheld
         self.reporter.withheld(withheld)
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
         self.published = frozenset(published_names(devices, self.catalog).values())

@@ -120,6 +120,9 @@ class Health:
     checkpoint: str = ""
     """Why the prepared-claim checkpoint is unreadable (readiness, never liveness: a restart cannot
     repair the file, and a crash loop would stop the alarm)."""
+    sharing: str = ""
+    """Why devices served with sharing the bridge cannot carry (MPS) are not published (detail
+    only: the node's other devices are served)."""
     interlocks: dict[str, str] = field(default_factory=dict)
     last_tick: float = 0.0
     clock: Callable[[], float] = time.monotonic
@@ -143,6 +146,7 @@ class Health:
             "state": self.state or "ok",
             "draPlugin": self.plugin or "ok",
             "checkpoint": self.checkpoint or "ok",
+            "sharing": self.sharing or "ok",
             "interlocks": dict(self.interlocks),
         }
 
