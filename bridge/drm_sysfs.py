@@ -5,7 +5,8 @@
 Each ``/sys/class/drm/card<N>`` and ``renderD<N>`` entry has a ``dev`` file (``226:1``) and a
 ``device`` link to its PCI device's directory, whose name is the PCI address. The rules that use
 them are :mod:`translate.inventory.drm`; this module only reads the files. ``sysfs`` is a
-parameter so tests can give a sysfs root of their own.
+parameter so tests can give a sysfs root of their own; ``DRA_BRIDGE_TEST_SYSFS_ROOT`` sets the
+default for a whole agent process (:func:`sysfs_root`: a test hook, inert unless set).
 """
 
 from __future__ import annotations
@@ -19,11 +20,18 @@ from dra_bridge.translate.inventory.identity import pci_address
 
 logger = logging.getLogger(__name__)
 SYSFS = Path("/sys")
+SYSFS_ENV = "DRA_BRIDGE_TEST_SYSFS_ROOT"
 
 
-def read_drm(sysfs: Path = SYSFS) -> tuple[DrmNode, ...]:
-    """Every card and render node of ``<sysfs>/class/drm`` with a PCI device, sorted by name."""
-    base = sysfs / "class" / "drm"
+def sysfs_root() -> Path:
+    """``/sys``, or ``DRA_BRIDGE_TEST_SYSFS_ROOT`` where set (tests only)."""
+    return Path(os.environ.get(SYSFS_ENV) or SYSFS)
+
+
+def read_drm(sysfs: Path | None = None) -> tuple[DrmNode, ...]:
+    """Every card and render node of ``<sysfs>/class/drm`` with a PCI device, sorted by name
+    (``sysfs`` None: :func:`sysfs_root`)."""
+    base = (sysfs if sysfs is not None else sysfs_root()) / "class" / "drm"
     try:
         names = sorted(n for n in os.listdir(base) if drm_name(n))
     except OSError:

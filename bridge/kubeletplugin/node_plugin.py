@@ -29,7 +29,7 @@ from pathlib import Path
 
 import grpc
 
-from dra_bridge.bridge.drm_sysfs import SYSFS, read_drm
+from dra_bridge.bridge.drm_sysfs import read_drm, sysfs_root
 from dra_bridge.bridge.file_lock import LOCK_FILE
 from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
@@ -66,7 +66,7 @@ class PluginPaths:
     driver: str = BRIDGE_DRIVER
     pod_uid: str = ""
     """The agent pod's UID (``--pod-uid``): part of both socket names when set (rolling updates)."""
-    sysfs: Path = SYSFS
+    sysfs: Path = field(default_factory=sysfs_root)
     """Where the host's sysfs is (DRM nodes by PCI address, :mod:`bridge.drm_sysfs`); tests give their own."""
 
     @classmethod
