@@ -56,6 +56,12 @@ class Metrics:
             registry=self.registry,
         )
         self._slice_writes_seen: dict[str, int] = {}
+        self.taint_changes = Counter(
+            "dra_bridge_device_taint_changes",
+            "devices the bridge tainted dra-bridge.io/unhealthy (tainted) or untainted (cleared)",
+            ["change"],
+            registry=self.registry,
+        )
         self.claim_ops = Counter(
             "dra_bridge_claim_operations",
             "claims the kubelet asked to prepare or unprepare",

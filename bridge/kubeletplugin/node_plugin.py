@@ -37,7 +37,7 @@ from dra_bridge.bridge.kubeletplugin.cdi_specs import CDI_DIRS, SpecIndex
 from dra_bridge.bridge.kubeletplugin.checkpoint import CheckpointStore, read_boot_id
 from dra_bridge.bridge.kubeletplugin.claim_collector import ClaimCollector
 from dra_bridge.bridge.kubeletplugin.claims import ClaimPreparer
-from dra_bridge.bridge.kubeletplugin.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
+from dra_bridge.bridge.kubeletplugin.device_health import UNHEALTHY, HealthFacts, assess, nvml_uuids, toolkit_ids
 from dra_bridge.bridge.kubeletplugin.health_stream import HealthStream
 from dra_bridge.bridge.kubeletplugin.plugin import serve_dra
 from dra_bridge.bridge.kubeletplugin.registration import Registration, serve_registration
@@ -174,6 +174,10 @@ class Plugin:
     def prepared_devices(self) -> frozenset[DeviceId]:
         """The devices prepared claims hold."""
         return self.preparer.devices()
+
+    def unhealthy_devices(self) -> frozenset[str]:
+        """The published device names the last health assessment found UNHEALTHY."""
+        return frozenset(r.device for r in self.health.reports if r.health == UNHEALTHY)
 
     def resolves(self, cdi_ids: Sequence[str]) -> Mapping[str, bool]:
         """Whether each CDI name resolves in the node's CDI specs now."""

@@ -8,7 +8,8 @@ pool into slices and rendering them per API version (:mod:`~translate.inventory.
 recorded devices a device ID or another driver's slice stands for, by UUID, PCI address or NVIDIA
 index (:mod:`~translate.inventory.identity`), and a GPU's DRM nodes by its PCI address
 (:mod:`~translate.inventory.drm`), and which devices are served with MPS, which the bridge cannot
-carry (:mod:`~translate.inventory.mps`).
+carry (:mod:`~translate.inventory.mps`), and the taint of a device unhealthy long enough
+(:mod:`~translate.inventory.device_taints`).
 """
 
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable, split_replica
