@@ -23,6 +23,7 @@ state directory. :class:`Plugin` is the hand-over half's :class:`bridge.ports.Pl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,6 +54,22 @@ PROBE_TIMEOUT = 2.0
 """Seconds a liveness dial of one socket may take."""
 NvmlCheck = Callable[[Iterable[str]], "Mapping[str, str] | None"]
 """UUIDs -> {UUID: "" when NVML finds it, else why not}, None without NVML (:func:`bridge.nvml.check_uuids`)."""
+
+
+UNHEALTHY_FILE_ENV = "DRA_BRIDGE_TEST_UNHEALTHY_FILE"
+
+
+def marked_unhealthy() -> dict[str, str]:
+    """Device IDs listed (one a line) in the file ``DRA_BRIDGE_TEST_UNHEALTHY_FILE`` names, as if the
+    alarm named them: a test hook (real-node tests have no failing GPU), inert unless set."""
+    path = os.environ.get(UNHEALTHY_FILE_ENV)
+    if not path:
+        return {}
+    try:
+        lines = Path(path).read_text("utf-8").split()
+    except OSError:
+        return {}
+    return dict.fromkeys(lines, "marked unhealthy by the test hook")
 
 
 @dataclass(frozen=True)
@@ -190,6 +207,7 @@ class Plugin:
         inventory = self.preparer.view.devices()
         nvml = self.nvml_check(nvml_uuids(inventory)) if self.nvml_check is not None else None
         resolves = self.preparer.index.resolves(toolkit_ids(inventory))
+        alarmed = {**alarmed, **marked_unhealthy()}
         self.health.update(assess(inventory, self.pool, HealthFacts(nvml, alarmed, resolves)))
 
     async def alive(self) -> str:

@@ -5,11 +5,13 @@ object it returned), the device is left out of the slice instead, without a writ
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.kubeletplugin.node_plugin import UNHEALTHY_FILE_ENV, marked_unhealthy
 from dra_bridge.translate.inventory.device_taints import TAINT_KEY
 from tests.bridge.agent_fixtures import Clock, hand_over, plugin_of, publish, start_dra_plugin
 from tests.bridge.conftest import FakeApi, KubeletServer
@@ -54,3 +56,13 @@ async def test_an_unhealthy_device_is_tainted_after_60s_and_untainted_after_300s
         assert [e["reason"] for e in api.events].count("DeviceUntainted") == 1
     finally:
         await plugin_of(legacy).stop()
+
+
+def test_the_unhealthy_test_hook_is_inert_unless_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(UNHEALTHY_FILE_ENV, raising=False)
+    assert marked_unhealthy() == {}
+    listed = tmp_path / "unhealthy"
+    monkeypatch.setenv(UNHEALTHY_FILE_ENV, str(listed))
+    assert marked_unhealthy() == {}  # no file yet
+    listed.write_text("GPU-aaaa\n")
+    assert list(marked_unhealthy()) == ["GPU-aaaa"]
