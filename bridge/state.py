@@ -12,7 +12,7 @@ One versioned JSON file (docs/design.md D20), ``<state dir>/inventory.json``::
                                               # of the device plugins' Allocate answers
      "pciAddresses": {resourceName: {deviceID: PCI address}}}
                                               # optional: each device's stable identity, read from
-                                              # sysfs when recorded (docs/design.md D34)
+                                              # sysfs when recorded (docs/design.md D40)
 
 Only what cannot be re-derived once the device plugin is gone is kept; the slices are
 recomputed by ``translate.inventory``. Writes are atomic (temp file in the same directory,

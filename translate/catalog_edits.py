@@ -13,7 +13,7 @@ Shape (every key optional; docs/design.md D10, docs/bridge.md "Where container e
 In ``deviceNodes`` ``{id}`` is the kubelet's device ID and ``{card}`` its part before the first
 ``-`` (Intel's ``card0-1`` -> ``card0``). ``drmNodes`` (``card``, ``render``) are the device's DRM
 nodes at their canonical paths, derived at each Prepare from its PCI address in sysfs
-(:mod:`translate.inventory.drm`, docs/design.md D34). A socket name is taken from the catalog because no
+(:mod:`translate.inventory.drm`, docs/design.md D40). A socket name is taken from the catalog because no
 device-plugin RPC names the resource a socket serves
 (https://github.com/kubernetes/kubelet/blob/master/pkg/apis/deviceplugin/v1beta1/api.proto). Allocate is
 asked only where ``sideEffectFree`` is true: a third party's call is invisible to the kubelet, and
@@ -138,4 +138,4 @@ class DeviceEdits:
     device: Mapping[str, object]
     identity: str = ""
     """The device's PCI address where its edits hold DRM nodes ("" otherwise): the nodes are
-    derived from it again whenever a spec is written (docs/design.md D34)."""
+    derived from it again whenever a spec is written (docs/design.md D40)."""

@@ -3,7 +3,7 @@
 A container runtime loads a spec only when all of it is valid, and refuses a container whose CDI
 device's spec it refused; so every spec the bridge writes is checked here first, and the spec
 index (:mod:`bridge.kubeletplugin.cdi_specs`) counts an invalid spec as defining nothing
-(docs/design.md D33). The rules, re-typed from the CDI library
+(docs/design.md D39). The rules, re-typed from the CDI library
 (https://github.com/cncf-tags/container-device-interface: ``pkg/cdi/spec.go`` ``validate``,
 ``pkg/cdi/container-edits.go``, ``api/producer/validator``, ``specs-go/version.go``):
 

@@ -1,7 +1,7 @@
 """Container edits that would let a container escape, and names that may reach the file system (pure).
 
 The bridge writes CDI specs from what device plugins answered (:mod:`translate.allocate_edits`) and
-from the catalog's recipes; the runtime applies them as root (docs/design.md D32). An edit is refused
+from the catalog's recipes; the runtime applies them as root (docs/design.md D38). An edit is refused
 (:func:`escape_refusals`, each reason naming the edit) when it
 
 - mounts the host's root, or a path that is, holds or lies under a container runtime's or the

@@ -15,7 +15,7 @@ IDs to whether they resolve.
 Edits that would let a container escape (:mod:`translate.edit_escape`) are never a source: a device
 whose recorded answer holds one, or whose device ID is not a plain name, has no edits (no fallback
 to the recipe: the plugin said the device needs them) and is not published, with a warning naming
-the device (:func:`refusal`; docs/design.md D32).
+the device (:func:`refusal`; docs/design.md D38).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ resolve; a later directory overrides an earlier one.
 Our own specs (:func:`write_spec`, :func:`remove_spec`, :func:`own_spec_uids`) live in the
 dynamic directory (the last one, by default ``/var/run/cdi``), one file per claim named by
 :func:`translate.cdi.spec_file_name`, written atomically (:mod:`bridge.atomic`) only after it
-passed the CDI rules (docs/design.md D33). Raises CdiError.
+passed the CDI rules (docs/design.md D39). Raises CdiError.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ is not the same as knowing there are none. Minor 2 added ``adminAccess`` and ``d
 field never changes its type, so the edits as an object got a new name (a minor-1 reader keeps
 ``deviceEdits`` unknown and unchanged, and finds no ``edits`` text it would misread). Minor 3 added
 ``pciAddress``: the stable identity of a device whose edits hold DRM nodes; the nodes in
-``deviceEdits`` are never replayed as they are, but derived again from it (docs/design.md D34).
+``deviceEdits`` are never replayed as they are, but derived again from it (docs/design.md D40).
 """
 
 from __future__ import annotations

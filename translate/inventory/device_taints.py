@@ -1,4 +1,4 @@
-"""Health that withdraws: a device taint for a device unhealthy long enough (pure; docs/design.md D36).
+"""Health that withdraws: a device taint for a device unhealthy long enough (pure; docs/design.md D42).
 
 - :func:`step`: per device, ``dra-bridge.io/unhealthy`` (effect ``NoSchedule``) is set once the
   device has been unhealthy for ``taint_after`` seconds (default 60) and removed once it has been

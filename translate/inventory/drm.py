@@ -1,4 +1,4 @@
-"""A GPU's DRM device nodes by its stable identity, its PCI address (pure; docs/design.md D34).
+"""A GPU's DRM device nodes by its stable identity, its PCI address (pure; docs/design.md D40).
 
 DRM minor numbers (``/dev/dri/cardN``, ``renderDN``) follow probe order, not the PCI address, and
 may swap at a reboot; Intel's device-plugin IDs (``card0-0``) follow them too. So the bridge keeps a

@@ -1,6 +1,6 @@
 """Sharing the bridge cannot carry: GPUs served with MPS, and variables it does not carry over (pure).
 
-docs/design.md D35. NVIDIA's device plugin with the ``mps`` sharing strategy hands each replica a
+docs/design.md D41. NVIDIA's device plugin with the ``mps`` sharing strategy hands each replica a
 share of the GPU's memory and threads through the MPS control daemon it runs (``CUDA_MPS_*``
 variables and mounts of the daemon's pipe and shared-memory directories, NVIDIA/k8s-device-plugin
 ``internal/plugin/mps.go``); served as plain shared GPUs those limits are lost. So a resource's
