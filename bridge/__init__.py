@@ -15,7 +15,8 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
   (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
-  ``pci_sysfs`` (PCIe root and NUMA node from sysfs);
+  ``pci_sysfs`` (PCIe root and NUMA node from sysfs), ``host_devices`` (block devices on the host),
+  ``drm_sysfs`` (DRM card and render nodes by PCI address from sysfs);
 - the DRA kubelet plugin (docs/design.md D10): ``kubeletapi`` (the registration, DRA and DRA health
   protos and stubs) and ``kubeletplugin`` (the plugin itself, a subpackage that never imports the
   hand-over half; it also collects checkpoint entries whose claim is gone); ``ports`` (the two

@@ -37,11 +37,15 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import cast
 
 from dra_bridge.bridge.decide import Decision, decide
+from dra_bridge.bridge.drm_sysfs import read_drm
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import StateError
 from dra_bridge.bridge.health import Clocks, Health, Metrics
+from dra_bridge.bridge.host_devices import is_block_device
 from dra_bridge.bridge.interlocks import Refusal, held, offered
 from dra_bridge.bridge.observation import Memory, Observation
 from dra_bridge.bridge.observe import NvmlProbe, Observer, Snapshot
@@ -54,10 +58,12 @@ from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.catalog import Catalog
-from dra_bridge.translate.edit_sources import preparable
+from dra_bridge.translate.edit_sources import identities, preparable
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.inventory.device_taints import TAINT_KEY, TaintState, step, with_taints
+from dra_bridge.translate.inventory.mps import refuse_mps
 from dra_bridge.translate.inventory.slices import build_devices, published_names
 from dra_bridge.translate.names import GFD_PREFIX
 
@@ -108,6 +114,7 @@ class Agent:
         self.published: frozenset[DeviceId] = frozenset()
         """The devices handed to the publisher (empty while it publishes none)."""
         self._state_broken = False
+        self._taint_states: dict[str, TaintState] = {}
         self.recorder = EditsRecorder(settings.kubelet_dir, catalog)
         self.observer = Observer(settings, catalog.bridge_driver, kubelet, api, publisher, self.recorder, self.health)
         self.observer.nvml_probe = nvml_probe
@@ -187,11 +194,13 @@ class Agent:
             facts,
             self.wall(),
             self.recorded.edits,
+            identities(managed, read_drm()),  # the plugin's IDs name this boot's cards: re-checked at every record
         )
-        if (new.devices, new.labels, new.nvml) != (
+        if (new.devices, new.labels, new.nvml, new.identities) != (
             self.recorded.devices,
             self.recorded.labels,
             self.recorded.nvml,
+            self.recorded.identities,
         ) and self._save(new):
             logger.info("recorded inventory: %d device(s) of %s", len(managed), ", ".join(sorted(new.resources())))
 
@@ -227,14 +236,45 @@ class Agent:
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
         resolve = self.plugin.resolves if self.plugin is not None else None
-        devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve)
+        devices, mps = refuse_mps(devices, self.recorded.edits, self.recorded.labels)
+        self.health.sharing = "; ".join(mps)
+        drm = read_drm()
+        devices, withheld = preparable(
+            devices, self.catalog, self.recorded.edits, resolve, is_block_device, drm, self.recorded.identities
+        )
+        withheld = mps + withheld
         self.reporter.withheld(withheld)
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
+        built = self._taints(built)
         self.published = frozenset(published_names(devices, self.catalog).values())
         for w in withheld + build_warnings:
             logger.warning("%s", w)
             warnings.append(w)
         return built
+
+    def _taints(self, devices: list[SliceDevice]) -> list[SliceDevice]:
+        """Devices unhealthy long enough tainted (or left out where the API server drops taints);
+        an Event and a metric per change (:mod:`translate.inventory.device_taints`)."""
+        bad = self.plugin.unhealthy_devices() if self.plugin is not None else frozenset()
+        now = self.wall()
+        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self._taint_states, changes = step(
+            self._taint_states,
+            {d["name"]: d["name"] in bad for d in devices},
+            now,
+            stamp,
+            self.settings.unhealthy_taint_after,
+            self.settings.healthy_untaint_after,
+        )
+        supported = self.publisher.taints_supported is not False
+        for name, change in changes:
+            self.metrics.taint_changes.labels(change).inc()
+            if change == "tainted":
+                where = f"tainted {TAINT_KEY}:NoSchedule" if supported else "left out of the slice (taints dropped)"
+                self.reporter.event("Warning", "DeviceTainted", f"device {name} unhealthy: {where}")
+            else:
+                self.reporter.event("Normal", "DeviceUntainted", f"device {name} healthy again: taint removed")
+        return cast(list[SliceDevice], with_taints(devices, self._taint_states, supported))
 
     def _act(self, snap: Snapshot, decision: Decision, report: TickReport) -> None:
         if decision.action == "publish":

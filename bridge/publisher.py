@@ -36,6 +36,7 @@ from dra_bridge.kube.discovery import GROUP, newest_served
 from dra_bridge.kube.errors import KubeError, NotFound
 from dra_bridge.kube.resources import RESOURCE_SLICES, Resource
 from dra_bridge.translate.inventory.api_rules import SliceDevice
+from dra_bridge.translate.inventory.device_taints import max_devices, taints_by_device, taints_dropped
 from dra_bridge.translate.inventory.pool import internal_form, pool_slices, render_slice
 
 logger = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class Publisher:
         self.stats = Stats()
         self.healthy = True
         self.last_error = ""
+        self.taints_supported: bool | None = None
+        """Whether the API server keeps device taints (None: no taint written yet)."""
         self._desired: list[SliceDevice] | None = None
         self._changed = asyncio.Event()
         self._sleep = sleep
@@ -152,13 +155,16 @@ class Publisher:
                 logger.info("withdrew pool %s of %s: deleted %d slice(s)", self.node, self.driver, len(stored))
             return bool(stored)
         generation = max((int(s["spec"].get("pool", {}).get("generation", 0)) for s in stored.values()), default=0)
-        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation)]
+        most = max_devices(self._desired)
+        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation, most)]
         if set(stored) == {w["metadata"]["name"] for w in want} and all(
-            is_subset(w, stored[w["metadata"]["name"]]) for w in want
+            is_subset(w, stored[w["metadata"]["name"]])
+            and taints_by_device(w) == taints_by_device(stored[w["metadata"]["name"]])  # a removed taint
+            for w in want
         ):
             return False
         generation = generation + 1 if stored else 0
-        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation)]
+        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation, most)]
         names = {w["metadata"]["name"] for w in want}
         for name in sorted(set(stored) - names):
             await self._delete(slices, name)
@@ -166,16 +172,16 @@ class Publisher:
             body = render_slice(w, version)
             old = stored.get(w["metadata"]["name"])
             if old is None:
-                await self.api.create(slices, body)
+                self._judge_taints(body, await self.api.create(slices, body))
                 self.stats.creates += 1
                 continue
             body["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion", "")
             try:
-                await self.api.replace(slices, w["metadata"]["name"], body)
+                self._judge_taints(body, await self.api.replace(slices, w["metadata"]["name"], body))
                 self.stats.updates += 1
             except NotFound:
                 del body["metadata"]["resourceVersion"]
-                await self.api.create(slices, body)
+                self._judge_taints(body, await self.api.create(slices, body))
                 self.stats.creates += 1
         logger.info(
             "published pool %s of %s: generation %d, %d slice(s), %d device(s)",
@@ -186,6 +192,16 @@ class Publisher:
             len(self._desired),
         )
         return True
+
+    def _judge_taints(self, sent: dict[str, Any], returned: Any) -> None:
+        """Device taints are supported where the object the API server returned kept them (never
+        judged from discovery: the DRADeviceTaints gate strips the field silently)."""
+        if not any(d.get("taints") or (d.get("basic") or {}).get("taints") for d in sent["spec"].get("devices", [])):
+            return
+        supported = isinstance(returned, dict) and not taints_dropped(sent, returned)
+        if supported != self.taints_supported:
+            logger.info("device taints %s by the API server", "kept" if supported else "dropped")
+        self.taints_supported = supported
 
     async def _delete(self, slices: Resource, name: str) -> None:
         with contextlib.suppress(NotFound):  # already gone: what we wanted
