@@ -26,7 +26,7 @@ An unreadable checkpoint is read again at the start of every tick (rolled forwar
 with ``--pod-uid`` (two instances may overlap) every tick reads it again, so both report the
 count on disk, not one in memory.
 
-Restarts and rolling updates (docs/design.md D32, D33): the publisher writes nothing before the
+Restarts and rolling updates (docs/design.md D43, D44): the publisher writes nothing before the
 first decision; a decision to publish writes the publishing record
 (:mod:`bridge.publishing_record`), a decision to withdraw removes it, and the first tick after a
 start that finds it (for the inventory recorded now) resumes without a settle period. With

@@ -11,10 +11,10 @@ no API server: tested from tables of observations.
 - the alarm (:func:`bridge.interlocks.alarm`) in both modes;
 - the gate Prepare reads (:class:`bridge.ports.PrepareGate`): fresh claims only while the decision
   is to publish or keep publishing;
-- a restart resumes (docs/design.md D32): the first decision after a start, with a publishing
+- a restart resumes (docs/design.md D43): the first decision after a start, with a publishing
   record for the inventory recorded now (:attr:`Observation.publishing_since`), starts from the
   memory of an agent that published (the settle period has passed, a blip keeps the slices);
-- one publisher in a surge rollout (docs/design.md D33, with ``--pod-uid``): by
+- one publisher in a surge rollout (docs/design.md D44, with ``--pod-uid``): by
   :func:`bridge.owner_record.ownership`, an instance that the owner record does not name either
   ``take_over`` (it is the newest: it writes the record, then acts) or stands by (``standby``:
   it decides as ever, for Prepare's gate, and writes no slice).

@@ -1,5 +1,5 @@
 """Which instance of the agent publishes a node's slices while two overlap in a surge rollout
-(``--pod-uid``; docs/design.md D33): the owner record and its rule.
+(``--pod-uid``; docs/design.md D44): the owner record and its rule.
 
 One JSON file, ``<state dir>/owner.json``, written atomically (:mod:`bridge.atomic`)::
 

@@ -1,6 +1,6 @@
 """ResourceSlice publisher: a desired-state reconciler for one pool per node and driver.
 
-docs/design.md D11 and D17. The desired state is one of three (docs/design.md D32):
+docs/design.md D11 and D17. The desired state is one of three (docs/design.md D43):
 *unknown* (at start, and while another instance owns the slices: :meth:`forget`), when
 :meth:`sync` writes nothing at all, not even a list; *withdraw* (``update(None)``: no pool); and
 *publish* (``update(devices)``: the devices of the pool). :meth:`Publisher.update` replaces the

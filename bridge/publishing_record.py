@@ -1,5 +1,5 @@
 """ "Publishing since T, with this inventory": the record that lets a restarted agent resume its
-slices at once instead of settling again (docs/design.md D32).
+slices at once instead of settling again (docs/design.md D43).
 
 One JSON file, ``<state dir>/publishing.json``, written atomically (:mod:`bridge.atomic`)::
 

@@ -78,7 +78,7 @@ class PreparedDevice:
     device it stands for (``device``) and the edits our spec gives it (``edits``, None for a
     toolkit device; kept in the checkpoint so a spec can be rewritten without the claim,
     identically). ``admin``: the allocation result has ``adminAccess`` (the device may be
-    shared with other claims, docs/design.md D31)."""
+    shared with other claims, docs/design.md D34)."""
 
     request_names: tuple[str, ...]
     pool_name: str

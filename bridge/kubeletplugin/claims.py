@@ -20,7 +20,7 @@ Prepare (docs/design.md D10; the DRAPlugin contract, docs/design.md D16), per cl
    device plugin's Allocate answer recorded while legacy, else the catalog's static recipe,
    in our spec: ``edits``, :mod:`translate.edit_sources`), write our spec when one is needed,
    then the checkpoint (which keeps each device's edits, so the spec is rewritten identically);
-3. the last line (docs/design.md D31), under the lock, before anything is written: refuse,
+3. the last line (docs/design.md D34), under the lock, before anything is written: refuse,
    naming the device and its holder, a device that another checkpointed claim holds (unless one
    of the two results has ``adminAccess``), one that PodResources ``List`` shows assigned to a
    container through a device plugin, and one the kubelet offers through a device plugin

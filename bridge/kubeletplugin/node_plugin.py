@@ -155,7 +155,7 @@ class Plugin:
     def reread_checkpoint(self) -> None:
         """Read the checkpoint again while it is unreadable (rolled forward or repaired), and on
         every call with a pod UID: two instances may overlap, and the one the kubelet does not
-        call reports the count on disk, not the one in its memory (docs/design.md D33). Writes
+        call reports the count on disk, not the one in its memory (docs/design.md D44). Writes
         are atomic renames, so the file read is the old or the new checkpoint."""
         if self.preparer.broken or self.paths.pod_uid:
             self.preparer.reload()

@@ -97,7 +97,7 @@ DECISIONS = [
     ("legacy-withdraws", replace(CLEAR, mode="legacy"), SETTLED, "withdraw", False, False),
     ("unreadable-node-keeps", replace(CLEAR, mode=None), SETTLED, "keep", True, True),
     ("unreadable-checkpoint-withdraws", UNREADABLE, SETTLED, "withdraw", False, False),
-    # a restart with a publishing record for this inventory (docs/design.md D32)
+    # a restart with a publishing record for this inventory (docs/design.md D43)
     ("restart-resumes-at-once", RESUMED, Memory(), "publish", True, True),
     ("restart-blip-keeps", replace(RESUMED, offered=None), Memory(), "keep", True, True),
     ("restart-unreadable-node-keeps", replace(RESUMED, mode=None), Memory(), "keep", True, False),

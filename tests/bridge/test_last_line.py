@@ -1,4 +1,4 @@
-"""The last-line check at Prepare (docs/design.md D31): under the preparer's lock, a fresh claim
+"""The last-line check at Prepare (docs/design.md D34): under the preparer's lock, a fresh claim
 is refused, with its own error naming the device and the holder, when another checkpointed claim
 holds one of its devices (unless one of the two has adminAccess), a device plugin assigned it to
 a container, or the kubelet offers it through a device plugin; fresh claims only while the last

@@ -1,4 +1,4 @@
-"""Restarts and surge rollouts of the agent (docs/design.md D32, D33), against the fake kubelet
+"""Restarts and surge rollouts of the agent (docs/design.md D43, D44), against the fake kubelet
 and API server: a restart neither withdraws the slices nor settles again, the kubelet's own
 wipes are repaired on the first tick, and of two overlapping instances only the newest writes
 slices."""

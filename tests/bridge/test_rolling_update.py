@@ -1,7 +1,7 @@
 """Two agents of one node during a DaemonSet rolling update with surge (kubelets 1.33+): each
 names its registration and DRA sockets with its pod UID (``--pod-uid``), both serve at once, and
 one stopping removes only its own sockets; start-up recovery runs under the file lock, and both
-report the prepared count on disk (docs/design.md D33)."""
+report the prepared count on disk (docs/design.md D44)."""
 
 from __future__ import annotations
 

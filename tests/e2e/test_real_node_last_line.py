@@ -1,4 +1,4 @@
-"""The device plugin comes back while a claim is prepared (docs/design.md D31), on the real node.
+"""The device plugin comes back while a claim is prepared (docs/design.md D34), on the real node.
 
 The bridge publishes a seeded inventory of two GPUs and the real kubelet prepares a converted
 pod's claim on one. Then a device plugin registers with the real kubelet offering the same two

@@ -1,4 +1,4 @@
-"""Restarts and surge rollouts of the agent on the real node (docs/design.md D32, D33), measured
+"""Restarts and surge rollouts of the agent on the real node (docs/design.md D43, D44), measured
 from the API server's audit log (every ResourceSlice write by anyone: ``audit.SLICE_AUDIT_POLICY``).
 
 - The agent is killed with SIGKILL while a converted pod runs and started again at once (well
