@@ -10,8 +10,10 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
   alarm, pure, docs/design.md D6), ``report`` (Events, the Node condition, metrics),
   ``node_condition`` (what the prepared-claim condition says and when it is written: Unknown
   while the checkpoint is unreadable, a 5-minute heartbeat; pure, docs/design.md D29),
-  ``publisher`` (the ResourceSlice reconciler, docs/design.md D17), ``access`` (the API calls it
-  makes);
+  ``publisher`` (the ResourceSlice reconciler, docs/design.md D17), ``publishing_record``
+  ("publishing since T, with this inventory": a restart resumes, docs/design.md D43),
+  ``owner_record`` (which instance publishes in a surge rollout, docs/design.md D44), ``access``
+  (the API calls it makes);
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
   (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),

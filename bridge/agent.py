@@ -22,7 +22,17 @@ One tick (every ``poll_interval`` seconds):
    plugin first collects checkpoint entries whose claim is gone
    (:mod:`bridge.kubeletplugin.claim_collector`, an Event ``PreparedClaimCollected`` each).
 
-An unreadable checkpoint is read again at the start of every tick (rolled forward or repaired).
+An unreadable checkpoint is read again at the start of every tick (rolled forward or repaired);
+with ``--pod-uid`` (two instances may overlap) every tick reads it again, so both report the
+count on disk, not one in memory.
+
+Restarts and rolling updates (docs/design.md D43, D44): the publisher writes nothing before the
+first decision; a decision to publish writes the publishing record
+(:mod:`bridge.publishing_record`), a decision to withdraw removes it, and the first tick after a
+start that finds it (for the inventory recorded now) resumes without a settle period. With
+``--pod-uid`` each tick reads the owner record (:mod:`bridge.owner_record`): the newest instance
+writes it and publishes, an older one stands by and its publisher (which asks the record before
+every write) writes no slice.
 
 The agent is the plugin's :class:`bridge.ports.HandoverView` and reads the plugin only through
 :class:`bridge.ports.PluginView` (:attr:`Agent.plugin`). A kubelet or API server that is missing
@@ -36,7 +46,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import cast
 
@@ -49,9 +59,11 @@ from dra_bridge.bridge.host_devices import is_block_device
 from dra_bridge.bridge.interlocks import Refusal, held, offered
 from dra_bridge.bridge.observation import Memory, Observation
 from dra_bridge.bridge.observe import NvmlProbe, Observer, Snapshot
+from dra_bridge.bridge.owner_record import Instance, OwnerStore
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.ports import DeviceUse, PluginView, PrepareGate
 from dra_bridge.bridge.publisher import Publisher
+from dra_bridge.bridge.publishing_record import PublishingRecord, PublishingStore, inventory_digest
 from dra_bridge.bridge.report import CONDITION_TYPE, Reporter
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import Inventory, InventoryStore
@@ -115,6 +127,13 @@ class Agent:
         """The devices handed to the publisher (empty while it publishes none)."""
         self._state_broken = False
         self._taint_states: dict[str, TaintState] = {}
+        self.publishing = PublishingStore(settings.state_dir)
+        self.owners = OwnerStore(settings.state_dir)
+        self.instance = Instance(self.wall(), settings.pod_uid) if settings.pod_uid else None
+        """This instance, with ``--pod-uid`` (a rolling update may overlap two); None without."""
+        if self.instance is not None:
+            me = self.instance
+            publisher.may_write = lambda: self.owners.names(me)  # asked before every slice write
         self.recorder = EditsRecorder(settings.kubelet_dir, catalog)
         self.observer = Observer(settings, catalog.bridge_driver, kubelet, api, publisher, self.recorder, self.health)
         self.observer.nvml_probe = nvml_probe
@@ -276,12 +295,34 @@ class Agent:
                 self.reporter.event("Normal", "DeviceUntainted", f"device {name} healthy again: taint removed")
         return cast(list[SliceDevice], with_taints(devices, self._taint_states, supported))
 
-    def _act(self, snap: Snapshot, decision: Decision, report: TickReport) -> None:
+    def _act(self, snap: Snapshot, decision: Decision, record: PublishingRecord | None, report: TickReport) -> None:
+        if decision.take_over and self.instance is not None:
+            try:
+                self.owners.save(self.instance)
+                logger.info("this instance (pod %s) now publishes the node's slices", self.instance.pod_uid)
+            except StateError as exc:  # the publisher asks the record: without ours it writes nothing
+                logger.error("cannot take over the slices: %s", exc)
         if decision.action == "publish":
+            if decision.resumed and record is not None:
+                logger.info("resuming publication (publishing since %.0f): no settle period", record.since)
             self.publisher.update(self._devices(snap.nvml, report.warnings))
+            if record is None:
+                self._save_record(PublishingRecord(self.wall(), inventory_digest(self.recorded)))
         elif decision.action == "withdraw":
             self.publisher.update(None)
             self.published = frozenset()
+            self._save_record(None)
+        elif decision.action == "standby":
+            self.publisher.forget()
+
+    def _save_record(self, record: PublishingRecord | None) -> None:
+        try:
+            if record is None:
+                self.publishing.clear()
+            else:
+                self.publishing.save(record)
+        except StateError as exc:
+            logger.error("%s", exc)
 
     async def _plugin_status(self, decision: Decision) -> None:
         if self.plugin is None:
@@ -320,11 +361,16 @@ class Agent:
         obs = await self.observer.observation(
             self.clock(), snap, self.recorded, self.published, self._prepared(), self.checkpoint_error
         )
+        record = self.publishing.load()
+        if record is not None and not record.matches(self.recorded):
+            record = None  # published another inventory: settle again
+        owner = self.owners.load() if self.instance is not None else None
+        obs = replace(obs, publishing_since=record.since if record else None, instance=self.instance, owner=owner)
         decision = decide(obs, self.memory)
         if decision.reported or self.decision is None:
             self.decision = decision
         self.memory = decision.memory
-        self._act(snap, decision, report)
+        self._act(snap, decision, record, report)
         if snap.mode is not None:
             report.mode = snap.mode
             report.publishing = decision.publish

@@ -5,7 +5,8 @@
     plugin.prepared_count                the prepared-claim count (the Node condition's number;
                                          None while the checkpoint is unreadable)
     plugin.checkpoint_readable           False while the checkpoint is unreadable (checkpoint_error: why)
-    plugin.reread_checkpoint()           read an unreadable checkpoint again (each tick)
+    plugin.reread_checkpoint()           read the checkpoint again (each tick) while unreadable, and
+                                         always with a pod UID (another instance may have written it)
     plugin.collection = Collection(kubelet, grace)   what collection reads (unset: none)
     await plugin.collect(now)            unprepare entries whose claim is gone (claim_collector)
     plugin.prepared_devices()            the devices prepared claims hold (the alarm's input)
@@ -31,7 +32,7 @@ from pathlib import Path
 import grpc
 
 from dra_bridge.bridge.drm_sysfs import read_drm, sysfs_root
-from dra_bridge.bridge.file_lock import LOCK_FILE
+from dra_bridge.bridge.file_lock import LOCK_FILE, file_lock
 from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.kubeletplugin.cdi_specs import CDI_DIRS, SpecIndex
@@ -172,8 +173,11 @@ class Plugin:
         return self.preparer.broken
 
     def reread_checkpoint(self) -> None:
-        """Read the checkpoint again while it is unreadable (rolled forward or repaired)."""
-        if self.preparer.broken:
+        """Read the checkpoint again while it is unreadable (rolled forward or repaired), and on
+        every call with a pod UID: two instances may overlap, and the one the kubelet does not
+        call reports the count on disk, not the one in its memory (docs/design.md D44). Writes
+        are atomic renames, so the file read is the old or the new checkpoint."""
+        if self.preparer.broken or self.paths.pod_uid:
             self.preparer.reload()
 
     async def collect(self, now: float) -> list[str]:
@@ -246,7 +250,8 @@ async def start_plugin(
     edits: EditsLookup | None = None,
     nvml_check: NvmlCheck | None = None,
 ) -> Plugin:
-    """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
+    """Recover from the checkpoint (with a pod UID under the file lock, which every checkpoint and
+    CDI write of another instance holds), serve the DRA service and the health stream, then register (in
     that order). ``view``: what the plugin reads of the hand-over half (:class:`bridge.ports.HandoverView`);
     ``edits``: a device's recorded Allocate edits or static recipe
     (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
@@ -263,9 +268,13 @@ async def start_plugin(
         edits,
     )
     preparer.drm = lambda: read_drm(paths.sysfs)
-    preparer.recover()
-    health = HealthStream()
     lock = paths.state_dir / LOCK_FILE if paths.pod_uid else None  # instances overlap only with a pod UID
+    if lock is None:
+        preparer.recover()
+    else:  # under the lock: never another instance's spec written just before its checkpoint entry
+        async with file_lock(lock):
+            preparer.recover()
+    health = HealthStream()
     dra = await serve_dra(paths.dra_socket, preparer, metrics, health, lock)
     registration_server, registration = await serve_registration(
         paths.registration_socket, paths.driver, paths.dra_socket
