@@ -141,7 +141,15 @@ async def test_start_up_recovery_waits_for_the_other_instance_between_its_spec_a
     store = CheckpointStore(base.state_dir, lambda: "b")
     try:
         async with file_lock(base.state_dir / LOCK_FILE):
-            spec = write_spec(base.spec_dir, UID[0], {"cdiVersion": "0.5.0", "kind": "dra-bridge.io/claim"})
+            spec = write_spec(
+                base.spec_dir,
+                UID[0],
+                {
+                    "cdiVersion": "0.5.0",
+                    "kind": "dra-bridge.io/claim",
+                    "devices": [{"name": "gpu-nv0", "containerEdits": {"env": ["A=1"]}}],
+                },
+            )
             starting = asyncio.ensure_future(
                 start_plugin(
                     replace(base, pod_uid=POD_UIDS[1]), fake_api([]), NODE, StaticView(INVENTORY), boot_id=lambda: "b"
