@@ -3,6 +3,7 @@
     LabelSelector(match_labels, match_expressions)   .selects(labels) -> bool; .empty
     LabelSelector.from_mapping(doc)                  from the chart's values (matchLabels, matchExpressions)
     LabelSelector.from_json(text)                    from a flag's JSON, its shape checked (ValueError)
+    .as_mapping()                                    its YAML/JSON form again
 
 The API server's rules: every ``matchLabels`` pair and every requirement must hold (AND); ``In``
 needs the key with one of the values, ``NotIn`` holds when the key is absent or has none of them,
@@ -61,6 +62,18 @@ class LabelSelector:
         if any(labels.get(k) != v for k, v in self.match_labels):
             return False
         return all(r.holds(labels) for r in self.match_expressions)
+
+    def as_mapping(self) -> dict[str, Any]:
+        """Its YAML/JSON form (``{}`` when empty)."""
+        out: dict[str, Any] = {}
+        if self.match_labels:
+            out["matchLabels"] = dict(self.match_labels)
+        if self.match_expressions:
+            out["matchExpressions"] = [
+                {"key": r.key, "operator": r.operator, **({"values": list(r.values)} if r.values else {})}
+                for r in self.match_expressions
+            ]
+        return out
 
     @classmethod
     def from_mapping(cls, doc: Mapping[str, Any] | None) -> LabelSelector:
