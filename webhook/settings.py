@@ -28,10 +28,12 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --opt-out-label      DRA_WEBHOOK_OPT_OUT_LABEL       dra-bridge.io/webhook-opt-out (webhook.optOutLabel)
     --paths              DRA_WEBHOOK_PATHS               audit,enforce (the registration's entries: webhook.*.enabled)
     --audit-all-namespaces DRA_WEBHOOK_AUDIT_ALL_NAMESPACES false (webhook.audit.allNamespaces)
+    --namespace-selector DRA_WEBHOOK_NAMESPACE_SELECTOR  {} (JSON LabelSelector: webhook.namespaceSelector)
+    --object-selector    DRA_WEBHOOK_OBJECT_SELECTOR     {} (JSON LabelSelector: webhook.objectSelector)
     --client-ca-file     DRA_WEBHOOK_CLIENT_CA_FILE      (any caller) callers must present a certificate it signed
 
-The last four are the settings the chart renders into each entry's namespaceSelector: the
-webhook acts only for a namespace they enrol on the path served (``Settings.enrolment``,
+The six before it are the settings the chart renders into each entry's selectors: the
+webhook acts only for a namespace (and a pod) they enrol on the path served (``Settings.enrolment``,
 ``translate/enrolment.py``, docs/design.md D28), so the chart passes them from the same values.
 
 Then ``--metrics-port`` (``DRA_WEBHOOK_METRICS_PORT``; unset: ``/metrics`` on the HTTPS port), a
@@ -53,6 +55,7 @@ from typing import Any
 from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
 from dra_bridge.kube.logs import level_number
 from dra_bridge.translate.enrolment import EnrolmentSettings
+from dra_bridge.translate.label_selector import LabelSelector
 from dra_bridge.translate.names import WEBHOOK_MODE_LABEL, WEBHOOK_OPT_OUT_LABEL, normalize_api_version
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES
 from dra_bridge.webhook.connection_limits import CONNECTION_FLAGS, ConnectionLimits, limits_from
@@ -126,6 +129,10 @@ class Settings:
     """The registration's entries (``webhook.audit.enabled``, ``webhook.enforce.enabled``)."""
     audit_all_namespaces: bool = False
     """``/mutate/audit`` enrols every namespace but the excluded (``webhook.audit.allNamespaces``)."""
+    namespace_selector: LabelSelector = field(default_factory=LabelSelector)
+    """Extra terms on the namespace's labels (``webhook.namespaceSelector``)."""
+    object_selector: LabelSelector = field(default_factory=LabelSelector)
+    """The pods enrolled, by their labels (``webhook.objectSelector``)."""
     client_ca_file: Path | None = None
     """PEM CAs: every caller must present a client certificate one of them signed (the TLS
     handshake fails otherwise); None: any caller."""
@@ -141,6 +148,8 @@ class Settings:
             enforce="enforce" in self.paths,
             audit_all_namespaces=self.audit_all_namespaces,
             release_namespace=self.namespace,
+            namespace_selector=self.namespace_selector,
+            object_selector=self.object_selector,
         )
 
     @property
@@ -246,7 +255,7 @@ _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z
 
 
 def _enrolment_values(pick: Callable[[str], str | None]) -> dict[str, Any]:
-    """The four enrolment settings, checked (a label key, a list of paths, a boolean)."""
+    """The enrolment settings, checked (label keys, a list of paths, a boolean, selectors)."""
     out: dict[str, Any] = {}
     for name, default in (("namespace_label", WEBHOOK_MODE_LABEL), ("opt_out_label", WEBHOOK_OPT_OUT_LABEL)):
         value = pick(name) or default
@@ -262,6 +271,11 @@ def _enrolment_values(pick: Callable[[str], str | None]) -> dict[str, Any]:
     if raw not in ("true", "false"):
         raise WebhookConfigError(f"{FLAGS.twin('audit_all_namespaces')} {raw!r}: true or false")
     out["audit_all_namespaces"] = raw == "true"
+    for name in ("namespace_selector", "object_selector"):
+        try:
+            out[name] = LabelSelector.from_json(pick(name) or "")
+        except ValueError as exc:
+            raise WebhookConfigError(f"{FLAGS.twin(name)}: {exc}") from None
     return out
 
 
@@ -356,6 +370,20 @@ FLAGS = FlagTable(
             "true: /mutate/audit enrols every namespace but the excluded (chart: webhook.audit.allNamespaces)",
             "false",
             "BOOL",
+        ),
+        Flag(
+            "namespace_selector",
+            "extra terms (a LabelSelector as JSON) a namespace must match, as both entries' "
+            "namespaceSelector (chart: webhook.namespaceSelector)",
+            "{}",
+            "JSON",
+        ),
+        Flag(
+            "object_selector",
+            "a LabelSelector as JSON the pod's labels must match, as both entries' objectSelector "
+            "(chart: webhook.objectSelector)",
+            "{}",
+            "JSON",
         ),
         Flag(
             "metrics_port",

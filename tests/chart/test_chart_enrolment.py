@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -151,17 +150,15 @@ def test_the_webhook_is_passed_the_settings_of_its_namespace_selectors(scenario:
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     env["DRA_WEBHOOK_NAMESPACE"] = NAMESPACE  # the fieldRef: metadata.namespace, the release namespace
     passed = Settings.from_args(container["args"], env).enrolment
-    # the extra namespaceSelector / objectSelector terms (webhook.namespaceSelector, objectSelector)
-    # have no flags yet: the gate knows the rest, and so never refuses what the selectors send
-    extra = settings.namespace_selector != LabelSelector() or settings.object_selector != LabelSelector()
-    assert passed == replace(settings, namespace_selector=LabelSelector(), object_selector=LabelSelector())
-    entries = _entries(objs)
+    assert passed == settings
+    entries, objects = _entries(objs), _entries(objs, "objectSelector")
     for name, labels in SAMPLES:  # and so the gate lets through exactly what the selectors send
         full = {NAMESPACE_NAME_LABEL: name, **labels}
-        for path in ("audit", "enforce"):
-            sent = path in entries and selects(entries[path], full)
-            enrolled = gate(name, path, full, passed).enrolled
-            assert enrolled is sent or (extra and enrolled and not sent), (name, labels, path)
+        for pod in POD_SAMPLES:
+            for path in ("audit", "enforce"):
+                sent = path in entries and selects(entries[path], full) and selects(objects[path], pod)
+                enrolled = gate(name, path, full, passed, pod).enrolled
+                assert enrolled is sent, (name, labels, pod, path)
 
 
 @pytest.mark.parametrize("scenario", ENROLMENT_SCENARIOS, ids=lambda s: s.id)
