@@ -38,6 +38,8 @@ REVIEW_API_VERSION: Final = "admission.k8s.io/v1"
 MAX_WARNINGS = 12
 MAX_WARNING_CHARS = 240
 MAX_AUDIT_CHARS = 200
+#: Characters of ``request.uid``: the API server sends a UUID (36); more is not a review of its.
+MAX_UID_CHARS = 128
 #: One encoder for every call (``json.dumps`` with options builds a new one each time).
 COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -181,6 +183,8 @@ def decode_review(body: bytes) -> AdmissionRequest:
     uid = request["uid"]
     if not isinstance(uid, str) or not uid:
         raise ReviewError(f"request.uid must be a non-empty string, got {clip(json.dumps(uid), 60)}")
+    if len(uid) > MAX_UID_CHARS:
+        raise ReviewError(f"request.uid must be at most {MAX_UID_CHARS} characters, got {len(uid)}")
     _check_fields(request)
     return cast(AdmissionRequest, request)
 
