@@ -165,7 +165,13 @@ def decode_review(body: bytes) -> AdmissionRequest:
     if values > MAX_JSON_VALUES:
         raise ReviewError(f"body holds about {values} JSON values, more than the {MAX_JSON_VALUES} limit", 413)
     try:
-        doc = json.loads(body, parse_constant=_no_constant)
+        text = body.decode("utf-8")  # json.loads would guess UTF-16 and UTF-32 from bytes
+    except UnicodeDecodeError as exc:
+        raise ReviewError(f"body is not UTF-8 (byte {exc.start}): JSON is sent as UTF-8") from exc
+    if text.startswith("\ufeff"):
+        raise ReviewError("body starts with a byte order mark: JSON is sent as UTF-8 without one")
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         raise ReviewError(f"body is not JSON: {str(exc)[:200]}") from exc
     if not isinstance(doc, dict):
