@@ -52,7 +52,7 @@ import yaml
 from dra_bridge.translate.errors import PolicyError
 from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.plan.options import OnError, Options, policy_specs
-from dra_bridge.translate.strict_yaml import MAX_CONFIG_DEPTH, StrictLoader, too_deep
+from dra_bridge.translate.strict_yaml import MAX_CONFIG_DEPTH, load_bounded, too_deep
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
 #: Policy key -> Options attribute (derived from the options model).
@@ -207,9 +207,9 @@ def parse_policy(doc: object, source: str) -> Policy:
 
 def _load_yaml(text: str, source: str) -> Any:
     """The YAML document in ``text``; PolicyError naming ``source`` when it is not valid YAML or
-    nests deeper than MAX_CONFIG_DEPTH (naming the key)."""
+    nests deeper than MAX_CONFIG_DEPTH (naming the key) or expands past its alias budget."""
     try:
-        doc = yaml.load(text, Loader=StrictLoader)  # duplicate keys refused, as kubectl does
+        doc = load_bounded(text, source, PolicyError)  # duplicate keys refused, as kubectl does
     except yaml.YAMLError as exc:
         raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
     deep = too_deep(doc)

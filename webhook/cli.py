@@ -47,6 +47,7 @@ from dra_bridge.webhook.drain import Drain
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.events import KubeAuditSink
 from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.malformed_http import RequestLog
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.reconciler import Reconciler
 from dra_bridge.webhook.runtime import Runtime, watch_catalog, watch_policy
@@ -196,9 +197,11 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
 
 def _runner(app: web.Application, settings: Settings) -> web.AppRunner:
     """A runner whose request handlers keep the limits' sizes and idle timeout; its middleware
-    tells the connection tracker where requests begin and end."""
+    tells the connection tracker where requests begin and end; a request that does not parse is
+    one rate-limited INFO line, not aiohttp's traceback (webhook/malformed_http.py)."""
     install(app)
-    return web.AppRunner(app, access_log=None, handle_signals=False, **handler_args(settings.connections))
+    args = handler_args(settings.connections)
+    return web.AppRunner(app, access_log=None, handle_signals=False, logger=RequestLog(), **args)
 
 
 def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

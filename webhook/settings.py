@@ -54,6 +54,7 @@ from typing import Any
 
 from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
 from dra_bridge.kube.logs import level_number
+from dra_bridge.translate.dns_names import is_dns_label
 from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.label_selector import LabelSelector
 from dra_bridge.translate.names import WEBHOOK_MODE_LABEL, WEBHOOK_OPT_OUT_LABEL, normalize_api_version
@@ -224,6 +225,12 @@ class Settings:
             return Path(value) if value else None
 
         enrolment = _enrolment_values(pick)
+        namespace = pick("namespace") or _own_namespace()
+        if not is_dns_label(namespace):
+            raise WebhookConfigError(
+                f"{FLAGS.twin('namespace')} {namespace[:80]!r}: not a namespace name (a DNS label: a-z, 0-9 and '-', "
+                "at most 63)"
+            )
 
         return cls(
             tls_cert_file=Path(cert),
@@ -238,7 +245,7 @@ class Settings:
             api_version=api_version,
             reload_interval=reload_interval,
             template_deadline=deadline,
-            namespace=pick("namespace") or _own_namespace(),
+            namespace=namespace,
             identity=pick("identity") or socket.gethostname(),
             template_grace=grace,
             reconcile_interval=reconcile,
