@@ -10,12 +10,15 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
   alarm, pure, docs/design.md D6), ``report`` (Events, the Node condition, metrics),
   ``node_condition`` (what the prepared-claim condition says and when it is written: Unknown
   while the checkpoint is unreadable, a 5-minute heartbeat; pure, docs/design.md D29),
-  ``publisher`` (the ResourceSlice reconciler, docs/design.md D17), ``access`` (the API calls it
-  makes);
+  ``publisher`` (the ResourceSlice reconciler, docs/design.md D17), ``publishing_record``
+  ("publishing since T, with this inventory": a restart resumes, docs/design.md D43),
+  ``owner_record`` (which instance publishes in a surge rollout, docs/design.md D44), ``access``
+  (the API calls it makes);
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
   (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
-  ``pci_sysfs`` (PCIe root and NUMA node from sysfs);
+  ``pci_sysfs`` (PCIe root and NUMA node from sysfs), ``host_devices`` (block devices on the host),
+  ``drm_sysfs`` (DRM card and render nodes by PCI address from sysfs);
 - the DRA kubelet plugin (docs/design.md D10): ``kubeletapi`` (the registration, DRA and DRA health
   protos and stubs) and ``kubeletplugin`` (the plugin itself, a subpackage that never imports the
   hand-over half; it also collects checkpoint entries whose claim is gone); ``ports`` (the two

@@ -22,7 +22,17 @@ One tick (every ``poll_interval`` seconds):
    plugin first collects checkpoint entries whose claim is gone
    (:mod:`bridge.kubeletplugin.claim_collector`, an Event ``PreparedClaimCollected`` each).
 
-An unreadable checkpoint is read again at the start of every tick (rolled forward or repaired).
+An unreadable checkpoint is read again at the start of every tick (rolled forward or repaired);
+with ``--pod-uid`` (two instances may overlap) every tick reads it again, so both report the
+count on disk, not one in memory.
+
+Restarts and rolling updates (docs/design.md D43, D44): the publisher writes nothing before the
+first decision; a decision to publish writes the publishing record
+(:mod:`bridge.publishing_record`), a decision to withdraw removes it, and the first tick after a
+start that finds it (for the inventory recorded now) resumes without a settle period. With
+``--pod-uid`` each tick reads the owner record (:mod:`bridge.owner_record`): the newest instance
+writes it and publishes, an older one stands by and its publisher (which asks the record before
+every write) writes no slice.
 
 The agent is the plugin's :class:`bridge.ports.HandoverView` and reads the plugin only through
 :class:`bridge.ports.PluginView` (:attr:`Agent.plugin`). A kubelet or API server that is missing
@@ -36,28 +46,36 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import cast
 
 from dra_bridge.bridge.decide import Decision, decide
+from dra_bridge.bridge.drm_sysfs import read_drm
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import StateError
 from dra_bridge.bridge.health import Clocks, Health, Metrics
+from dra_bridge.bridge.host_devices import is_block_device
 from dra_bridge.bridge.interlocks import Refusal, held, offered
 from dra_bridge.bridge.observation import Memory, Observation
 from dra_bridge.bridge.observe import NvmlProbe, Observer, Snapshot
+from dra_bridge.bridge.owner_record import Instance, OwnerStore
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.ports import DeviceUse, PluginView, PrepareGate
 from dra_bridge.bridge.publisher import Publisher
+from dra_bridge.bridge.publishing_record import PublishingRecord, PublishingStore, inventory_digest
 from dra_bridge.bridge.report import CONDITION_TYPE, Reporter
 from dra_bridge.bridge.settings import Settings
 from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.catalog import Catalog
-from dra_bridge.translate.edit_sources import preparable
+from dra_bridge.translate.edit_sources import identities, preparable
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
+from dra_bridge.translate.inventory.device_taints import TAINT_KEY, TaintState, step, with_taints
+from dra_bridge.translate.inventory.mps import refuse_mps
 from dra_bridge.translate.inventory.slices import build_devices, published_names
 from dra_bridge.translate.names import GFD_PREFIX
 
@@ -108,6 +126,14 @@ class Agent:
         self.published: frozenset[DeviceId] = frozenset()
         """The devices handed to the publisher (empty while it publishes none)."""
         self._state_broken = False
+        self._taint_states: dict[str, TaintState] = {}
+        self.publishing = PublishingStore(settings.state_dir)
+        self.owners = OwnerStore(settings.state_dir)
+        self.instance = Instance(self.wall(), settings.pod_uid) if settings.pod_uid else None
+        """This instance, with ``--pod-uid`` (a rolling update may overlap two); None without."""
+        if self.instance is not None:
+            me = self.instance
+            publisher.may_write = lambda: self.owners.names(me)  # asked before every slice write
         self.recorder = EditsRecorder(settings.kubelet_dir, catalog)
         self.observer = Observer(settings, catalog.bridge_driver, kubelet, api, publisher, self.recorder, self.health)
         self.observer.nvml_probe = nvml_probe
@@ -123,6 +149,11 @@ class Agent:
     def node_writes(self) -> int:
         """Node writes so far (Events and the condition)."""
         return self.reporter.node_writes
+
+    @property
+    def heartbeats(self) -> int:
+        """Of :attr:`node_writes`: the condition writes that only refreshed its heartbeat."""
+        return self.reporter.heartbeats
 
     @property
     def prepared_claims(self) -> int | None:
@@ -182,11 +213,13 @@ class Agent:
             facts,
             self.wall(),
             self.recorded.edits,
+            identities(managed, read_drm()),  # the plugin's IDs name this boot's cards: re-checked at every record
         )
-        if (new.devices, new.labels, new.nvml) != (
+        if (new.devices, new.labels, new.nvml, new.identities) != (
             self.recorded.devices,
             self.recorded.labels,
             self.recorded.nvml,
+            self.recorded.identities,
         ) and self._save(new):
             logger.info("recorded inventory: %d device(s) of %s", len(managed), ", ".join(sorted(new.resources())))
 
@@ -222,21 +255,74 @@ class Agent:
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
         resolve = self.plugin.resolves if self.plugin is not None else None
-        devices, withheld = preparable(devices, self.catalog, self.recorded.edits, resolve)
+        devices, mps = refuse_mps(devices, self.recorded.edits, self.recorded.labels)
+        self.health.sharing = "; ".join(mps)
+        drm = read_drm()
+        devices, withheld = preparable(
+            devices, self.catalog, self.recorded.edits, resolve, is_block_device, drm, self.recorded.identities
+        )
+        withheld = mps + withheld
         self.reporter.withheld(withheld)
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
+        built = self._taints(built)
         self.published = frozenset(published_names(devices, self.catalog).values())
         for w in withheld + build_warnings:
             logger.warning("%s", w)
             warnings.append(w)
         return built
 
-    def _act(self, snap: Snapshot, decision: Decision, report: TickReport) -> None:
+    def _taints(self, devices: list[SliceDevice]) -> list[SliceDevice]:
+        """Devices unhealthy long enough tainted (or left out where the API server drops taints);
+        an Event and a metric per change (:mod:`translate.inventory.device_taints`)."""
+        bad = self.plugin.unhealthy_devices() if self.plugin is not None else frozenset()
+        now = self.wall()
+        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self._taint_states, changes = step(
+            self._taint_states,
+            {d["name"]: d["name"] in bad for d in devices},
+            now,
+            stamp,
+            self.settings.unhealthy_taint_after,
+            self.settings.healthy_untaint_after,
+        )
+        supported = self.publisher.taints_supported is not False
+        for name, change in changes:
+            self.metrics.taint_changes.labels(change).inc()
+            if change == "tainted":
+                where = f"tainted {TAINT_KEY}:NoSchedule" if supported else "left out of the slice (taints dropped)"
+                self.reporter.event("Warning", "DeviceTainted", f"device {name} unhealthy: {where}")
+            else:
+                self.reporter.event("Normal", "DeviceUntainted", f"device {name} healthy again: taint removed")
+        return cast(list[SliceDevice], with_taints(devices, self._taint_states, supported))
+
+    def _act(self, snap: Snapshot, decision: Decision, record: PublishingRecord | None, report: TickReport) -> None:
+        if decision.take_over and self.instance is not None:
+            try:
+                self.owners.save(self.instance)
+                logger.info("this instance (pod %s) now publishes the node's slices", self.instance.pod_uid)
+            except StateError as exc:  # the publisher asks the record: without ours it writes nothing
+                logger.error("cannot take over the slices: %s", exc)
         if decision.action == "publish":
+            if decision.resumed and record is not None:
+                logger.info("resuming publication (publishing since %.0f): no settle period", record.since)
             self.publisher.update(self._devices(snap.nvml, report.warnings))
+            if record is None:
+                self._save_record(PublishingRecord(self.wall(), inventory_digest(self.recorded)))
         elif decision.action == "withdraw":
             self.publisher.update(None)
             self.published = frozenset()
+            self._save_record(None)
+        elif decision.action == "standby":
+            self.publisher.forget()
+
+    def _save_record(self, record: PublishingRecord | None) -> None:
+        try:
+            if record is None:
+                self.publishing.clear()
+            else:
+                self.publishing.save(record)
+        except StateError as exc:
+            logger.error("%s", exc)
 
     async def _plugin_status(self, decision: Decision) -> None:
         if self.plugin is None:
@@ -275,11 +361,16 @@ class Agent:
         obs = await self.observer.observation(
             self.clock(), snap, self.recorded, self.published, self._prepared(), self.checkpoint_error
         )
+        record = self.publishing.load()
+        if record is not None and not record.matches(self.recorded):
+            record = None  # published another inventory: settle again
+        owner = self.owners.load() if self.instance is not None else None
+        obs = replace(obs, publishing_since=record.since if record else None, instance=self.instance, owner=owner)
         decision = decide(obs, self.memory)
         if decision.reported or self.decision is None:
             self.decision = decision
         self.memory = decision.memory
-        self._act(snap, decision, report)
+        self._act(snap, decision, record, report)
         if snap.mode is not None:
             report.mode = snap.mode
             report.publishing = decision.publish

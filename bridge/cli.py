@@ -88,6 +88,7 @@ async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
 async def run(settings: Settings) -> int:
     """Build the agent from settings and run it until SIGTERM/SIGINT."""
     from dra_bridge.bridge.agent import Agent
+    from dra_bridge.bridge.drm_sysfs import read_drm
     from dra_bridge.bridge.health import serve
     from dra_bridge.bridge.kubeletplugin.node_plugin import Collection, PluginPaths, start_plugin
     from dra_bridge.bridge.nvml import check_uuids, probe
@@ -115,13 +116,14 @@ async def run(settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
+    paths = PluginPaths.from_settings(settings)
     plugin = await start_plugin(
-        PluginPaths.from_settings(settings),
+        paths,
         api,
         settings.node_name,
         agent,  # the plugin's view of the hand-over half (bridge.ports.HandoverView)
         metrics=agent.metrics,
-        edits=lookup(agent.recorded_edits, catalog),
+        edits=lookup(agent.recorded_edits, catalog, lambda: read_drm(paths.sysfs), lambda: agent.recorded.identities),
         nvml_check=check_uuids,
     )
     plugin.collection = Collection(agent.kubelet, settings.claim_grace_period)  # it reads PodResources List

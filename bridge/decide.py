@@ -10,21 +10,29 @@ no API server: tested from tables of observations.
   withdraws nor restarts the settle period); else ``withdraw``;
 - the alarm (:func:`bridge.interlocks.alarm`) in both modes;
 - the gate Prepare reads (:class:`bridge.ports.PrepareGate`): fresh claims only while the decision
-  is to publish or keep publishing.
+  is to publish or keep publishing;
+- a restart resumes (docs/design.md D43): the first decision after a start, with a publishing
+  record for the inventory recorded now (:attr:`Observation.publishing_since`), starts from the
+  memory of an agent that published (the settle period has passed, a blip keeps the slices);
+- one publisher in a surge rollout (docs/design.md D44, with ``--pod-uid``): by
+  :func:`bridge.owner_record.ownership`, an instance that the owner record does not name either
+  ``take_over`` (it is the newest: it writes the record, then acts) or stands by (``standby``:
+  it decides as ever, for Prepare's gate, and writes no slice).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from dra_bridge.bridge.interlocks import INTERLOCKS, Refusal, alarm, alarmed_devices
 from dra_bridge.bridge.observation import Memory, Observation
+from dra_bridge.bridge.owner_record import ownership
 from dra_bridge.bridge.ports import PrepareGate
 from dra_bridge.translate.inventory.allocatable import DeviceId
 
-Action = Literal["publish", "withdraw", "keep"]
+Action = Literal["publish", "withdraw", "keep", "standby"]
 NOT_DRA = "the node is not in DRA mode (dra-bridge.io/mode=dra)"
 
 
@@ -32,7 +40,9 @@ NOT_DRA = "the node is not in DRA mode (dra-bridge.io/mode=dra)"
 class Decision:
     """What to do: ``action``, every refusal, the alarm's text and the devices it names, the
     gate for Prepare, and the memory for the next tick. ``reported``: False when nothing new
-    was decided (the Node could not be read), so the refusals are not reported again."""
+    was decided (the Node could not be read), so the refusals are not reported again.
+    ``take_over``: this instance is to write the owner record before it acts; ``resumed``: the
+    settle period was skipped on a publishing record."""
 
     action: Action
     refusals: tuple[Refusal, ...] = ()
@@ -41,11 +51,13 @@ class Decision:
     gate: PrepareGate = field(default_factory=PrepareGate)
     memory: Memory = field(default_factory=Memory)
     reported: bool = True
+    take_over: bool = False
+    resumed: bool = False
 
     @property
     def publish(self) -> bool:
-        """True when the slices are to be published (now or kept)."""
-        return self.memory.publishing
+        """True when this instance is to publish the slices (now or kept)."""
+        return self.action != "standby" and self.memory.publishing
 
 
 def _unknown(obs: Observation) -> bool:
@@ -53,8 +65,30 @@ def _unknown(obs: Observation) -> bool:
     return obs.offered is None or obs.held is None or obs.other_slices is None
 
 
+def resume(obs: Observation, memory: Memory) -> Memory:
+    """The memory the first decision after a start begins from: an agent's that published
+    through the settle period when a publishing record for this inventory is on disk, else
+    ``memory`` as it is."""
+    if memory.decided or obs.publishing_since is None:
+        return memory
+    return Memory(obs.now - obs.settle_seconds, True, False)
+
+
 def decide(obs: Observation, memory: Memory) -> Decision:
     """This tick's decision (see the module docstring)."""
+    start = resume(obs, memory)
+    decision = _decide(obs, start)
+    if start is not memory and decision.action == "publish":
+        decision = replace(decision, resumed=True)
+    if obs.instance is None:
+        return decision
+    part = ownership(obs.owner, obs.instance)
+    if part == "standby":
+        return replace(decision, action="standby")
+    return replace(decision, take_over=part == "take-over")
+
+
+def _decide(obs: Observation, memory: Memory) -> Decision:
     if obs.mode is None:
         gate = PrepareGate(memory.decided, memory.publishing, "" if memory.publishing else "the Node is unreadable")
         return Decision("keep", gate=gate if memory.decided else PrepareGate(), memory=memory, reported=False)

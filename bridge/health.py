@@ -56,6 +56,12 @@ class Metrics:
             registry=self.registry,
         )
         self._slice_writes_seen: dict[str, int] = {}
+        self.taint_changes = Counter(
+            "dra_bridge_device_taint_changes",
+            "devices the bridge tainted dra-bridge.io/unhealthy (tainted) or untainted (cleared)",
+            ["change"],
+            registry=self.registry,
+        )
         self.claim_ops = Counter(
             "dra_bridge_claim_operations",
             "claims the kubelet asked to prepare or unprepare",
@@ -120,6 +126,9 @@ class Health:
     checkpoint: str = ""
     """Why the prepared-claim checkpoint is unreadable (readiness, never liveness: a restart cannot
     repair the file, and a crash loop would stop the alarm)."""
+    sharing: str = ""
+    """Why devices served with sharing the bridge cannot carry (MPS) are not published (detail
+    only: the node's other devices are served)."""
     interlocks: dict[str, str] = field(default_factory=dict)
     last_tick: float = 0.0
     clock: Callable[[], float] = time.monotonic
@@ -143,6 +152,7 @@ class Health:
             "state": self.state or "ok",
             "draPlugin": self.plugin or "ok",
             "checkpoint": self.checkpoint or "ok",
+            "sharing": self.sharing or "ok",
             "interlocks": dict(self.interlocks),
         }
 

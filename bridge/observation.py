@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_bridge.bridge.owner_record import Instance
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.names import BRIDGE_DRIVER
@@ -54,6 +55,13 @@ class Observation:
     """Why the checkpoint is unreadable."""
     settle_seconds: float = 0.0
     driver: str = BRIDGE_DRIVER
+    publishing_since: float | None = None
+    """When publication began (unix seconds) by the publishing record in the state directory, if
+    there is one for the inventory recorded now (:mod:`bridge.publishing_record`); None: none."""
+    instance: Instance | None = None
+    """This instance (``--pod-uid`` and its start time); None: the only one (no rolling update)."""
+    owner: Instance | None = None
+    """The instance the owner record names (:mod:`bridge.owner_record`); None: no readable record."""
 
     @property
     def claimed(self) -> frozenset[DeviceId]:

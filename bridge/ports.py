@@ -104,6 +104,10 @@ class PluginView(Protocol):
         """The devices prepared claims hold (the alarm's input)."""
         ...
 
+    def unhealthy_devices(self) -> frozenset[str]:
+        """The published device names the health rule last found UNHEALTHY (the taint's input)."""
+        ...
+
     def resolves(self, cdi_ids: Sequence[str]) -> Mapping[str, bool]:
         """Whether each fully-qualified CDI name resolves in the node's CDI specs now."""
         ...

@@ -1,8 +1,11 @@
 """ResourceSlice publisher: a desired-state reconciler for one pool per node and driver.
 
-docs/design.md D11 and D17. :meth:`Publisher.update` replaces the *whole* desired
-state (the devices of the pool, or ``None`` for "no pool": withdraw every slice); :meth:`sync`
-lists what is stored (``spec.nodeName=<node>,spec.driver=<driver>``) and writes the difference:
+docs/design.md D11 and D17. The desired state is one of three (docs/design.md D43):
+*unknown* (at start, and while another instance owns the slices: :meth:`forget`), when
+:meth:`sync` writes nothing at all, not even a list; *withdraw* (``update(None)``: no pool); and
+*publish* (``update(devices)``: the devices of the pool). :meth:`Publisher.update` replaces the
+*whole* desired state; :meth:`sync` lists what is stored
+(``spec.nodeName=<node>,spec.driver=<driver>``) and writes the difference:
 
 - stored equal to desired (compared on the fields we set, so server defaults do not count):
   zero API writes;
@@ -12,6 +15,10 @@ lists what is stored (``spec.nodeName=<node>,spec.driver=<driver>``) and writes 
   restarts) is written again at once: :meth:`watch` wakes :meth:`run` on every event on the
   pool's slices (the sync that follows lists and compares, so our own writes cost a list,
   never a write); the periodic resync remains the backstop should the watch be down.
+
+:attr:`Publisher.may_write`, when set, is asked before every sync that would write (the owner
+record in a surge rollout, :mod:`bridge.owner_record`): when it says no, the desired state
+becomes unknown and nothing is written.
 
 Slices carry an ownerReference to the Node (set :attr:`owner_uid`), so they go with it.
 Counters in :attr:`stats` (``creates``, ``updates``, ``deletes``, ``errors``) let tests assert
@@ -26,9 +33,9 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.kube.backoff import Backoff, Sleep
@@ -36,9 +43,12 @@ from dra_bridge.kube.discovery import GROUP, newest_served
 from dra_bridge.kube.errors import KubeError, NotFound
 from dra_bridge.kube.resources import RESOURCE_SLICES, Resource
 from dra_bridge.translate.inventory.api_rules import SliceDevice
+from dra_bridge.translate.inventory.device_taints import max_devices, taints_by_device, taints_dropped
 from dra_bridge.translate.inventory.pool import internal_form, pool_slices, render_slice
 
 logger = logging.getLogger(__name__)
+
+Desired = Literal["unknown", "withdraw", "publish"]
 
 
 @dataclass
@@ -92,7 +102,12 @@ class Publisher:
         self.stats = Stats()
         self.healthy = True
         self.last_error = ""
+        self.taints_supported: bool | None = None
+        """Whether the API server keeps device taints (None: no taint written yet)."""
         self._desired: list[SliceDevice] | None = None
+        self._state: Desired = "unknown"
+        self.may_write: Callable[[], bool] | None = None
+        """Asked before a sync writes (None: always may); False makes the desired state unknown."""
         self._changed = asyncio.Event()
         self._sleep = sleep
         self._backoff = (backoff_initial, backoff_max)
@@ -102,12 +117,24 @@ class Publisher:
         """The devices to publish, or None to publish no pool."""
         return copy.deepcopy(self._desired)
 
+    @property
+    def state(self) -> Desired:
+        """``unknown`` (write nothing), ``withdraw`` or ``publish``."""
+        return self._state
+
     def update(self, devices: Sequence[SliceDevice] | None) -> None:
-        """Replace the whole desired state and wake :meth:`run`."""
+        """Replace the whole desired state (None: withdraw) and wake :meth:`run`."""
         new = None if devices is None else copy.deepcopy(list(devices))
-        if new != self._desired:
-            self._desired = new
+        state: Desired = "withdraw" if new is None else "publish"
+        if (state, new) != (self._state, self._desired):
+            self._state, self._desired = state, new
             self._changed.set()
+
+    def forget(self) -> None:
+        """Desired state unknown: write nothing until the next :meth:`update`."""
+        if self._state != "unknown":
+            logger.info("no longer writing the slices of pool %s", self.node)
+        self._state, self._desired = "unknown", None
 
     async def version(self) -> str:
         """The ``resource.k8s.io`` version to write (override, else discovery, cached)."""
@@ -142,23 +169,32 @@ class Publisher:
 
     async def sync(self) -> bool:
         """One reconcile pass; True when it wrote anything. Raises KubeError."""
+        if not self._allowed():
+            return False
         version = await self.version()
         slices = RESOURCE_SLICES.at(version)
         stored = {s["metadata"]["name"]: s for s in await self.stored()}
         if self._desired is None:
+            if stored and not self._allowed():  # asked again right before writing
+                return False
             for name in sorted(stored):
                 await self._delete(slices, name)
             if stored:
                 logger.info("withdrew pool %s of %s: deleted %d slice(s)", self.node, self.driver, len(stored))
             return bool(stored)
         generation = max((int(s["spec"].get("pool", {}).get("generation", 0)) for s in stored.values()), default=0)
-        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation)]
+        most = max_devices(self._desired)
+        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation, most)]
         if set(stored) == {w["metadata"]["name"] for w in want} and all(
-            is_subset(w, stored[w["metadata"]["name"]]) for w in want
+            is_subset(w, stored[w["metadata"]["name"]])
+            and taints_by_device(w) == taints_by_device(stored[w["metadata"]["name"]])  # a removed taint
+            for w in want
         ):
             return False
+        if not self._allowed():  # asked again right before writing
+            return False
         generation = generation + 1 if stored else 0
-        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation)]
+        want = [self._with_owner(s) for s in pool_slices(self.node, self.driver, self._desired, generation, most)]
         names = {w["metadata"]["name"] for w in want}
         for name in sorted(set(stored) - names):
             await self._delete(slices, name)
@@ -166,16 +202,16 @@ class Publisher:
             body = render_slice(w, version)
             old = stored.get(w["metadata"]["name"])
             if old is None:
-                await self.api.create(slices, body)
+                self._judge_taints(body, await self.api.create(slices, body))
                 self.stats.creates += 1
                 continue
             body["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion", "")
             try:
-                await self.api.replace(slices, w["metadata"]["name"], body)
+                self._judge_taints(body, await self.api.replace(slices, w["metadata"]["name"], body))
                 self.stats.updates += 1
             except NotFound:
                 del body["metadata"]["resourceVersion"]
-                await self.api.create(slices, body)
+                self._judge_taints(body, await self.api.create(slices, body))
                 self.stats.creates += 1
         logger.info(
             "published pool %s of %s: generation %d, %d slice(s), %d device(s)",
@@ -186,6 +222,22 @@ class Publisher:
             len(self._desired),
         )
         return True
+
+    def _judge_taints(self, sent: dict[str, Any], returned: Any) -> None:
+        """Device taints are supported where the object the API server returned kept them (never
+        judged from discovery: the DRADeviceTaints gate strips the field silently)."""
+        if not any(d.get("taints") or (d.get("basic") or {}).get("taints") for d in sent["spec"].get("devices", [])):
+            return
+        supported = isinstance(returned, dict) and not taints_dropped(sent, returned)
+        if supported != self.taints_supported:
+            logger.info("device taints %s by the API server", "kept" if supported else "dropped")
+        self.taints_supported = supported
+
+    def _allowed(self) -> bool:
+        """False while the desired state is unknown, and when :attr:`may_write` says no (then unknown)."""
+        if self._state != "unknown" and self.may_write is not None and not self.may_write():
+            self.forget()
+        return self._state != "unknown"
 
     async def _delete(self, slices: Resource, name: str) -> None:
         with contextlib.suppress(NotFound):  # already gone: what we wanted

@@ -40,6 +40,7 @@ class Reporter:
         self.api, self.node_name, self.metrics, self.health, self.wall = api, node_name, metrics, health, wall
         self.node_uid = ""
         self.node_writes = 0
+        self.heartbeats = 0  # of node_writes: condition writes that only refreshed lastHeartbeatTime
         self._refused: tuple[str, ...] = ()
         self._alarm: str | None = None
         self._withheld: list[str] = []
@@ -127,5 +128,7 @@ class Reporter:
         try:
             await self.api.patch_status(NODES, self.node_name, {"status": {"conditions": [condition]}})
             self.node_writes += 1
+            if current is not None and all(current.get(k) == condition[k] for k in ("status", "reason", "message")):
+                self.heartbeats += 1
         except KubeError as exc:
             logger.warning("cannot set the %s condition: %s", CONDITION_TYPE, exc)

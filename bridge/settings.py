@@ -67,6 +67,11 @@ class Settings:
     """This agent pod's UID (downward API ``metadata.uid``); when set, the plugin's sockets carry it
     (``<driver>-<uid>-reg.sock``, ``dra-<uid>.sock``) so two agents of one node can overlap during a
     DaemonSet rolling update with ``maxSurge`` (kubelets 1.33+); empty: the fixed names."""
+    unhealthy_taint_after: float = 60.0
+    """Seconds a device must be unhealthy before its slice device gets the ``dra-bridge.io/unhealthy``
+    NoSchedule taint (:mod:`translate.inventory.device_taints`)."""
+    healthy_untaint_after: float = 300.0
+    """Seconds a tainted device must be healthy again before the taint is removed."""
     claim_grace_period: float = 600.0
     """Seconds a checkpointed claim must be gone from the API server (and unused on the node)
     before its entry is unprepared and removed (:mod:`bridge.kubeletplugin.checkpoint_gc`)."""
@@ -88,6 +93,8 @@ class Settings:
         try:  # finite: nan passes any comparison's negation, inf never elapses
             seconds(self.poll_interval, twin("poll_interval"))
             seconds(self.settle_period, twin("settle_period"), zero=True)
+            seconds(self.unhealthy_taint_after, twin("unhealthy_taint_after"), zero=True)
+            seconds(self.healthy_untaint_after, twin("healthy_untaint_after"), zero=True)
             seconds(self.claim_grace_period, twin("claim_grace_period"), zero=True)
         except FlagValueError as exc:
             raise SettingsError(str(exc)) from None
@@ -200,6 +207,18 @@ FLAGS = FlagTable(
             "UID",
         ),
         _flag(
+            "unhealthy_taint_after",
+            "Seconds a device must be unhealthy (the health stream's rule) before its slice device gets "
+            "the dra-bridge.io/unhealthy NoSchedule taint (left out of the slice where the API server "
+            "drops device taints).",
+            "SECONDS",
+        ),
+        _flag(
+            "healthy_untaint_after",
+            "Seconds a tainted device must be healthy again before the taint is removed.",
+            "SECONDS",
+        ),
+        _flag(
             "claim_grace_period",
             "Seconds a prepared claim must be gone from the API server, with no container on the node "
             "using its devices, before its checkpoint entry is unprepared and removed.",
@@ -214,7 +233,8 @@ FLAGS = FlagTable(
             "DIR[,DIR...]",
         ),
     ),
-    legacy=frozenset(f.name for f in fields(Settings)) - {"cdi_dir", "pod_uid", "claim_grace_period"},
+    legacy=frozenset(f.name for f in fields(Settings))
+    - {"cdi_dir", "pod_uid", "claim_grace_period", "unhealthy_taint_after", "healthy_untaint_after"},
 )
 """The agent's flags, their ``DRA_BRIDGE_`` twins and the deprecated unprefixed names (kube.flags)."""
 

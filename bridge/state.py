@@ -10,6 +10,9 @@ One versioned JSON file (docs/design.md D20), ``<state dir>/inventory.json``::
      "allocateEdits": {resourceName: {"devices": {deviceID: CDI containerEdits}, "dropped": [str]}}}
                                               # optional (older files lack it): the composing part
                                               # of the device plugins' Allocate answers
+     "pciAddresses": {resourceName: {deviceID: PCI address}}}
+                                              # optional: each device's stable identity, read from
+                                              # sysfs when recorded (docs/design.md D40)
 
 Only what cannot be re-derived once the device plugin is gone is kept; the slices are
 recomputed by ``translate.inventory``. Writes are atomic (temp file in the same directory,
@@ -49,6 +52,9 @@ class Inventory:
     nvml: dict[str, NvmlFacts] = field(default_factory=dict)
     recorded_at: float = 0.0
     edits: dict[str, ResourceEdits] = field(default_factory=dict)
+    identities: dict[str, dict[str, str]] = field(default_factory=dict)
+    """resource -> device ID -> PCI address, as sysfs said when the inventory was recorded (the
+    device plugin's IDs then named this boot's cards: Intel's ``card0-0`` follows probe order)."""
 
     @property
     def empty(self) -> bool:
@@ -76,6 +82,7 @@ class Inventory:
             "allocateEdits": {
                 k: {"devices": dict(v["devices"]), "dropped": list(v["dropped"])} for k, v in sorted(self.edits.items())
             },
+            "pciAddresses": {k: dict(sorted(v.items())) for k, v in sorted(self.identities.items())},
         }
 
 
@@ -129,7 +136,16 @@ def _parse(doc: object, path: Path) -> Inventory:
         nvml={str(k): cast(NvmlFacts, dict(v)) for k, v in nvml.items() if isinstance(v, dict)},
         recorded_at=float(doc.get("recordedAt", 0.0)),
         edits=_edits(doc.get("allocateEdits") or {}, path),
+        identities=_identities(doc.get("pciAddresses") or {}, path),
     )
+
+
+def _identities(raw: object, path: Path) -> dict[str, dict[str, str]]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, dict) and all(isinstance(a, str) for a in v.values()) for v in raw.values()
+    ):
+        raise StateError(f"{path}: pciAddresses is not {{resourceName: {{deviceID: PCI address}}}}")
+    return {str(k): {str(i): a for i, a in v.items()} for k, v in raw.items()}
 
 
 class InventoryStore:

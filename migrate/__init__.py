@@ -8,6 +8,7 @@ mode, a cluster: ``live``, with its read-only API calls in ``access``). Around t
 (reading and writing YAML/JSON files and the catalog), ``input_files`` (a regular file's UTF-8
 text, or one line saying why not), ``inventory_dumps`` (``dra-bridge inventory`` dumps),
 ``option_flags`` (the plan-option flags of ``convert`` and ``report``, from the options model),
+``enrolment_flags`` (``report``'s enrolment flags: the chart's webhook selector settings),
 ``remedies`` (remedy codes in the command's words), ``report`` (findings as a table),
 ``report_text`` and ``report_html`` (the report's renderers).
 

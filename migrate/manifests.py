@@ -22,7 +22,8 @@ import yaml
 from dra_bridge.migrate.errors import InputFileError
 from dra_bridge.migrate.input_files import not_utf8, open_regular, read_text
 from dra_bridge.translate.catalog import Catalog, Target, load_catalog
-from dra_bridge.translate.strict_yaml import StrictLoader
+from dra_bridge.translate.strict_yaml import MAX_VALUES as MAX_VALUES  # re-exported: the documented bound
+from dra_bridge.translate.strict_yaml import StrictLoader, count_values, expansion_refused, value_budget
 
 
 def read_catalog(path: str | None, target: Target | None = None) -> Catalog:
@@ -134,33 +135,21 @@ def _parse(raw: BinaryIO, name: str) -> Iterator[Any]:
 #: Values an input may expand to beyond one per byte of its text. YAML aliases let a small file
 #: stand for an exponentially large object ("billion laughs"); a Kubernetes object has a few
 #: thousand values at most, and each value of a manifest without aliases takes a byte or more.
-MAX_VALUES = 1_000_000
-
-
 class _Budget:
     """The values one :func:`read_sources` call may still read: MAX_VALUES plus a value per byte
     of text read, shared by every document of every file, so that many documents just under a
     per-document bound cannot add up (work stays linear in the input)."""
 
     def __init__(self) -> None:
-        self.left = MAX_VALUES
+        self.left = value_budget(0)
 
     def check(self, obj: Any, name: str, index: int) -> None:
-        """Count ``obj``'s values (aliases at every use); InputFileError once the budget is spent.
-        The walk stops there, so all walks together cost at most the budget."""
-        stack = [obj]
-        while stack:
-            value = stack.pop()
-            self.left -= 1
-            if self.left < 0:
-                raise InputFileError(
-                    f"{name}: expands to more than {MAX_VALUES:,} values beyond its size, at document "
-                    f"{index + 1} (nested YAML aliases?)"
-                )
-            if isinstance(value, dict):
-                stack.extend(value.values())
-            elif isinstance(value, list):
-                stack.extend(value)
+        """Count ``obj``'s values (aliases at every use, each walked once); InputFileError once
+        the budget is spent."""
+        count = count_values(obj, self.left)
+        if count is None:
+            raise InputFileError(expansion_refused(name, f", at document {index + 1}"))
+        self.left -= count
 
 
 def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:

@@ -33,6 +33,7 @@ from dra_bridge.kube.client import connect
 from dra_bridge.kube.discovery import newest_served
 from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.logs import escape
+from dra_bridge.migrate.enrolment_flags import add_enrolment_flags, enrolment_settings
 from dra_bridge.migrate.errors import EXIT_FINDINGS, EXIT_OK, InputFileError, UsageError
 from dra_bridge.migrate.input_files import read_text
 from dra_bridge.migrate.inventory_dumps import (
@@ -49,7 +50,6 @@ from dra_bridge.migrate.option_flags import add_option_flags, option_values
 from dra_bridge.migrate.remedies import remedy_text
 from dra_bridge.migrate.report_html import render_html
 from dra_bridge.migrate.report_text import render_text
-from dra_bridge.translate.enrolment import EnrolmentSettings
 from dra_bridge.translate.errors import ApiVersionError
 from dra_bridge.translate.names import API_VERSIONS, MINOR_FOR_VERSION, normalize_api_version
 from dra_bridge.translate.plan.options import Options
@@ -92,16 +92,7 @@ def add_parser(sub: Any) -> None:
         "first release, 1.34 for v1)",
     )
     add_option_flags(rep, "report")
-    rep.add_argument(
-        "--release-namespace",
-        metavar="NS",
-        help="the chart's release namespace: never sent to the webhook, like kube-system (not-enrolled)",
-    )
-    rep.add_argument(
-        "--audit-all-namespaces",
-        action="store_true",
-        help="the chart's webhook.audit.allNamespaces is on: every namespace but the excluded is audited",
-    )
+    add_enrolment_flags(rep)
     rep.add_argument("--catalog", metavar="FILE", help="a user catalog that adds resources to the shipped one")
     rep.add_argument("-o", "--output", choices=FORMATS, default="table", help="default table")
     rep.add_argument(
@@ -265,6 +256,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
     chosen = option_values(args, "report")
     catalog = read_catalog(args.catalog, chosen.get("target"))
     policy = read_policy(args.policy)  # before a live read: a wrong path fails at once
+    enrolment = enrolment_settings(args)
     explicit_minor = _minor(args.kubernetes_version) if args.kubernetes_version else None
     live = not args.filename
     if (
@@ -297,9 +289,7 @@ def run_report(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO
         policy=policy,
         remedy_text=remedy_text,
         served=_served(read, options.minor),
-        enrolment=EnrolmentSettings(
-            audit_all_namespaces=args.audit_all_namespaces, release_namespace=args.release_namespace
-        ),
+        enrolment=enrolment,
     )
     gc.freeze()  # the input lives to the end: full collections need not walk it (speed, issue 12)
     report = build_report(objects, catalog, settings)

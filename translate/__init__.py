@@ -19,9 +19,12 @@ No I/O, no asyncio, no Kubernetes client: plain dicts in, new dicts out, determi
     translate.catalog_edits  a catalog entry's ``edits`` block
     translate.catalog_file   a catalog file's schema: every key type-checked, naming file and key
     translate.allocate_edits the part of a device plugin's Allocate answers that composes under DRA
+    translate.edit_escape    container edits that would let a container escape; plain names
+    translate.cdi_rules      the CDI specification's rules for a spec file
     translate.names          every well-known label, annotation, domain, driver name and API version
     translate.catalog        the translation catalog (legacy resource -> DeviceClass), as data
     translate.enrolment      which webhook paths see a namespace's pods (the chart's namespaceSelectors)
+    translate.label_selector a label selector (matchLabels, matchExpressions) and what it selects
     translate.findings       findings, their outcomes and severities, and remedy codes
     translate.errors         the exception tree
     translate.dns_names      DNS name rules and stable hashes for derived names

@@ -12,8 +12,9 @@ so only what adds up is kept:
   different values is per index or list-valued and dropped, as is every variable of
   :data:`LIST_VARIABLES`, any ``*_VISIBLE_DEVICES`` and any value with a comma;
 - never: ``annotations`` and ``cdi_devices`` (names in the plugin's own CDI spec, which leaves
-  with the plugin), and MPS edits (``CUDA_MPS_*`` variables and mounts of the
-  MPS daemon's pipe and shared-memory directories: the daemon leaves with the plugin).
+  with the plugin), MPS edits (``CUDA_MPS_*`` variables and mounts of the
+  MPS daemon's pipe and shared-memory directories: the daemon leaves with the plugin), and the
+  GPUDirect Storage, MOFED, GDRCopy and IMEX-channel variables (:data:`NOT_CARRIED`).
 
 Shapes: an answer is the protobuf JSON form of a ``ContainerAllocateResponse`` with the proto's
 field names (``envs``, ``mounts[].container_path/host_path/read_only``,
@@ -43,6 +44,14 @@ LIST_VARIABLES = frozenset(
     }
 )
 """Variables whose value lists devices: one per device cannot compose (docs/design.md D10)."""
+NOT_CARRIED = {
+    "NVIDIA_GDS": "GPUDirect Storage",
+    "NVIDIA_MOFED": "MOFED",
+    "NVIDIA_GDRCOPY": "GDRCopy",
+    "NVIDIA_IMEX_CHANNELS": "IMEX channels",
+}
+"""Variables NVIDIA's device plugin sets for features the bridge does not carry over (their
+drivers and daemons are set up by the plugin's deployment, not by a variable): dropped, and named."""
 MPS_PREFIX = "CUDA_MPS_"
 """NVIDIA's MPS variables (``CUDA_MPS_PIPE_DIRECTORY``, ...: NVIDIA/k8s-device-plugin ``internal/plugin/mps.go``)."""
 _PERMISSIONS_RE = re.compile(r"[rwm]{1,3}")
@@ -133,6 +142,8 @@ def _env(answer: Mapping[str, Any], seen: _Seen, dropped: set[str]) -> list[str]
     for k, v in sorted((answer.get("envs") or {}).items()):
         if k.startswith(MPS_PREFIX):
             dropped.add(f"MPS variable {k} (the MPS daemon leaves with the plugin)")
+        elif k in NOT_CARRIED:
+            dropped.add(f"{NOT_CARRIED[k]} variable {k} (not carried over)")
         elif list_valued(k, v):
             dropped.add(f"list-valued variable {k} (the last device's value would win)")
         elif len(seen.values[k]) > 1:

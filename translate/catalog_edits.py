@@ -7,10 +7,13 @@ Shape (every key optional; docs/design.md D10, docs/bridge.md "Where container e
         sideEffectFree: true           # its Allocate only returns a recipe (read its source first)
         socket: amd.com_gpu            # its socket's file name in <kubelet dir>/device-plugins/
       specDeviceNodes: [/dev/kfd]      # the static recipe: nodes every claim of the vendor gets
-      deviceNodes: ["/dev/dri/by-path/pci-{id}-render"]   # ... and each device gets
+      deviceNodes: ["/dev/vendor{id}"] # ... and each device gets
+      drmNodes: [card, render]         # ... and the device's DRM nodes, found by its PCI address
 
 In ``deviceNodes`` ``{id}`` is the kubelet's device ID and ``{card}`` its part before the first
-``-`` (Intel's ``card0-1`` -> ``card0``). A socket name is taken from the catalog because no
+``-`` (Intel's ``card0-1`` -> ``card0``). ``drmNodes`` (``card``, ``render``) are the device's DRM
+nodes at their canonical paths, derived at each Prepare from its PCI address in sysfs
+(:mod:`translate.inventory.drm`, docs/design.md D40). A socket name is taken from the catalog because no
 device-plugin RPC names the resource a socket serves
 (https://github.com/kubernetes/kubelet/blob/master/pkg/apis/deviceplugin/v1beta1/api.proto). Allocate is
 asked only where ``sideEffectFree`` is true: a third party's call is invisible to the kubelet, and
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from dra_bridge.translate.errors import CatalogError
 
 PLACEHOLDERS = ("{id}", "{card}")
+DRM_KINDS = ("card", "render")
 _SOCKET_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 
 
@@ -38,11 +42,13 @@ class Recipe:
 
     spec_nodes: tuple[str, ...] = ()
     device_nodes: tuple[str, ...] = ()
+    drm_nodes: tuple[str, ...] = ()
+    """DRM node kinds (``card``, ``render``) of the device, found by its PCI address."""
 
     @property
     def empty(self) -> bool:
         """True when the recipe names no device node at all."""
-        return not self.spec_nodes and not self.device_nodes
+        return not self.spec_nodes and not self.device_nodes and not self.drm_nodes
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,7 @@ def parse_edits(raw: object, source: str, key: str) -> EditSource | None:
     """The ``edits`` block of one entry (None when absent). Raises CatalogError."""
     if raw is None:
         return None
-    allowed = {"allocate", "specDeviceNodes", "deviceNodes"}
+    allowed = {"allocate", "specDeviceNodes", "deviceNodes", "drmNodes"}
     if not isinstance(raw, Mapping):
         raise _fail(source, key, "must be a mapping")
     unknown = sorted(str(k) for k in set(raw) - allowed)
@@ -100,7 +106,10 @@ def parse_edits(raw: object, source: str, key: str) -> EditSource | None:
         raise _fail(source, f"{key}.{unknown[0]}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
     spec_nodes = _paths(raw.get("specDeviceNodes"), source, f"{key}.specDeviceNodes", placeholders=False)
     device_nodes = _paths(raw.get("deviceNodes"), source, f"{key}.deviceNodes", placeholders=True)
-    recipe = Recipe(spec_nodes, device_nodes) if spec_nodes or device_nodes else None
+    drm = raw.get("drmNodes") or []
+    if not isinstance(drm, list) or not all(k in DRM_KINDS for k in drm) or len(set(drm)) != len(drm):
+        raise _fail(source, f"{key}.drmNodes", f"must be a list of distinct {' and '.join(DRM_KINDS)}")
+    recipe = Recipe(spec_nodes, device_nodes, tuple(drm)) if spec_nodes or device_nodes or drm else None
     allocate = raw.get("allocate")
     if allocate is None:
         return EditSource(recipe=recipe)
@@ -127,3 +136,6 @@ class DeviceEdits:
     source: str
     spec: Mapping[str, object]
     device: Mapping[str, object]
+    identity: str = ""
+    """The device's PCI address where its edits hold DRM nodes ("" otherwise): the nodes are
+    derived from it again whenever a spec is written (docs/design.md D40)."""

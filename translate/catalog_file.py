@@ -24,7 +24,7 @@ from dra_bridge.translate.catalog_edits import EditSource, parse_edits
 from dra_bridge.translate.dns_names import is_dns_subdomain
 from dra_bridge.translate.errors import CatalogError
 from dra_bridge.translate.names import BRIDGE_DRIVER, CATALOG_API_VERSION
-from dra_bridge.translate.strict_yaml import MAX_CONFIG_DEPTH, StrictLoader, too_deep
+from dra_bridge.translate.strict_yaml import MAX_CONFIG_DEPTH, load_bounded, too_deep
 
 Kind = Literal["gpu", "mig", "shared", "slicing"]
 Target = Literal["bridge", "vendor"]
@@ -175,9 +175,9 @@ def _list(raw: object, source: str, key: str) -> list[Any]:
 
 def _load_yaml(text: str, source: str) -> dict[str, Any]:
     """The catalog document in ``text``; CatalogError for a YAML error, a duplicate key or a
-    document nested deeper than MAX_CONFIG_DEPTH."""
+    document nested deeper than MAX_CONFIG_DEPTH or expanding past its alias budget."""
     try:
-        doc = yaml.load(text, Loader=StrictLoader)
+        doc = load_bounded(text, source, CatalogError)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source

@@ -41,8 +41,11 @@ from typing import Any
 
 from dra_bridge.translate.allocate_edits import list_valued
 from dra_bridge.translate.catalog_edits import DeviceEdits
+from dra_bridge.translate.cdi_rules import edits_empty, spec_problems
+from dra_bridge.translate.edit_escape import escape_refusals, plain_name
 from dra_bridge.translate.errors import ClaimError
 from dra_bridge.translate.inventory.allocatable import DeviceId, split_replica
+from dra_bridge.translate.inventory.drm import DrmNode, is_drm_path, missing_kinds, refresh
 from dra_bridge.translate.names import BRIDGE_DRIVER, NVIDIA_RESOURCE_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
 
 CDI_VERSION = "0.5.0"
@@ -105,8 +108,17 @@ def request_name(request: str) -> str:
     return request.split("/", 1)[0]
 
 
+def check_uid(uid: str) -> None:
+    """Raise ClaimError when a claim UID is not a plain name (it would become part of a path:
+    :func:`translate.edit_escape.plain_name`)."""
+    if not plain_name(uid):
+        raise ClaimError(f"claim UID {uid!r} is not a plain name: it never becomes part of a file name")
+
+
 def spec_file_name(uid: str) -> str:
-    """Our spec file for a claim: ``dra-bridge.io-claim_<uid>.json``."""
+    """Our spec file for a claim: ``dra-bridge.io-claim_<uid>.json``. Raises ClaimError when
+    ``uid`` is not a plain name (:func:`check_uid`)."""
+    check_uid(uid)
     return f"{SPEC_PREFIX}{uid}{SPEC_SUFFIX}"
 
 
@@ -193,10 +205,17 @@ def render_spec(
 ) -> dict[str, Any]:
     """Our CDI spec for one claim: ``devices`` as (device name, per-device edits), named
     ``<uid>-<device name>``; ``spec_edits`` merged (device nodes by path, once each) into the
-    spec-level ``containerEdits``. Raises ClaimError when a device's edits do not compose or a
-    name is not a CDI device name."""
+    spec-level ``containerEdits`` (a device whose own edits are empty gets them as its own: CDI
+    refuses a device with empty edits). Raises ClaimError when a device's edits do not compose or would
+    let the container escape (:func:`translate.edit_escape.escape_refusals`, the last line before
+    a spec is written), a name is not a CDI device name, or the spec breaks the CDI rules
+    (:func:`translate.cdi_rules.spec_problems`)."""
+    check_uid(uid)
     nodes: dict[str, dict[str, Any]] = {}
     for edits in spec_edits:
+        escapes = escape_refusals(edits)
+        if escapes:
+            raise ClaimError("spec-level edits refused: " + "; ".join(escapes))
         for node in edits.get("deviceNodes") or []:
             nodes.setdefault(str(node["path"]), dict(node))
     out_devices = []
@@ -206,13 +225,20 @@ def render_spec(
             raise ClaimError(
                 f"CDI device name {cdi_name!r} breaks the CDI name rule (alphanumeric ends, inner [A-Za-z0-9_.:-])"
             )
-        refusals = composition_refusals(edits)
+        refusals = composition_refusals(edits) + escape_refusals(edits)
         if refusals:
             raise ClaimError(f"device {name}: " + "; ".join(refusals))
         out_devices.append({"name": cdi_name, "containerEdits": dict(edits)})
+    shared = [nodes[p] for p in sorted(nodes)]
+    for device in out_devices:  # a device with empty edits makes the whole spec invalid
+        if edits_empty(device["containerEdits"]):
+            device["containerEdits"] = {"deviceNodes": [dict(n) for n in shared]}
     spec: dict[str, Any] = {"cdiVersion": CDI_VERSION, "kind": CDI_KIND, "devices": out_devices}
-    if nodes:
-        spec["containerEdits"] = {"deviceNodes": [nodes[p] for p in sorted(nodes)]}
+    if shared:
+        spec["containerEdits"] = {"deviceNodes": shared}
+    problems = spec_problems(spec)
+    if problems:
+        raise ClaimError("the CDI spec would break the CDI rules: " + "; ".join(problems))
     return spec
 
 
@@ -222,11 +248,40 @@ def _kept_edits(d: PreparedDevice, fallback: EditsLookup | None) -> DeviceEdits 
     return fallback(d.device.resource, d.device.device_id) if fallback is not None else None
 
 
-def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup | None = None) -> dict[str, Any] | None:
+def _current(edits: DeviceEdits, drm: Sequence[DrmNode] | None, name: str) -> Mapping[str, Any]:
+    """A device's kept edits with its DRM nodes derived again from its PCI address (never a
+    host path from before a reboot). Raises ClaimError when sysfs shows none for it now."""
+    device: dict[str, Any] = dict(edits.device)
+    if drm is None or not edits.identity:
+        return device
+    listed = device.get("deviceNodes")
+    kinds = sorted(
+        {
+            "render" if "render" in str(n.get("hostPath") or n.get("path")) else "card"
+            for n in (listed if isinstance(listed, list) else [])
+            if is_drm_path(str(n.get("hostPath") or n.get("path", "")))
+        }
+    )
+    missing = missing_kinds(edits.identity, drm, kinds)
+    if missing:
+        raise ClaimError(
+            f"device {name}: sysfs shows no DRM {' or '.join(missing)} node for its PCI address {edits.identity}"
+        )
+    return refresh(device, edits.identity, drm)
+
+
+def own_spec(
+    uid: str,
+    devices: Sequence[PreparedDevice],
+    fallback: EditsLookup | None = None,
+    drm: Sequence[DrmNode] | None = None,
+) -> dict[str, Any] | None:
     """Our CDI spec for a prepared claim's devices that carry one of our CDI IDs (from the edits
     each device keeps; ``fallback`` looks them up for a device checkpointed before edits were
-    kept), or None when none does. Deterministic: rewriting a spec lost at a reboot gives the
-    same file. Raises ClaimError as :func:`render_spec`, or when a device's edits are unknown."""
+    kept), or None when none does. DRM nodes are derived again from each device's PCI address in
+    ``drm`` (the host's DRM nodes now; None: as kept). Deterministic: rewriting a spec lost at a
+    reboot gives the same file for the same hardware. Raises ClaimError as :func:`render_spec`,
+    when a device's edits are unknown, or when its PCI address has no DRM node now."""
     own: list[tuple[str, Mapping[str, Any]]] = []
     spec_edits: list[Mapping[str, Any]] = []
     for d in devices:
@@ -236,7 +291,7 @@ def own_spec(uid: str, devices: Sequence[PreparedDevice], fallback: EditsLookup 
         if edits is None:
             raise ClaimError(f"device {d.device_name} ({d.device.resource}) has no recorded edits and no static recipe")
         spec_edits.append(edits.spec)
-        own.append((d.device_name, edits.device))
+        own.append((d.device_name, _current(edits, drm, d.device_name)))
     return render_spec(uid, own, spec_edits) if own else None
 
 

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 MAX_LABEL = 63
 MAX_SUBDOMAIN = 253
+#: :func:`is_dns_subdomain`'s rule as a JSON Schema pattern (with ``maxLength`` MAX_SUBDOMAIN).
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 def is_dns_label(value: str) -> bool:

@@ -1,8 +1,9 @@
 """Which webhook paths the API server sends a namespace's pods to: the chart's namespaceSelectors
 as one rule (docs/design.md D25). Pure.
 
-    EnrolmentSettings(mode_label, opt_out_label, audit, enforce, audit_all_namespaces, release_namespace)
-    enrolment(namespace, labels, settings) -> Enrolment(paths, known, reason, enrol_with)
+    EnrolmentSettings(mode_label, opt_out_label, audit, enforce, audit_all_namespaces, release_namespace,
+                      namespace_selector, object_selector)
+    enrolment(namespace, labels, settings, pod_labels=None) -> Enrolment(paths, known, reason, enrol_with)
 
 The chart (charts/dra-bridge/templates/webhook-registration.yaml) registers one entry per
 mode, each with its own namespaceSelector, and the API server calls every entry whose
@@ -13,7 +14,9 @@ selector matches (the MutatingWebhookConfiguration's ``namespaceSelector``):
 - ``/mutate/enforce`` (when ``webhook.enforce.enabled``): namespaces labelled
   ``<mode label>=enforce``;
 - ``/mutate/audit`` (when ``webhook.audit.enabled``): namespaces labelled ``<mode label>=audit``,
-  or every namespace with ``webhook.audit.allNamespaces``.
+  or every namespace with ``webhook.audit.allNamespaces``;
+- both entries: only namespaces that ``webhook.namespaceSelector``'s extra terms select, and only
+  pods that ``webhook.objectSelector`` selects (judged when ``pod_labels`` is given).
 
 A namespace no entry selects is not enrolled: its pods are created as they are and stay on
 the device plugin, whatever the policy says. ``labels`` None means the Namespace object is not
@@ -26,10 +29,11 @@ namespace); anything else is ``known=False``. An empty ``namespace`` (a manifest
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from dra_bridge.translate.names import WEBHOOK_MODE_LABEL, WEBHOOK_OPT_OUT_LABEL
+from dra_bridge.translate.label_selector import LabelSelector
+from dra_bridge.translate.names import NAMESPACE_NAME_LABEL, WEBHOOK_MODE_LABEL, WEBHOOK_OPT_OUT_LABEL
 
 __all__ = ["ALWAYS_EXCLUDED", "Enrolment", "EnrolmentSettings", "WebhookPath", "enrolment"]
 
@@ -42,8 +46,9 @@ ALWAYS_EXCLUDED = ("kube-system",)
 class EnrolmentSettings:
     """The chart values its namespaceSelectors are rendered from: ``webhook.namespaceLabel``
     (``mode_label``), ``webhook.optOutLabel``, ``webhook.audit.enabled``,
-    ``webhook.enforce.enabled``, ``webhook.audit.allNamespaces`` and the release namespace
-    (None: not known, so not excluded by name)."""
+    ``webhook.enforce.enabled``, ``webhook.audit.allNamespaces``, the release namespace
+    (None: not known, so not excluded by name), ``webhook.namespaceSelector`` (extra terms on the
+    namespace's labels) and ``webhook.objectSelector`` (on the pod's labels)."""
 
     mode_label: str = WEBHOOK_MODE_LABEL
     opt_out_label: str = WEBHOOK_OPT_OUT_LABEL
@@ -51,6 +56,8 @@ class EnrolmentSettings:
     enforce: bool = True
     audit_all_namespaces: bool = False
     release_namespace: str | None = None
+    namespace_selector: LabelSelector = field(default_factory=LabelSelector)
+    object_selector: LabelSelector = field(default_factory=LabelSelector)
 
 
 @dataclass(frozen=True)
@@ -86,8 +93,14 @@ def _excluded_by_name(namespace: str, settings: EnrolmentSettings) -> str:
     return ""
 
 
-def enrolment(namespace: str, labels: Mapping[str, str] | None, settings: EnrolmentSettings) -> Enrolment:
-    """Which webhook paths see pods of ``namespace`` with ``labels`` (see the module docstring)."""
+def enrolment(
+    namespace: str,
+    labels: Mapping[str, str] | None,
+    settings: EnrolmentSettings,
+    pod_labels: Mapping[str, str] | None = None,
+) -> Enrolment:
+    """Which webhook paths see pods of ``namespace`` with ``labels`` (see the module docstring);
+    with ``pod_labels``, of such a pod (the objectSelector judged too)."""
     if not namespace:
         return Enrolment((), False, "no namespace in the manifest: enrolment depends on where it is applied")
     excluded = _excluded_by_name(namespace, settings)
@@ -102,6 +115,17 @@ def enrolment(namespace: str, labels: Mapping[str, str] | None, settings: Enrolm
             True,
             f"namespace {namespace} has the opt-out label {settings.opt_out_label}",
             f"remove the label {settings.opt_out_label}",
+        )
+    if not settings.namespace_selector.selects({NAMESPACE_NAME_LABEL: namespace, **labels}):
+        return Enrolment(
+            (),
+            True,
+            f"namespace {namespace} does not match the webhook's extra namespaceSelector terms",
+            "label it to match webhook.namespaceSelector",
+        )
+    if pod_labels is not None and not settings.object_selector.selects(pod_labels):
+        return Enrolment(
+            (), True, "the pod's labels do not match the webhook's objectSelector", "match webhook.objectSelector"
         )
     mode = labels.get(settings.mode_label)
     paths: list[WebhookPath] = []

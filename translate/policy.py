@@ -52,13 +52,18 @@ import yaml
 from dra_bridge.translate.errors import PolicyError
 from dra_bridge.translate.findings import Finding, Remedy
 from dra_bridge.translate.plan.options import OnError, Options, policy_specs
-from dra_bridge.translate.strict_yaml import MAX_CONFIG_DEPTH, StrictLoader, too_deep
+from dra_bridge.translate.strict_yaml import MAX_CONFIG_DEPTH, load_bounded, too_deep
 
 POLICY_API_VERSION = "policy.dra-bridge.io/v1"
 #: Policy key -> Options attribute (derived from the options model).
 _SETTING_KEYS = {s.policy_key: s.attribute for s in policy_specs()}
 _SPECS = {s.policy_key: s for s in policy_specs()}
-_MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
+#: The keys of a rule's ``match`` and of the document's top level (the chart's schema is generated from them).
+MATCH_KEYS = ("namespaces", "podLabels", "ownerKinds", "schedulerNames")
+TOP_LEVEL_KEYS = ("apiVersion", "defaults", "rules")
+#: The keys of a rule besides its settings.
+RULE_KEYS = ("name", "match")
+_MATCH_KEYS = MATCH_KEYS
 #: Namespaces the webhook never converts, whatever the policy says (the webhook's own is added by
 #: ``webhook.settings``): a system pod must never wait on a template or on this webhook.
 SYSTEM_NAMESPACES = frozenset({"kube-system"})
@@ -172,7 +177,7 @@ def parse_policy(doc: object, source: str) -> Policy:
         return Policy(source=source)
     if not isinstance(doc, Mapping):
         raise _fail(source, "(top level)", "must be a mapping")
-    known = ("apiVersion", "defaults", "rules")
+    known = TOP_LEVEL_KEYS
     for name in doc:
         if name not in known:
             raise _fail(source, str(name), f"unknown key (known: {', '.join(known)})")
@@ -195,16 +200,16 @@ def parse_policy(doc: object, source: str) -> Policy:
         if "match" not in raw:
             raise _fail(source, f"{key}.match", "is required (use {} to match every pod)")
         match = _match(raw["match"], source, f"{key}.match")
-        overrides = _settings({k: v for k, v in raw.items() if k not in ("name", "match")}, source, key)
+        overrides = _settings({k: v for k, v in raw.items() if k not in RULE_KEYS}, source, key)
         rules.append(Rule(name, match, tuple(sorted(overrides.items()))))
     return Policy(defaults, tuple(rules), source)
 
 
 def _load_yaml(text: str, source: str) -> Any:
     """The YAML document in ``text``; PolicyError naming ``source`` when it is not valid YAML or
-    nests deeper than MAX_CONFIG_DEPTH (naming the key)."""
+    nests deeper than MAX_CONFIG_DEPTH (naming the key) or expands past its alias budget."""
     try:
-        doc = yaml.load(text, Loader=StrictLoader)  # duplicate keys refused, as kubectl does
+        doc = load_bounded(text, source, PolicyError)  # duplicate keys refused, as kubectl does
     except yaml.YAMLError as exc:
         raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
     deep = too_deep(doc)
@@ -268,8 +273,11 @@ def policy_remedy(finding: Finding) -> str | None:
 
 
 __all__ = [
+    "MATCH_KEYS",
     "POLICY_API_VERSION",
+    "RULE_KEYS",
     "SYSTEM_NAMESPACES",
+    "TOP_LEVEL_KEYS",
     "Match",
     "OnError",
     "Options",

@@ -10,6 +10,12 @@ JSON form of Kubernetes' byte fields): every value loaded is one JSON can write.
 :func:`too_deep` finds the first value nested deeper than a limit (the configuration files use
 :data:`MAX_CONFIG_DEPTH`), walking iteratively: a value as deep as the parser allows cannot
 exhaust the stack.
+
+:func:`count_values` bounds what a document expands to (an alias counts at every use, the
+"billion laughs"): every reader of YAML text allows :data:`MAX_VALUES` plus a value per byte
+(:func:`value_budget`), and :func:`load_bounded` loads one configuration document under it. The
+count visits each list or mapping once (the loader builds an alias as the same object), so a
+bomb of 9**40 values is refused in 40 steps, before any walk over its expansion.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ import yaml
 
 #: Nesting allowed in a configuration file (policy, catalog): theirs is at most 6 levels deep.
 MAX_CONFIG_DEPTH = 20
+
+#: Values a YAML input may expand to beyond one per byte of its text (aliases counted at each use).
+MAX_VALUES = 1_000_000
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 
@@ -76,3 +85,50 @@ def too_deep(value: Any, limit: int = MAX_CONFIG_DEPTH) -> str | None:
             step = f"[{key}]" if isinstance(node, list) else (f".{key}" if path else str(key))
             stack.append((child, path + step, depth + 1))
     return None
+
+
+def value_budget(size: int) -> int:
+    """The values a YAML text of ``size`` bytes (or characters) may expand to."""
+    return MAX_VALUES + size
+
+
+def expansion_refused(name: str, where: str = "") -> str:
+    """The message for ``name`` expanding past its :func:`value_budget` (``where``: ", at ...")."""
+    return f"{name}: expands to more than {MAX_VALUES:,} values beyond its size{where} (nested YAML aliases?)"
+
+
+def count_values(value: Any, limit: int) -> int | None:
+    """The values in ``value`` (every mapping value and list item, and ``value`` itself; a list
+    or mapping reached twice counts twice), or None once more than ``limit`` or when one holds
+    itself. Each list or mapping is visited once: the cost is that of the text, not its expansion."""
+    sizes: dict[int, int] = {}
+    open_ids: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    if not isinstance(value, dict | list):
+        return 1 if limit >= 1 else None
+    while stack:
+        node, closing = stack.pop()
+        key = id(node)
+        children = list(node.values()) if isinstance(node, dict) else node
+        if closing:
+            open_ids.discard(key)
+            size = 1 + sum(sizes[id(c)] if isinstance(c, dict | list) else 1 for c in children)
+            if size > limit:
+                return None
+            sizes[key] = size
+        elif key in open_ids:
+            return None  # a recursive alias: no end to its expansion
+        elif key not in sizes:
+            open_ids.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if isinstance(c, dict | list) and id(c) not in sizes)
+    return sizes[id(value)]
+
+
+def load_bounded(text: str, name: str, error: type[Exception]) -> Any:
+    """The one YAML document in ``text`` (:class:`StrictLoader`; yaml.YAMLError as it raises
+    them); ``error`` naming ``name`` when the document expands past its :func:`value_budget`."""
+    doc = yaml.load(text, Loader=StrictLoader)
+    if count_values(doc, value_budget(len(text))) is None:
+        raise error(expansion_refused(name))
+    return doc

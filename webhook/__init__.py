@@ -7,9 +7,11 @@ measure, log), server (aiohttp app), runtime (files in force; the policy itself 
 service name), templates (ensuring ResourceClaimTemplates), cluster (watch-fed caches), enrolment_gate
 (act only for an enrolled namespace, docs/design.md D28), events
 (audit Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
-access (the API calls it makes; the I/O is the shared kube/ layer), certs, settings, cli, errors.
+access (the API calls it makes; the I/O is the shared kube/ layer), drain (serving on after
+SIGTERM, closing connections), certs, settings, cli, errors.
 Bounded input: body (a request body's size, time and encoding), connections and connection_limits
-(the timeouts and the connection cap of each port).
+(the timeouts and the connection cap of each port), malformed_http (a request that does not
+parse: one rate-limited INFO line).
 """
 
 from dra_bridge.webhook.decision import Context, Decision, evaluate

@@ -3,10 +3,12 @@
     await read_body(request, timeout) -> bytes | Refusal
     Refusal(status, message, headers, close)
 
-- a ``Content-Encoding`` other than ``identity``: 415 with ``Accept-Encoding: identity``
-  (RFC 7694), before a byte of the body is read; the API server never compresses what it
-  sends, and a decoded body could be far larger than the one sent, so nothing is decoded
-  (the server runs with aiohttp's ``auto_decompress`` off);
+- a ``Content-Encoding`` other than ``identity`` (in any of several such headers, or in a list):
+  415 with ``Accept-Encoding: identity`` (RFC 7694), before a byte of the body is read; the API
+  server never compresses what it sends, and a decoded body could be far larger than the one
+  sent, so nothing is decoded (the server runs with aiohttp's ``auto_decompress`` off);
+- a ``Content-Type`` charset other than UTF-8: 415 (JSON is UTF-8, RFC 8259; a body that is
+  not, a UTF-16 one without a charset, is a 400 of :func:`webhook.review.decode_review`);
 - more than MAX_BODY_BYTES, declared or sent: 413;
 - not all there within ``timeout`` seconds of the request head (``--body-timeout``): 408, and
   the connection is closed;
@@ -40,11 +42,15 @@ class Refusal:
 
 async def read_body(request: web.Request, timeout: float) -> bytes | Refusal:
     """The body of ``request``, or why not (module docstring)."""
-    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    if encoding not in ("", "identity"):
+    codings = [c.strip().lower() for h in request.headers.getall("Content-Encoding", ()) for c in h.split(",")]
+    encoding = next((c for c in codings if c not in ("", "identity")), "")
+    if encoding:
         return Refusal(
             415, f"Content-Encoding {encoding[:40]!r} is not accepted: send the body uncompressed", ACCEPT_IDENTITY
         )
+    charset = (request.charset or "utf-8").lower()
+    if charset not in ("utf-8", "utf8"):
+        return Refusal(415, f"charset {charset[:40]!r} is not accepted: send the review as UTF-8 JSON")
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         return _too_large()
     chunks, size = [], 0

@@ -43,9 +43,11 @@ from dra_bridge.webhook.certs import write_certs
 from dra_bridge.webhook.cluster import ClusterView
 from dra_bridge.webhook.connection_limits import handler_args
 from dra_bridge.webhook.connections import ConnectionCollector, ConnectionTracker, TrackedSite, install
+from dra_bridge.webhook.drain import Drain
 from dra_bridge.webhook.errors import WebhookConfigError
 from dra_bridge.webhook.events import KubeAuditSink
 from dra_bridge.webhook.handler import Admitter
+from dra_bridge.webhook.malformed_http import RequestLog
 from dra_bridge.webhook.metrics import Metrics
 from dra_bridge.webhook.reconciler import Reconciler
 from dra_bridge.webhook.runtime import Runtime, watch_catalog, watch_policy
@@ -154,6 +156,8 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
             body_timeout=settings.connections.body_timeout,
             metrics=settings.metrics_port is None,
         )
+        drain = Drain()
+        drain.install(app)
         runners = [_runner(app, settings)]
         trackers = {"https": ConnectionTracker(settings.connections)}
         if settings.metrics_port is not None:
@@ -169,13 +173,21 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
                 logger.info("serving /metrics on http://%s:%d", settings.host, settings.metrics_port)
             logger.info("serving https://%s:%d (resource.k8s.io version %s)", settings.host, settings.port, api_version)
             stop = asyncio.Event()
+            terminated = asyncio.Event()
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
+
+            def on_sigterm() -> None:
+                terminated.set()
+                stop.set()
+
+            for sig, handler in ((signal.SIGTERM, on_sigterm), (signal.SIGINT, stop.set)):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(sig, stop.set)
+                    loop.add_signal_handler(sig, handler)
             if ready is not None:
                 ready.set()
             await stop.wait()
+            if terminated.is_set() and settings.drain_period > 0:  # SIGTERM: a pod stopping
+                await drain.run(runners[0], settings.drain_period)
         finally:
             for runner in reversed(runners):
                 await runner.cleanup()
@@ -185,9 +197,11 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
 
 def _runner(app: web.Application, settings: Settings) -> web.AppRunner:
     """A runner whose request handlers keep the limits' sizes and idle timeout; its middleware
-    tells the connection tracker where requests begin and end."""
+    tells the connection tracker where requests begin and end; a request that does not parse is
+    one rate-limited INFO line, not aiohttp's traceback (webhook/malformed_http.py)."""
     install(app)
-    return web.AppRunner(app, access_log=None, handle_signals=False, **handler_args(settings.connections))
+    args = handler_args(settings.connections)
+    return web.AppRunner(app, access_log=None, handle_signals=False, logger=RequestLog(), **args)
 
 
 def _certs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -219,7 +219,7 @@ def evaluate(request: AdmissionRequest, mode: Mode, ctx: Context) -> Decision:
     if namespace in ctx.exempt_namespaces or not settings.convert:
         return Decision(Answer(uid), LogEntry("off", namespace, name))
     if ctx.enrolment is not None:
-        verdict = gate(namespace, mode, ctx.namespace_labels(namespace), ctx.enrolment)
+        verdict = gate(namespace, mode, ctx.namespace_labels(namespace), ctx.enrolment, labels)
         if not verdict.enrolled:
             return _not_enrolled(uid, namespace, name, mode, verdict, settings.on_error)
     dry_run = request.get("dryRun") is True

@@ -32,10 +32,14 @@ from dra_bridge.webhook.decision import Context, Decision, LogEntry, Mode, evalu
 from dra_bridge.webhook.errors import ReviewError, TemplateError
 from dra_bridge.webhook.events import AuditSink
 from dra_bridge.webhook.metrics import Metrics
-from dra_bridge.webhook.review import AdmissionReview, Answer, decode_review, json_values
+from dra_bridge.webhook.review import AdmissionReview, Answer, clip, decode_review, json_values
 from dra_bridge.webhook.templates import TemplateEnsurer
 
 logger = logging.getLogger(__name__)
+
+#: Characters of a caller's pod name (a DNS subdomain is at most 253) and of an error written in a log line.
+MAX_LOGGED_NAME_CHARS = 253
+MAX_LOGGED_ERROR_CHARS = 1000
 
 #: Threads per pool that decode and decide reviews. CPU-bound Python shares one core (the GIL),
 #: so more threads add no speed: two per pool let reviews be decided side by side, and bound how
@@ -106,7 +110,7 @@ class Admitter:
             "admission uid=%s namespace=%s name=%s mode=%s outcome=%s translated=%s duration_ms=%.2f",
             decision.answer.uid,
             log.namespace or "-",
-            log.name or "-",
+            clip(log.name, MAX_LOGGED_NAME_CHARS) or "-",
             mode,
             log.outcome,
             ",".join(log.translated) or "-",
@@ -125,7 +129,7 @@ class Admitter:
             created = await self._ensurer.ensure(effects.templates, dry_run=effects.dry_run)
         except TemplateError as exc:
             self.metrics.errors.labels("template").inc()
-            logger.warning("admission uid=%s: %s", decision.answer.uid, exc)
+            logger.warning("admission uid=%s: %s", decision.answer.uid, clip(str(exc), MAX_LOGGED_ERROR_CHARS))
             return decision.failed(str(exc))
         if created:
             self.metrics.templates_created.inc(created)

@@ -102,7 +102,14 @@ class Watched(Generic[T]):
             return False
         self._digest = digest
         try:
-            value = self._parse(raw.decode("utf-8"), str(self.path))
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return self._refuse(
+                f"{self.path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                "re-encode it as UTF-8, e.g. iconv -t UTF-8"
+            )
+        try:
+            value = self._parse(text, str(self.path))
         except Exception as exc:  # any failure to load keeps the last good value (docs/design.md D32)
             reason = failure_text(exc)
             return self._refuse(reason if str(self.path) in reason else f"{self.path}: {reason}")

@@ -38,6 +38,8 @@ REVIEW_API_VERSION: Final = "admission.k8s.io/v1"
 MAX_WARNINGS = 12
 MAX_WARNING_CHARS = 240
 MAX_AUDIT_CHARS = 200
+#: Characters of ``request.uid``: the API server sends a UUID (36); more is not a review of its.
+MAX_UID_CHARS = 128
 #: One encoder for every call (``json.dumps`` with options builds a new one each time).
 COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -163,7 +165,13 @@ def decode_review(body: bytes) -> AdmissionRequest:
     if values > MAX_JSON_VALUES:
         raise ReviewError(f"body holds about {values} JSON values, more than the {MAX_JSON_VALUES} limit", 413)
     try:
-        doc = json.loads(body, parse_constant=_no_constant)
+        text = body.decode("utf-8")  # json.loads would guess UTF-16 and UTF-32 from bytes
+    except UnicodeDecodeError as exc:
+        raise ReviewError(f"body is not UTF-8 (byte {exc.start}): JSON is sent as UTF-8") from exc
+    if text.startswith("\ufeff"):
+        raise ReviewError("body starts with a byte order mark: JSON is sent as UTF-8 without one")
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         raise ReviewError(f"body is not JSON: {str(exc)[:200]}") from exc
     if not isinstance(doc, dict):
@@ -181,6 +189,8 @@ def decode_review(body: bytes) -> AdmissionRequest:
     uid = request["uid"]
     if not isinstance(uid, str) or not uid:
         raise ReviewError(f"request.uid must be a non-empty string, got {clip(json.dumps(uid), 60)}")
+    if len(uid) > MAX_UID_CHARS:
+        raise ReviewError(f"request.uid must be at most {MAX_UID_CHARS} characters, got {len(uid)}")
     _check_fields(request)
     return cast(AdmissionRequest, request)
 

@@ -23,14 +23,17 @@ their help and their twins are the table :data:`FLAGS` (the kube.flags conventio
     --template-grace     DRA_WEBHOOK_TEMPLATE_GRACE      600 (seconds a managed template may stay unused)
     --reconcile-interval DRA_WEBHOOK_RECONCILE_INTERVAL  30 (seconds between reconciler passes)
     --log-level          DRA_WEBHOOK_LOG_LEVEL           INFO (DEBUG, INFO, WARNING or ERROR, any case; kube.logs)
+    --drain-period       DRA_WEBHOOK_DRAIN_PERIOD        0 (seconds serving after SIGTERM, closing connections)
     --namespace-label    DRA_WEBHOOK_NAMESPACE_LABEL     dra-bridge.io/webhook (the chart's webhook.namespaceLabel)
     --opt-out-label      DRA_WEBHOOK_OPT_OUT_LABEL       dra-bridge.io/webhook-opt-out (webhook.optOutLabel)
     --paths              DRA_WEBHOOK_PATHS               audit,enforce (the registration's entries: webhook.*.enabled)
     --audit-all-namespaces DRA_WEBHOOK_AUDIT_ALL_NAMESPACES false (webhook.audit.allNamespaces)
+    --namespace-selector DRA_WEBHOOK_NAMESPACE_SELECTOR  {} (JSON LabelSelector: webhook.namespaceSelector)
+    --object-selector    DRA_WEBHOOK_OBJECT_SELECTOR     {} (JSON LabelSelector: webhook.objectSelector)
     --client-ca-file     DRA_WEBHOOK_CLIENT_CA_FILE      (any caller) callers must present a certificate it signed
 
-The last four are the settings the chart renders into each entry's namespaceSelector: the
-webhook acts only for a namespace they enrol on the path served (``Settings.enrolment``,
+The six before it are the settings the chart renders into each entry's selectors: the
+webhook acts only for a namespace (and a pod) they enrol on the path served (``Settings.enrolment``,
 ``translate/enrolment.py``, docs/design.md D28), so the chart passes them from the same values.
 
 Then ``--metrics-port`` (``DRA_WEBHOOK_METRICS_PORT``; unset: ``/metrics`` on the HTTPS port), a
@@ -51,7 +54,9 @@ from typing import Any
 
 from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version, seconds
 from dra_bridge.kube.logs import level_number
+from dra_bridge.translate.dns_names import is_dns_label
 from dra_bridge.translate.enrolment import EnrolmentSettings
+from dra_bridge.translate.label_selector import LabelSelector
 from dra_bridge.translate.names import WEBHOOK_MODE_LABEL, WEBHOOK_OPT_OUT_LABEL, normalize_api_version
 from dra_bridge.translate.policy import SYSTEM_NAMESPACES
 from dra_bridge.webhook.connection_limits import CONNECTION_FLAGS, ConnectionLimits, limits_from
@@ -110,6 +115,8 @@ class Settings:
     """Seconds between template reconciler passes."""
     log_level: str = "INFO"
     """The lowest level logged (kube.logs.LEVELS, in any case)."""
+    drain_period: float = 0.0
+    """Seconds to keep serving after SIGTERM, every answer closing its connection (webhook.drain)."""
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     """Timeouts and caps of every listening port (webhook.connection_limits)."""
     metrics_port: int | None = None
@@ -123,6 +130,10 @@ class Settings:
     """The registration's entries (``webhook.audit.enabled``, ``webhook.enforce.enabled``)."""
     audit_all_namespaces: bool = False
     """``/mutate/audit`` enrols every namespace but the excluded (``webhook.audit.allNamespaces``)."""
+    namespace_selector: LabelSelector = field(default_factory=LabelSelector)
+    """Extra terms on the namespace's labels (``webhook.namespaceSelector``)."""
+    object_selector: LabelSelector = field(default_factory=LabelSelector)
+    """The pods enrolled, by their labels (``webhook.objectSelector``)."""
     client_ca_file: Path | None = None
     """PEM CAs: every caller must present a client certificate one of them signed (the TLS
     handshake fails otherwise); None: any caller."""
@@ -138,6 +149,8 @@ class Settings:
             enforce="enforce" in self.paths,
             audit_all_namespaces=self.audit_all_namespaces,
             release_namespace=self.namespace,
+            namespace_selector=self.namespace_selector,
+            object_selector=self.object_selector,
         )
 
     @property
@@ -185,6 +198,7 @@ class Settings:
             deadline = seconds(pick("template_deadline") or 2.0, FLAGS.twin("template_deadline"))
             grace = seconds(pick("template_grace") or 600.0, FLAGS.twin("template_grace"), zero=True)
             reconcile = seconds(pick("reconcile_interval") or 30.0, FLAGS.twin("reconcile_interval"))
+            drain = seconds(pick("drain_period") or 0.0, FLAGS.twin("drain_period"), zero=True)
             api_version = normalize_api_version(api_version) if api_version else None
         except ValueError as exc:
             raise WebhookConfigError(str(exc)) from exc
@@ -204,6 +218,12 @@ class Settings:
             return Path(value) if value else None
 
         enrolment = _enrolment_values(pick)
+        namespace = pick("namespace") or _own_namespace()
+        if not is_dns_label(namespace):
+            raise WebhookConfigError(
+                f"{FLAGS.twin('namespace')} {namespace[:80]!r}: not a namespace name (a DNS label: a-z, 0-9 and '-', "
+                "at most 63)"
+            )
 
         return cls(
             tls_cert_file=Path(cert),
@@ -218,11 +238,12 @@ class Settings:
             api_version=api_version,
             reload_interval=reload_interval,
             template_deadline=deadline,
-            namespace=pick("namespace") or _own_namespace(),
+            namespace=namespace,
             identity=pick("identity") or socket.gethostname(),
             template_grace=grace,
             reconcile_interval=reconcile,
             log_level=log_level,
+            drain_period=drain,
             client_ca_file=path("client_ca_file"),
             connections=connections,
             metrics_port=metrics_port,
@@ -234,7 +255,7 @@ _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z
 
 
 def _enrolment_values(pick: Callable[[str], str | None]) -> dict[str, Any]:
-    """The four enrolment settings, checked (a label key, a list of paths, a boolean)."""
+    """The enrolment settings, checked (label keys, a list of paths, a boolean, selectors)."""
     out: dict[str, Any] = {}
     for name, default in (("namespace_label", WEBHOOK_MODE_LABEL), ("opt_out_label", WEBHOOK_OPT_OUT_LABEL)):
         value = pick(name) or default
@@ -250,6 +271,11 @@ def _enrolment_values(pick: Callable[[str], str | None]) -> dict[str, Any]:
     if raw not in ("true", "false"):
         raise WebhookConfigError(f"{FLAGS.twin('audit_all_namespaces')} {raw!r}: true or false")
     out["audit_all_namespaces"] = raw == "true"
+    for name in ("namespace_selector", "object_selector"):
+        try:
+            out[name] = LabelSelector.from_json(pick(name) or "")
+        except ValueError as exc:
+            raise WebhookConfigError(f"{FLAGS.twin(name)}: {exc}") from None
     return out
 
 
@@ -313,6 +339,13 @@ FLAGS = FlagTable(
             "LEVEL",
         ),
         Flag(
+            "drain_period",
+            "seconds to keep serving after SIGTERM, each answer closing its connection and idle "
+            "connections closed, so the API server's pooled connections move to other replicas",
+            "0",
+            "SECONDS",
+        ),
+        Flag(
             "namespace_label",
             "the namespace label whose value (enforce, audit) enrols a namespace, as the registration's "
             "namespaceSelectors (chart: webhook.namespaceLabel)",
@@ -337,6 +370,20 @@ FLAGS = FlagTable(
             "true: /mutate/audit enrols every namespace but the excluded (chart: webhook.audit.allNamespaces)",
             "false",
             "BOOL",
+        ),
+        Flag(
+            "namespace_selector",
+            "extra terms (a LabelSelector as JSON) a namespace must match, as both entries' "
+            "namespaceSelector (chart: webhook.namespaceSelector)",
+            "{}",
+            "JSON",
+        ),
+        Flag(
+            "object_selector",
+            "a LabelSelector as JSON the pod's labels must match, as both entries' objectSelector "
+            "(chart: webhook.objectSelector)",
+            "{}",
+            "JSON",
         ),
         Flag(
             "metrics_port",

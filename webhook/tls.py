@@ -214,6 +214,7 @@ class TlsReloader:
     def _refuse(self, reason: str) -> bool:
         if reason != self.error:
             self.failures += 1
-            logger.error("TLS pair refused: %s (keeping the previous one)", reason)
+            if self._served:  # at start nothing is in force: the caller's WebhookConfigError says it
+                logger.error("TLS pair refused: %s (keeping the previous one)", reason)
         self.error = reason
         return False

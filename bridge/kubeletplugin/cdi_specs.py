@@ -1,17 +1,20 @@
 """The node's CDI spec directories: which CDI devices resolve, and our own per-claim specs.
 
-:class:`SpecIndex` answers "does ``vendor/class=name`` resolve?" over every ``.json``,
-``.yaml`` and ``.yml`` spec in the CDI directories (the agent's ``--cdi-dir``, default ``/etc/cdi``
+:class:`SpecIndex` answers "does ``vendor/class=name`` resolve?" over every ``.json`` and
+``.yaml`` spec (the CDI library reads no other extension, not ``.yml``) in the CDI directories
+(the agent's ``--cdi-dir``, default ``/etc/cdi``
 then ``/var/run/cdi``: https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/spec-dirs.go).
-A file is parsed again only when its (mtime_ns, size) changed, not per call; an unparsable file
-defines nothing (logged once per version of it). A name defined by two files of one directory is a
+A file is parsed again only when its (mtime_ns, size) changed, not per call; an unparsable file,
+or one that breaks the CDI rules (:func:`translate.cdi_rules.spec_problems`: the runtime refuses
+all of it), defines nothing (logged once per version of it). A name defined by two files of one directory is a
 conflict the runtime drops (``resolveConflict`` in
 https://github.com/cncf-tags/container-device-interface/blob/main/pkg/cdi/cache.go), so it does not
 resolve; a later directory overrides an earlier one.
 
 Our own specs (:func:`write_spec`, :func:`remove_spec`, :func:`own_spec_uids`) live in the
 dynamic directory (the last one, by default ``/var/run/cdi``), one file per claim named by
-:func:`translate.cdi.spec_file_name`, written atomically (:mod:`bridge.atomic`). Raises CdiError.
+:func:`translate.cdi.spec_file_name`, written atomically (:mod:`bridge.atomic`) only after it
+passed the CDI rules (docs/design.md D39). Raises CdiError.
 """
 
 from __future__ import annotations
@@ -28,22 +31,20 @@ import yaml
 from dra_bridge.bridge.atomic import remove_durably, write_atomic
 from dra_bridge.bridge.errors import CdiError
 from dra_bridge.translate.cdi import spec_file_name, spec_file_uid
+from dra_bridge.translate.cdi_rules import device_names, spec_problems
+from dra_bridge.translate.errors import ClaimError
 
 logger = logging.getLogger(__name__)
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 """CDI spec directories in increasing priority (the container runtimes' default)."""
-SPEC_EXTENSIONS = (".json", ".yaml", ".yml")
+SPEC_EXTENSIONS = (".json", ".yaml")
 
 
 def spec_names(doc: Any) -> set[str]:
     """The fully-qualified device names a parsed spec defines (``kind=name``); empty when it is
-    not a spec."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or not isinstance(doc.get("devices"), list):
-        return set()
-    return {
-        f"{doc['kind']}={d['name']}" for d in doc["devices"] if isinstance(d, dict) and isinstance(d.get("name"), str)
-    }
+    not a valid spec (:func:`translate.cdi_rules.device_names`)."""
+    return device_names(doc)
 
 
 class SpecIndex:
@@ -64,6 +65,8 @@ class SpecIndex:
             text = path.read_text("utf-8")
             doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
             names = spec_names(doc)
+            if not names:
+                logger.warning("CDI spec %s breaks the CDI rules, it defines nothing: %s", path, spec_problems(doc))
         except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
             logger.warning("CDI spec %s is unreadable, it defines nothing: %s", path, exc)
             names = set()
@@ -101,9 +104,22 @@ class SpecIndex:
         return {i: i in names for i in cdi_ids}
 
 
+def _spec_path(directory: Path, uid: str) -> Path:
+    """Our spec's path for claim ``uid``, always a file directly in ``directory``. Raises CdiError
+    for a UID that is not a plain name (it never reaches the file system)."""
+    try:
+        return directory / spec_file_name(uid)
+    except ClaimError as exc:
+        raise CdiError(str(exc)) from None
+
+
 def write_spec(directory: Path, uid: str, spec: dict[str, Any]) -> Path:
-    """Write our spec for claim ``uid`` atomically; the path written. Raises CdiError."""
-    path = directory / spec_file_name(uid)
+    """Write our spec for claim ``uid`` atomically, once it passed the CDI rules; the path
+    written. Raises CdiError (naming every problem)."""
+    path = _spec_path(directory, uid)
+    problems = spec_problems(spec)
+    if problems:
+        raise CdiError(f"not writing CDI spec {path}: it breaks the CDI rules: " + "; ".join(problems))
     try:
         write_atomic(path, json.dumps(spec, indent=1, sort_keys=True).encode("utf-8"))
     except OSError as exc:
@@ -113,7 +129,7 @@ def write_spec(directory: Path, uid: str, spec: dict[str, Any]) -> Path:
 
 def remove_spec(directory: Path, uid: str) -> bool:
     """Remove our spec for claim ``uid``; False when there was none. Raises CdiError."""
-    path = directory / spec_file_name(uid)
+    path = _spec_path(directory, uid)
     try:
         return remove_durably(path)
     except OSError as exc:

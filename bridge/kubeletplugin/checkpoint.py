@@ -12,6 +12,8 @@ One versioned JSON file (docs/design.md D20), ``<state dir>/prepared-claims.json
                                            "deviceEdits": {"source": str, "spec": {...}, "device": {...}}}]}}}
                                            # optional: the edits our spec gives it (minor 2; before
                                            # it, "edits": the same as JSON text)
+                                           "pciAddress": str}]}}}  # optional (minor 3): the device's
+                                           # identity, its DRM nodes derived from it again
 
 Kept: the answer the kubelet got (so a repeated Prepare answers the same, and Unprepare works
 from this file alone, after the claim is deleted and after the node left DRA mode) and each
@@ -29,7 +31,9 @@ rolled back to an older image never strips what a newer one recorded. Any other 
 unreadable (:class:`CheckpointError`): the caller then knows nothing about prepared claims, which
 is not the same as knowing there are none. Minor 2 added ``adminAccess`` and ``deviceEdits``: a
 field never changes its type, so the edits as an object got a new name (a minor-1 reader keeps
-``deviceEdits`` unknown and unchanged, and finds no ``edits`` text it would misread).
+``deviceEdits`` unknown and unchanged, and finds no ``edits`` text it would misread). Minor 3 added
+``pciAddress``: the stable identity of a device whose edits hold DRM nodes; the nodes in
+``deviceEdits`` are never replayed as they are, but derived again from it (docs/design.md D40).
 """
 
 from __future__ import annotations
@@ -47,9 +51,9 @@ from dra_bridge.translate.cdi import PreparedDevice
 from dra_bridge.translate.inventory.allocatable import DeviceId
 
 CHECKPOINT_API_VERSION = "checkpoint.dra-bridge.io/v1"
-CHECKPOINT_MINOR = 2
+CHECKPOINT_MINOR = 3
 """The minor this writer writes: 1 added ``minor`` itself and the keeping of unknown fields; 2
-added ``adminAccess`` and ``deviceEdits`` (the edits as an object)."""
+added ``adminAccess`` and ``deviceEdits`` (the edits as an object); 3 ``pciAddress``."""
 CHECKPOINT_FILE = "prepared-claims.json"
 BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
 
@@ -114,6 +118,7 @@ _DEVICE_FIELDS = frozenset(
         "adminAccess",
         "edits",
         "deviceEdits",
+        "pciAddress",
     }
 )
 
@@ -135,17 +140,21 @@ def _device_json(d: PreparedDevice) -> dict[str, Any]:
         out["adminAccess"] = True
     if d.edits is not None:
         out["deviceEdits"] = {"source": d.edits.source, "spec": dict(d.edits.spec), "device": dict(d.edits.device)}
+        if d.edits.identity:
+            out["pciAddress"] = d.edits.identity
     return out
 
 
-def _edits(raw: Any) -> DeviceEdits | None:
+def _edits(raw: Any, identity: Any = "") -> DeviceEdits | None:
     """A device's kept edits: an object, or (entries written before) the same as JSON text."""
     if raw is None or raw == "":
         return None
+    if not isinstance(identity, str):
+        raise ValueError("pciAddress must be a string")
     doc = json.loads(raw) if isinstance(raw, str) else raw
     if not isinstance(doc, dict) or not isinstance(doc.get("spec"), dict) or not isinstance(doc.get("device"), dict):
         raise ValueError("edits must be {source, spec, device}")
-    return DeviceEdits(str(doc["source"]), dict(doc["spec"]), dict(doc["device"]))
+    return DeviceEdits(str(doc["source"]), dict(doc["spec"]), dict(doc["device"]), identity)
 
 
 def _strings(raw: Any) -> tuple[str, ...]:
@@ -175,7 +184,7 @@ def parse(doc: Any, source: str) -> Checkpoint:
                     str(d["deviceName"]),
                     _strings(d["cdiDeviceIDs"]),
                     DeviceId(str(d.get("resourceName", "")), str(d.get("deviceID", ""))),
-                    _edits(d.get("deviceEdits", d.get("edits"))),
+                    _edits(d.get("deviceEdits", d.get("edits")), d.get("pciAddress", "")),
                     d.get("adminAccess") is True,
                 )
                 for d in raw["devices"]

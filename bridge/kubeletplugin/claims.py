@@ -43,10 +43,11 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dra_bridge.bridge.drm_sysfs import read_drm
 from dra_bridge.bridge.errors import CdiError, CheckpointError
 from dra_bridge.bridge.kubeletplugin.cdi_specs import SpecIndex, own_spec_uids, remove_spec, write_spec
 from dra_bridge.bridge.kubeletplugin.checkpoint import Checkpoint, CheckpointStore, PreparedClaim
@@ -59,6 +60,7 @@ from dra_bridge.translate.cdi import (
     EditsLookup,
     PreparedDevice,
     answer,
+    check_uid,
     claim_label,
     our_results,
     own_spec,
@@ -68,6 +70,7 @@ from dra_bridge.translate.cdi import (
 from dra_bridge.translate.edit_sources import lookup
 from dra_bridge.translate.errors import ClaimError
 from dra_bridge.translate.inventory.allocatable import DeviceId
+from dra_bridge.translate.inventory.drm import DrmNode
 from dra_bridge.translate.names import BRIDGE_DRIVER
 
 logger = logging.getLogger(__name__)
@@ -118,7 +121,10 @@ class ClaimPreparer:
         self.api, self.node, self.store, self.cdi_dir, self.index = api, node, store, cdi_dir, index
         self.view = view
         self.driver = driver
-        self.edits = edits if edits is not None else lookup(dict, load_catalog())
+        self.drm: Callable[[], Sequence[DrmNode]] = read_drm
+        """The host's DRM nodes now (:mod:`bridge.drm_sysfs`): a device's DRM nodes are derived
+        from its PCI address whenever a spec is written, never replayed from before a reboot."""
+        self.edits = edits if edits is not None else lookup(dict, load_catalog(), lambda: self.drm())
         self.lock = asyncio.Lock()
         self.checkpoint = Checkpoint()
         self.broken = ""
@@ -150,7 +156,7 @@ class ClaimPreparer:
         rebooted = self.checkpoint.boot_id != self.store.boot_id()
         for uid, claim in self.checkpoint.claims.items():
             try:
-                self._ensure_spec(uid, claim)
+                self._ensure_spec(uid, claim, rebooted)
             except (CdiError, ClaimError) as exc:
                 logger.warning("claim %s: %s", uid, exc)
         if rebooted and self.checkpoint.claims:
@@ -167,11 +173,17 @@ class ClaimPreparer:
         except CheckpointError as exc:
             self.broken = str(exc)
 
-    def _ensure_spec(self, uid: str, claim: PreparedClaim) -> None:
-        spec = own_spec(uid, claim.devices, self.edits)
-        if spec is not None and not (self.cdi_dir / spec_file_name(uid)).exists():
+    def _ensure_spec(self, uid: str, claim: PreparedClaim, rebooted: bool = False) -> None:
+        """Write the claim's spec when it is missing, or after a reboot (device nodes derived again)."""
+        path = self.cdi_dir / spec_file_name(uid)
+        if not rebooted and path.exists():
+            return
+        spec = own_spec(uid, claim.devices, self.edits, self.drm())
+        if spec is not None:
             write_spec(self.cdi_dir, uid, spec)
-            logger.info("rewrote the missing CDI spec of prepared claim %s", uid)
+            logger.info(
+                "wrote the CDI spec of prepared claim %s (%s)", uid, "after a reboot" if rebooted else "missing"
+            )
 
     def _check_toolkit(self, ref: ClaimRef, devices: Sequence[PreparedDevice]) -> None:
         wanted = [
@@ -191,6 +203,7 @@ class ClaimPreparer:
         if closed:
             return Outcome(error=closed)
         try:
+            check_uid(ref.uid)  # before anything: it may become part of a path
             version = await self.view.claim_version()
             claim = await self.api.get(RESOURCE_CLAIMS.at(version), ref.name, ref.namespace)
             results = our_results(claim, ref.namespace, ref.name, ref.uid, self.driver, self.node)

@@ -11,7 +11,8 @@ Each message lists every device, complete (:func:`bridge.kubeletplugin.device_he
 out when the stream opens, when the assessment changes, and again every
 ``timeout / 3`` seconds, before the kubelet's per-device timeout
 (``health_check_timeout_seconds`` = ``timeout``) would turn the devices UNKNOWN. An assessment
-older than ``timeout`` (the agent stopped observing) is sent as UNKNOWN, never as fresh.
+older than ``timeout`` (the agent stopped observing) is sent as UNKNOWN, never as fresh, with a message
+that holds no changing number (the kubelet counts every new message as a status change).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ class HealthStream(pb2_grpc.DRAResourceHealthServicer):
         stale = now - self.observed_at > self.timeout
         response = pb2.NodeWatchResourcesResponse()
         for r in self.reports:
-            health, text = (
-                (UNKNOWN, f"not observed for {now - self.observed_at:.0f}s") if stale else (r.health, r.message)
+            health, text = (  # never a changing number: the kubelet counts each new message as a change
+                (UNKNOWN, f"not observed within the last {self.timeout}s") if stale else (r.health, r.message)
             )
             response.devices.add(
                 device=pb2.DeviceIdentifier(pool_name=r.pool, device_name=r.device),

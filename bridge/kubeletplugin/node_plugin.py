@@ -5,7 +5,8 @@
     plugin.prepared_count                the prepared-claim count (the Node condition's number;
                                          None while the checkpoint is unreadable)
     plugin.checkpoint_readable           False while the checkpoint is unreadable (checkpoint_error: why)
-    plugin.reread_checkpoint()           read an unreadable checkpoint again (each tick)
+    plugin.reread_checkpoint()           read the checkpoint again (each tick) while unreadable, and
+                                         always with a pod UID (another instance may have written it)
     plugin.collection = Collection(kubelet, grace)   what collection reads (unset: none)
     await plugin.collect(now)            unprepare entries whose claim is gone (claim_collector)
     plugin.prepared_devices()            the devices prepared claims hold (the alarm's input)
@@ -23,20 +24,22 @@ state directory. :class:`Plugin` is the hand-over half's :class:`bridge.ports.Pl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import grpc
 
-from dra_bridge.bridge.file_lock import LOCK_FILE
+from dra_bridge.bridge.drm_sysfs import read_drm, sysfs_root
+from dra_bridge.bridge.file_lock import LOCK_FILE, file_lock
 from dra_bridge.bridge.health import Metrics
 from dra_bridge.bridge.kubeletapi import dra_v1_pb2, dra_v1_pb2_grpc, registration_pb2, registration_pb2_grpc
 from dra_bridge.bridge.kubeletplugin.cdi_specs import CDI_DIRS, SpecIndex
 from dra_bridge.bridge.kubeletplugin.checkpoint import CheckpointStore, read_boot_id
 from dra_bridge.bridge.kubeletplugin.claim_collector import ClaimCollector
 from dra_bridge.bridge.kubeletplugin.claims import ClaimPreparer
-from dra_bridge.bridge.kubeletplugin.device_health import HealthFacts, assess, nvml_uuids, toolkit_ids
+from dra_bridge.bridge.kubeletplugin.device_health import UNHEALTHY, HealthFacts, assess, nvml_uuids, toolkit_ids
 from dra_bridge.bridge.kubeletplugin.health_stream import HealthStream
 from dra_bridge.bridge.kubeletplugin.plugin import serve_dra
 from dra_bridge.bridge.kubeletplugin.registration import Registration, serve_registration
@@ -54,6 +57,22 @@ NvmlCheck = Callable[[Iterable[str]], "Mapping[str, str] | None"]
 """UUIDs -> {UUID: "" when NVML finds it, else why not}, None without NVML (:func:`bridge.nvml.check_uuids`)."""
 
 
+UNHEALTHY_FILE_ENV = "DRA_BRIDGE_TEST_UNHEALTHY_FILE"
+
+
+def marked_unhealthy() -> dict[str, str]:
+    """Device IDs listed (one a line) in the file ``DRA_BRIDGE_TEST_UNHEALTHY_FILE`` names, as if the
+    alarm named them: a test hook (real-node tests have no failing GPU), inert unless set."""
+    path = os.environ.get(UNHEALTHY_FILE_ENV)
+    if not path:
+        return {}
+    try:
+        lines = Path(path).read_text("utf-8").split()
+    except OSError:
+        return {}
+    return dict.fromkeys(lines, "marked unhealthy by the test hook")
+
+
 @dataclass(frozen=True)
 class PluginPaths:
     """Where the plugin's sockets, specs and checkpoint live."""
@@ -65,6 +84,8 @@ class PluginPaths:
     driver: str = BRIDGE_DRIVER
     pod_uid: str = ""
     """The agent pod's UID (``--pod-uid``): part of both socket names when set (rolling updates)."""
+    sysfs: Path = field(default_factory=sysfs_root)
+    """Where the host's sysfs is (DRM nodes by PCI address, :mod:`bridge.drm_sysfs`); tests give their own."""
 
     @classmethod
     def under(
@@ -152,8 +173,11 @@ class Plugin:
         return self.preparer.broken
 
     def reread_checkpoint(self) -> None:
-        """Read the checkpoint again while it is unreadable (rolled forward or repaired)."""
-        if self.preparer.broken:
+        """Read the checkpoint again while it is unreadable (rolled forward or repaired), and on
+        every call with a pod UID: two instances may overlap, and the one the kubelet does not
+        call reports the count on disk, not the one in its memory (docs/design.md D44). Writes
+        are atomic renames, so the file read is the old or the new checkpoint."""
+        if self.preparer.broken or self.paths.pod_uid:
             self.preparer.reload()
 
     async def collect(self, now: float) -> list[str]:
@@ -172,6 +196,10 @@ class Plugin:
         """The devices prepared claims hold."""
         return self.preparer.devices()
 
+    def unhealthy_devices(self) -> frozenset[str]:
+        """The published device names the last health assessment found UNHEALTHY."""
+        return frozenset(r.device for r in self.health.reports if r.health == UNHEALTHY)
+
     def resolves(self, cdi_ids: Sequence[str]) -> Mapping[str, bool]:
         """Whether each CDI name resolves in the node's CDI specs now."""
         return self.preparer.index.resolves(cdi_ids)
@@ -183,6 +211,7 @@ class Plugin:
         inventory = self.preparer.view.devices()
         nvml = self.nvml_check(nvml_uuids(inventory)) if self.nvml_check is not None else None
         resolves = self.preparer.index.resolves(toolkit_ids(inventory))
+        alarmed = {**alarmed, **marked_unhealthy()}
         self.health.update(assess(inventory, self.pool, HealthFacts(nvml, alarmed, resolves)))
 
     async def alive(self) -> str:
@@ -221,7 +250,8 @@ async def start_plugin(
     edits: EditsLookup | None = None,
     nvml_check: NvmlCheck | None = None,
 ) -> Plugin:
-    """Recover from the checkpoint, serve the DRA service and the health stream, then register (in
+    """Recover from the checkpoint (with a pod UID under the file lock, which every checkpoint and
+    CDI write of another instance holds), serve the DRA service and the health stream, then register (in
     that order). ``view``: what the plugin reads of the hand-over half (:class:`bridge.ports.HandoverView`);
     ``edits``: a device's recorded Allocate edits or static recipe
     (:func:`translate.edit_sources.lookup`; default: the shipped catalog's recipes); ``nvml_check``:
@@ -237,9 +267,14 @@ async def start_plugin(
         paths.driver,
         edits,
     )
-    preparer.recover()
-    health = HealthStream()
+    preparer.drm = lambda: read_drm(paths.sysfs)
     lock = paths.state_dir / LOCK_FILE if paths.pod_uid else None  # instances overlap only with a pod UID
+    if lock is None:
+        preparer.recover()
+    else:  # under the lock: never another instance's spec written just before its checkpoint entry
+        async with file_lock(lock):
+            preparer.recover()
+    health = HealthStream()
     dra = await serve_dra(paths.dra_socket, preparer, metrics, health, lock)
     registration_server, registration = await serve_registration(
         paths.registration_socket, paths.driver, paths.dra_socket

@@ -62,6 +62,8 @@ class MakeAgent(Protocol):
         catalog: Catalog | None = None,
         clock: Clock | None = None,
         node: str = NODE,
+        pod_uid: str = "",
+        settle_period: float = 60,
     ) -> Agent: ...
 
 
@@ -73,7 +75,8 @@ def clock() -> Clock:
 @pytest.fixture
 def make_agent(kubelet: KubeletServer, api: FakeApi, clock: Clock, catalog: Catalog) -> MakeAgent:
     """Makes an agent of ``node`` on the fake kubelet and API server with its state in ``state_dir``:
-    the shipped catalog and the test's clock unless given, NVML facts from ``nvml`` if given."""
+    the shipped catalog and the test's clock unless given, NVML facts from ``nvml`` if given, a
+    60 s settle period unless given, ``--pod-uid`` if given (a rolling update's instance)."""
     shipped, test_clock = catalog, clock
 
     def make(
@@ -83,9 +86,16 @@ def make_agent(kubelet: KubeletServer, api: FakeApi, clock: Clock, catalog: Cata
         catalog: Catalog | None = None,
         clock: Clock | None = None,
         node: str = NODE,
+        pod_uid: str = "",
+        settle_period: float = 60,
     ) -> Agent:
         settings = Settings(
-            node_name=node, kubelet_dir=str(kubelet.dir), state_dir=str(state_dir), settle_period=60, poll_interval=1
+            node_name=node,
+            kubelet_dir=str(kubelet.dir),
+            state_dir=str(state_dir),
+            settle_period=settle_period,
+            poll_interval=1,
+            pod_uid=pod_uid,
         )
         cat = shipped if catalog is None else catalog
         tick = test_clock if clock is None else clock

@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +39,37 @@ def short_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="drap-", dir="/tmp"))
 
 
+AMD_DRM = {
+    AMD_PCI: (("card0", 226, 0), ("renderD128", 226, 128)),
+    "0000:04:00.0": (("card1", 226, 1), ("renderD129", 226, 129)),
+}
+"""The DRM nodes of the fake sysfs: PCI address -> (name, major, minor)."""
+
+
+def fake_sysfs(sysfs: Path, drm: Mapping[str, Sequence[tuple[str, int, int]]]) -> Path:
+    """A test-only sysfs root: ``class/drm/<name>/{dev,device}``, ``device`` a link to
+    ``devices/pci0000:00/<PCI address>``; replaces what was there."""
+    base = sysfs / "class" / "drm"
+    if base.exists():
+        shutil.rmtree(base)
+    base.mkdir(parents=True)
+    for pci, nodes in drm.items():
+        device = sysfs / "devices" / "pci0000:00" / pci
+        device.mkdir(parents=True, exist_ok=True)
+        for name, major, minor in nodes:
+            (base / name).mkdir()
+            (base / name / "dev").write_text(f"{major}:{minor}\n")
+            (base / name / "device").symlink_to(device)
+    return sysfs
+
+
 def layout(root: Path) -> PluginPaths:
-    """The node layout under ``root``: kubelet dir, CDI dirs (etc, run), state dir."""
+    """The node layout under ``root``: kubelet dir, CDI dirs (etc, run), state dir, a sysfs with
+    the AMD devices' DRM nodes."""
     paths = PluginPaths.under(root / "kubelet", root / "state", (root / "etc-cdi", root / "run-cdi"), DRIVER)
     for d in paths.cdi_dirs:
         d.mkdir(parents=True, exist_ok=True)
-    return paths
+    return replace(paths, sysfs=fake_sysfs(root / "sys", AMD_DRM))
 
 
 def toolkit_spec(paths: PluginPaths, names: list[str], file: str = "nvidia.yaml") -> Path:
@@ -57,7 +84,10 @@ def toolkit_spec(paths: PluginPaths, names: list[str], file: str = "nvidia.yaml"
     path.write_text(
         json.dumps(doc)
         if file.endswith(".json")
-        else "\n".join(["cdiVersion: 0.5.0", "kind: nvidia.com/gpu", "devices:"] + [f"  - name: {n}" for n in names])
+        else "\n".join(
+            ["cdiVersion: 0.5.0", "kind: nvidia.com/gpu", "devices:"]
+            + [f"  - name: '{n}'\n    containerEdits: {{deviceNodes: [{{path: /dev/nvidia0}}]}}" for n in names]
+        )
         + "\n"
     )
     return path

@@ -12,6 +12,7 @@ import pytest
 from dra_bridge.bridge.decide import decide
 from dra_bridge.bridge.interlocks import INTERLOCKS
 from dra_bridge.bridge.observation import Memory, Observation
+from dra_bridge.bridge.owner_record import Instance
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
@@ -35,6 +36,7 @@ RECORDED = Inventory("n", (NV, NV2, AMD), nvml=NVML)
 CLEAR = Observation(now=1000, recorded=RECORDED, settle_seconds=30)
 UNREADABLE = replace(CLEAR, checkpoint_readable=False, checkpoint_error="not a checkpoint.dra-bridge.io/v1 checkpoint")
 SETTLED = Memory(clear_since=900, publishing=True, decided=True)
+RESUMED = replace(CLEAR, publishing_since=1_700_000_000.0)  # wall time, from the publishing record
 PUBLISHED = frozenset(DeviceId.of(d) for d in RECORDED.devices)
 
 
@@ -95,6 +97,20 @@ DECISIONS = [
     ("legacy-withdraws", replace(CLEAR, mode="legacy"), SETTLED, "withdraw", False, False),
     ("unreadable-node-keeps", replace(CLEAR, mode=None), SETTLED, "keep", True, True),
     ("unreadable-checkpoint-withdraws", UNREADABLE, SETTLED, "withdraw", False, False),
+    # a restart with a publishing record for this inventory (docs/design.md D43)
+    ("restart-resumes-at-once", RESUMED, Memory(), "publish", True, True),
+    ("restart-blip-keeps", replace(RESUMED, offered=None), Memory(), "keep", True, True),
+    ("restart-unreadable-node-keeps", replace(RESUMED, mode=None), Memory(), "keep", True, False),
+    (
+        "restart-refused-withdraws",
+        replace(RESUMED, node_capacity={"nvidia.com/gpu": "2"}),
+        Memory(),
+        "withdraw",
+        False,
+        False,
+    ),
+    ("restart-legacy-withdraws", replace(RESUMED, mode="legacy"), Memory(), "withdraw", False, False),
+    ("record-counts-only-at-start", RESUMED, Memory(990, False, True), "withdraw", False, False),
 ]
 
 
@@ -104,7 +120,39 @@ DECISIONS = [
 def test_decisions(obs: Observation, memory: Memory, action: str, publishing: bool, gate: bool) -> None:
     decision = decide(obs, memory)
     assert (decision.action, decision.publish, decision.gate.publishing) == (action, publishing, gate)
-    assert decision.gate.decided
+    assert decision.gate.decided or obs.mode is None
+
+
+def test_a_resumed_publication_says_so_and_remembers_the_settle_period_as_passed() -> None:
+    decision = decide(RESUMED, Memory())
+    assert decision.resumed and decision.memory == Memory(RESUMED.now - RESUMED.settle_seconds, True, True)
+    assert not decide(CLEAR, Memory()).resumed
+
+
+ME = Instance(2000.0, "pod-b")
+OWNERSHIP = [
+    # (row, the owner record, action, take over)
+    ("no-record-takes-over", None, "publish", True),
+    ("older-owner-taken-over", Instance(1000.0, "pod-a"), "publish", True),
+    ("own-record-owns", ME, "publish", False),
+    ("own-pods-earlier-container-taken-over", Instance(1500.0, "pod-b"), "publish", True),
+    ("newer-owner-stands-by", Instance(3000.0, "pod-c"), "standby", False),
+    ("same-start-greater-uid-stands-by", Instance(2000.0, "pod-c"), "standby", False),
+]
+
+
+@pytest.mark.parametrize(("record", "action", "take_over"), [r[1:] for r in OWNERSHIP], ids=[r[0] for r in OWNERSHIP])
+def test_one_publisher_in_a_surge_rollout(record: Instance | None, action: str, take_over: bool) -> None:
+    decision = decide(replace(CLEAR, instance=ME, owner=record), SETTLED)
+    assert (decision.action, decision.take_over) == (action, take_over)
+    assert decision.publish == (action == "publish")
+    assert decision.gate.publishing  # standing by, it still answers Prepare as it decided
+
+
+def test_a_standby_instance_still_withdraws_nothing_and_a_single_instance_has_no_owner_rule() -> None:
+    refused = replace(CLEAR, node_capacity={"nvidia.com/gpu": "2"}, instance=ME, owner=Instance(3000.0, "pod-c"))
+    assert decide(refused, SETTLED).action == "standby"
+    assert decide(replace(CLEAR, owner=Instance(3000.0, "pod-c")), SETTLED).action == "publish"
 
 
 def test_a_blip_keeps_the_settle_period_running() -> None:

@@ -28,6 +28,7 @@ from dra_bridge.kube.errors import Unavailable
 from dra_bridge.kube.fake import FakeKube
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
 from tests.bridge.draplugin_fixtures import (
+    AMD_DRM,
     AMD_PCI,
     DRIVER,
     INVENTORY,
@@ -37,6 +38,7 @@ from tests.bridge.draplugin_fixtures import (
     Kubelet,
     claim,
     fake_api,
+    fake_sysfs,
     layout,
     remove_tree,
     short_dir,
@@ -161,7 +163,12 @@ async def test_recipe_claim_gets_one_spec_named_by_its_uid_and_unprepare_removes
     spec = json.loads((node.paths.cdi_dirs[1] / node.specs()[0]).read_text())
     assert spec["kind"] == "dra-bridge.io/claim" and spec["cdiVersion"] == "0.5.0"
     assert [d["name"] for d in spec["devices"]] == [f"{UID[1]}-gpu-amd0", f"{UID[1]}-gpu-amd1"]
-    assert spec["devices"][0]["containerEdits"] == {"deviceNodes": [{"path": f"/dev/dri/by-path/pci-{AMD_PCI}-render"}]}
+    assert spec["devices"][0]["containerEdits"] == {  # the real nodes at canonical paths, never a by-path link
+        "deviceNodes": [
+            {"path": "/dev/dri/card0", "type": "c", "major": 226, "minor": 0},
+            {"path": "/dev/dri/renderD128", "type": "c", "major": 226, "minor": 128},
+        ]
+    }
     assert spec["containerEdits"] == {"deviceNodes": [{"path": "/dev/kfd"}]}
     assert f"{UID[1]}-gpu-amd0" in "".join(SpecIndex(node.paths.cdi_dirs).names())  # our spec resolves
     assert node.plugin is not None and node.plugin.preparer.count == 1
@@ -325,3 +332,31 @@ async def test_sigkill_at_each_step_of_prepare_leaves_no_stray_spec(crash: str) 
             await kubelet.close()
     finally:
         remove_tree(root)
+
+
+async def test_a_reboot_that_swaps_the_card_order_gives_the_claim_the_device_at_its_pci_address(node: Node) -> None:
+    """The boot ID changed and probe order swapped the DRM minors: the spec is written again from
+    each device's PCI address (kept in the checkpoint), never from the host paths of before."""
+    kubelet = Kubelet(node.paths.dra_socket)
+    assert (await kubelet.prepare((UID[1], "amd"))).claims[UID[1]].error == ""
+    await kubelet.close()
+    await node.stop()
+    assert [d["pciAddress"] for d in node.checkpoint()["claims"][UID[1]]["devices"]] == [AMD_PCI, "0000:04:00.0"]
+    swapped = {AMD_PCI: AMD_DRM["0000:04:00.0"], "0000:04:00.0": AMD_DRM[AMD_PCI]}
+    fake_sysfs(node.paths.sysfs, swapped)
+    node.boot = "boot-2"
+    await node.start()  # the spec survived (say, in /etc/cdi): rewritten all the same
+    spec = json.loads((node.paths.cdi_dirs[1] / f"dra-bridge.io-claim_{UID[1]}.json").read_text())
+    nodes = {
+        d["name"].rsplit("-", 1)[-1]: [n["path"] for n in d["containerEdits"]["deviceNodes"]] for d in spec["devices"]
+    }
+    assert nodes == {
+        "amd0": ["/dev/dri/card1", "/dev/dri/renderD129"],
+        "amd1": ["/dev/dri/card0", "/dev/dri/renderD128"],
+    }
+    fake_sysfs(node.paths.sysfs, {"0000:04:00.0": AMD_DRM[AMD_PCI]})  # the GPU vanished: no stale path written
+    (node.paths.cdi_dirs[1] / f"dra-bridge.io-claim_{UID[1]}.json").unlink()
+    kubelet = Kubelet(node.paths.dra_socket)
+    error = (await kubelet.prepare((UID[1], "amd"))).claims[UID[1]].error
+    assert f"no DRM card or render node for its PCI address {AMD_PCI}" in error and node.specs() == []
+    await kubelet.close()

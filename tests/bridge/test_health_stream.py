@@ -15,6 +15,8 @@ import pytest
 from dra_bridge.bridge.agent import Agent
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2 as pb2
 from dra_bridge.bridge.kubeletapi import dra_health_v1alpha1_pb2_grpc as pb2_grpc
+from dra_bridge.bridge.kubeletplugin.device_health import DeviceReport
+from dra_bridge.bridge.kubeletplugin.health_stream import HealthStream
 from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, start_plugin
 from dra_bridge.bridge.ports import StaticView
 from dra_bridge.kube.resources import RESOURCE_CLAIMS
@@ -96,7 +98,7 @@ async def test_the_stream_sends_the_whole_list_then_changes_then_again_before_th
         # the agent stopped observing: UNKNOWN, never a stale verdict
         plugin.health.observed_at -= 10
         stale = await watcher.next(timeout=1.5)
-        assert {h for h, _, _ in stale.values()} == {"UNKNOWN"} and "not observed for" in stale["gpu-nv0"][1]
+        assert {h for h, _, _ in stale.values()} == {"UNKNOWN"} and "not observed within" in stale["gpu-nv0"][1]
     finally:
         await watcher.close()
 
@@ -123,3 +125,18 @@ async def test_the_alarm_makes_the_prepared_device_unhealthy(
         await watcher.close()
         await client.close()
         await plugin_of(legacy).stop()
+
+
+def test_a_stale_status_sends_the_same_message_every_time() -> None:
+    """The kubelet counts every message change as a status change (a checkpoint write and a pod
+    update per device): an unchanged status never carries a changing number."""
+    now = [1000.0]
+    stream = HealthStream(timeout=30, clock=lambda: now[0])
+    stream.update((DeviceReport(PLUGIN_NODE, "gpu-nv0", "HEALTHY", "NVML finds GPU-x"),))
+    now[0] += 31
+    first = stream.message()
+    now[0] += 17
+    later = stream.message()
+    assert first.devices[0].health == pb2.HealthStatus.Value("UNKNOWN")
+    assert first == later
+    assert "30s" in first.devices[0].message

@@ -1,6 +1,7 @@
 """Two agents of one node during a DaemonSet rolling update with surge (kubelets 1.33+): each
 names its registration and DRA sockets with its pod UID (``--pod-uid``), both serve at once, and
-one stopping removes only its own sockets."""
+one stopping removes only its own sockets; start-up recovery runs under the file lock, and both
+report the prepared count on disk (docs/design.md D44)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 
 from dra_bridge.bridge.file_lock import LOCK_FILE, file_lock
 from dra_bridge.bridge.kubeletapi import registration_pb2, registration_pb2_grpc
+from dra_bridge.bridge.kubeletplugin.cdi_specs import write_spec
+from dra_bridge.bridge.kubeletplugin.checkpoint import Checkpoint, CheckpointStore, PreparedClaim
 from dra_bridge.bridge.kubeletplugin.node_plugin import Plugin, start_plugin
 from dra_bridge.bridge.ports import StaticView
 from tests.bridge.draplugin_fixtures import (
@@ -128,3 +131,66 @@ async def test_a_waiter_cancelled_on_the_file_lock_never_keeps_it(tmp_path: Path
 async def _hold(lock: Path) -> None:
     async with file_lock(lock):
         await asyncio.sleep(10)
+
+
+async def test_start_up_recovery_waits_for_the_other_instance_between_its_spec_and_its_entry() -> None:
+    # the old instance holds the lock, has written a claim's CDI spec and not yet its checkpoint
+    # entry; the new one starting now must not take that spec for a crash's leftover
+    root = short_dir()
+    base = layout(root)
+    store = CheckpointStore(base.state_dir, lambda: "b")
+    try:
+        async with file_lock(base.state_dir / LOCK_FILE):
+            spec = write_spec(
+                base.spec_dir,
+                UID[0],
+                {
+                    "cdiVersion": "0.5.0",
+                    "kind": "dra-bridge.io/claim",
+                    "devices": [{"name": "gpu-nv0", "containerEdits": {"env": ["A=1"]}}],
+                },
+            )
+            starting = asyncio.ensure_future(
+                start_plugin(
+                    replace(base, pod_uid=POD_UIDS[1]), fake_api([]), NODE, StaticView(INVENTORY), boot_id=lambda: "b"
+                )
+            )
+            await asyncio.sleep(0.3)
+            assert spec.exists(), "the other instance's spec was removed while it held the lock"
+            store.save(Checkpoint(boot_id="b", claims={UID[0]: PreparedClaim("ns", "a", ())}))
+        plugin = await starting
+        try:
+            assert spec.exists() and plugin.prepared_count == 1
+        finally:
+            await plugin.stop()
+    finally:
+        remove_tree(root)
+
+
+async def test_both_instances_report_the_prepared_count_on_disk() -> None:
+    # the kubelet calls the newest instance; the old one's count must follow the checkpoint
+    root = short_dir()
+    base = layout(root)
+    toolkit_spec(base, [NVIDIA_UUID])
+    claims = [claim(UID[0], "a", [("gpu", DRIVER, NODE, "gpu-nv0")])]
+    plugins = [
+        await start_plugin(replace(base, pod_uid=u), fake_api(claims), NODE, StaticView(INVENTORY), boot_id=lambda: "b")
+        for u in POD_UIDS
+    ]
+    old, new = plugins
+    kubelet = Kubelet(new.paths.dra_socket)
+    try:
+        assert (await kubelet.prepare((UID[0], "a"))).claims[UID[0]].error == ""
+        for plugin in plugins:
+            plugin.reread_checkpoint()  # each tick
+        assert (old.prepared_count, new.prepared_count) == (1, 1)
+        assert old.prepared_devices() == new.prepared_devices() != frozenset()
+        assert (await kubelet.unprepare((UID[0], "a"))).claims[UID[0]].error == ""
+        for plugin in plugins:
+            plugin.reread_checkpoint()
+        assert (old.prepared_count, new.prepared_count) == (0, 0)
+    finally:
+        await kubelet.close()
+        for p in plugins:
+            await p.stop()
+        remove_tree(root)

@@ -105,6 +105,7 @@ def test_state_round_trips_and_leaves_no_temp_files(tmp_path: Path) -> None:
         {"nvidia.com/gpu.product": "X"},
         {"GPU-a": {"productName": "X"}},
         5.0,
+        identities={"gpu.intel.com/i915": {"card0-0": "0000:03:00.0"}},  # kept: the identity of when recorded
     )
     store.save(inv)
     assert store.load() == inv

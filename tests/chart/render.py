@@ -138,10 +138,19 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("defaults", _set("agent.kubeletDir=/data/kubelet/")),
     Scenario("defaults", _set("catalog.target=vendor")),
     Scenario("defaults", _set("webhook.policy.defaults.keepLegacy=true")),
+    Scenario("defaults", _set("webhook.policy.defaults.keepLegcy=true")),  # refused by the schema
+    Scenario("defaults", _set("webhook.policy.defaults.alignment=socket")),  # refused by the schema
     Scenario("defaults", _set("webhook.enforce.failurePolicy=Ignore", "webhook.audit.allNamespaces=true")),
     Scenario("defaults", _set("fullnameOverride=dra")),
     Scenario("defaults", _set("fullnameOverride=dra-bridge")),
     Scenario("kube-1.32", _set("deviceClasses.extendedResourceName=true")),  # refused
+    Scenario("production", _set("webhook.podDisruptionBudget.maxUnavailable=1")),  # refused: both set
+    Scenario("production", _set("webhook.port=10250")),  # refused: the kubelet's port on the host network
+    Scenario("defaults", _set("agent.nodeSelector=gpu")),  # refused by the schema
+    Scenario("defaults", _set("webhook.networkPolicy.enabled=true")),
+    Scenario("defaults", _set("webhook.networkPolicy.enabled=yes")),  # refused by the schema
+    Scenario("defaults", _set("webhook.drain.preStopSeconds=0", "webhook.drain.periodSeconds=8")),
+    Scenario("defaults", _set("webhook.terminationGracePeriodSeconds=10")),  # refused: shorter than the drain
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from dra_bridge.translate.enrolment import EnrolmentSettings, enrolment
+from dra_bridge.translate.label_selector import LabelSelector
 from dra_bridge.translate.names import NAMESPACE_NAME_LABEL
 from dra_bridge.webhook.enrolment_gate import gate
 from dra_bridge.webhook.settings import Settings
@@ -24,6 +25,7 @@ ENROLMENT_SCENARIOS = [
     if (not s.extra and s.values is not None and s.kube_version is None) or any("allNamespaces" in a for a in s.extra)
 ]
 MODE, OPT_OUT = "dra-bridge.io/webhook", "dra-bridge.io/webhook-opt-out"
+TENANT, TIER = "example.com/gpu-tenant", "example.com/tier"
 #: (name, labels) samples: each mode value, none, a wrong value, the opt-out, the always-excluded.
 SAMPLES: list[tuple[str, dict[str, str]]] = [
     ("team-a", {}),
@@ -38,7 +40,14 @@ SAMPLES: list[tuple[str, dict[str, str]]] = [
     (NAMESPACE, {MODE: "enforce"}),
     (NAMESPACE, {}),
     ("default", {MODE: "audit"}),
+    # ci/production-values.yaml's extra namespaceSelector terms
+    ("team-b", {MODE: "enforce", TENANT: "true"}),
+    ("team-b", {MODE: "audit", TENANT: "true", TIER: "prod"}),
+    ("team-b", {MODE: "enforce", TENANT: "true", TIER: "sandbox"}),
+    ("team-b", {MODE: "enforce", TENANT: "false"}),
 ]
+#: (pod labels) samples for the objectSelector.
+POD_SAMPLES: list[dict[str, str]] = [{}, {"app": "x"}, {"example.com/no-dra": ""}, {"example.com/no-dra": "yes"}]
 
 
 def _requirement(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -95,13 +104,15 @@ def settings_of(values: Mapping[str, Any]) -> EnrolmentSettings:
         enforce=bool(w["enabled"] and w["enforce"]["enabled"]),
         audit_all_namespaces=bool(w["audit"]["allNamespaces"]),
         release_namespace=NAMESPACE,
+        namespace_selector=LabelSelector.from_mapping(w["namespaceSelector"]),
+        object_selector=LabelSelector.from_mapping(w["objectSelector"]),
     )
 
 
-def _entries(objs: list[Obj]) -> dict[str, Mapping[str, Any]]:
+def _entries(objs: list[Obj], selector: str = "namespaceSelector") -> dict[str, Mapping[str, Any]]:
     regs = by_kind(objs, "MutatingWebhookConfiguration")
     return {
-        h["clientConfig"]["service"]["path"].rsplit("/", 1)[-1]: h["namespaceSelector"]
+        h["clientConfig"]["service"]["path"].rsplit("/", 1)[-1]: h.get(selector, {})
         for r in regs
         for h in r["webhooks"]
     }
@@ -140,9 +151,24 @@ def test_the_webhook_is_passed_the_settings_of_its_namespace_selectors(scenario:
     env["DRA_WEBHOOK_NAMESPACE"] = NAMESPACE  # the fieldRef: metadata.namespace, the release namespace
     passed = Settings.from_args(container["args"], env).enrolment
     assert passed == settings
-    entries = _entries(objs)
+    entries, objects = _entries(objs), _entries(objs, "objectSelector")
     for name, labels in SAMPLES:  # and so the gate lets through exactly what the selectors send
         full = {NAMESPACE_NAME_LABEL: name, **labels}
-        for path in ("audit", "enforce"):
-            sent = path in entries and selects(entries[path], full)
-            assert gate(name, path, full, passed).enrolled is sent, (name, labels, path)
+        for pod in POD_SAMPLES:
+            for path in ("audit", "enforce"):
+                sent = path in entries and selects(entries[path], full) and selects(objects[path], pod)
+                enrolled = gate(name, path, full, passed, pod).enrolled
+                assert enrolled is sent, (name, labels, pod, path)
+
+
+@pytest.mark.parametrize("scenario", ENROLMENT_SCENARIOS, ids=lambda s: s.id)
+def test_enrolment_agrees_with_the_rendered_object_selectors(scenario: Scenario) -> None:
+    objs = render(scenario.values, *scenario.extra)
+    namespaces, objects = _entries(objs), _entries(objs, "objectSelector")
+    settings = settings_of(values_of(scenario))
+    for name, labels in SAMPLES:
+        full = {NAMESPACE_NAME_LABEL: name, **labels}
+        for pod in POD_SAMPLES:
+            chart = tuple(sorted(p for p, sel in namespaces.items() if selects(sel, full) and selects(objects[p], pod)))
+            rule = enrolment(name, labels, settings, pod_labels=pod)
+            assert tuple(sorted(rule.paths)) == chart, (name, labels, pod, rule.reason)

@@ -150,7 +150,7 @@ def test_the_catalog_and_policy_config_maps_load_with_the_real_loaders() -> None
     parse_policy(yaml.safe_load(one(render(), "ConfigMap", "dra-bridge-webhook-policy")["data"]["policy.yaml"]), "p")
 
 
-def test_a_catalog_change_restarts_the_pods_and_a_policy_change_does_not() -> None:
+def test_a_catalog_change_restarts_the_pods() -> None:
     def checksum(objs: list[Obj]) -> str:
         return str(one(objs, "Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/catalog"])
 
@@ -159,7 +159,6 @@ def test_a_catalog_change_restarts_the_pods_and_a_policy_change_does_not() -> No
     assert checksum(render("defaults", "--set", "webhook.policy.defaults.keepLegacy=true")) == base
     mounts = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
     assert [m.get("subPath") for m in mounts if m["name"] == "catalog"] == ["catalog.yaml"]
-    assert [m.get("subPath") for m in mounts if m["name"] == "policy"] == [None]
 
 
 def _container(values: str = "defaults") -> Obj:
@@ -251,7 +250,7 @@ def test_existing_secret_mode_uses_the_secret_and_the_given_ca() -> None:
     objs = render("existing-secret")
     assert not by_kind(objs, "Secret")
     volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]
-    assert {"name": "tls", "secret": {"secretName": "my-webhook-tls"}} in volumes
+    assert {"name": "tls", "secret": {"secretName": "my-webhook-tls", "defaultMode": 0o440}} in volumes
     for hook in registration("existing-secret")["webhooks"]:
         assert base64.b64decode(hook["clientConfig"]["caBundle"]).strip() == _ci_ca().strip()
     assert one(objs, "ConfigMap", "dra-bridge-webhook-ca")["data"]["ca.crt"].strip() == _ci_ca().decode().strip()

@@ -27,6 +27,21 @@ AUDIT_POLICY: dict[str, object] = {
     "omitStages": ["RequestReceived"],
     "rules": [{"level": "Metadata", "userGroups": ["system:serviceaccounts"]}, {"level": "None"}],
 }
+#: The session control plane's: every ResourceSlice write by anyone (the agents, the kubelet's
+#: wipes), once, with its metadata; nothing else (:func:`slice_writes`).
+SLICE_AUDIT_POLICY: dict[str, object] = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {
+            "level": "Metadata",
+            "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+            "resources": [{"group": "resource.k8s.io", "resources": ["resourceslices"]}],
+        },
+        {"level": "None"},
+    ],
+}
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
 
@@ -77,6 +92,46 @@ def observed_calls(log: Path, user: str, *, until: datetime | None = None) -> se
             )
         )
     return found
+
+
+@dataclass(frozen=True)
+class SliceWrite:
+    """One ResourceSlice write in the audit log: who (user name), the verb, the slice's name
+    (empty for a ``deletecollection``), the response code and when the API server received it."""
+
+    user: str
+    verb: str
+    name: str
+    code: int
+    received: datetime
+
+
+def slice_writes(log: Path, since: datetime) -> list[SliceWrite]:
+    """Every ResourceSlice write received at or after ``since`` (timezone-aware), in log order."""
+    out = []
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else []:
+        event: dict[str, Any] = json.loads(line)
+        ref = event.get("objectRef") or {}
+        if ref.get("resource") != "resourceslices" or event.get("verb") not in (
+            "create",
+            "update",
+            "patch",
+            "delete",
+            "deletecollection",
+        ):
+            continue
+        received = datetime.fromisoformat(event["requestReceivedTimestamp"])
+        if received >= since:
+            out.append(
+                SliceWrite(
+                    event.get("user", {}).get("username", ""),
+                    event["verb"],
+                    ref.get("name", ""),
+                    int(event.get("responseStatus", {}).get("code", 0)),
+                    received,
+                )
+            )
+    return out
 
 
 #: Resources whose objects run a service's pods: deleted (and waited for) before its grants.

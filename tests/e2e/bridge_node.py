@@ -164,8 +164,11 @@ class Bridge:
         return self.log.read_text(errors="replace")
 
 
-def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path, extra: Sequence[str] = ()) -> Bridge:
-    """``dra-bridge run`` for the node (see the module docstring), ``extra`` flags last (they win);
+def start_bridge(
+    node: RealNode, kubeconfig: Path, state_dir: Path, log: Path, extra: Sequence[str] = (), pod_uid: str = ""
+) -> Bridge:
+    """``dra-bridge run`` for the node (see the module docstring), ``extra`` flags last (they win),
+    as the instance of pod ``pod_uid`` if given (``--pod-uid``: a surge rollout's socket names);
     returns once both its sockets exist (the kubelet then registers the DRA plugin)."""
     exe = Path(sys.executable).parent / "dra-bridge"
     args = [
@@ -180,6 +183,7 @@ def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path, e
         "--health-port=0",
         "--log-level=INFO",
         f"--cdi-dir={node.cdi_dir}",
+        *([f"--pod-uid={pod_uid}"] if pod_uid else []),
         *extra,
     ]
     fh = log.open("ab")
@@ -188,9 +192,10 @@ def start_bridge(node: RealNode, kubeconfig: Path, state_dir: Path, log: Path, e
     )
     fh.close()
     bridge = Bridge(proc, log, state_dir)
+    instance = f"-{pod_uid}" if pod_uid else ""
     sockets = (
-        node.root_dir / "plugins_registry" / f"{DRIVER}-reg.sock",
-        node.root_dir / "plugins" / DRIVER / "dra.sock",
+        node.root_dir / "plugins_registry" / f"{DRIVER}{instance}-reg.sock",
+        node.root_dir / "plugins" / DRIVER / f"dra{instance}.sock",
     )
     wait_for(lambda: bridge.check_alive() or all(s.exists() for s in sockets), 30, "the bridge's plugin sockets")
     return bridge

@@ -3,7 +3,8 @@
 - ``control_plane`` (session): etcd, kube-apiserver, kube-controller-manager and
   kube-scheduler on 127.0.0.1. The API server's ``--runtime-config`` is
   ``DEFAULT_RUNTIME_CONFIG`` unless ``DRA_BRIDGE_RUNTIME_CONFIG`` is set (or the fixture is
-  parametrized indirectly with a runtime-config string).
+  parametrized indirectly with a runtime-config string). Its audit log holds every ResourceSlice
+  write by anyone (``audit.SLICE_AUDIT_POLICY``, read by ``audit.slice_writes``).
 - ``kube`` (session): a :class:`KubeClient` authenticated as cluster-admin.
 - ``namespace`` (function): a fresh namespace, deleted afterwards.
 - ``real_node`` (function; tests marked ``real_node``): a real kubelet + containerd node
@@ -29,6 +30,7 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
+from tests.e2e.audit import SLICE_AUDIT_POLICY
 from tests.e2e.controlplane import (
     DEFAULT_RUNTIME_CONFIG,
     BinariesMissing,
@@ -59,7 +61,7 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     runtime_config = (
         getattr(request, "param", None) or os.environ.get("DRA_BRIDGE_RUNTIME_CONFIG") or DEFAULT_RUNTIME_CONFIG
     )
-    cp = ControlPlane(bin_dir=bin_dir, runtime_config=runtime_config)
+    cp = ControlPlane(bin_dir=bin_dir, runtime_config=runtime_config, audit_policy=SLICE_AUDIT_POLICY)
     cp.start()
     print(f"\ncontrol plane {cp.version} (etcd {cp.etcd_version}) up in {cp.startup_seconds:.1f}s at {cp.server}")
     _running.append(cp)

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import http.client
 import json
+import math
 import os
 import re
 import shutil
@@ -41,6 +42,7 @@ import yaml
 
 from dra_bridge.bridge.access import API_CALLS
 from dra_bridge.bridge.agent import Agent
+from dra_bridge.bridge.node_condition import HEARTBEAT_INTERVAL
 from dra_bridge.bridge.podresources.client import PodResourcesClient
 from dra_bridge.bridge.publisher import Publisher
 from dra_bridge.bridge.settings import Settings
@@ -215,20 +217,22 @@ async def test_agent_publishes_and_the_scheduler_allocates_on_the_right_device( 
         assert result["driver"] == "dra-bridge.io" and result["pool"] == node
         assert by_name[result["device"]]["attributes"]["dra-bridge.io/deviceID"]["string"] == "GPU-aaaa0001"
 
-        # 4. steady state: zero writes
+        # 4. steady state: zero writes, but the condition's heartbeat every HEARTBEAT_INTERVAL
         await asyncio.sleep(1.0)
         before = (
             publisher.stats.writes,
-            agent.node_writes,
+            agent.node_writes - agent.heartbeats,
             [s["metadata"]["resourceVersion"] for s in our_slices(kube, node)],
         )
+        beats = agent.heartbeats
         await asyncio.sleep(STEADY_SECONDS)
         after = (
             publisher.stats.writes,
-            agent.node_writes,
+            agent.node_writes - agent.heartbeats,
             [s["metadata"]["resourceVersion"] for s in our_slices(kube, node)],
         )
         assert after == before, "a steady state must make no API writes"
+        assert agent.heartbeats - beats <= math.ceil(STEADY_SECONDS / HEARTBEAT_INTERVAL)
 
         # 5. NVML lost a GPU: slice updated, generation bumped
         generation = our_slices(kube, node)[0]["spec"]["pool"]["generation"]

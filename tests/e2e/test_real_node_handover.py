@@ -215,6 +215,7 @@ def handover_phase(
     kube: KubeClient, node: RealNode, namespace: str, bridge: Any, plugins: list[subprocess.Popen[bytes]]
 ) -> dict[str, str]:
     """2. The pods go; the node is labelled while the plugins run; the plugins stop together."""
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))  # Events of this phase only
     kube.delete(api_path("v1", "pods", namespace, "legacy"))
     wait_for(lambda: not kube.exists(api_path("v1", "pods", namespace, "legacy")), 60, "legacy pod gone")
     set_mode(kube, node.name, "dra")
@@ -223,7 +224,9 @@ def handover_phase(
     log = bridge.log_text()
     assert "plugin-socket" in log and "node-capacity" in log, log[-3000:]
     assert "ALARM" not in log and not [
-        e for e in kube.list(api_path("v1", "events", EVENT_NAMESPACE)) if e.get("reason") == "DeviceOfferedAgain"
+        e
+        for e in kube.list(api_path("v1", "events", EVENT_NAMESPACE))
+        if e.get("reason") == "DeviceOfferedAgain" and e["metadata"].get("creationTimestamp", "") >= since
     ], log[-3000:]
     for plugin in plugins:
         plugin.terminate()

@@ -145,3 +145,6 @@ def test_a_returning_device_plugin_raises_the_alarm_and_prepare_refuses_its_devi
             plugin.terminate()
             plugin.wait(15)
         cleanup(kube, real_node, namespace, bridge, toolkit)
+        for e in kube.list(api_path("v1", "events", EVENT_NAMESPACE)):  # leave no alarm for the next test
+            if e.get("involvedObject", {}).get("name") == node and e.get("reason") == "DeviceOfferedAgain":
+                kube.delete(api_path("v1", "events", EVENT_NAMESPACE, e["metadata"]["name"]), ignore_missing=True)

@@ -31,7 +31,13 @@ def test_seconds_takes_zero_only_where_allowed() -> None:
         seconds("nan", "--x", zero=True)
 
 
-BRIDGE = ["--poll-interval", "--settle-period", "--claim-grace-period"]
+BRIDGE = [
+    "--poll-interval",
+    "--settle-period",
+    "--claim-grace-period",
+    "--unhealthy-taint-after",
+    "--healthy-untaint-after",
+]
 
 
 @pytest.mark.parametrize("raw", ["nan", "inf"])
@@ -60,6 +66,7 @@ WEBHOOK = [
     "--reconcile-interval",
     "--template-deadline",
     "--template-grace",
+    "--drain-period",
     "--handshake-timeout",
     "--header-timeout",
     "--body-timeout",

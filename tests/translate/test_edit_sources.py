@@ -12,9 +12,10 @@ import pytest
 from dra_bridge.translate.allocate_edits import ResourceEdits, compose
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.cdi import PreparedDevice, own_spec
-from dra_bridge.translate.edit_sources import device_edits, preparable
+from dra_bridge.translate.edit_sources import device_edits, identities, preparable
 from dra_bridge.translate.errors import CatalogError
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
+from dra_bridge.translate.inventory.drm import DrmNode
 
 UID = "0a1b2c3d-0000-4000-8000-000000000001"
 
@@ -172,16 +173,42 @@ RECORDED: dict[str, ResourceEdits] = {
 }
 
 
+DRM = (
+    DrmNode("card1", "0000:03:00.0", 226, 1),
+    DrmNode("renderD129", "0000:03:00.0", 226, 129),
+    DrmNode("card0", "0000:04:00.0", 226, 0),
+    DrmNode("renderD128", "0000:04:00.0", 226, 128),
+)
+
+
 def test_a_recorded_answer_comes_before_the_static_recipe(catalog: Catalog) -> None:
-    recorded = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, catalog)
+    recorded = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, catalog, drm=DRM)
     assert recorded and recorded.source == "allocate" and recorded.spec == {}
-    recipe = device_edits("amd.com/gpu", "0000:04:00.0", RECORDED, catalog)  # its answer kept nothing
+    recipe = device_edits("amd.com/gpu", "0000:04:00.0", RECORDED, catalog, drm=DRM)  # its answer kept nothing
     assert recipe and recipe.source == "recipe" and recipe.spec == {"deviceNodes": [{"path": "/dev/kfd"}]}
     assert device_edits("example.com/gpu", "e0", RECORDED, catalog) is None
 
 
+def test_a_recipe_gives_the_real_card_and_render_nodes_of_the_pci_address(catalog: Catalog) -> None:
+    """Not /dev/dri/by-path (a symlink CDI refuses): canonical paths, type and numbers from sysfs."""
+    recipe = device_edits("amd.com/gpu", "0000:04:00.0", {}, catalog, drm=DRM)
+    assert recipe and recipe.identity == "0000:04:00.0"
+    assert recipe.device == {
+        "deviceNodes": [
+            {"path": "/dev/dri/card0", "type": "c", "major": 226, "minor": 0},
+            {"path": "/dev/dri/renderD128", "type": "c", "major": 226, "minor": 128},
+        ]
+    }
+    intel = device_edits("gpu.intel.com/i915", "card1-0", {}, catalog, drm=DRM)  # Intel needs the render node too
+    assert intel and [n["path"] for n in intel.device["deviceNodes"]] == [  # type: ignore[attr-defined]
+        "/dev/dri/card1",
+        "/dev/dri/renderD129",
+    ]
+    assert device_edits("amd.com/gpu", "0000:09:00.0", {}, catalog, drm=DRM) is None  # sysfs shows no such GPU
+
+
 def test_the_spec_is_rewritten_from_the_edits_the_checkpoint_kept(catalog: Catalog) -> None:
-    edits = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, catalog)
+    edits = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, catalog, drm=DRM)
     assert edits is not None
     device = PreparedDevice(
         ("gpu",),
@@ -206,7 +233,9 @@ def test_devices_without_an_edit_source_are_not_published_with_a_reason(catalog:
             ("example.com/gpu", "e1"),
         )
     ]
-    kept, warnings = preparable(devices, catalog, RECORDED, lambda ids: {i: i == "nvidia.com/gpu=GPU-ok" for i in ids})
+    kept, warnings = preparable(
+        devices, catalog, RECORDED, lambda ids: {i: i == "nvidia.com/gpu=GPU-ok" for i in ids}, drm=DRM
+    )
     assert [d["deviceID"] for d in kept] == ["GPU-ok", "0000:04:00.0"]
     assert len(warnings) == 2
     assert warnings[0].startswith("resource example.com/gpu: 2 device(s) not published: no edit source")
@@ -215,3 +244,42 @@ def test_devices_without_an_edit_source_are_not_published_with_a_reason(catalog:
     assert "nvidia.com/gpu=GPU-missing" in warnings[1] and "NVIDIA_VISIBLE_DEVICES" in warnings[1]
     kept, warnings = preparable(devices[:2], catalog, {}, None)  # no CDI directory to look in: not checked
     assert len(kept) == 2 and not warnings
+
+
+def test_a_recorded_answer_never_replays_its_drm_paths_after_the_card_order_changed(catalog: Catalog) -> None:
+    edits = device_edits("amd.com/gpu", "0000:03:00.0", RECORDED, catalog, drm=DRM)  # answered /dev/dri/card1
+    assert edits and edits.identity == "0000:03:00.0"
+    device = PreparedDevice(
+        ("gpu",),
+        "n",
+        "gpu-amd0",
+        (f"dra-bridge.io/claim={UID}-gpu-amd0",),
+        DeviceId("amd.com/gpu", "0000:03:00.0"),
+        edits,
+    )
+    swapped = (
+        DrmNode("card0", "0000:03:00.0", 226, 0),
+        DrmNode("renderD128", "0000:03:00.0", 226, 128),
+        DrmNode("card1", "0000:04:00.0", 226, 1),
+    )
+    spec = own_spec(UID, [device], None, swapped)
+    assert spec and spec["devices"][0]["containerEdits"]["deviceNodes"] == [
+        {"path": "/dev/dri/card0", "type": "c", "major": 226, "minor": 0}
+    ]
+
+
+def test_the_identity_recorded_with_the_inventory_wins_over_what_the_card_name_means_now(catalog: Catalog) -> None:
+    """Intel's card0-0 named the GPU at 0000:03:00.0 when recorded; after a reboot card0 is another GPU."""
+    recorded_then = identities(
+        [InventoryDevice(resourceName="gpu.intel.com/i915", deviceID="card1-0", numaNodes=[])], DRM
+    )
+    assert recorded_then == {"gpu.intel.com/i915": {"card1-0": "0000:03:00.0"}}
+    swapped = (
+        DrmNode("card0", "0000:03:00.0", 226, 0),
+        DrmNode("renderD128", "0000:03:00.0", 226, 128),
+        DrmNode("card1", "0000:04:00.0", 226, 1),
+        DrmNode("renderD129", "0000:04:00.0", 226, 129),
+    )
+    edits = device_edits("gpu.intel.com/i915", "card1-0", {}, catalog, None, swapped, recorded_then)
+    assert edits and edits.identity == "0000:03:00.0"
+    assert [n["path"] for n in edits.device["deviceNodes"]] == ["/dev/dri/card0", "/dev/dri/renderD128"]  # type: ignore[attr-defined]

@@ -45,3 +45,21 @@ def test_custom_labels_and_disabled_paths() -> None:
     assert enrolment("t", {"example.com/dra": "enforce"}, custom).paths == ()
     assert enrolment("t", {"example.com/dra": "enforce"}, custom).enrol_with == "enable webhook.enforce"
     assert enrolment("t", {"example.com/dra": "audit"}, custom).paths == ("audit",)
+
+
+def test_extra_namespace_and_object_selector_terms_narrow_enrolment() -> None:
+    from dra_bridge.translate.label_selector import LabelSelector
+
+    settings = EnrolmentSettings(
+        release_namespace="gpu-system",
+        namespace_selector=LabelSelector.from_mapping({"matchLabels": {"tenant": "gpu"}}),
+        object_selector=LabelSelector.from_mapping(
+            {"matchExpressions": [{"key": "no-dra", "operator": "DoesNotExist"}]}
+        ),
+    )
+    enforced = {"dra-bridge.io/webhook": "enforce"}
+    assert enrolment("t", enforced, settings).paths == ()
+    assert "namespaceSelector" in enrolment("t", enforced, settings).reason
+    assert enrolment("t", {**enforced, "tenant": "gpu"}, settings).paths == ("enforce",)
+    assert enrolment("t", {**enforced, "tenant": "gpu"}, settings, pod_labels={"no-dra": ""}).paths == ()
+    assert enrolment("t", {**enforced, "tenant": "gpu"}, settings, pod_labels={"app": "x"}).paths == ("enforce",)

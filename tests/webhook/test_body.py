@@ -87,3 +87,63 @@ async def test_without_metrics_port_the_https_port_serves_metrics(tmp_path: Path
             tls.get(f"https://127.0.0.1:{served.port}/metrics") as resp,
         ):
             assert resp.status == 200 and "dra_webhook_requests_total" in await resp.text()
+
+
+@pytest.mark.parametrize(
+    "encodings",
+    [("identity", "gzip"), ("gzip", "identity"), ("identity, gzip",), ("identity", "identity, br")],
+    ids=["identity-then-gzip", "gzip-then-identity", "a-list", "identity-then-a-list"],
+)
+async def test_any_non_identity_content_encoding_among_several_is_415(
+    tmp_path: Path, encodings: tuple[str, ...]
+) -> None:
+    async with serving(tmp_path) as served:
+        stream = await served.tls()
+        stream[1].write(post("/mutate/enforce", gzip.compress(REVIEW), *(f"Content-Encoding: {e}" for e in encodings)))
+        status, headers, text = await answer(stream)
+    assert status == 415, text
+    assert headers.get("accept-encoding") == "identity"
+
+
+async def test_several_identity_content_encodings_are_an_ordinary_review(tmp_path: Path) -> None:
+    async with serving(tmp_path) as served:
+        stream = await served.tls()
+        stream[1].write(post("/mutate/enforce", REVIEW, "Content-Encoding: identity", "Content-Encoding: identity"))
+        status, _, _ = await answer(stream)
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("payload", "content_type", "want"),
+    [
+        (REVIEW.decode().encode("utf-16"), "application/json", 400),
+        (REVIEW.decode().encode("utf-16-le"), "application/json", 400),
+        (REVIEW.decode().encode("utf-32"), "application/json", 400),
+        (b"\xef\xbb\xbf" + REVIEW, "application/json", 400),
+        (REVIEW.decode().encode("utf-16"), "application/json; charset=utf-16", 415),
+        (REVIEW, "application/json; charset=latin-1", 415),
+    ],
+    ids=["utf-16-bom", "utf-16-le", "utf-32", "utf-8-bom", "charset-utf-16", "charset-latin-1"],
+)
+async def test_a_review_body_that_is_not_plain_utf8_is_refused(
+    tmp_path: Path, payload: bytes, content_type: str, want: int
+) -> None:
+    async with serving(tmp_path) as served:
+        stream = await served.tls()
+        request = post("/mutate/enforce", payload).replace(
+            b"Content-Type: application/json", f"Content-Type: {content_type}".encode()
+        )
+        stream[1].write(request)
+        status, _, text = await answer(stream)
+    assert status == want, text
+
+
+async def test_a_utf8_charset_is_an_ordinary_review(tmp_path: Path) -> None:
+    async with serving(tmp_path) as served:
+        stream = await served.tls()
+        request = post("/mutate/enforce", REVIEW).replace(
+            b"Content-Type: application/json", b"Content-Type: application/json; charset=UTF-8"
+        )
+        stream[1].write(request)
+        status, _, text = await answer(stream)
+    assert status == 200, text

@@ -4,6 +4,7 @@ anything is called (docs/webhook.md, "Limits and hardening")."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -17,7 +18,7 @@ from dra_bridge.kube.client import Client
 from dra_bridge.webhook.errors import ReviewError
 from dra_bridge.webhook.events import KubeAuditSink
 from dra_bridge.webhook.handler import Admitter
-from dra_bridge.webhook.review import decode_review
+from dra_bridge.webhook.review import MAX_UID_CHARS, decode_review
 from dra_bridge.webhook.runtime import Runtime
 from dra_bridge.webhook.server import make_app
 from dra_bridge.webhook.templates import KubeTemplateEnsurer
@@ -200,3 +201,23 @@ async def test_through_the_real_kube_layer_a_hostile_review_reaches_no_api_path(
         "POST /apis/resource.k8s.io/v1/namespaces/team-a/resourceclaimtemplates",
     ]
     await k8s.close()
+
+
+def test_a_uid_longer_than_a_kubernetes_uid_is_a_400_naming_the_field() -> None:
+    assert decode_review(body(_review(uid="u" * MAX_UID_CHARS)))["uid"] == "u" * MAX_UID_CHARS
+    with pytest.raises(ReviewError, match=r"request.uid must be at most 128 characters") as err:
+        decode_review(body(_review(uid="u" * 2_000_000)))
+    assert err.value.status == 400 and len(str(err.value)) < 300
+
+
+async def test_a_huge_uid_or_name_is_answered_and_logged_in_bounded_length(
+    hook: HookClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    review = _review(uid="u" * 500_000)
+    resp = await hook.post("/mutate/enforce", data=json.dumps(review), headers={"Content-Type": "application/json"})
+    assert resp.status == 400 and len(await resp.read()) < 1000
+    review = make_admission_review(make_pod(name="n" * 100_000))
+    resp = await hook.post("/mutate/enforce", data=json.dumps(review), headers={"Content-Type": "application/json"})
+    assert resp.status == 200
+    assert caplog.records and max(len(r.getMessage()) for r in caplog.records) < 1000

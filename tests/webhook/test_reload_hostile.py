@@ -297,3 +297,16 @@ async def test_a_client_ca_replaced_by_a_link_to_dev_zero_keeps_the_cas_in_force
     assert "client CA" in tls.error and "not a regular file" in tls.error, tls.error
     assert _valid(runtime, "tls").endswith(" 0.0")
     assert len(tls.context.get_ca_certs()) == 1  # the CA loaded at start is still trusted
+
+
+@pytest.mark.parametrize("name", ["catalog", "policy"])
+def test_a_watched_file_that_is_not_utf8_says_so_in_plain_words(tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{name}.yaml"
+    path.write_bytes(b"apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\n# caf\xe9\n")
+    watched = {"catalog": watch_catalog, "policy": watch_policy}[name](path, strict=False)
+    runtime = Runtime("resource.k8s.io/v1", require_tls=False, **{name: watched})  # type: ignore[arg-type]
+    runtime.check_files()
+    ready, detail = runtime.readiness()
+    assert ready is False
+    assert str(path) in detail[name] and "not UTF-8 text (byte 0xe9 at offset 56)" in detail[name], detail
+    assert "UnicodeDecodeError" not in detail[name] and "codec" not in detail[name], detail

@@ -163,12 +163,27 @@ def _wait_for(url: str, ca: Path, status: int, proc: subprocess.Popen[str], seco
     raise AssertionError(f"{url}: wanted {status}, last answer {got}")
 
 
-def test_serve_with_a_bad_policy_stays_up_unready_until_the_file_is_fixed(pair: CertPaths, tmp_path: Path) -> None:
-    """A surge rollout with a bad policy stalls (an unready pod) instead of crash-looping."""
+def _bomb(levels: int) -> str:
+    """A policy of a few hundred bytes whose lists of aliases expand to 9**levels values."""
+    lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("defaults: {onError: sometimes}\n", "defaults.onError"), (_bomb(10), "nested YAML aliases")],
+    ids=["wrong-value", "alias-bomb"],
+)
+def test_serve_with_a_bad_policy_stays_up_unready_until_the_file_is_fixed(
+    pair: CertPaths, tmp_path: Path, text: str, why: str
+) -> None:
+    """A surge rollout with a bad policy stalls (an unready pod) instead of crash-looping; an
+    alias bomb is refused as fast as any other mistake."""
     from tests.webhook.test_api_unreachable import closed_port
 
     policy = tmp_path / "policy.yaml"
-    policy.write_text("defaults: {onError: sometimes}\n")
+    policy.write_text(text)
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{closed_port()}")
     port = closed_port()
     argv = ["serve", "--tls-cert-file", str(pair.cert), "--tls-key-file", str(pair.key), "--kubeconfig"]
@@ -180,7 +195,7 @@ def test_serve_with_a_bad_policy_stays_up_unready_until_the_file_is_fixed(pair: 
         try:
             detail = json.loads(_wait_for(f"https://127.0.0.1:{port}/readyz", pair.ca_cert, 503, proc))
             assert detail["ready"] is False
-            assert str(policy) in detail["policy"] and "defaults.onError" in detail["policy"], detail
+            assert str(policy) in detail["policy"] and why in detail["policy"], detail
             assert _get(f"https://127.0.0.1:{port}/healthz", pair.ca_cert)[0] == 200
             policy.write_text("defaults: {onError: deny}\n")
             detail = json.loads(_wait_for(f"https://127.0.0.1:{port}/readyz", pair.ca_cert, 200, proc))
@@ -191,7 +206,7 @@ def test_serve_with_a_bad_policy_stays_up_unready_until_the_file_is_fixed(pair: 
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err
     refusals = [line for line in err.splitlines() if "refused" in line and str(policy) in line]
-    assert len(refusals) == 1 and "defaults.onError" in refusals[0], err
+    assert len(refusals) == 1 and why in refusals[0], err
 
 
 def test_an_unexpected_error_in_serve_is_one_line_and_exit_1(

@@ -6,7 +6,10 @@ building the slice devices with the vendor driver's attributes (:mod:`~translate
 the API server's rules for slice values (:mod:`~translate.inventory.api_rules`), and splitting a
 pool into slices and rendering them per API version (:mod:`~translate.inventory.pool`), and which
 recorded devices a device ID or another driver's slice stands for, by UUID, PCI address or NVIDIA
-index (:mod:`~translate.inventory.identity`).
+index (:mod:`~translate.inventory.identity`), and a GPU's DRM nodes by its PCI address
+(:mod:`~translate.inventory.drm`), and which devices are served with MPS, which the bridge cannot
+carry (:mod:`~translate.inventory.mps`), and the taint of a device unhealthy long enough
+(:mod:`~translate.inventory.device_taints`).
 """
 
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable, split_replica

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Final, TypedDict
+from typing import Final, NotRequired, TypedDict
 
 from dra_bridge.translate.dns_names import is_dns_label, is_dns_subdomain
 from dra_bridge.translate.errors import InventoryError
@@ -60,11 +60,12 @@ class Capacity(TypedDict):
 
 
 class SliceDevice(TypedDict):
-    """A device in the internal (v1) form."""
+    """A device in the internal (v1) form (``taints``: :mod:`translate.inventory.device_taints`)."""
 
     name: str
     attributes: dict[str, AttributeValue]
     capacity: dict[str, Capacity]
+    taints: NotRequired[list[dict[str, str]]]
 
 
 def semver(raw: str) -> str | None:

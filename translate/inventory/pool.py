@@ -3,9 +3,10 @@
 Rules (the types, https://github.com/kubernetes/api/blob/master/resource/v1/types.go, and the validation,
 https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/resource/validation/validation.go):
 
-- slices: at most 128 devices per slice (64 when a device uses taints or counters, which we
-  never publish); ``pool.resourceSliceCount`` > 0; exactly one of ``nodeName`` / ``nodeSelector``
-  / ``allNodes``; never ``nodeName: ""`` nor ``allNodes: false``;
+- slices: at most 128 devices per slice (64 when a device carries taints or counters: the caller
+  passes ``max_devices``, :func:`translate.inventory.device_taints.max_devices`);
+  ``pool.resourceSliceCount`` > 0; exactly one of ``nodeName`` / ``nodeSelector`` / ``allNodes``;
+  never ``nodeName: ""`` nor ``allNodes: false``;
 - versions (docs/design.md D7): v1beta1 wraps every device field but ``name`` in ``basic``; v1beta2 and v1 have
   the same shape.
 
@@ -30,7 +31,7 @@ from dra_bridge.translate.errors import InventoryError
 from dra_bridge.translate.inventory.api_rules import AttributeValue, Capacity, SliceDevice, check_device
 from dra_bridge.translate.names import API_VERSIONS, MANAGED_BY, MANAGED_BY_BRIDGE
 
-#: ResourceSliceMaxDevices (resource.k8s.io/v1 types); we never use taints or counters, so not 64.
+#: ResourceSliceMaxDevices (resource.k8s.io/v1 types); 64 with taints (translate.inventory.device_taints).
 MAX_DEVICES_PER_SLICE = 128
 
 
@@ -90,11 +91,14 @@ def pool_slices(
 
 def _copy_device(device: SliceDevice) -> SliceDevice:
     """A new device dict (the value dicts are one level deep, so this is a full copy)."""
-    return SliceDevice(
+    out = SliceDevice(
         name=device["name"],
         attributes={k: AttributeValue(**v) for k, v in device["attributes"].items()},
         capacity={k: Capacity(value=v["value"]) for k, v in device["capacity"].items()},
     )
+    if device.get("taints"):
+        out["taints"] = [dict(t) for t in device["taints"]]
+    return out
 
 
 def render_slice(internal: Mapping[str, Any], api_version: str) -> dict[str, Any]:

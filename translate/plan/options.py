@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from dra_bridge.translate.catalog import Target
-from dra_bridge.translate.dns_names import is_dns_subdomain
+from dra_bridge.translate.dns_names import DNS_SUBDOMAIN_PATTERN, MAX_SUBDOMAIN, is_dns_subdomain
 from dra_bridge.translate.names import (
     DEFAULT_API_VERSION,
     MANAGED_BY_CONVERT,
@@ -57,7 +57,8 @@ class OptionSpec:
     not recorded); ``recorded_with``: the field whose non-default value makes it written (an
     absent key then reads as the default, not as "not recorded"); ``choices``; ``what``: a
     list's or number's items in words (for errors); ``valid``: an extra rule on each item of a
-    list, with ``rule`` saying it. ``attribute``, ``kind`` and ``default`` come from the field.
+    list, with ``rule`` saying it, and ``pattern`` / ``max_length`` the same rule for the chart's
+    JSON Schema. ``attribute``, ``kind`` and ``default`` come from the field.
     """
 
     doc: str
@@ -71,6 +72,8 @@ class OptionSpec:
     what: str = ""
     valid: Callable[[str], bool] | None = None
     rule: str = ""
+    pattern: str = ""
+    max_length: int = 0
     attribute: str = ""
     kind: Kind = "text"
     default: Any = None
@@ -222,6 +225,8 @@ class Options:
                 what="scheduler names",
                 valid=is_dns_subdomain,
                 rule="must be a list of scheduler names (DNS subdomains, as spec.schedulerName)",
+                pattern=DNS_SUBDOMAIN_PATTERN,
+                max_length=MAX_SUBDOMAIN,
             )
         ),
     )
@@ -379,7 +384,8 @@ _JSON_TYPES: dict[Kind, str] = {"bool": "boolean", "choice": "string", "names": 
 
 def policy_keys() -> list[dict[str, Any]]:
     """The policy's keys as the chart's schema needs them: ``{key, type, default, doc}``, with
-    ``enum`` for a choice and ``items`` for a list (JSON Schema type names)."""
+    ``enum`` for a choice and ``items`` for a list (JSON Schema type names), and a list item's
+    ``pattern`` and ``maxLength`` where its rule has them."""
     out: list[dict[str, Any]] = []
     for s in policy_specs():
         entry: dict[str, Any] = {"key": s.policy_key, "type": _JSON_TYPES[s.kind], "default": s.default, "doc": s.doc}
@@ -388,6 +394,10 @@ def policy_keys() -> list[dict[str, Any]]:
         if s.kind == "names":
             entry["items"] = "string"
             entry["default"] = list(s.default)
+            if s.pattern:
+                entry["pattern"] = s.pattern
+            if s.max_length:
+                entry["maxLength"] = s.max_length
         out.append(entry)
     return out
 

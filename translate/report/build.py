@@ -35,7 +35,7 @@ from dra_bridge.translate.report.model import (
     Settings,
     WorkloadReport,
 )
-from dra_bridge.translate.report.namespaces import namespace_labels
+from dra_bridge.translate.report.namespaces import namespace_labels, pod_labels
 from dra_bridge.translate.report.paths import (
     PathName,
     PathVerdict,
@@ -211,7 +211,12 @@ def build_report(objects: Iterable[tuple[str, Any]], catalog: Catalog, settings:
             settings,
             classes,
             node_pool,
-            enrolment(u.namespace, labels.get(u.namespace), settings.enrolment),
+            enrolment(
+                u.namespace,
+                labels.get(u.namespace),
+                settings.enrolment,
+                pod_labels([p for _, p in pod_templates(u.obj)], settings.enrolment.object_selector),
+            ),
         )
         for u in inv.units
     ]

@@ -37,8 +37,8 @@ of its row of :data:`PATH_OUTCOMES`):
 ``not-enrolled``
     it would need conversion, but the webhook never sees its namespace's pods
     (:mod:`translate.enrolment`: kube-system, the release namespace, the opt-out label, a
-    namespace no entry's namespaceSelector selects): they stay on the device plugin. The
-    reason names what would enrol it.
+    namespace no entry's namespaceSelector selects, pod templates the objectSelector excludes):
+    they stay on the device plugin. The reason names what would enrol it.
 
 What the mapping loses (each a blocker): GFD node selectors and affinity (its per-pod claim
 has no device selector), MIG and shared (time-slicing) names and HAMi slicing (its claim asks

@@ -34,8 +34,37 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
+{{/* The image: global.imageRegistry, else imageRegistry, prepended to the repository. */}}
 {{- define "dra-bridge.image" -}}
-{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- $registry := default .Values.imageRegistry ((.Values.global | default dict).imageRegistry) }}
+{{- if $registry }}{{ trimSuffix "/" $registry }}/{{ end }}{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
+{{/* imagePullSecrets and global.imagePullSecrets (names or {name}), as a pod's list; empty: nothing. */}}
+{{- define "dra-bridge.imagePullSecrets" -}}
+{{- $secrets := list }}
+{{- range .Values.imagePullSecrets }}{{ $secrets = append $secrets (dict "name" .name) }}{{ end }}
+{{- range ((.Values.global | default dict).imagePullSecrets | default list) }}
+{{- if kindIs "string" . }}{{ $secrets = append $secrets (dict "name" .) }}{{ else }}{{ $secrets = append $secrets (dict "name" .name) }}{{ end }}
+{{- end }}
+{{- with $secrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+A pod's labels or annotations: the chart's own (a YAML map, which win) over the user's map.
+Call with (dict "own" <yaml text> "user" <map>).
+*/}}
+{{- define "dra-bridge.podMap" -}}
+{{- $own := .own | fromYaml | default dict }}
+{{- toYaml (merge $own (deepCopy (.user | default dict))) }}
+{{- end }}
+
+{{/* A securityContext: the chart's (YAML text) with the user's map merged over it. */}}
+{{- define "dra-bridge.securityContext" -}}
+{{- toYaml (mergeOverwrite (.own | fromYaml) (deepCopy (.user | default dict))) }}
 {{- end }}
 
 {{/*
@@ -62,6 +91,14 @@ target: {{ .Values.catalog.target }}
 migProfiles: {{ .Values.catalog.migProfiles | toJson }}
 migProfileAliases: {{ .Values.catalog.migProfileAliases | toJson }}
 resources: {{ .Values.catalog.resources | toJson }}
+{{- end }}
+
+{{/* The webhook policy's document (the ConfigMap's policy.yaml). */}}
+{{- define "dra-bridge.policy" -}}
+apiVersion: policy.dra-bridge.io/v1
+{{- with omit .Values.webhook.policy "apiVersion" }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{/*

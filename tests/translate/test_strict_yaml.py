@@ -1,0 +1,66 @@
+"""Configuration YAML is bounded like the manifests: an alias bomb is refused before it expands."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from dra_bridge.translate.catalog import load_catalog
+from dra_bridge.translate.errors import CatalogError, PolicyError
+from dra_bridge.translate.policy import load_policy, load_policy_file
+from dra_bridge.translate.strict_yaml import MAX_VALUES, count_values
+
+HEADER = "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\n"
+
+
+def bomb(levels: int, fan: int = 9) -> str:
+    """``levels`` mappings, each a list of ``fan`` aliases of the one before: fan**levels values."""
+    lines = [f"a0: &a0 [{', '.join(['1'] * fan)}]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * fan)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("levels", [7, 10, 30])
+def test_a_policy_alias_bomb_is_refused_fast_naming_the_file(levels: int) -> None:
+    for load in (load_policy, load_policy_file):
+        started = time.monotonic()
+        with pytest.raises(PolicyError, match=r"^policy.yaml: expands to more than 1,000,000 values") as info:
+            load(bomb(levels), "policy.yaml")
+        assert time.monotonic() - started < 0.5
+        assert "aliases" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("levels", [7, 10, 30])
+def test_a_catalog_alias_bomb_is_refused_fast_naming_the_file(levels: int) -> None:
+    started = time.monotonic()
+    with pytest.raises(CatalogError, match=r"^mine.yaml: expands to more than 1,000,000 values"):
+        load_catalog(HEADER + bomb(levels), "mine.yaml")
+    assert time.monotonic() - started < 0.5
+
+
+def test_a_recursive_alias_is_refused_not_walked_forever() -> None:
+    with pytest.raises(PolicyError, match=r"^policy.yaml: expands to more than"):
+        load_policy("defaults: &d {x: [*d]}\n", "policy.yaml")
+
+
+def test_aliases_are_counted_at_every_use_but_walked_once() -> None:
+    shared = [1, 2, 3]
+    doc = {"a": shared, "b": [shared, shared]}
+    assert count_values(doc, 100) == 1 + 4 + 1 + 2 * 4  # the root, a, b and b's two uses of a
+    assert count_values(doc, 14) == 14
+    assert count_values(doc, 13) is None
+    levels: list[Any] = [0] * 9
+    for _ in range(40):  # 9**40 values once expanded: counted in 40 steps
+        levels = [levels] * 9
+    started = time.monotonic()
+    assert count_values(levels, MAX_VALUES) is None
+    assert time.monotonic() - started < 0.1
+
+
+def test_aliases_within_the_budget_still_load() -> None:
+    text = "rules:\n  - {name: a, match: &m {namespaces: [x]}}\n  - {name: b, match: *m}\n"
+    policy = load_policy(text, "p.yaml")
+    assert [rule.name for rule in policy.rules] == ["a", "b"]
+    assert policy.rules[0].match == policy.rules[1].match
