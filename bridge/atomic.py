@@ -4,13 +4,51 @@
 the kubelet's plugin watcher and CDI runtimes, which skip dot files or read only ``.json`` /
 ``.yaml``, never see it), fsyncs it, renames it over the target and fsyncs the directory
 (docs/design.md D19). Raises OSError.
+
+:func:`read_state` is the reading side: the UTF-8 text of a regular file of at most
+:data:`MAX_STATE_FILE_BYTES` (opened without blocking, so a FIFO is refused, not waited on; a
+link to ``/dev/zero`` is refused, not read into memory), None when there is none; OSError saying
+why otherwise.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+#: The largest state file read (docs/bridge.md "State files"): thousands of devices or claims
+#: take a few MB at most.
+MAX_STATE_FILE_BYTES = 16 << 20
+
+
+def read_state(path: Path) -> str | None:
+    """The UTF-8 text of the state file ``path``; None when it does not exist; OSError (its text
+    the reason) when it is not a regular file, is larger than MAX_STATE_FILE_BYTES or not UTF-8."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(
+                "is a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, a FIFO or a socket)"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_STATE_FILE_BYTES and (chunk := os.read(fd, 1 << 20)):
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > MAX_STATE_FILE_BYTES:
+        raise OSError(f"larger than {MAX_STATE_FILE_BYTES >> 20} MiB")
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise OSError(f"not UTF-8 (byte {exc.start})") from None
 
 
 def fsync_dir(directory: Path) -> None:

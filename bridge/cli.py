@@ -7,7 +7,10 @@ Subcommands:
                          mapping (the input of ``dra-migrate slices --podresources``)
 
 Flags and their environment twins are in :mod:`bridge.settings`. Exit codes: 0 ok, 1 error
-(message on stderr; also a usage error, kube.flags.EXIT_USAGE). Logs go to stderr; only ``inventory`` writes to stdout.
+(message on stderr; also a usage error, kube.flags.EXIT_USAGE), 2 (EXIT_CHECKPOINT_UNREADABLE)
+when ``inventory`` found the prepared-claims checkpoint unreadable (its line says why; the
+agent reports it Unknown and prepares nothing until it is fixed). Logs go to stderr; only
+``inventory`` writes to stdout.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import TranslateError
 
 logger = logging.getLogger(__name__)
+#: ``dra-bridge inventory``'s exit code when the prepared-claims checkpoint is unreadable.
+EXIT_CHECKPOINT_UNREADABLE = 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,12 +67,21 @@ async def inventory(settings: Settings, as_json: bool, out: TextIO) -> int:
     out.write(f"recorded ({InventoryStore(settings.state_dir).path}, {len(recorded.devices)} device(s)):\n")
     for d in recorded.devices:
         out.write(f"  {d['resourceName']}  {d['deviceID']}  numa={','.join(map(str, d['numaNodes'])) or '-'}\n")
+    from dra_bridge.bridge.kubeletplugin.checkpoint import CheckpointStore
     from dra_bridge.translate.inventory.allocatable import group_allocatable
 
     now = group_allocatable(offered)
     out.write(f"offered by the kubelet now ({len(now)} device(s)):\n")
     for d in now:
         out.write(f"  {d['resourceName']}  {d['deviceID']}  numa={','.join(map(str, d['numaNodes'])) or '-'}\n")
+    store = CheckpointStore(settings.state_dir)
+    try:
+        exists = store.path.exists()
+        claims = len(store.load().claims)
+    except BridgeError as exc:
+        out.write(f"checkpoint ({store.path}): unreadable: {escape(str(exc))}\n")
+        return EXIT_CHECKPOINT_UNREADABLE
+    out.write(f"checkpoint ({store.path}): {'' if exists else 'none, '}{claims} prepared claim(s)\n")
     return 0
 
 

@@ -42,6 +42,7 @@ while), hence the socket, capacity and settle interlocks.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -176,7 +177,7 @@ def check_other_driver(obs: Observation, memory: Memory) -> str | None:
 def check_settle(obs: Observation, memory: Memory) -> str | None:
     since = obs.now if memory.clear_since is None else memory.clear_since
     waited = obs.now - since
-    if waited < obs.settle_seconds:
+    if not math.isfinite(obs.settle_seconds) or not waited >= obs.settle_seconds:  # nan, inf: never settled
         return f"interlocks hold for {waited:.0f}s of {obs.settle_seconds:.0f}s"
     return None
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_bridge.bridge.errors import SettingsError
-from dra_bridge.kube.flags import BRIDGE_PREFIX, Flag, FlagTable
+from dra_bridge.kube.flags import BRIDGE_PREFIX, Flag, FlagTable, FlagValueError, seconds
 from dra_bridge.kube.logs import level_number
 from dra_bridge.translate.dns_names import is_dns_subdomain
 from dra_bridge.translate.errors import ApiVersionError
@@ -90,12 +90,14 @@ class Settings:
         twin = FLAGS.twin
         if need_node and not is_dns_subdomain(self.node_name):
             raise SettingsError(f"{twin('node_name')} must be a node name, got {self.node_name!r}")
-        if self.poll_interval <= 0 or self.settle_period < 0:
-            raise SettingsError(f"{twin('poll_interval')} must be > 0 and {twin('settle_period')} >= 0")
-        if self.unhealthy_taint_after < 0 or self.healthy_untaint_after < 0:
-            raise SettingsError(f"{twin('unhealthy_taint_after')} and {twin('healthy_untaint_after')} must be >= 0")
-        if self.claim_grace_period < 0:
-            raise SettingsError(f"{twin('claim_grace_period')} must be >= 0, got {self.claim_grace_period}")
+        try:  # finite: nan passes any comparison's negation, inf never elapses
+            seconds(self.poll_interval, twin("poll_interval"))
+            seconds(self.settle_period, twin("settle_period"), zero=True)
+            seconds(self.unhealthy_taint_after, twin("unhealthy_taint_after"), zero=True)
+            seconds(self.healthy_untaint_after, twin("healthy_untaint_after"), zero=True)
+            seconds(self.claim_grace_period, twin("claim_grace_period"), zero=True)
+        except FlagValueError as exc:
+            raise SettingsError(str(exc)) from None
         if ":" in self.kubeconfig and not Path(self.kubeconfig).exists():
             raise SettingsError(
                 f"{twin('kubeconfig')}: one file, not a colon-separated list ({self.kubeconfig!r}); "

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from dra_bridge.bridge.atomic import write_atomic
+from dra_bridge.bridge.atomic import read_state, write_atomic
 from dra_bridge.bridge.errors import StateError
 from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
@@ -157,11 +157,11 @@ class InventoryStore:
     def load(self) -> Inventory:
         """The recorded inventory; empty when the file does not exist. Raises StateError."""
         try:
-            text = self.path.read_text("utf-8")
-        except FileNotFoundError:
-            return Inventory()
+            text = read_state(self.path)  # bounded: a regular file of at most MAX_STATE_FILE_BYTES
         except OSError as exc:
             raise StateError(f"cannot read {self.path}: {exc}") from exc
+        if text is None:
+            return Inventory()
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:

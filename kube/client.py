@@ -6,6 +6,10 @@
     async for line in client.stream(path, query):       decoded JSON lines of a watch
     await client.close()
 
+A kubeconfig is read first as a regular file of at most :data:`MAX_KUBECONFIG_BYTES` (opened
+without blocking, so a FIFO is refused, not waited on) that parses as YAML; otherwise
+:class:`kube.errors.KubeconfigFileError` names it.
+
 No generated models: every body in and out is a plain dict, so every ``resource.k8s.io``
 version works the same way. Every failure is a :class:`kube.errors.KubeError` raised ``from``
 the client's exception (connection failures and timeouts: ``Unavailable``).
@@ -15,16 +19,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dra_bridge.kube.errors import (
     KubeConfigError,
+    KubeconfigFileError,
     KubeError,
     Unavailable,
     from_api_exception,
@@ -36,6 +44,38 @@ logger = logging.getLogger(__name__)
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
+#: The largest kubeconfig read (one with embedded certificates is a few kB).
+MAX_KUBECONFIG_BYTES = 4 << 20
+
+
+def check_kubeconfig(path: str | Path) -> None:
+    """KubeconfigFileError naming ``path`` unless it is a regular file of at most
+    MAX_KUBECONFIG_BYTES in UTF-8 YAML (the client library then reads it itself)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise KubeconfigFileError(f"kubeconfig {path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise KubeconfigFileError(f"kubeconfig {path}: is {what}")
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            data = stream.read(MAX_KUBECONFIG_BYTES + 1)
+    except OSError as exc:
+        raise KubeconfigFileError(f"kubeconfig {path}: cannot read: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    if len(data) > MAX_KUBECONFIG_BYTES:
+        raise KubeconfigFileError(f"kubeconfig {path}: larger than {MAX_KUBECONFIG_BYTES >> 20} MiB")
+    try:
+        yaml.safe_load(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise KubeconfigFileError(f"kubeconfig {path}: not UTF-8 (byte {exc.start})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise KubeconfigFileError(f"kubeconfig {path}: not YAML{where}") from None
 
 
 async def configuration(kubeconfig: str | Path | None, context: str | None = None) -> k8s.Configuration:
@@ -44,6 +84,7 @@ async def configuration(kubeconfig: str | Path | None, context: str | None = Non
     cfg = k8s.Configuration()
     try:
         if kubeconfig:
+            check_kubeconfig(kubeconfig)
             await k8s_config.load_kube_config(config_file=str(kubeconfig), context=context, client_configuration=cfg)
         else:
             k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]

@@ -45,6 +45,11 @@ class KubeConfigError(KubeError):
     """No usable client configuration, or nothing served that we can write."""
 
 
+class KubeconfigFileError(KubeConfigError):
+    """The kubeconfig file cannot be read as a YAML file (not a regular file, too large, not
+    UTF-8, not YAML); the message names the file."""
+
+
 class InvalidName(KubeError):
     """A namespace that is not a DNS label, or a name that cannot be one path segment (``.``,
     ``..``, a ``/`` or ``%``): no call is made."""

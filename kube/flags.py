@@ -17,6 +17,14 @@ environment twin, which wins over the default. Names in ``legacy`` are also read
 prefix (the bridge's former ``NODE_NAME``, ``KUBELET_DIR``, ``CATALOG``, ``LOG_LEVEL``, ...):
 the first use of each logs a deprecation warning and issues a DeprecationWarning. Help
 texts come from the table: nothing reads source code back.
+
+    seconds(raw, twin, zero=False) -> float   a number of seconds, finite and > 0 (>= 0 with
+                                              ``zero``), else FlagValueError naming ``twin``:
+                                              every seconds setting of the three commands
+                                              (nan passes a ``<= 0`` check, inf never elapses)
+
+Help text is plain text: the ``double back-quotes`` of reStructuredText in a description are
+dropped (:class:`Parser`), so docstrings can be shared with help.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import argparse
 import errno
 import importlib.metadata
 import logging
+import math
 import sys
 import warnings
 from collections.abc import Callable, Mapping
@@ -34,6 +43,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
+from dra_bridge.kube.errors import KubeError
 from dra_bridge.kube.streams import EXIT_CLOSED_OUTPUT, silence
 
 logger = logging.getLogger(__name__)
@@ -47,9 +57,31 @@ EXIT_USAGE = 1
 DISTRIBUTION = "dra-bridge"
 
 
+class FlagValueError(KubeError, ValueError):
+    """A setting's value that does not fit it; the message names the flag and its twin (a
+    ValueError too, so a caller parsing a value catches it with the rest)."""
+
+
+def seconds(raw: object, twin: str, *, zero: bool = False) -> float:
+    """``raw`` (a string as given, or a number) as seconds: a finite number above zero, or zero
+    too where ``zero``; FlagValueError naming ``twin`` (``--flag/ENV_TWIN``) otherwise."""
+    bound = "0 or more" if zero else "more than 0"
+    try:
+        value = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise FlagValueError(f"{twin} {raw!r}: not a number of seconds") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise FlagValueError(f"{twin} {raw!r}: must be a finite number of seconds, {bound}")
+    return value
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors exit :data:`EXIT_USAGE` (argparse's own is 2), with the
     usage and one ``PROG: error: MESSAGE`` line on stderr; its subcommands' parsers are Parsers too."""
+
+    def format_help(self) -> str:
+        """argparse's help as plain text: reStructuredText's ````literal```` quotes dropped."""
+        return super().format_help().replace("``", "")
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)

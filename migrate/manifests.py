@@ -207,7 +207,7 @@ class _Counted:
 
 
 def _open(path: Path) -> BinaryIO:
-    return open_regular(str(path))  # a FIFO or a device is refused before any read
+    return open_regular(str(path), dash=True)  # a FIFO or a device is refused before any read
 
 
 def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Document]:

@@ -8,7 +8,7 @@
 
 ``namespace`` and ``service`` must be DNS labels (RFC 1123: at most 63 characters of
 ``a-z``, ``0-9`` and ``-``, starting and ending with a letter or digit), every IP address
-must parse, and ``days`` must be a positive integer.
+must parse, and ``days`` must be a positive integer that ends by :data:`LAST_VALID` (year 9999).
 
 The serving certificate's SANs are the Service's DNS names (``svc``, ``svc.ns``,
 ``svc.ns.svc``, ``svc.ns.svc.cluster.local``) plus any IP addresses (e.g. 127.0.0.1 for a
@@ -87,6 +87,10 @@ def dns_names(namespace: str, service: str) -> list[str]:
     return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
 
 
+#: The last moment an X.509 validity can name (RFC 5280 4.1.2.5: GeneralizedTime, year 9999).
+LAST_VALID = datetime.datetime(9999, 12, 31, 23, 59, 59, tzinfo=datetime.UTC)
+
+
 def check_inputs(namespace: str, service: str, ip_addresses: tuple[str, ...] = (), days: int = 365) -> None:
     """WebhookConfigError naming the flag (``--namespace``, ``--service``, ``--ip``, ``--days``) of a bad value."""
     for flag, value in (("--namespace", namespace), ("--service", service)):
@@ -102,6 +106,12 @@ def check_inputs(namespace: str, service: str, ip_addresses: tuple[str, ...] = (
             raise WebhookConfigError(f"--ip {ip!r} is not an IPv4 or IPv6 address") from None
     if isinstance(days, bool) or not isinstance(days, int) or days < 1:
         raise WebhookConfigError(f"--days {days!r} must be a positive integer (days the certificates stay valid)")
+    most = (LAST_VALID - datetime.datetime.now(datetime.UTC)).days
+    if days > most:
+        raise WebhookConfigError(
+            f"--days {days}: a certificate cannot be valid past {LAST_VALID:%Y-%m-%d} (RFC 5280 "
+            f"GeneralizedTime): at most {most} days from today"
+        )
 
 
 def write_certs(

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag
+from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagValueError, seconds
 from dra_bridge.webhook.errors import WebhookConfigError
 
 #: Header fields in one request (aiohttp's default is 128; the API server sends about ten).
@@ -102,9 +102,15 @@ def limits_from(given: Mapping[str, Any]) -> ConnectionLimits:
         if raw is None:
             continue
         flag = f"--{name.replace('_', '-')}/{WEBHOOK_PREFIX}{name.upper()}"
-        value = _number(str(raw), int if attr.startswith("max_") else float, flag)
-        if not 0 < value < float("inf"):
-            raise WebhookConfigError(f"{flag} {raw!r}: must be a positive finite number")
+        if attr.startswith("max_"):
+            value: float = _number(str(raw), int, flag)
+            if value <= 0:
+                raise WebhookConfigError(f"{flag} {raw!r}: must be a positive integer")
+        else:
+            try:
+                value = seconds(raw, flag)
+            except FlagValueError as exc:
+                raise WebhookConfigError(str(exc)) from None
         values[attr] = value
     return ConnectionLimits(**values)
 

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version
+from dra_bridge.kube.flags import WEBHOOK_PREFIX, Flag, FlagTable, Parser, add_version, seconds
 from dra_bridge.kube.logs import level_number
 from dra_bridge.translate.dns_names import is_dns_label
 from dra_bridge.translate.enrolment import EnrolmentSettings
@@ -194,25 +194,18 @@ class Settings:
             raise WebhookConfigError(f"{FLAGS.twin('port')} {raw_port!r}: not a port number{link}")
         try:
             port = int(raw_port)
-            reload_interval = float(pick("reload_interval") or 2.0)
-            deadline = float(pick("template_deadline") or 2.0)
-            grace = float(pick("template_grace") or 600.0)
-            reconcile = float(pick("reconcile_interval") or 30.0)
-            drain = float(pick("drain_period") or 0.0)
+            reload_interval = seconds(pick("reload_interval") or 2.0, FLAGS.twin("reload_interval"))
+            deadline = seconds(pick("template_deadline") or 2.0, FLAGS.twin("template_deadline"))
+            grace = seconds(pick("template_grace") or 600.0, FLAGS.twin("template_grace"), zero=True)
+            reconcile = seconds(pick("reconcile_interval") or 30.0, FLAGS.twin("reconcile_interval"))
+            drain = seconds(pick("drain_period") or 0.0, FLAGS.twin("drain_period"), zero=True)
             api_version = normalize_api_version(api_version) if api_version else None
         except ValueError as exc:
             raise WebhookConfigError(str(exc)) from exc
         if not 0 < port < 65536:
             raise WebhookConfigError(f"--port {port}: must be 1..65535")
-        if drain < 0:
-            raise WebhookConfigError(f"{FLAGS.twin('drain_period')} {drain}: must not be negative")
         metrics_port = _metrics_port(pick("metrics_port"), port)
         connections = limits_from(given)
-        if reload_interval <= 0 or deadline <= 0 or reconcile <= 0 or grace < 0:
-            raise WebhookConfigError(
-                "--reload-interval, --template-deadline and --reconcile-interval must be positive, "
-                "--template-grace not negative"
-            )
 
         log_level = pick("log_level") or "INFO"
         try:

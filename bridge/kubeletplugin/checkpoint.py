@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dra_bridge.bridge.atomic import write_atomic
+from dra_bridge.bridge.atomic import read_state, write_atomic
 from dra_bridge.bridge.errors import CheckpointError
 from dra_bridge.translate.catalog_edits import DeviceEdits
 from dra_bridge.translate.cdi import PreparedDevice
@@ -212,11 +212,11 @@ class CheckpointStore:
     def load(self) -> Checkpoint:
         """The checkpoint; empty when the file does not exist. Raises CheckpointError."""
         try:
-            text = self.path.read_text("utf-8")
-        except FileNotFoundError:
-            return Checkpoint()
+            text = read_state(self.path)  # bounded: a regular file of at most MAX_STATE_FILE_BYTES
         except OSError as exc:
             raise CheckpointError(f"cannot read {self.path}: {exc}") from exc
+        if text is None:
+            return Checkpoint()
         try:
             return parse(json.loads(text), str(self.path))
         except json.JSONDecodeError as exc:
