@@ -239,7 +239,9 @@ def test_reconciler_collects_unused_templates_and_recreates_missing_ones(
     used = pod["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
     unused = kube.create(api_path("v1", "pods", ns), legacy_pod("short-lived", 2))
     unused_name = unused["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]
-    kube.delete(api_path("v1", "pods", ns, "short-lived"))
+    # grace 0: the scheduler may have bound it to a fake node of another test, where no kubelet
+    # would ever confirm its termination (a deletion would then wait forever)
+    kube.delete(api_path("v1", "pods", ns, "short-lived") + "?gracePeriodSeconds=0")
     wait_for(lambda: not kube.exists(api_path("v1", "pods", ns, "short-lived")), 30, "pod deleted")
     by_hand = {
         "apiVersion": V1,
