@@ -164,7 +164,7 @@ class InventoryStore:
             return Inventory()
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
             raise StateError(f"{self.path}: not valid JSON: {exc}") from exc
         return _parse(doc, self.path)
 

@@ -35,7 +35,7 @@ def load_document(path: str) -> Any:
     try:
         try:
             return json.loads(text)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or an integer too long to convert: the YAML reader says where
             pass
         try:
             return yaml.safe_load(text)
@@ -48,6 +48,8 @@ def load_document(path: str) -> Any:
             raise InputFileError(f"{path}: neither JSON nor YAML: {one_line(str(exc))}") from exc
     except RecursionError as exc:
         raise InputFileError(f"{path}: nested too deeply") from exc
+    except ValueError as exc:  # an integer too long to convert (Python's own limit on digits)
+        raise InputFileError(f"{path}: an integer too long to read") from exc
 
 
 def one_line(text: str) -> str:

@@ -69,7 +69,7 @@ def _json_stream(text: str) -> list[Any] | None:
             return out
         try:
             value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except ValueError:  # also an integer too long to convert: the YAML reader says where
             return None
         out.append(value)
 

@@ -66,6 +66,18 @@ def _base64_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return "".join(str(loader.construct_scalar(node)).split())
 
 
+def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    """An integer, or a YAML error naming the line: Python refuses to convert more than
+    ``sys.get_int_max_str_digits()`` digits (ValueError, which no caller expects from a load)."""
+    try:
+        return int(loader.construct_yaml_int(node))
+    except ValueError as exc:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer too long to read ({len(str(node.value))} characters)", node.start_mark
+        ) from exc
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _scalar_text)
 StrictLoader.add_constructor("tag:yaml.org,2002:binary", _base64_text)
 

@@ -218,9 +218,10 @@ class CheckpointStore:
         if text is None:
             return Checkpoint()
         try:
-            return parse(json.loads(text), str(self.path))
-        except json.JSONDecodeError as exc:
+            doc = json.loads(text)
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
             raise CheckpointError(f"{self.path}: not valid JSON: {exc}") from exc
+        return parse(doc, str(self.path))
 
     def save(self, checkpoint: Checkpoint) -> None:
         """Stamp the current boot ID and write atomically. Raises CheckpointError."""

@@ -151,3 +151,16 @@ def test_ctrl_c_exits_130_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(cli, "classes", interrupted)
     code, out, err = run("classes")
     assert (code, out, err) == (EXIT_INTERRUPTED, "", "")
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_an_integer_too_long_to_convert_is_one_line_naming_the_file(tmp_path: Path, suffix: str) -> None:
+    huge = "1" * 5001
+    path = tmp_path / f"pod{suffix}"
+    path.write_text(
+        '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": '
+        f'[{{"name": "c", "resources": {{"limits": {{"nvidia.com/gpu": {huge}}}}}}}]}}}}\n'
+    )
+    code, out, err = run("convert", "-f", str(path))
+    assert code == EXIT_ERROR and out == "" and "internal error" not in err, err
+    assert str(path) in err and "integer too long" in err and len(err.splitlines()) == 1

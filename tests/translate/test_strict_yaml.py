@@ -6,11 +6,12 @@ import time
 from typing import Any
 
 import pytest
+import yaml
 
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import CatalogError, PolicyError
 from dra_bridge.translate.policy import load_policy, load_policy_file
-from dra_bridge.translate.strict_yaml import MAX_VALUES, count_values
+from dra_bridge.translate.strict_yaml import MAX_VALUES, StrictLoader, count_values
 
 HEADER = "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\n"
 
@@ -64,3 +65,11 @@ def test_aliases_within_the_budget_still_load() -> None:
     policy = load_policy(text, "p.yaml")
     assert [rule.name for rule in policy.rules] == ["a", "b"]
     assert policy.rules[0].match == policy.rules[1].match
+
+
+def test_an_integer_too_long_to_convert_is_a_yaml_error_naming_the_line() -> None:
+    text = "a: 1\nb: " + "1" * 5001 + "\n"
+    with pytest.raises(yaml.YAMLError) as refused:
+        yaml.load(text, Loader=StrictLoader)
+    assert "integer too long" in str(refused.value) and "line 2" in str(refused.value)
+    assert yaml.load("a: 0x1f\nb: -12\nc: 1_000\n", Loader=StrictLoader) == {"a": 31, "b": -12, "c": 1000}
