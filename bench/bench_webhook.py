@@ -368,10 +368,11 @@ def main() -> int:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        ready = multiprocessing.Event()
-        server = multiprocessing.Process(
-            target=_serve, args=(str(certs.cert), str(certs.key), port, ready), daemon=True
-        )
+        # spawn, not fork: (a) ran decisions in the handler's thread pools, and a forked child
+        # inherits pools whose threads it does not have (every review would wait forever)
+        spawn = multiprocessing.get_context("spawn")
+        ready = spawn.Event()
+        server = spawn.Process(target=_serve, args=(str(certs.cert), str(certs.key), port, ready), daemon=True)
         server.start()
         try:
             assert ready.wait(30), "server did not start"
