@@ -135,8 +135,8 @@ class Settings:
     object_selector: LabelSelector = field(default_factory=LabelSelector)
     """The pods enrolled, by their labels (``webhook.objectSelector``)."""
     client_ca_file: Path | None = None
-    """PEM CAs: every caller must present a client certificate one of them signed (the TLS
-    handshake fails otherwise); None: any caller."""
+    """PEM CAs: a caller of the admission paths must present a client certificate one of them
+    signed (another CA's fails the TLS handshake, none is answered 403); None: any caller."""
 
     @property
     def enrolment(self) -> EnrolmentSettings:
@@ -313,8 +313,9 @@ FLAGS = FlagTable(
         ),
         Flag(
             "client_ca_file",
-            "PEM CAs: callers must present a client certificate one of them signed (the API server's "
-            "AdmissionConfiguration kubeConfigFile), or the TLS handshake fails; reloaded with the pair",
+            "PEM CAs: callers of /mutate/* must present a client certificate one of them signed (the API "
+            "server's AdmissionConfiguration kubeConfigFile): another CA's fails the TLS handshake, none "
+            "is answered 403 (the probes answer); reloaded with the pair",
             "any caller",
             "FILE",
         ),
