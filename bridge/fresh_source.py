@@ -25,7 +25,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import yaml
 
 from dra_bridge.bridge.drm_sysfs import read_drm, sysfs_root
 from dra_bridge.bridge.state import Inventory
+from dra_bridge.translate.cdi import spec_file_uid
 from dra_bridge.translate.cdi_rules import spec_problems
 from dra_bridge.translate.edit_sources import identities
 from dra_bridge.translate.inventory.device_facts import NvmlFacts, numa_node
@@ -45,22 +46,38 @@ SPEC_EXTENSIONS = (".json", ".yaml")
 EVENT_REASON = "InventorySource"
 
 
-def toolkit_spec(dirs: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
+Parsed = dict[str, tuple[tuple[int, int], Any]]
+"""path -> ((mtime_ns, size), the parsed file or None): a file is parsed again only when it changed."""
+
+
+def _parse(path: str, cache: Parsed) -> Any:
+    try:
+        st = os.stat(path)
+        stamp = (st.st_mtime_ns, st.st_size)
+        if (hit := cache.get(path)) is not None and hit[0] == stamp:
+            return hit[1]
+        text = Path(path).read_text("utf-8")
+        doc = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+        return None
+    cache[path] = (stamp, doc)
+    return doc
+
+
+def toolkit_spec(dirs: Sequence[str], cache: Parsed | None = None) -> tuple[str, dict[str, Any]] | None:
     """(path, parsed spec) of the toolkit's spec that the runtime would use: the last valid file
-    of kind ``nvidia.com/gpu`` in ``dirs`` (increasing priority, files by name), or None."""
+    of kind ``nvidia.com/gpu`` in ``dirs`` (increasing priority, files by name; our own per-claim
+    specs are never read), or None."""
+    cache = {} if cache is None else cache
     found: tuple[str, dict[str, Any]] | None = None
     for directory in dirs:
         try:
-            names = sorted(n for n in os.listdir(directory) if n.endswith(SPEC_EXTENSIONS))
+            names = sorted(n for n in os.listdir(directory) if n.endswith(SPEC_EXTENSIONS) and not spec_file_uid(n))
         except OSError:
             continue
         for name in names:
             path = os.path.join(directory, name)
-            try:
-                text = Path(path).read_text("utf-8")
-                doc = json.loads(text) if name.endswith(".json") else yaml.safe_load(text)
-            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
-                continue
+            doc = _parse(path, cache)
             if isinstance(doc, dict) and doc.get("kind") == NVIDIA_TOOLKIT_CDI_KIND and not spec_problems(doc):
                 found = (path, doc)
     return found
@@ -108,11 +125,13 @@ def read_cards(sysfs: Path) -> list[DrmCard]:
     return out
 
 
-def read_fresh(dirs: Sequence[str], nvml: Mapping[str, NvmlFacts] | None, sysfs: Path | None = None) -> Fresh:
-    """Both sources combined: their devices, or the first refusal; no source at all: a refusal
+def read_fresh(
+    dirs: Sequence[str], nvml: Mapping[str, NvmlFacts] | None, sysfs: Path | None = None, cache: Parsed | None = None
+) -> Fresh:
+    """Both sources combined: their devices, or every refusal; no source at all: a refusal
     that says what was looked for."""
     root = sysfs if sysfs is not None else sysfs_root()
-    found = toolkit_spec(dirs)
+    found = toolkit_spec(dirs, cache)
     parts = [from_toolkit(found[0], found[1], nvml)] if found is not None else []
     parts += [f] if (f := from_cards(str(root), read_cards(root))).source else []
     refused = [p.refusal for p in parts if p.refusal]
@@ -139,10 +158,11 @@ class FreshSource:
     sysfs: Path | None = None
     source: str = ""
     """The source the last Event named ("" before the first, or while refused)."""
+    parsed: Parsed = field(default_factory=dict)
 
     def inventory(self, nvml: Mapping[str, NvmlFacts] | None, labels: Mapping[str, str]) -> tuple[Inventory, str]:
         """(the inventory, why the node is refused: empty when it is not)."""
-        fresh = read_fresh(self.dirs, nvml, self.sysfs)
+        fresh = read_fresh(self.dirs, nvml, self.sysfs, self.parsed)
         if fresh.refusal:
             self.source = ""
             return Inventory(), fresh.refusal

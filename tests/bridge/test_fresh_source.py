@@ -11,7 +11,7 @@ import pytest
 
 from dra_bridge.bridge.agent import Agent
 from dra_bridge.bridge.drm_sysfs import SYSFS_ENV
-from dra_bridge.bridge.fresh_source import EVENT_REASON, FreshSource, read_cards
+from dra_bridge.bridge.fresh_source import EVENT_REASON, FreshSource, read_cards, toolkit_spec
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.names import NODE_MODE_LABEL
 from tests.bridge.agent_fixtures import LABELS, NODE, ZERO, Clock, MakeAgent, hand_over, publish
@@ -196,3 +196,19 @@ async def test_a_device_plugin_that_starts_later_records_and_replaces_the_fresh_
     await agent.tick()
     assert not agent.from_fresh and agent.recorded.device_ids() == {"GPU-3333"}
     assert (tmp_path / "state" / "inventory.json").exists()
+
+
+def test_the_toolkit_spec_is_the_runtimes_highest_priority_valid_one(tmp_path: Path) -> None:
+    etc, run = tmp_path / "etc-cdi", tmp_path / "run-cdi"
+    write_toolkit_spec(etc, ["GPU-1111"], tmp_path / "id")
+    later = write_toolkit_spec(run, ["GPU-2222"], tmp_path / "id")
+    (run / "zz-broken.yaml").write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n")  # no device: invalid
+    ours = run / "dra-bridge.io-claim_0b0e5a38-0000-4000-8000-000000000001.json"
+    ours.write_text(
+        '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "GPU-9", "containerEdits": {"env": ["A=1"]}}]}'
+    )
+    cache: dict[str, tuple[tuple[int, int], object]] = {}
+    found = toolkit_spec([str(etc), str(run)], cache)
+    assert found is not None and found[0] == str(later)
+    assert str(ours) not in cache  # our own per-claim specs are never read
+    assert toolkit_spec([str(etc)], cache) is not None and toolkit_spec([str(tmp_path / "none")]) is None
