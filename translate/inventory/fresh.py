@@ -37,9 +37,9 @@ from typing import Any
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.inventory.identity import pci_address
-from dra_bridge.translate.names import NVIDIA_TOOLKIT_CDI_KIND
+from dra_bridge.translate.names import NVIDIA_RESOURCE_DOMAIN, NVIDIA_TOOLKIT_CDI_KIND
 
-NVIDIA_GPU = "nvidia.com/gpu"
+NVIDIA_GPU = f"{NVIDIA_RESOURCE_DOMAIN}/gpu"
 AMD_GPU = "amd.com/gpu"
 INTEL_GPUS = {"i915": "gpu.intel.com/i915", "xe": "gpu.intel.com/xe"}
 AMD_VENDOR, INTEL_VENDOR = "0x1002", "0x8086"
