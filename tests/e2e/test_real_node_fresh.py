@@ -84,6 +84,8 @@ def test_a_never_legacy_node_publishes_from_the_toolkit_spec_and_an_index_only_o
             )
             assert "NVML does not load" in refused[0] and str(toolkit) in refused[0], refused
             assert our_slices(kube, node) == []
+            for agent in (first, second):
+                assert "Traceback" not in agent.log_text(), agent.log_text()
             print(f"index-only spec refused {time.monotonic() - began:.1f}s after the start")
     finally:
         cleanup(kube, real_node, namespace, bridge, toolkit)
