@@ -1,4 +1,4 @@
-"""The fresh-node inventory: what a node with no recorded inventory publishes (docs/design.md D47).
+"""The fresh-node inventory: what a node with no recorded inventory publishes (docs/design.md D45).
 
 Used only in DRA mode and only while nothing was recorded while legacy (a recorded inventory
 always wins, and a device plugin that starts on the node records one). Each tick reads the

@@ -147,7 +147,7 @@ def test_check_uuids_through_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_device_known_by_its_index_is_never_looked_up_in_nvml_as_a_uuid() -> None:
-    """A fresh node's index-only toolkit spec gives device IDs ``0``, ``1`` (docs/design.md D47):
+    """A fresh node's index-only toolkit spec gives device IDs ``0``, ``1`` (docs/design.md D45):
     NVML is asked about UUIDs only, so such a device is unknown, never unhealthy for "not found"."""
     inventory = {"gpu-a": DeviceId("nvidia.com/gpu", "0"), "gpu-b": DeviceId("nvidia.com/gpu", GPU)}
     assert nvml_uuids(inventory) == [GPU]

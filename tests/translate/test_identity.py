@@ -50,7 +50,7 @@ def test_a_replica_and_a_pci_address_map_to_the_recorded_device() -> None:
 
 
 def test_a_device_known_by_its_index_is_matched_by_the_uuid_its_facts_name() -> None:
-    """A fresh node's index-only toolkit spec (docs/design.md D47): device ID ``0``, its UUID from
+    """A fresh node's index-only toolkit spec (docs/design.md D45): device ID ``0``, its UUID from
     NVML in its facts; a device plugin or another driver naming the UUID names that device."""
     recorded = [InventoryDevice(resourceName="nvidia.com/gpu", deviceID="0", numaNodes=[])]
     nvml = {"0": NvmlFacts(uuid="GPU-2222", pciBusID="0000:03:00.0")}

@@ -1,4 +1,4 @@
-"""A node's devices where no device plugin ever ran: the fresh-node sources (pure; docs/design.md D47).
+"""A node's devices where no device plugin ever ran: the fresh-node sources (pure; docs/design.md D45).
 
 A node labelled for DRA from its first boot (a node pool's label, a Karpenter NodePool, a surge
 upgrade, an autoscaler scale-up) has no inventory recorded while legacy. Used only then (a recorded
