@@ -70,7 +70,7 @@ build_crds() {
   for name in "${CRDS[@]}"; do
     cp "$src/example/prometheus-operator-crd/monitoring.coreos.com_$name.yaml" "$work/"
   done
-  chmod -R u+w "$work"
+  chmod -R u+w,go+rX "$work"
   rm -rf "$CRDS_DIR.tmp" && mv "$work" "$CRDS_DIR.tmp" && mv -T "$CRDS_DIR.tmp" "$CRDS_DIR"
   log "operator CRDs in $CRDS_DIR"
 }
