@@ -11,7 +11,7 @@ import re
 import pytest
 
 from tests.chart.monitoring import KINDS, monitoring_objects, rule_groups
-from tests.chart.render import NAMESPACE, ROOT, HelmFailed, Obj, by_kind, render
+from tests.chart.render import CHART, NAMESPACE, ROOT, HelmFailed, Obj, by_kind, helm, helm_binaries, render
 
 DOC = ROOT / "docs" / "monitoring.md"
 OVERRIDES = ("--set", "agent.settlePeriod=600", "--set", "webhook.enforce.timeoutSeconds=10")
@@ -136,3 +136,10 @@ def _anchor(heading: str) -> str:
 def test_a_monitoring_value_of_the_wrong_type_is_refused() -> None:
     with pytest.raises(HelmFailed, match="interval"):
         render("monitoring", "--set", "monitoring.podMonitor.interval=30")
+
+
+@pytest.mark.parametrize("major", ["4", "3"])
+def test_helm_lint_strict_with_every_monitoring_object(major: str) -> None:
+    values = CHART / "ci" / "monitoring-values.yaml"
+    out = helm(helm_binaries((major,))[major], "lint", "--strict", str(CHART), "--values", str(values))
+    assert "0 chart(s) failed" in out and "[WARNING]" not in out
