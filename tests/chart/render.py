@@ -151,6 +151,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("defaults", _set("webhook.networkPolicy.enabled=yes")),  # refused by the schema
     Scenario("defaults", _set("webhook.drain.preStopSeconds=0", "webhook.drain.periodSeconds=8")),
     Scenario("defaults", _set("webhook.terminationGracePeriodSeconds=10")),  # refused: shorter than the drain
+    Scenario("monitoring", _set("agent.settlePeriod=600", "webhook.enforce.timeoutSeconds=10")),
+    Scenario("monitoring", _set("webhook.audit.enabled=false", "agent.enabled=false")),
+    Scenario("monitoring", _set("monitoring.podMonitor.interval=30")),  # refused by the schema
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),
