@@ -5,7 +5,7 @@
 #
 # The base image is named by digest (a tag moves; a digest is the exact image), and the Python
 # dependencies install from requirements/image.lock with pip's hash-checking mode, so two
-# builds of one commit install the same files (docs/design.md D54). Find the base's digest:
+# builds of one commit install the same files (docs/design.md D47). Find the base's digest:
 #
 #   skopeo inspect --format '{{.Digest}}' docker://python:3.11-slim-bookworm
 #   (or: crane digest python:3.11-slim-bookworm; docker buildx imagetools inspect python:3.11-slim-bookworm)

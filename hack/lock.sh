@@ -6,7 +6,7 @@
 #   requirements/build.lock  pyproject.toml's [build-system].requires: the Dockerfile builds the
 #                            wheel with them (--no-build-isolation), nothing fetched unhashed.
 # Both install with pip --require-hashes --no-deps; tests/test_image_lock.py checks them in CI
-# without network (docs/design.md D54).
+# without network (docs/design.md D47).
 #
 #   hack/lock.sh                          keep the current pins where they still satisfy pyproject
 #   hack/lock.sh --upgrade                every pin to the newest release
@@ -37,7 +37,7 @@ lock() {
     echo "#! The dra-bridge image's $what."
     echo "#! Resolved for CPython $PYTHON_VERSION on $PYTHON_PLATFORM (python:3.11-slim-bookworm, Debian bookworm)."
     echo "#! Installed with: pip install --require-hashes --no-deps -r $out (Dockerfile, hack/image.sh)."
-    echo "#! Regenerate with hack/lock.sh; tests/test_image_lock.py checks it (docs/design.md D54)."
+    echo "#! Regenerate with hack/lock.sh; tests/test_image_lock.py checks it (docs/design.md D47)."
     cat "$tmp"
   } >"$out"
   echo "lock: wrote $out ($(grep -c '^[a-z0-9]' "$out") pins)" >&2

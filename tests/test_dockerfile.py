@@ -1,7 +1,7 @@
 """The user Dockerfile cannot be built here (no registry to pull a base image from), so its
 rules are checked on the parsed file: stages, base, user, what the final stage holds, and
 that it copies every package folder pyproject installs and offers the three commands. The base
-is a required build argument that must carry a digest (docs/design.md D54): the build stage's
+is a required build argument that must carry a digest (docs/design.md D47): the build stage's
 first step, which refuses anything else, is run here by sh on the values a user may pass."""
 
 from __future__ import annotations

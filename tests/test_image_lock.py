@@ -1,4 +1,4 @@
-"""requirements/image.lock, the image's Python dependencies (docs/design.md D54), checked
+"""requirements/image.lock, the image's Python dependencies (docs/design.md D47), checked
 without network and without re-resolving (an upstream release never turns CI red): every
 requirement of pyproject.toml's [project].dependencies and of the nvml extra the image installs
 is satisfied by its pin in the image's environment (CPython 3.11, linux x86_64), every pin is

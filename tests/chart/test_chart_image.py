@@ -1,4 +1,4 @@
-"""The image reference the chart renders (docs/design.md D55): nothing is published, so
+"""The image reference the chart renders (docs/design.md D48): nothing is published, so
 ``image.repository`` has no default and the chart refuses to render without it, saying how to
 build and push the image; ``image.digest`` (sha256:<64 hex>) wins over the tag, as in
 cert-manager's chart; ``global.imageRegistry``, else ``imageRegistry``, is prepended."""

@@ -1,5 +1,5 @@
 """``hack/image.sh archive OUT`` writes the image the tests run as an OCI archive a user pushes
-with a standard tool (docs/design.md D54): the OCI image layout (``oci-layout``, ``index.json``
+with a standard tool (docs/design.md D47): the OCI image layout (``oci-layout``, ``index.json``
 naming one image tagged with the version, content-addressed blobs whose sha256 is their name),
 the image's config (user 65532, the commands on PATH), and skopeo reads it as
 ``oci-archive:OUT`` and copies it as it would to a registry (to a ``dir:`` destination here:
