@@ -2,25 +2,31 @@
 # Assembles the dra-bridge container image for the test suite, without a registry: the
 # equivalent of the user-facing Dockerfile, built from Debian packages and the project's wheel.
 #
-#   hack/image.sh build   build the image unless the cache holds it; prints its directory
-#   hack/image.sh env     print the directory of the image of the current sources (fails if unbuilt)
-#   hack/image.sh key     print the content key of the current sources (wheel + Debian package list)
+#   hack/image.sh build         build the image unless the cache holds it; prints its directory
+#   hack/image.sh env           print the directory of the image of the current sources (fails if unbuilt)
+#   hack/image.sh key           print the content key of the current sources (wheel, lock, Debian list)
+#   hack/image.sh archive OUT   build (or reuse) it and write it to OUT as an OCI archive (one image,
+#                               tagged with the version), for a registry of yours:
+#                                 skopeo copy oci-archive:OUT docker://REGISTRY/dra-bridge:VERSION
 #
 # Recipe (root, Linux, Debian host):
 #   1. the project's wheel, built from the git tree (tracked and untracked, not ignored files);
 #   2. a minimal Debian ($SUITE, debootstrap --variant=minbase) with its python3, from the mirror
 #      the machine's apt already uses; cached by the Debian package list and versions;
-#   3. the wheel and its dependencies as wheels, from the package index the machine's pip uses,
-#      installed offline into a venv at /opt/dra-bridge inside that root (chroot, no network);
+#   3. the dependencies pinned by requirements/image.lock (the Dockerfile's lock), as wheels
+#      for CPython 3.11 on linux x86_64 checked against the lock's hashes, from the package index
+#      the machine's pip uses; installed offline into a venv at /opt/dra-bridge inside that root
+#      (chroot, no network) with --require-hashes --no-deps, then the wheel with --no-deps;
 #   4. packed with umoci as a two-layer OCI image (Debian, then the venv), user 65532 (non-root),
 #      the three commands on PATH; copied by skopeo to a docker-archive that
 #      `ctr -n k8s.io images import` loads into the test node's containerd.
 # Cached by content under $DRA_BRIDGE_CACHE/image-<key>/ {dra-bridge.tar, image.env}; the key
-# hashes $IMAGE_REV, the Debian package list (suite, packages, the mirror's python3 version) and
-# the wheel's members, so a change to any file that goes into the wheel makes a new image.
+# hashes $IMAGE_REV, the Debian package list (suite, packages, the mirror's python3 version), the
+# lock and the wheel's members, so a change to the lock or to any file that goes into the wheel
+# makes a new image.
 set -euo pipefail
 
-IMAGE_REV="${IMAGE_REV:-1}" # bump when the recipe below changes
+IMAGE_REV="${IMAGE_REV:-2}" # bump when the recipe below changes
 SUITE="${DEBIAN_SUITE:-bookworm}"
 INCLUDE=(python3 ca-certificates)
 IMAGE_NAME="${IMAGE_NAME:-dra-bridge.local/dra-bridge}"
@@ -29,6 +35,7 @@ VENV=/opt/dra-bridge
 DRA_BRIDGE_CACHE="${DRA_BRIDGE_CACHE:-$HOME/.cache/dra-bridge}"
 APT_PACKAGES=(debootstrap umoci skopeo)
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+LOCK="$REPO/requirements/image.lock"
 PY="${PYTHON:-python3}"
 
 LOG_PREFIX=image
@@ -71,7 +78,8 @@ EOF
 }
 
 content_key() { # content_key WHEEL
-  { echo "rev=$IMAGE_REV"; debian_list; echo "wheel=$(wheel_digest "$1")"; } | sha256sum | cut -c1-16
+  { echo "rev=$IMAGE_REV"; debian_list; echo "lock=$(sha256sum <"$LOCK" | cut -d' ' -f1)"; echo "wheel=$(wheel_digest "$1")"; } |
+    sha256sum | cut -c1-16
 }
 
 # debian_base: sets BASE_TAR to the minimal Debian root as a tarball, cached by the package list.
@@ -99,7 +107,7 @@ debian_base() {
 image_dir() { echo "$DRA_BRIDGE_CACHE/image-$1"; }
 
 cmd_build() {
-  local start=$SECONDS work wheel key dir base version layout bundle ref
+  local start=$SECONDS work wheel key dir base version layout bundle ref pip
   [ "$(uname -s)" = Linux ] || die "the image is assembled on Linux"
   [ "$(id -u)" -eq 0 ] || die "assembling the image needs root (debootstrap, chroot, file ownership)"
   mkdir -p "$DRA_BRIDGE_CACHE"
@@ -112,14 +120,20 @@ cmd_build() {
   wheel=$(echo "$work"/wheel/*.whl)
   key=$(content_key "$wheel")
   dir=$(image_dir "$key")
+  IMAGE_DIR=$dir # for cmd_archive
   if [ -s "$dir/dra-bridge.tar" ]; then log "reusing $dir"; echo "$dir"; return; fi
   debian_base
   base=$BASE_TAR
   version=$(basename "$wheel" | cut -d- -f2)
   ref="$IMAGE_NAME:$version-$key"
   log "building $ref"
-  # the dependencies as wheels from the machine's package index (sdists built here, not in the image)
-  "$PY" -m pip wheel -q -w "$work/wheels" "$wheel" >&2 || die "fetching the dependencies' wheels failed"
+  # the locked dependencies as wheels, each checked against the lock's hashes: fetched by the
+  # host's interpreter, which must be the image's (CPython 3.11, x86_64, a glibc the image's
+  # matches), so that pip picks the very wheels the image's pip will take
+  "$PY" -c 'import platform, sys; sys.exit(sys.version_info[:2] != (3, 11) or platform.machine() != "x86_64")' ||
+    die "$PY is not CPython 3.11 on x86_64, the image's interpreter (Debian $SUITE): set PYTHON"
+  "$PY" -m pip download -q --require-hashes --no-deps --only-binary=:all: -d "$work/wheels" -r "$LOCK" >&2 ||
+    die "fetching the locked dependencies ($LOCK) failed"
   "$PY" -m pip download -q --no-deps --only-binary=:all: -d "$work/pip" pip >&2 || die "fetching pip failed"
 
   layout="$work/oci" bundle="$work/bundle"
@@ -131,12 +145,16 @@ cmd_build() {
   rm -rf "$bundle"
   umoci unpack --image "$layout:dra-bridge" "$bundle" >/dev/null
   mkdir -p "$bundle/rootfs/tmp/install"
-  cp "$work"/wheels/*.whl "$work"/pip/*.whl "$bundle/rootfs/tmp/install/"
+  cp "$work"/wheels/*.whl "$work"/pip/*.whl "$wheel" "$LOCK" "$bundle/rootfs/tmp/install/"
   chroot "$bundle/rootfs" env -i PATH=/usr/bin:/bin /usr/bin/python3 -m venv --without-pip "$VENV"
   # pip runs from its own wheel, offline: nothing but these wheels enters the image
-  chroot "$bundle/rootfs" env -i PATH=/usr/bin:/bin "$VENV/bin/python" "/tmp/install/$(basename "$(echo "$work"/pip/pip-*.whl)")/pip" \
-    install -q --no-index --no-cache-dir --find-links /tmp/install --disable-pip-version-check \
-    "/tmp/install/$(basename "$wheel")" >&2 || die "installing the wheel into the image failed"
+  pip=("$VENV/bin/python" "/tmp/install/$(basename "$(echo "$work"/pip/pip-*.whl)")/pip")
+  chroot "$bundle/rootfs" env -i PATH=/usr/bin:/bin "${pip[@]}" install -q --no-index --no-cache-dir \
+    --disable-pip-version-check --find-links /tmp/install --require-hashes --no-deps -r /tmp/install/image.lock >&2 ||
+    die "installing the locked dependencies into the image failed"
+  chroot "$bundle/rootfs" env -i PATH=/usr/bin:/bin "${pip[@]}" install -q --no-deps --no-index --no-cache-dir \
+    --disable-pip-version-check "/tmp/install/$(basename "$wheel")" >&2 || die "installing the wheel into the image failed"
+  chroot "$bundle/rootfs" env -i PATH=/usr/bin:/bin "${pip[@]}" check >&2 || die "the image's environment is inconsistent"
   rm -rf "$bundle/rootfs/tmp/install" "$bundle/rootfs/root/.cache"
   echo "dra-bridge:x:$IMAGE_USER:$IMAGE_USER:dra-bridge:/nonexistent:/usr/sbin/nologin" >>"$bundle/rootfs/etc/passwd"
   echo "dra-bridge:x:$IMAGE_USER:" >>"$bundle/rootfs/etc/group"
@@ -178,9 +196,24 @@ cmd_key() {
   content_key "$(echo "$work"/*.whl)"
 }
 
+# cmd_archive OUT: the image of the current sources as an OCI archive (oci-archive:OUT), one
+# image tagged with its version, which skopeo, crane or podman push to a registry as it is.
+cmd_archive() {
+  local out=${1:-} dir version
+  [ -n "$out" ] || die "usage: $0 archive OUT.tar"
+  cmd_build >/dev/null # in this shell: its clean-up list and lock stay this script's
+  dir=$IMAGE_DIR
+  version=$(sed -n 's/^IMAGE_VERSION=//p' "$dir/image.env")
+  rm -f "$out"
+  skopeo --insecure-policy copy -q "docker-archive:$dir/dra-bridge.tar" "oci-archive:$out:$version" ||
+    die "writing the OCI archive $out failed"
+  log "wrote $out (oci-archive, tag $version): skopeo copy oci-archive:$out docker://REGISTRY/dra-bridge:$version"
+}
+
 case "${1:-}" in
   build) cmd_build ;;
   env) cmd_env ;;
   key) cmd_key ;;
-  *) echo "usage: $0 build|env|key" >&2; exit 2 ;;
+  archive) cmd_archive "${2:-}" ;;
+  *) echo "usage: $0 build|env|key|archive OUT.tar" >&2; exit 2 ;;
 esac

@@ -6,7 +6,9 @@
 - :func:`template` -> [object]: ``helm template`` of the chart with one values file (and
   ``--kube-version`` from its ``# kube-version:`` header line, if any); raises
   :class:`HelmFailed` (command, exit status, stderr) when Helm refuses.
-- :data:`CI_VALUES`: the chart's ``ci/*-values.yaml`` files.
+- :data:`CI_VALUES`: the chart's ``ci/*-values.yaml`` files (each sets the required
+  ``image.repository``); :data:`REQUIRED`: the ``--set`` of it that a scenario of the chart's own
+  defaults adds (``Scenario(None)``), unless ``Scenario(None, required=False)``.
 - :func:`render` -> [object]: what the tests check, rendered by the pinned Helm 4 (cached), for
   one of :data:`SCENARIOS` only: every ``ci/`` values file and each of the tests' own variations.
   Every object is validated under Helm 4; Helm 3's output is only compared with it, scenario by
@@ -34,6 +36,9 @@ CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
 RELEASE, NAMESPACE = "dra-bridge", "gpu-system"
 KUBE_VERSION_LINE = re.compile(r"^# kube-version: (\S+)$", re.MULTILINE)
 DEFAULT_KUBE_VERSION = "1.36.0"
+REPOSITORY = "registry.example.com/dra-bridge"
+REQUIRED = ("--set", f"image.repository={REPOSITORY}")
+"""The one value the chart cannot render without (nothing is published)."""
 
 Obj = dict[str, Any]
 
@@ -107,25 +112,33 @@ def by_kind(objs: list[Obj], kind: str) -> list[Obj]:
 @dataclass(frozen=True)
 class Scenario:
     """One render: a ``ci/`` values file by name (``defaults`` for ``ci/defaults-values.yaml``;
-    None for the chart's own defaults), extra Helm arguments, and the ``--kube-version`` (None:
-    the values file's ``# kube-version:`` line, else :data:`DEFAULT_KUBE_VERSION`)."""
+    None for the chart's own defaults plus :data:`REQUIRED`, or without it when ``required`` is
+    False), extra Helm arguments, and the ``--kube-version`` (None: the values file's
+    ``# kube-version:`` line, else :data:`DEFAULT_KUBE_VERSION`)."""
 
     values: str | None = "defaults"
     extra: tuple[str, ...] = ()
     kube_version: str | None = None
+    required: bool = True
 
     @property
     def values_file(self) -> Path | None:
         return None if self.values is None else CHART / "ci" / f"{self.values}-values.yaml"
 
     @property
+    def args(self) -> tuple[str, ...]:
+        """The extra Helm arguments, after :data:`REQUIRED` for the chart's own defaults."""
+        return (REQUIRED if self.values is None and self.required else ()) + self.extra
+
+    @property
     def id(self) -> str:
-        parts = [self.values or "chart-defaults", *(a for a in self.extra if a != "--set")]
+        parts = [self.values or ("chart-defaults" if self.required else "chart-bare")]
+        parts += [a for a in self.extra if a != "--set"]
         return " ".join(parts + ([f"kube-{self.kube_version}"] if self.kube_version else []))
 
     def template(self, binary: Path) -> list[Obj]:
         """This scenario rendered by ``binary`` (HelmFailed when Helm refuses it)."""
-        return template(binary, self.values_file, *self.extra, kube_version=self.kube_version)
+        return template(binary, self.values_file, *self.args, kube_version=self.kube_version)
 
 
 def _set(*assignments: str) -> tuple[str, ...]:
@@ -162,14 +175,24 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(None, _set("webhook.certificates.mode=existing-secret")),  # refused: no secret name
     Scenario(None, _set("webhok.replicas=3")),  # refused by the schema
     Scenario(None, _set("webhook.enforce.failurePolicy=Sometimes")),  # refused by the schema
+    # the image (tests/chart/test_chart_image.py)
+    Scenario(None, required=False),  # refused: no image.repository
+    Scenario(None, _set("image.tag=1.2.3")),
+    Scenario(None, _set("image.digest=sha256:" + "ab" * 32, "image.tag=1.2.3")),
+    Scenario(None, _set("image.digest=sha256:" + "AB" * 32)),  # refused by the schema
+    Scenario(None, _set("image.digest=" + "ab" * 32)),  # refused by the schema: no algorithm
+    Scenario(None, _set("image.repository=r.example.com/dra-bridge@sha256:" + "ab" * 32)),  # refused
+    Scenario(None, _set("imageRegistry=r.example.com/", "image.repository=team/dra-bridge")),
 )
 """Every render the chart tests make: each is checked under Helm 4 and compared with Helm 3's."""
 
 
-def render(values: str | None = "defaults", *extra: str, kube_version: str | None = None) -> list[Obj]:
+def render(
+    values: str | None = "defaults", *extra: str, kube_version: str | None = None, required: bool = True
+) -> list[Obj]:
     """The objects Helm 4 renders for a scenario of :data:`SCENARIOS` (cached: do not change them);
     HelmFailed when Helm refuses it."""
-    scenario = Scenario(values, extra, kube_version)
+    scenario = Scenario(values, extra, kube_version, required)
     if scenario not in SCENARIOS:
         raise AssertionError(
             f"render scenario {scenario} is not in tests/chart/render.py SCENARIOS: add it there, so that "

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.chart.render import CHART, NAMESPACE, RELEASE, by_kind, helm, helm_binaries, render
+from tests.chart.render import CHART, NAMESPACE, RELEASE, REQUIRED, by_kind, helm, helm_binaries, render
 
 #: label -> a value such nodes carry.
 GPU_NODE_LABELS = {
@@ -55,7 +55,8 @@ def test_the_agent_does_not_run_on_a_plain_node() -> None:
 
 
 def test_the_notes_say_how_to_see_where_the_agent_runs() -> None:
-    out = helm(helm_binaries(("4",))["4"], "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client")
+    helm4 = helm_binaries(("4",))["4"]
+    out = helm(helm4, "install", RELEASE, str(CHART), *REQUIRED, "--namespace", NAMESPACE, "--dry-run=client")
     notes = out.split("NOTES:", 1)[1]
     assert f"kubectl -n {NAMESPACE} get daemonset {RELEASE}-agent" in notes
     assert "dra-bridge.io/mode=dra" in notes

@@ -88,9 +88,10 @@ def test_host_network_serves_on_the_port_given() -> None:
 def test_global_image_registry_and_pull_secrets_are_honoured() -> None:
     for kind in ("Deployment", "DaemonSet"):
         spec = _spec(kind)
-        assert spec["containers"][0]["image"].startswith("mirror.example.com/dra-bridge:")
+        # the values' digest wins over their tag; global.imageRegistry over imageRegistry
+        assert spec["containers"][0]["image"] == "mirror.example.com/dra-bridge@sha256:" + "0123456789abcdef" * 4
         assert spec["imagePullSecrets"] == [{"name": "own-pull"}, {"name": "global-pull"}, {"name": "global-pull-2"}]
-    assert _spec("Deployment", "defaults")["containers"][0]["image"].startswith("dra-bridge:")
+    assert _spec("Deployment", "defaults")["containers"][0]["image"].startswith("registry.example.com/dra-bridge:")
 
 
 def test_extra_selector_terms_are_merged_with_the_built_in_exclusions() -> None:

@@ -81,7 +81,7 @@ def test_helm_3_renders_the_objects_helm_4_renders(scenario: Scenario) -> None:
     # does not know the webhook configuration's kind and sorts it among the unknown ones.
     three = helm_binaries(("3",))["3"]
     try:
-        four = render(scenario.values, *scenario.extra, kube_version=scenario.kube_version)
+        four = render(scenario.values, *scenario.extra, kube_version=scenario.kube_version, required=scenario.required)
     except HelmFailed:
         with pytest.raises(HelmFailed):
             scenario.template(three)

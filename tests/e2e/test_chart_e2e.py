@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from dra_bridge.kube.errors import KubeError
-from tests.chart.render import CHART, CI_VALUES, Obj, helm, helm_binaries, template
+from tests.chart.render import CHART, CI_VALUES, REQUIRED, Obj, helm, helm_binaries, template
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.kubeapi import KubeClient, api_path, create_namespace
 
@@ -124,7 +124,7 @@ def _refused_by_webhook(kube: KubeClient, namespace: str, pod: Obj) -> str:
 
 @pytest.mark.server_version
 def test_install_scope_upgrade_and_uninstall(kube: KubeClient, release: dict[str, Any]) -> None:
-    _helm(release, "install", release["name"], str(CHART))
+    _helm(release, "install", release["name"], str(CHART), *REQUIRED)  # the one value without a default
     full, ns = release["fullname"], release["namespace"]
     reg = kube.get(f"{ADMISSION}/mutatingwebhookconfigurations/{full}")
     assert [h["name"] for h in reg["webhooks"]] == ["audit.webhook.dra-bridge.io", "enforce.webhook.dra-bridge.io"]
@@ -159,7 +159,7 @@ def test_install_scope_upgrade_and_uninstall(kube: KubeClient, release: dict[str
     assert base64.b64decode(reg["webhooks"][0]["clientConfig"]["caBundle"]) == base64.b64decode(
         secret["data"]["ca.crt"]
     )
-    _helm(release, "upgrade", release["name"], str(CHART), "--set", "webhook.enforce.failurePolicy=Ignore")
+    _helm(release, "upgrade", release["name"], str(CHART), *REQUIRED, "--set", "webhook.enforce.failurePolicy=Ignore")
     after = kube.get(api_path("v1", "secrets", ns, f"{full}-webhook-tls"))
     assert after["data"] == secret["data"], "helm upgrade generated a new pair instead of reusing it (lookup)"
     reg = kube.get(f"{ADMISSION}/mutatingwebhookconfigurations/{full}")

@@ -97,8 +97,11 @@ RUN = [
 
 #: Not run here, each with its reason.
 SKIPPED = {
-    "docker build -t REGISTRY/dra-bridge:0.1.0 .": "no Docker and no base image here: hack/image.sh builds the "
-    "equivalent image, tagged REGISTRY/dra-bridge:0.1.0 in the node's containerd instead of pushed",
+    "docker build --build-arg BASE_IMAGE=python:3.11-slim-bookworm@sha256:<digest> -t REGISTRY/dra-bridge:0.1.0 .": (
+        "no Docker and no base image here: hack/image.sh builds the equivalent image from the same lock, tagged "
+        "REGISTRY/dra-bridge:0.1.0 in the node's containerd instead of pushed"
+    ),
+    "docker buildx imagetools inspect": "a name in the build step's prose: no registry here to read a digest from",
     "docker push REGISTRY/dra-bridge:0.1.0": "no registry here: the image is in the node's containerd",
     "nvidia-ctk cdi generate": "no GPU and no NVIDIA toolkit here: the toolkit's CDI spec is written by "
     "tests/deviceplugins/toolkit_cdi.py",

@@ -34,10 +34,16 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
-{{/* The image: global.imageRegistry, else imageRegistry, prepended to the repository. */}}
+{{/*
+The image: global.imageRegistry, else imageRegistry, prepended to the repository (required:
+nothing is published), then @digest when image.digest is set (the tag ignored, as
+cert-manager's chart does), else :tag (default the appVersion).
+*/}}
 {{- define "dra-bridge.image" -}}
+{{- $repository := required (printf "image.repository is required: no dra-bridge image is published. Build it from the repository's Dockerfile (docker build --build-arg BASE_IMAGE=python:3.11-slim-bookworm@sha256:<digest> -t REGISTRY/dra-bridge:%s .) or as an OCI archive (hack/image.sh archive dra-bridge.tar, then skopeo copy oci-archive:dra-bridge.tar docker://REGISTRY/dra-bridge:%s), push it, and set image.repository=REGISTRY/dra-bridge; see the chart README, \"The image\"" .Chart.AppVersion .Chart.AppVersion) .Values.image.repository }}
 {{- $registry := default .Values.imageRegistry ((.Values.global | default dict).imageRegistry) }}
-{{- if $registry }}{{ trimSuffix "/" $registry }}/{{ end }}{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- if $registry }}{{ trimSuffix "/" $registry }}/{{ end }}{{ $repository }}
+{{- with .Values.image.digest }}@{{ . }}{{ else }}:{{ default $.Chart.AppVersion $.Values.image.tag }}{{ end }}
 {{- end }}
 
 {{/* imagePullSecrets and global.imagePullSecrets (names or {name}), as a pod's list; empty: nothing. */}}
