@@ -159,6 +159,20 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(None, _set("webhook.certificates.mode=existing-secret")),  # refused: no secret name
     Scenario(None, _set("webhok.replicas=3")),  # refused by the schema
     Scenario(None, _set("webhook.enforce.failurePolicy=Sometimes")),  # refused by the schema
+    Scenario(None, _set("agent.nvml.enabled=true")),
+    Scenario(
+        "nvml",
+        _set(
+            "agent.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+            "agent.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
+            ".operator=Exists",
+        ),
+    ),
+    Scenario("nvml", _set("agent.nvml.enabled=yes")),  # refused by the schema
+    Scenario("nvml", _set("agent.nvml.driverRoot=run/nvidia/driver")),  # refused by the schema
+    Scenario(
+        "nvml", _set("agent.nvml.nodeLabels[0].key=nvidia.com/gpu.present", "agent.nvml.nodeLabels[0].operator=NotIn")
+    ),  # refused
 )
 """Every render the chart tests make: each is checked under Helm 4 and compared with Helm 3's."""
 
