@@ -72,7 +72,7 @@ from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.catalog import Catalog
-from dra_bridge.translate.edit_sources import identities, preparable
+from dra_bridge.translate.edit_sources import identities, preparable, remembering
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
@@ -129,6 +129,7 @@ class Agent:
         """The devices handed to the publisher (empty while it publishes none)."""
         self._state_broken = False
         self._taint_states: dict[str, TaintState] = {}
+        self._resolved: set[str] = set()  # toolkit CDI IDs that resolved at a publish since the start
         self.publishing = PublishingStore(settings.state_dir)
         self.owners = OwnerStore(settings.state_dir)
         self.instance = Instance(self.wall(), settings.pod_uid) if settings.pod_uid else None
@@ -261,12 +262,19 @@ class Agent:
                     continue
                 kept.append(d)
             devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
-        resolve = self.plugin.resolves if self.plugin is not None else None
+        resolve = remembering(self.plugin.resolves, self._resolved) if self.plugin is not None else None
         devices, mps = refuse_mps(devices, self.recorded.edits, self.recorded.labels)
         self.health.sharing = "; ".join(mps)
         drm = read_drm()
         devices, withheld = preparable(
-            devices, self.catalog, self.recorded.edits, resolve, is_block_device, drm, self.recorded.identities
+            devices,
+            self.catalog,
+            self.recorded.edits,
+            resolve,
+            is_block_device,
+            drm,
+            self.recorded.identities,
+            self._resolved,
         )
         withheld = mps + withheld
         self.reporter.withheld(withheld)
@@ -331,11 +339,9 @@ class Agent:
         except StateError as exc:
             logger.error("%s", exc)
 
-    async def _plugin_status(self, decision: Decision) -> None:
+    async def _plugin_status(self) -> None:
         if self.plugin is None:
             return
-        alarmed = {d.device_id: why for d, why in decision.alarmed.items()}
-        self.plugin.report_health(alarmed)
         self.reporter.checkpoint(self.prepared_claims, self.checkpoint_error)
         self.health.plugin = await self.plugin.alive()
         if self.health.plugin:
@@ -384,6 +390,8 @@ class Agent:
         if decision.reported or self.decision is None:
             self.decision = decision
         self.memory = decision.memory
+        if self.plugin is not None:  # health before the publish: the taints see this tick's assessment
+            self.plugin.report_health({d.device_id: why for d, why in decision.alarmed.items()})
         self._act(snap, decision, record, report)
         if snap.mode is not None:
             report.mode = snap.mode
@@ -395,7 +403,7 @@ class Agent:
                 self.reporter.alarm(decision.alarm)
             else:
                 self.reporter.decision(decision, len(self.recorded.devices))
-        await self._plugin_status(decision)  # liveness and device health, whatever else is down
+        await self._plugin_status()  # liveness, whatever else is down
         if snap.node is not None:
             await self._collect()
             await self.reporter.condition(snap.node, self.prepared_claims, self.checkpoint_error)

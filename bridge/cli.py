@@ -91,12 +91,14 @@ async def run(settings: Settings) -> int:
     from dra_bridge.bridge.drm_sysfs import read_drm
     from dra_bridge.bridge.health import serve
     from dra_bridge.bridge.kubeletplugin.node_plugin import Collection, PluginPaths, start_plugin
-    from dra_bridge.bridge.nvml import check_uuids, probe
+    from dra_bridge.bridge.nvml import check_uuids, load_library, probe
     from dra_bridge.bridge.publisher import Publisher
     from dra_bridge.kube.api import ApiServer
     from dra_bridge.kube.client import connect
     from dra_bridge.translate.edit_sources import lookup
 
+    if settings.nvml_driver_root:
+        load_library(settings.nvml_driver_root)
     catalog_text = Path(settings.catalog).read_text("utf-8") if settings.catalog else None
     catalog = load_catalog(catalog_text, settings.catalog or "user catalog")
     client = await connect(settings.kubeconfig)

@@ -10,13 +10,21 @@ it, ``cudaComputeCapability`` ``"8.0"``, ``cudaDriverVersion`` ``"12.5"`` from t
 parent's product, architecture and versions, its profile and ``parentUUID``. A GPU's PCIe root
 and NUMA node come from sysfs by its bus ID (:mod:`bridge.pci_sysfs`); its MIG devices carry
 the same.
+
+Where the driver is not on the image's library path (the chart's NVML agent mounts the host's
+driver root at ``/driver-root``), :func:`load_library` loads ``libnvidia-ml.so.1`` from the first
+of :data:`LIBRARY_DIRS` under ``--nvml-driver-root`` that holds it, once at start: pynvml then
+opens ``libnvidia-ml.so.1`` by name, and the dynamic linker answers with the library already
+loaded under that SONAME.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from dra_bridge.bridge.errors import NvmlError
@@ -37,6 +45,50 @@ _ARCH_CODES = {
     9: "hopper",
     10: "blackwell",
 }
+
+
+LIBRARY = "libnvidia-ml.so.1"
+"""NVML's library by its SONAME, as pynvml opens it."""
+LIBRARY_DIRS = (
+    "usr/lib64",
+    "usr/lib/x86_64-linux-gnu",
+    "usr/lib/aarch64-linux-gnu",
+    "lib64",
+    "lib/x86_64-linux-gnu",
+    "lib/aarch64-linux-gnu",
+    "usr/lib",
+    "lib",
+)
+"""Where a driver root holds the library: RPM and Debian layouts (a host, the GPU Operator's driver
+container at ``/run/nvidia/driver``), ``lib64`` for GKE's ``/home/kubernetes/bin/nvidia``."""
+
+
+def library_under(driver_root: str | Path) -> Path | None:
+    """The first ``libnvidia-ml.so.1`` under ``driver_root`` (:data:`LIBRARY_DIRS`), or None."""
+    for directory in LIBRARY_DIRS:
+        candidate = Path(driver_root) / directory / LIBRARY
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def load_library(driver_root: str | Path, load: Callable[[str], object] | None = None) -> Path | None:
+    """Load NVML's library from under ``driver_root`` (``load``: how, ``ctypes.CDLL`` global by
+    default); the path loaded, or None (logged: the agent then runs without NVML, as on a node
+    without the driver). Never raises."""
+    found = library_under(driver_root)
+    if found is None:
+        logger.warning(
+            "no %s under the NVML driver root %s (%s): no NVML", LIBRARY, driver_root, ", ".join(LIBRARY_DIRS)
+        )
+        return None
+    try:
+        (load or (lambda path: ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)))(str(found))
+    except OSError as exc:
+        logger.warning("cannot load %s: %s: no NVML", found, exc)
+        return None
+    logger.info("NVML library loaded from %s", found)
+    return found
 
 
 def _text(value: Any) -> str:

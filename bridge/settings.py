@@ -79,6 +79,10 @@ class Settings:
     """The CDI spec directories the container runtime reads (containerd's ``cdi_spec_dirs``), comma
     separated, in increasing priority; our per-claim specs go to the last (:attr:`cdi_dirs`)."""
 
+    nvml_driver_root: str = ""
+    """Where the host's NVIDIA driver root is mounted; NVML's library is loaded from under it
+    (:func:`bridge.nvml.load_library`). Empty: from the image's library path."""
+
     @property
     def cdi_dirs(self) -> tuple[str, ...]:
         """``cdi_dir`` split at commas, blanks and a trailing ``/`` dropped (validated by :meth:`validate`)."""
@@ -121,6 +125,11 @@ class Settings:
             raise SettingsError(
                 f"{twin('cdi_dir')} must list absolute directories, comma separated and each once "
                 f"(the container runtime's CDI spec directories), got {self.cdi_dir!r}"
+            )
+        if self.nvml_driver_root and not self.nvml_driver_root.startswith("/"):
+            raise SettingsError(
+                f"{twin('nvml_driver_root')} must be an absolute directory (where the host's NVIDIA "
+                f"driver root is mounted), got {self.nvml_driver_root!r}"
             )
         if self.pod_uid and not POD_UID.fullmatch(self.pod_uid):
             raise SettingsError(
@@ -232,9 +241,23 @@ FLAGS = FlagTable(
             "rewritten from the checkpoint after a reboot).",
             "DIR[,DIR...]",
         ),
+        _flag(
+            "nvml_driver_root",
+            "Where the host's NVIDIA driver root is mounted (the chart's NVML agent: /driver-root): "
+            "libnvidia-ml.so.1 is loaded from its lib directories at start; empty means the image's "
+            "library path (no NVML there: health UNKNOWN, no pcieRoot, names from GFD labels).",
+            "DIR",
+        ),
     ),
     legacy=frozenset(f.name for f in fields(Settings))
-    - {"cdi_dir", "pod_uid", "claim_grace_period", "unhealthy_taint_after", "healthy_untaint_after"},
+    - {
+        "cdi_dir",
+        "pod_uid",
+        "claim_grace_period",
+        "unhealthy_taint_after",
+        "healthy_untaint_after",
+        "nvml_driver_root",
+    },
 )
 """The agent's flags, their ``DRA_BRIDGE_`` twins and the deprecated unprefixed names (kube.flags)."""
 

@@ -6,7 +6,9 @@ device plugin's Allocate answer recorded while legacy (its composing part,
 :mod:`translate.allocate_edits`), else the catalog's static recipe (``edits`` of the entry,
 :mod:`translate.catalog_edits`). A device with none of them cannot be prepared, so
 :func:`preparable` keeps it out of the ResourceSlices (publishing it would strand its pods in
-ContainerCreating) with a warning that names the resource and why.
+ContainerCreating) with a warning that names the resource and why. A toolkit CDI device that
+resolved at an earlier publish and no longer does is a health fact, not a missing source: the device
+stays (``resolved_before``, :func:`remembering`) and the health rule taints it (docs/design.md D42).
 
 Shapes: ``recorded`` maps a legacy resource name to its :class:`ResourceEdits`
 (``{"devices": {device ID: containerEdits}, "dropped": [why]}``); ``resolves`` maps toolkit CDI
@@ -20,7 +22,7 @@ the device (:func:`refusal`; docs/design.md D38).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.catalog import Catalog
@@ -110,19 +112,36 @@ def lookup(
     )
 
 
+Resolve = Callable[[list[str]], Mapping[str, bool]]
+"""Toolkit CDI IDs -> whether each resolves in the node's CDI specs now."""
+
+
+def remembering(resolve: Resolve, seen: set[str]) -> Resolve:
+    """``resolve``, adding each ID that resolves to ``seen`` (the ``resolved_before`` of later calls)."""
+
+    def remember(ids: list[str]) -> Mapping[str, bool]:
+        found = resolve(ids)
+        seen.update(i for i, ok in found.items() if ok)
+        return found
+
+    return remember
+
+
 def preparable(
     devices: Sequence[InventoryDevice],
     catalog: Catalog,
     recorded: Mapping[str, ResourceEdits],
-    resolve: Callable[[list[str]], Mapping[str, bool]] | None,
+    resolve: Resolve | None,
     is_block: IsBlock | None = None,
     drm: Sequence[DrmNode] = (),
     recorded_identities: Identities | None = None,
+    resolved_before: Collection[str] = (),
 ) -> tuple[list[InventoryDevice], list[str]]:
     """The devices that have an edit source, in order, and one warning per resource whose
     devices do not (naming the resource, how many, and why), one per refused device (naming it,
     :func:`refusal`). ``resolve`` says which toolkit CDI IDs resolve (None: not checked, e.g. no
-    CDI directory to look in)."""
+    CDI directory to look in); one that does not resolve now but is in ``resolved_before`` (it did
+    at an earlier call) is kept: that is the health rule's (an unhealthy device, tainted)."""
     toolkit_ids = [t for d in devices if (t := toolkit_cdi_id(d["resourceName"], d["deviceID"]))]
     resolves = resolve(toolkit_ids) if resolve is not None else None
     kept: list[InventoryDevice] = []
@@ -137,7 +156,7 @@ def preparable(
             refused.append(f"resource {resource}: device {device_id} not published: {refused_why}")
             continue
         if toolkit is not None:
-            if resolves is not None and not resolves.get(toolkit):
+            if resolves is not None and not resolves.get(toolkit) and toolkit not in resolved_before:
                 why = (
                     f"its container toolkit CDI device ({toolkit}) is defined by no spec in the node's "
                     "CDI directories (dra-bridge --cdi-dir), and its device plugin's only recipe is the list-valued "

@@ -183,6 +183,20 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(None, _set("image.digest=" + "ab" * 32)),  # refused by the schema: no algorithm
     Scenario(None, _set("image.repository=r.example.com/dra-bridge@sha256:" + "ab" * 32)),  # refused
     Scenario(None, _set("imageRegistry=r.example.com/", "image.repository=team/dra-bridge")),
+    Scenario(None, _set("agent.nvml.enabled=true")),
+    Scenario(
+        "nvml",
+        _set(
+            "agent.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+            "agent.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
+            ".operator=Exists",
+        ),
+    ),
+    Scenario("nvml", _set("agent.nvml.enabled=yes")),  # refused by the schema
+    Scenario("nvml", _set("agent.nvml.driverRoot=run/nvidia/driver")),  # refused by the schema
+    Scenario(
+        "nvml", _set("agent.nvml.nodeLabels[0].key=nvidia.com/gpu.present", "agent.nvml.nodeLabels[0].operator=NotIn")
+    ),  # refused
 )
 """Every render the chart tests make: each is checked under Helm 4 and compared with Helm 3's."""
 

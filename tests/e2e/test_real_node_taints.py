@@ -5,7 +5,9 @@ Two (fake) NVIDIA GPUs served through the container toolkit's spec, as in
 ``DRA_BRIDGE_TEST_UNHEALTHY_FILE`` stands in for a failing GPU): its slice device gets the
 ``dra-bridge.io/unhealthy`` NoSchedule taint, kept by the API server, and the running pod keeps
 running. Once that pod is gone, X is free but tainted: a new pod gets the other GPU. X healthy
-again: the taint goes. Everything is removed afterwards.
+again: the taint goes. Then X's toolkit CDI device stops resolving (the spec regenerated without
+it: the health fact without NVML): X is tainted again, still published, and untainted once it
+resolves. Everything is removed afterwards.
 """
 
 from __future__ import annotations
@@ -90,6 +92,14 @@ def test_an_unhealthy_device_is_tainted_and_a_new_pod_gets_another(
 
             unhealthy.write_text("")
             wait_for(lambda: bridge.check_alive() or not tainted(kube, node) or None, 30, "the taint removed")
+
+            # no NVML here: the toolkit's spec regenerated without X makes X unhealthy; it stays
+            # published and is tainted, never withdrawn at once, and resolving again lifts the taint
+            write_toolkit_spec(real_node.cdi_dir, [u for u in UUIDS if u != uuid], tmp_path / "identity")
+            found = wait_for(lambda: bridge.check_alive() or tainted(kube, node), 30, "the unresolved device's taint")
+            assert found == {name: [TAINT_KEY]} and name in published_ids(kube, node)
+            write_toolkit_spec(real_node.cdi_dir, UUIDS, tmp_path / "identity")
+            wait_for(lambda: bridge.check_alive() or not tainted(kube, node) or None, 30, "its taint removed")
             log = bridge.log_text()
             assert "Traceback" not in log and "device taints kept by the API server" in log, log
             print(f"\ntainted, avoided and untainted in {time.monotonic() - began:.1f}s")

@@ -12,7 +12,7 @@ import pytest
 from dra_bridge.translate.allocate_edits import ResourceEdits, compose
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.cdi import PreparedDevice, own_spec
-from dra_bridge.translate.edit_sources import device_edits, identities, preparable
+from dra_bridge.translate.edit_sources import device_edits, identities, preparable, remembering
 from dra_bridge.translate.errors import CatalogError
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.drm import DrmNode
@@ -244,6 +244,21 @@ def test_devices_without_an_edit_source_are_not_published_with_a_reason(catalog:
     assert "nvidia.com/gpu=GPU-missing" in warnings[1] and "NVIDIA_VISIBLE_DEVICES" in warnings[1]
     kept, warnings = preparable(devices[:2], catalog, {}, None)  # no CDI directory to look in: not checked
     assert len(kept) == 2 and not warnings
+
+
+def test_a_toolkit_device_that_resolved_before_is_kept_for_the_health_rule(catalog: Catalog) -> None:
+    devices = [InventoryDevice(resourceName="nvidia.com/gpu", deviceID=i, numaNodes=[]) for i in ("GPU-a", "GPU-b")]
+    now = {"nvidia.com/gpu=GPU-a": True, "nvidia.com/gpu=GPU-b": True}
+    seen: set[str] = set()
+    kept, _ = preparable(devices, catalog, {}, remembering(lambda ids: {i: now[i] for i in ids}, seen))
+    assert len(kept) == 2 and seen == set(now)
+    now["nvidia.com/gpu=GPU-b"] = False  # no longer resolves: unhealthy, tainted, not withheld
+    kept, warnings = preparable(
+        devices, catalog, {}, remembering(lambda ids: {i: now[i] for i in ids}, seen), resolved_before=seen
+    )
+    assert len(kept) == 2 and not warnings
+    kept, warnings = preparable(devices, catalog, {}, lambda ids: {i: now[i] for i in ids})  # never resolved
+    assert [d["deviceID"] for d in kept] == ["GPU-a"] and "nvidia.com/gpu=GPU-b" in warnings[0]
 
 
 def test_a_recorded_answer_never_replays_its_drm_paths_after_the_card_order_changed(catalog: Catalog) -> None:
