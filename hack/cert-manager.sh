@@ -15,7 +15,7 @@
 # Why v1.11.x: the newest release whose cmd/controller and cmd/cainjector are packages of the
 # root module github.com/cert-manager/cert-manager. Since v1.12 each sits in its own nested
 # module (cmd/controller/go.mod, ...) that is not tagged, so the proxy does not serve it
-# (github.com/cert-manager/cert-manager/cmd/controller@v1.12.0: not found) (docs/design.md D45).
+# (github.com/cert-manager/cert-manager/cmd/controller@v1.12.0: not found) (docs/design.md D50).
 set -euo pipefail
 
 CERT_MANAGER_VERSION="${CERT_MANAGER_VERSION:-v1.11.5}"

@@ -2,7 +2,7 @@
 SelfSigned Issuer that signs only a long-lived CA Certificate whose key is never rotated, a CA
 Issuer on that CA's Secret, the serving Certificate from the CA Issuer) and the registration's
 caBundle injected from the CA Certificate, so a renewal of the serving pair leaves the caBundle
-as it is (docs/design.md D45). With an issuer of the user's: one Certificate, injected from it.
+as it is (docs/design.md D50). With an issuer of the user's: one Certificate, injected from it.
 The chain working is proven on a real cert-manager by tests/e2e/test_cert_manager_e2e.py."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The chart's cert-manager mode against cert-manager itself (v1.11.5, ``hack/cert-manager.sh``):
-renewals of the serving pair never refuse a pod (docs/design.md D45).
+renewals of the serving pair never refuse a pod (docs/design.md D50).
 
 On the test control plane: cert-manager's CRDs, its controller and cainjector as local
 processes, the chart installed in cert-manager mode (no issuerRef: its own SelfSigned -> CA ->
