@@ -172,6 +172,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(None, kube_version="1.34.0"),
     Scenario(None, _set("agent.validatingAdmissionPolicies=false")),
     Scenario(None, _set("webhook.certificates.mode=cert-manager")),
+    Scenario(
+        None, _set("webhook.certificates.mode=cert-manager", "webhook.certificates.certManager.caDuration=43800h")
+    ),
     Scenario(None, _set("webhook.certificates.mode=existing-secret")),  # refused: no secret name
     Scenario(None, _set("webhok.replicas=3")),  # refused by the schema
     Scenario(None, _set("webhook.enforce.failurePolicy=Sometimes")),  # refused by the schema

@@ -240,8 +240,7 @@ def test_cert_manager_mode_injects_the_ca_and_renders_no_bundle() -> None:
     assert cert["spec"]["secretName"] == "dra-bridge-webhook-tls"
     assert cert["spec"]["issuerRef"] == {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
     assert not by_kind(objs, "Secret") and not by_kind(objs, "Issuer")
-    own = render(None, "--set", "webhook.certificates.mode=cert-manager")
-    assert one(own, "Issuer")["spec"] == {"selfSigned": {}}
+    # without an issuerRef: the chart's own CA chain (tests/chart/test_chart_cert_manager.py)
 
 
 def test_existing_secret_mode_uses_the_secret_and_the_given_ca() -> None:
