@@ -12,7 +12,18 @@ from typing import Any
 import pytest
 
 from dra_bridge.bridge.settings import Settings
-from tests.chart.render import CHART, NAMESPACE, RELEASE, HelmFailed, Obj, by_kind, helm, helm_binaries, render
+from tests.chart.render import (
+    CHART,
+    NAMESPACE,
+    RELEASE,
+    REQUIRED,
+    HelmFailed,
+    Obj,
+    by_kind,
+    helm,
+    helm_binaries,
+    render,
+)
 from tests.chart.test_chart_agent import _env
 
 POOL = (
@@ -166,7 +177,7 @@ def test_helm_3_and_4_lint_the_nvml_values_cleanly() -> None:
 
 def test_the_notes_name_the_nvml_daemonset_when_it_is_on() -> None:
     binary = helm_binaries(("4",))["4"]
-    args = ["install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client"]
+    args = ["install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client", *REQUIRED]
     on = helm(binary, *args, "--set", "agent.nvml.enabled=true").split("NOTES:", 1)[1]
     off = helm(binary, *args).split("NOTES:", 1)[1]
     assert f"get daemonset {RELEASE}-agent-nvml" in on and "component=agent-nvml" in on
