@@ -17,7 +17,9 @@ Two measurements per case and shape:
   controller keeps one), enough that the API server is the bottleneck without a webhook (24:
   the API server keeps at most 25 idle connections to a webhook, and re-handshakes beyond);
   the cases take turns in ``--seconds`` phases, rotated each round; CPU per create of the API
-  server, etcd, the webhook process and the client, read from /proc. The losses printed are
+  server, etcd, the webhook process and the client, read from /proc, less what each spends
+  with no load (measured for ``--idle-seconds`` first: watches and leases would otherwise weigh
+  more per create on a slower case). The losses printed are
   medians over the rounds of each round's ratio, of the rates and of kube-apiserver + etcd CPU
   per create ("at the control plane's capacity": the rate they sustain with CPU of their own);
 - latency: one client, one create at a time, the cases interleaved pod by pod: p50 and p99.
@@ -30,7 +32,7 @@ throughput and the added p99 against ``none`` and ``noop``, and the target: at m
 for pods of one workload against ``none`` (``met``/``MISSED``, printed for both layouts).
 
     python bench/bench_admission.py [--layout both|shared|pinned] [--workers 24] [--seconds 2]
-        [--rounds 5] [--pods 40] [--smoke]
+        [--rounds 5] [--idle-seconds 5] [--pods 40] [--smoke]
 
 ``--smoke`` (or ``DRA_BENCH_SMOKE=1``): the load loop and the report against a stand-in HTTPS
 server in this process, a few seconds (CI); the full run takes about five minutes.
@@ -86,7 +88,10 @@ class Arm:
     cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PROCESSES, 0.0))
     first_error: str = ""
 
-    def add(self, sample: Sample, cpu: dict[str, float]) -> None:
+    def add(self, sample: Sample, cpu: dict[str, float], idle: dict[str, float]) -> None:
+        """One phase: ``cpu`` seconds per process, ``idle`` the CPU seconds per second each
+        spends with no load (watches, leases): taken off, or a slower case pays more of it per create."""
+        cpu = {name: max(0.0, seconds - idle.get(name, 0.0) * sample.wall) for name, seconds in cpu.items()}
         self.done += sample.done
         self.errors += sample.errors
         self.wall += sample.wall
@@ -108,6 +113,7 @@ class Layout:
     arms: dict[tuple[str, str], Arm]
     webhook_ports: list[int] = field(default_factory=list)  # the API server's ends, one list entry per look
     looks: int = 0
+    idle: dict[str, float] = field(default_factory=dict)  # CPU seconds per second with no load
 
 
 def pod_body(name: str, container: str) -> bytes:
@@ -197,13 +203,17 @@ def run_cases(
                 layout.arms[(case, shape)].unloaded.append(time.perf_counter() - start)
     single.close()
     conns = [connect() for _ in range(args.workers)]
+    before, start = {name: cpu_seconds(pid) for name, pid in pids.items()}, time.perf_counter()
+    time.sleep(args.idle_seconds)
+    wall = time.perf_counter() - start
+    layout.idle = {name: (cpu_seconds(pid) - before[name]) / wall for name, pid in pids.items()}
     for r in range(args.rounds):
         for shape, _title in SHAPES:
             for case in CASES[r % len(CASES) :] + CASES[: r % len(CASES)]:
                 before = {name: cpu_seconds(pid) for name, pid in pids.items()}
                 sample = closed_loop(conns, request(case, shape), args.seconds)
                 cpu = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
-                layout.arms[(case, shape)].add(sample, cpu)
+                layout.arms[(case, shape)].add(sample, cpu, layout.idle)
                 if webhook_port and case in ("noop", "enforce"):
                     layout.webhook_ports += sorted(peer_ports(webhook_port))
                     layout.looks += 1
@@ -325,6 +335,8 @@ def show(layout: Layout) -> None:
                 f"  enforce vs {base}: throughput loss {loss:.1%}{verdict}; at the control plane's capacity "
                 f"{capacity:.1%}{cverdict}; added p99 {added:+.1f} ms (one client)"
             )
+    idle = ", ".join(f"{name} {rate * 1e3:.0f} ms/s" for name, rate in layout.idle.items())
+    print(f"CPU with no load, taken off each phase's: {idle}")
     distinct = sorted(set(layout.webhook_ports))
     per_look = len(layout.webhook_ports) / max(layout.looks, 1)
     print(
@@ -368,7 +380,7 @@ def stand_in(workdir: Path) -> Iterator[tuple[int, ssl.SSLContext]]:
 
 
 def smoke(args: argparse.Namespace) -> None:
-    args.pods, args.workers, args.rounds, args.seconds = 5, 2, 1, 0.25
+    args.pods, args.workers, args.rounds, args.seconds, args.idle_seconds = 5, 2, 1, 0.25, 0.2
     with tempfile.TemporaryDirectory() as tmp, stand_in(Path(tmp)) as (port, ctx):
         layout = Layout("smoke: a stand-in HTTPS server in this process for every case", {})
         layout.arms = {(c, s): Arm() for c in CASES for s, _t in SHAPES}
@@ -386,6 +398,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=24, help="clients of the throughput loop")
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per throughput phase")
     parser.add_argument("--rounds", type=int, default=5, help="throughput rounds (each case a phase per shape)")
+    parser.add_argument("--idle-seconds", type=float, default=5.0, help="the CPU of each process with no load")
     parser.add_argument("--pods", type=int, default=40, help="creates per case and shape in the latency run")
     parser.add_argument("--smoke", action="store_true", default=os.environ.get("DRA_BENCH_SMOKE") == "1")
     args = parser.parse_args()
