@@ -15,7 +15,8 @@ Two measurements per case and shape:
 
 - throughput: a closed loop of ``--workers`` clients, each on a kept-alive connection (as a
   controller keeps one), enough that the API server is the bottleneck without a webhook (24:
-  the API server keeps at most 25 idle connections to a webhook, and re-handshakes beyond);
+  the API server kept at most 25 connections to the webhook open, and handshook new ones for
+  calls beyond, which 32 clients showed: docs/webhook.md);
   the cases take turns in ``--seconds`` phases, rotated each round; CPU per create of the API
   server, etcd, the webhook process and the client, read from /proc, less what each spends
   with no load (measured for ``--idle-seconds`` first: watches and leases would otherwise weigh
