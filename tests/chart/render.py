@@ -151,6 +151,17 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("defaults", _set("webhook.networkPolicy.enabled=yes")),  # refused by the schema
     Scenario("defaults", _set("webhook.drain.preStopSeconds=0", "webhook.drain.periodSeconds=8")),
     Scenario("defaults", _set("webhook.terminationGracePeriodSeconds=10")),  # refused: shorter than the drain
+    Scenario("defaults", _set("agent.priorityClassQuota.enabled=true")),
+    Scenario(
+        "defaults",
+        _set(
+            "agent.priorityClassQuota.enabled=true",
+            "agent.priorityClassQuota.pods=40",
+            "agent.priorityClassName=gpu-crit",
+        ),
+    ),
+    Scenario("defaults", _set("agent.priorityClassQuota.enabled=true", "agent.priorityClassQuota.pods=0")),  # refused
+    Scenario("defaults", _set("agent.priorityClassQuota.enabled=true", "agent.priorityClassName=")),  # refused
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),
