@@ -15,7 +15,9 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
   ``owner_record`` (which instance publishes in a surge rollout, docs/design.md D44), ``access``
   (the API calls it makes);
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
-  (the recorded inventory), ``deviceplugin`` (the Device Plugin v1beta1 API and a client),
+  (the recorded inventory), ``fresh_source`` (a never-legacy node's inventory from the toolkit's CDI
+  spec or sysfs, used only while nothing is recorded, docs/design.md D45), ``deviceplugin`` (the
+  Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
   ``pci_sysfs`` (PCIe root and NUMA node from sysfs), ``host_devices`` (block devices on the host),
   ``drm_sysfs`` (DRM card and render nodes by PCI address from sysfs);

@@ -11,8 +11,9 @@ One tick (every ``poll_interval`` seconds):
 3. **act**: in ``legacy`` (no ``dra-bridge.io/mode=dra`` label) record the offered inventory with
    the node's GFD labels and NVML facts in node-local state (an empty offer, e.g. while the
    kubelet restarts, never erases the record) and the catalogued device plugins' Allocate answers
-   (:mod:`bridge.edits_recorder`); in ``dra`` hand the publisher the recorded inventory, less
-   devices nobody could prepare (:func:`translate.edit_sources.preparable`), or nothing;
+   (:mod:`bridge.edits_recorder`); in ``dra`` hand the publisher the recorded inventory (none
+   recorded: the fresh-node source's, :mod:`bridge.fresh_source`), less devices nobody could
+   prepare (:func:`translate.edit_sources.preparable`), or nothing;
 4. **report** (:mod:`bridge.report`): Events, the ``DRABridgePreparedClaims`` condition (the DRA
    plugin's checkpointed claims; :mod:`bridge.node_condition`: Unknown while the checkpoint is
    unreadable, when every recorded device counts as held and the ``checkpoint`` interlock
@@ -54,6 +55,7 @@ from dra_bridge.bridge.decide import Decision, decide
 from dra_bridge.bridge.drm_sysfs import read_drm
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import StateError
+from dra_bridge.bridge.fresh_source import FreshSource
 from dra_bridge.bridge.health import Clocks, Health, Metrics
 from dra_bridge.bridge.host_devices import is_block_device
 from dra_bridge.bridge.interlocks import Refusal, held, offered
@@ -138,6 +140,9 @@ class Agent:
         self.observer = Observer(settings, catalog.bridge_driver, kubelet, api, publisher, self.recorder, self.health)
         self.observer.nvml_probe = nvml_probe
         self.reporter = Reporter(api, settings.node_name, self.metrics, self.health, self.wall)
+        self.fresh = FreshSource(settings.node_name, settings.cdi_dirs, self.reporter.event)
+        self.from_fresh, self.fresh_refusal = False, ""
+        """Whether :attr:`recorded` is the fresh-node source's (:mod:`bridge.fresh_source`), and its refusal."""
         try:
             self.recorded = store.load()
         except StateError as exc:
@@ -231,7 +236,7 @@ class Agent:
             logger.error("cannot record the inventory: %s", exc)
             return False
         self.health.state = ""
-        self.recorded = new
+        self.recorded, self.from_fresh = new, False
         self.metrics.recorded.set(len(new.devices))
         return True
 
@@ -244,7 +249,9 @@ class Agent:
     def _devices(self, nvml: dict[str, NvmlFacts] | None, warnings: list[str]) -> list[SliceDevice]:
         devices = list(self.recorded.devices)
         facts = dict(self.recorded.nvml)
-        if nvml is not None:  # re-check the recorded UUIDs: a lost GPU or a changed MIG device is withdrawn
+        if (
+            nvml is not None and not self.from_fresh
+        ):  # re-check the recorded UUIDs: a lost GPU or a changed MIG device is withdrawn
             kept = []
             for d in devices:
                 uuid = d["deviceID"].split("::")[0]
@@ -356,8 +363,12 @@ class Agent:
         report = TickReport(mode=self.report.mode, publishing=self.report.publishing)
         if snap.mode == "legacy":
             self._record(snap.offered, snap.labels, snap.nvml)
-            if not self._state_broken and (edits := await self.recorder.update(self.recorded)) is not None:
+            fresh_or_broken = self._state_broken or self.from_fresh  # a fresh inventory is never recorded
+            if not fresh_or_broken and (edits := await self.recorder.update(self.recorded)) is not None:
                 self._save(edits)
+        elif snap.mode == "dra" and not self._state_broken and (self.from_fresh or self.recorded.empty):
+            self.recorded, self.fresh_refusal = self.fresh.inventory(snap.nvml, snap.labels)  # docs/design.md D45
+            self.from_fresh = True
         obs = await self.observer.observation(
             self.clock(), snap, self.recorded, self.published, self._prepared(), self.checkpoint_error
         )
@@ -365,7 +376,10 @@ class Agent:
         if record is not None and not record.matches(self.recorded):
             record = None  # published another inventory: settle again
         owner = self.owners.load() if self.instance is not None else None
-        obs = replace(obs, publishing_since=record.since if record else None, instance=self.instance, owner=owner)
+        since = record.since if record else None
+        obs = replace(
+            obs, publishing_since=since, instance=self.instance, owner=owner, fresh_refusal=self.fresh_refusal
+        )
         decision = decide(obs, self.memory)
         if decision.reported or self.decision is None:
             self.decision = decision

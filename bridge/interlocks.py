@@ -10,7 +10,8 @@ against it:
 =================  =========================================================================
 interlock          holds when
 =================  =========================================================================
-``inventory``      something was recorded while the node was legacy
+``inventory``      something was recorded while the node was legacy, or else the fresh-node
+                   source (:mod:`bridge.fresh_source`) found devices and refused none
 ``checkpoint``     the DRA plugin's prepared-claim checkpoint is readable (unreadable: which
                    devices prepared claims hold is unknown, so every recorded device may be
                    held; docs/design.md D29)
@@ -118,7 +119,7 @@ def listed_elsewhere(obs: Observation) -> dict[DeviceId, str]:
 
 def check_inventory(obs: Observation, memory: Memory) -> str | None:
     if obs.recorded.empty:
-        return "no device-plugin inventory was recorded while the node was legacy"
+        return obs.fresh_refusal or "no device-plugin inventory was recorded while the node was legacy"
     return None
 
 

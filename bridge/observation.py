@@ -62,6 +62,8 @@ class Observation:
     """This instance (``--pod-uid`` and its start time); None: the only one (no rolling update)."""
     owner: Instance | None = None
     """The instance the owner record names (:mod:`bridge.owner_record`); None: no readable record."""
+    fresh_refusal: str = ""
+    """Nothing recorded: why the fresh-node source gives no inventory either (:mod:`bridge.fresh_source`)."""
 
     @property
     def claimed(self) -> frozenset[DeviceId]:

@@ -104,7 +104,7 @@ class Admitter:
         log = decision.log
         self.metrics.requests.labels(mode, log.outcome).inc()
         for reason in log.kept_legacy:
-            self.metrics.kept_legacy.labels(reason).inc()
+            self.metrics.kept_legacy.labels(mode, reason).inc()
         self.metrics.latency.labels(mode).observe(elapsed)
         logger.info(
             "admission uid=%s namespace=%s name=%s mode=%s outcome=%s translated=%s duration_ms=%.2f",

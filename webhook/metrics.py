@@ -10,8 +10,9 @@ Names and labels:
     dra_webhook_config_valid{file}                     1 when the newest file is in force
     dra_webhook_patch_memo_total{result}               patch memo lookups: hit (a workload seen
                                                        before) or miss (diffed by jsonpatch)
-    dra_webhook_kept_legacy_total{reason}              convertible pods kept legacy by cluster state:
-                                                       quota, quota-view (quota not known), daemonset
+    dra_webhook_kept_legacy_total{mode, reason}        convertible pods kept legacy by cluster state:
+                                                       quota, quota-view (quota not known), daemonset;
+                                                       by path (mode): audit counts what enforce would
     dra_webhook_view_synced{view}                      1 once a watch-fed cache (Node, ResourceQuota,
                                                        DeviceClass, ResourceSlice) has listed
     dra_webhook_permission_missing{permission}         1 while RBAC refuses a call (``list core/pods``)
@@ -30,7 +31,9 @@ from prometheus_client.registry import Collector
 
 from dra_bridge.kube.observed import ApiHealth
 
-BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0)
+"""Up to 30 s, the longest ``timeoutSeconds`` a registration takes: the latency alert compares
+the quantile with the chart's timeout, and above the last bucket the quantile cannot tell."""
 
 
 class _Lookups(Protocol):
@@ -93,7 +96,7 @@ class Metrics:
             "dra_webhook_config_reload_failures", "Refused configuration files", ["file"], registry=r
         )
         self.kept_legacy = Counter(
-            "dra_webhook_kept_legacy", "Convertible pods kept legacy by cluster state", ["reason"], registry=r
+            "dra_webhook_kept_legacy", "Convertible pods kept legacy by cluster state", ["mode", "reason"], registry=r
         )
         self.config_valid = Gauge(
             "dra_webhook_config_valid", "1 when the newest file is in force", ["file"], registry=r

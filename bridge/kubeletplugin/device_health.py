@@ -90,8 +90,10 @@ def toolkit_ids(inventory: Mapping[str, DeviceId]) -> list[str]:
 
 
 def nvml_uuids(inventory: Mapping[str, DeviceId]) -> list[str]:
-    """The UUIDs of the inventory's NVIDIA devices (replicas folded into their GPU)."""
-    return sorted({d.base for d in inventory.values() if d.resource.startswith(NVIDIA_RESOURCE_PREFIX)})
+    """The UUIDs of the inventory's NVIDIA devices (replicas folded into their GPU; a device known by
+    its index, docs/design.md D45, has none to look up)."""
+    nvidia = (d.base for d in inventory.values() if d.resource.startswith(NVIDIA_RESOURCE_PREFIX))
+    return sorted({u for u in nvidia if u.startswith(("GPU-", "MIG-"))})
 
 
 def assess(inventory: Mapping[str, DeviceId], pool: str, facts: HealthFacts) -> tuple[DeviceReport, ...]:

@@ -9,7 +9,15 @@ import types
 import pytest
 
 from dra_bridge.bridge.interlocks import alarm, alarmed_devices
-from dra_bridge.bridge.kubeletplugin.device_health import HEALTHY, UNHEALTHY, UNKNOWN, HealthFacts, assess, health_of
+from dra_bridge.bridge.kubeletplugin.device_health import (
+    HEALTHY,
+    UNHEALTHY,
+    UNKNOWN,
+    HealthFacts,
+    assess,
+    health_of,
+    nvml_uuids,
+)
 from dra_bridge.bridge.nvml import check_uuids
 from dra_bridge.bridge.observation import Observation
 from dra_bridge.bridge.state import Inventory
@@ -136,3 +144,12 @@ def test_check_uuids_through_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     assert check_uuids([GPU]) is None
     monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed: import fails
     assert check_uuids([GPU]) is None
+
+
+def test_a_device_known_by_its_index_is_never_looked_up_in_nvml_as_a_uuid() -> None:
+    """A fresh node's index-only toolkit spec gives device IDs ``0``, ``1`` (docs/design.md D45):
+    NVML is asked about UUIDs only, so such a device is unknown, never unhealthy for "not found"."""
+    inventory = {"gpu-a": DeviceId("nvidia.com/gpu", "0"), "gpu-b": DeviceId("nvidia.com/gpu", GPU)}
+    assert nvml_uuids(inventory) == [GPU]
+    facts = HealthFacts({u: "" for u in nvml_uuids(inventory)})
+    assert [r.health for r in assess(inventory, "node", facts)] == [UNKNOWN, HEALTHY]

@@ -162,6 +162,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario("defaults", _set("agent.priorityClassQuota.enabled=true", "agent.priorityClassQuota.pods=0")),  # refused
     Scenario("defaults", _set("agent.priorityClassQuota.enabled=true", "agent.priorityClassName=")),  # refused
+    Scenario("monitoring", _set("agent.settlePeriod=600", "webhook.enforce.timeoutSeconds=10")),
+    Scenario("monitoring", _set("webhook.audit.enabled=false", "agent.enabled=false")),
+    Scenario("monitoring", _set("monitoring.podMonitor.interval=30")),  # refused by the schema
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),

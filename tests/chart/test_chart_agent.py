@@ -59,7 +59,7 @@ def test_the_real_agent_settings_accept_the_daemonset_s_environment(values: str)
     assert mounts["/etc/dra-bridge/catalog.yaml"]["subPath"] == "catalog.yaml"
     probes = {c["livenessProbe"]["httpGet"]["path"], c["readinessProbe"]["httpGet"]["path"]}
     assert probes == {"/healthz", "/readyz"}
-    assert c["livenessProbe"]["httpGet"]["port"] == "health" and c["ports"][0]["containerPort"] == s.health_port
+    assert c["livenessProbe"]["httpGet"]["port"] == "metrics" and c["ports"][0]["containerPort"] == s.health_port
 
 
 def test_hostpaths_are_the_kubelet_s_directories_at_the_same_paths() -> None:

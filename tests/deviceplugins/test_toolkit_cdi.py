@@ -68,6 +68,15 @@ def test_toolkit_spec_is_valid_cdi_naming_each_gpu_by_index_and_uuid(tmp_path: P
     assert [m["containerPath"] for m in by_name["all"]["mounts"]] == [f"/run/fake-nvidia/gpu{i}" for i in range(3)]
 
 
+def test_index_only_spec_names_no_uuid_anywhere(tmp_path: Path) -> None:
+    """What ``--device-name-strategy=index`` (and toolkits before 1.16) write: the UUIDs appear in
+    no device name (the fake's identity files are named by UUID, so only the names are checked)."""
+    path = toolkit_cdi.write_toolkit_spec(tmp_path / "cdi", UUIDS, tmp_path / "identity", strategies=("index",))
+    spec = yaml.safe_load(path.read_text())
+    check_spec(spec)
+    assert [d["name"] for d in spec["devices"]] == ["0", "1", "2", "all"]
+
+
 def test_plugin_spec_names_device_ids_under_its_own_vendor_with_the_same_edits(tmp_path: Path) -> None:
     ids = [UUIDS[1], f"{UUIDS[0]}::0", f"{UUIDS[0]}::1"]
     path = toolkit_cdi.write_plugin_spec(tmp_path / "cdi", "k8s.device-plugin.nvidia.com/gpu", ids, tmp_path / "id")

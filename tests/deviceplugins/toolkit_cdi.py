@@ -6,7 +6,9 @@ kind ``nvidia.com/gpu``; with the default ``--device-name-strategy`` (``index`` 
 since the flag became repeatable; NVIDIA/nvidia-container-toolkit
 cmd/nvidia-ctk/cdi/generate/generate.go: "the devices will be duplicated for each strategy")
 every GPU is defined twice, as ``nvidia.com/gpu=<index>`` and ``nvidia.com/gpu=<uuid>``, plus
-``nvidia.com/gpu=all``; ``NVIDIA_VISIBLE_DEVICES=void`` at spec level. Written
+``nvidia.com/gpu=all``; ``NVIDIA_VISIBLE_DEVICES=void`` at spec level. ``strategies=("index",)``
+writes what ``--device-name-strategy=index`` (and toolkits before 1.16) write: index names and
+``all`` only, no UUID anywhere in the spec. Written
 as YAML (the toolkit's default format) to ``<cdi dir>/nvidia.yaml``.
 
 The device plugin's spec (``cdi-cri``): kind ``k8s.device-plugin.nvidia.com/<class>``, devices
@@ -86,11 +88,16 @@ def _merge(edits: Sequence[Spec]) -> Spec:
     return merged
 
 
-def toolkit_spec(uuids: Sequence[str], identity_dir: Path) -> Spec:
-    """The toolkit's spec: each GPU by index, then each by UUID, then ``all``."""
+STRATEGIES = ("index", "uuid")
+"""The toolkit's default ``--device-name-strategy`` (1.16 on)."""
+
+
+def toolkit_spec(uuids: Sequence[str], identity_dir: Path, strategies: Sequence[str] = STRATEGIES) -> Spec:
+    """The toolkit's spec: each GPU once per strategy (by index, then by UUID), then ``all``."""
     edits = [device_edits(i, u, identity_dir) for i, u in enumerate(uuids)]
-    devices = [{"name": str(i), "containerEdits": e} for i, e in enumerate(edits)]
-    devices += [{"name": u, "containerEdits": e} for u, e in zip(uuids, edits, strict=True)]
+    devices = [{"name": str(i), "containerEdits": e} for i, e in enumerate(edits)] if "index" in strategies else []
+    if "uuid" in strategies:
+        devices += [{"name": u, "containerEdits": e} for u, e in zip(uuids, edits, strict=True)]
     devices.append({"name": "all", "containerEdits": _merge(edits)})
     return {"cdiVersion": CDI_VERSION, "kind": TOOLKIT_KIND, "devices": devices, "containerEdits": common_edits()}
 
@@ -112,11 +119,13 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)  # runtimes watch the directory: never let them read half a spec
 
 
-def write_toolkit_spec(cdi_dir: Path, uuids: Sequence[str], identity_dir: Path) -> Path:
+def write_toolkit_spec(
+    cdi_dir: Path, uuids: Sequence[str], identity_dir: Path, strategies: Sequence[str] = STRATEGIES
+) -> Path:
     """Write the identity files and ``<cdi dir>/nvidia.yaml``; returns the spec's path."""
     write_identity_files(identity_dir, uuids)
     path = cdi_dir / TOOLKIT_FILE
-    _write_atomically(path, yaml.safe_dump(toolkit_spec(uuids, identity_dir), sort_keys=False))
+    _write_atomically(path, yaml.safe_dump(toolkit_spec(uuids, identity_dir, strategies), sort_keys=False))
     return path
 
 
@@ -137,9 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--cdi-dir", type=Path, required=True)
     parser.add_argument("--identity-dir", type=Path, required=True)
+    parser.add_argument("--device-name-strategy", action="append", choices=STRATEGIES, dest="strategies")
     parser.add_argument("uuids", nargs="+")
     args = parser.parse_args(argv)
-    print(write_toolkit_spec(args.cdi_dir, args.uuids, args.identity_dir))
+    print(write_toolkit_spec(args.cdi_dir, args.uuids, args.identity_dir, args.strategies or STRATEGIES))
     return 0
 
 

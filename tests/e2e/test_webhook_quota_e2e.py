@@ -213,7 +213,7 @@ def test_without_list_resourcequotas_pods_stay_legacy_and_readyz_names_the_permi
     assert 'dra_webhook_permission_missing{permission="list core/resourcequotas"} 1.0' in metrics
     assert 'dra_webhook_view_synced{view="ResourceQuota"} 0.0' in metrics
     assert "dra_webhook_api_server_up 1.0" in metrics
-    assert 'dra_webhook_kept_legacy_total{reason="quota-view"}' in metrics
+    assert 'dra_webhook_kept_legacy_total{mode="enforce",reason="quota-view"}' in metrics
     naming = [
         line for line in hook.log.read_text().splitlines() if "missing permission list core/resourcequotas" in line
     ]

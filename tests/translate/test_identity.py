@@ -6,7 +6,7 @@ import pytest
 
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
-from dra_bridge.translate.inventory.identity import matches, pci_address, slice_keys
+from dra_bridge.translate.inventory.identity import keys, matches, pci_address, slice_keys
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,13 @@ def test_a_replica_and_a_pci_address_map_to_the_recorded_device() -> None:
     assert matches("03:00.0", recorded, nvml, "amd.com/gpu") == [DeviceId("amd.com/gpu", "0000:03:00.0")]
     assert matches("0", recorded, nvml, "nvidia.com/gpu") == [DeviceId("nvidia.com/gpu.shared", "GPU-a::0")]
     assert matches("7", recorded, nvml, "nvidia.com/gpu") == []  # past the recorded GPUs
+
+
+def test_a_device_known_by_its_index_is_matched_by_the_uuid_its_facts_name() -> None:
+    """A fresh node's index-only toolkit spec (docs/design.md D45): device ID ``0``, its UUID from
+    NVML in its facts; a device plugin or another driver naming the UUID names that device."""
+    recorded = [InventoryDevice(resourceName="nvidia.com/gpu", deviceID="0", numaNodes=[])]
+    nvml = {"0": NvmlFacts(uuid="GPU-2222", pciBusID="0000:03:00.0")}
+    assert matches("GPU-2222", recorded, nvml) == [DeviceId("nvidia.com/gpu", "0")]
+    assert matches("GPU-3333", recorded, nvml) == []
+    assert keys(DeviceId("nvidia.com/gpu", "0"), nvml) == {"0", "GPU-2222", "0000:03:00.0"}

@@ -283,6 +283,8 @@ async def test_probes_and_metrics_answer(client: Client) -> None:
     assert 'dra_webhook_requests_total{mode="enforce",outcome="patched"} 1.0' in text
     assert "dra_webhook_templates_created_total 1.0" in text
     assert "dra_webhook_request_seconds_bucket" in text
+    # buckets up to the longest timeoutSeconds (30): the latency alert compares with the timeout
+    assert 'dra_webhook_request_seconds_bucket{le="30.0",mode="enforce"} 1.0' in text
 
 
 @pytest.mark.parametrize(

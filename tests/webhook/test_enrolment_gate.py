@@ -152,7 +152,9 @@ async def test_templates_and_events_only_where_the_path_is_enrolled(aiohttp_clie
     assert len(ensurer.calls) == 1 and len(audit.events) == 1
     metrics = (await (await client.get("/metrics")).read()).decode()
     assert 'dra_webhook_requests_total{mode="enforce",outcome="not-enrolled"} 3.0' in metrics
-    assert 'dra_webhook_kept_legacy_total{reason="not-enrolled"} 5.0' in metrics
+    # by path: the alert on pods kept legacy watches the enforce path alone (docs/monitoring.md)
+    assert 'dra_webhook_kept_legacy_total{mode="enforce",reason="not-enrolled"} 3.0' in metrics
+    assert 'dra_webhook_kept_legacy_total{mode="audit",reason="not-enrolled"} 2.0' in metrics
 
 
 @pytest.mark.parametrize("on_error", ["deny", "admit-unchanged"])
@@ -173,7 +175,8 @@ async def test_while_the_view_has_not_synced_on_error_applies(
     assert audited["allowed"] is True and "patch" not in audited
     assert ensurer.calls == [] and audit.events == []
     metrics = (await (await client.get("/metrics")).read()).decode()
-    assert 'dra_webhook_kept_legacy_total{reason="namespace-view"} 2.0' in metrics
+    assert 'dra_webhook_kept_legacy_total{mode="enforce",reason="namespace-view"} 1.0' in metrics
+    assert 'dra_webhook_kept_legacy_total{mode="audit",reason="namespace-view"} 1.0' in metrics
 
 
 def test_the_settings_give_the_rule_the_charts_values() -> None:

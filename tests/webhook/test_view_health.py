@@ -143,7 +143,7 @@ async def test_a_pod_whose_namespace_quota_is_unknown_stays_legacy_with_warning_
     assert any("list core/resourcequotas" in w and "kept-legacy" in w for w in answer["warnings"])
     assert "quota" in answer["auditAnnotations"]["kept-legacy"]
     metrics = await (await client.get("/metrics")).text()
-    assert 'dra_webhook_kept_legacy_total{reason="quota-view"} 1.0' in metrics
+    assert 'dra_webhook_kept_legacy_total{mode="enforce",reason="quota-view"} 1.0' in metrics
 
 
 async def test_readiness_stays_ready_and_names_views_permissions_and_the_api_server(aiohttp_client: Any) -> None:

@@ -9,7 +9,8 @@ recorded devices a device ID or another driver's slice stands for, by UUID, PCI 
 index (:mod:`~translate.inventory.identity`), and a GPU's DRM nodes by its PCI address
 (:mod:`~translate.inventory.drm`), and which devices are served with MPS, which the bridge cannot
 carry (:mod:`~translate.inventory.mps`), and the taint of a device unhealthy long enough
-(:mod:`~translate.inventory.device_taints`).
+(:mod:`~translate.inventory.device_taints`), and a never-legacy node's devices from the toolkit's
+CDI spec or sysfs cards (:mod:`~translate.inventory.fresh`, docs/design.md D45).
 """
 
 from dra_bridge.translate.inventory.allocatable import InventoryDevice, group_allocatable, split_replica

@@ -42,6 +42,8 @@ def keys(device: DeviceId, nvml: Mapping[str, NvmlFacts]) -> set[str]:
     """Every identity of a recorded device: its base ID, its UUID and its PCI address where known."""
     out = {device.base}
     facts = nvml.get(device.base, NvmlFacts())
+    if facts.get("uuid"):
+        out.add(facts["uuid"])  # a device known by index (the fresh-node source's): its UUID too
     for raw in (device.base, facts.get("pciBusID", "")):
         if addr := pci_address(raw):
             out.add(addr)

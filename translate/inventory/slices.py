@@ -100,7 +100,7 @@ class _Device:
 def _nvidia(dev: _Device, facts: NvmlFacts, uuid: str, mig: bool) -> None:
     n = NVIDIA_DRIVER + "/"
     dev.put(n + "type", {"string": "mig" if mig else "gpu"})
-    dev.put(n + "uuid", {"string": uuid})
+    dev.put(n + "uuid", {"string": facts.get("uuid") or uuid})  # an index ID's facts name its UUID
     for key in ("productName", "architecture"):
         if key in facts:
             dev.put(n + key, {"string": str(facts[key])})
