@@ -9,7 +9,6 @@ from __future__ import annotations
 import codecs
 import io
 import json
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -75,6 +74,9 @@ def _json_stream(text: str) -> list[Any] | None:
 
 
 _CHUNK = 1 << 16
+#: The most standard input a command copies (to a temporary file, to read it more than once):
+#: beyond it the copy would fill the disk (``-f - < /dev/zero``); a larger input is a file.
+MAX_STDIN_BYTES = 1 << 30
 
 
 class _Utf8:
@@ -227,6 +229,20 @@ def read_sources(sources: list[str], stdin: TextIO | None = None) -> Iterator[Do
                     raise InputFileError(f"{path}: cannot read: {exc}") from exc
 
 
+def _copy_bounded(src: BinaryIO, dst: BinaryIO) -> None:
+    """``src`` into ``dst``; InputFileError once more than MAX_STDIN_BYTES came (nothing is
+    parsed or written by then: the command fails before its first document)."""
+    copied = 0
+    while chunk := src.read(_CHUNK):
+        copied += len(chunk)
+        if copied > MAX_STDIN_BYTES:
+            raise InputFileError(
+                f"-: standard input is over {MAX_STDIN_BYTES} bytes, the most that is copied to read it: "
+                "give the manifests as a file or a directory (-f PATH)"
+            )
+        dst.write(chunk)
+
+
 class Sources:
     """The ``-f`` sources of a command, to be read more than once: standard input is copied to
     a temporary file as it is first read (a context manager: the copy is removed on exit)."""
@@ -245,7 +261,7 @@ class Sources:
     def _stdin(self) -> BinaryIO:
         if self._copy is None:
             self._copy = cast(BinaryIO, tempfile.TemporaryFile())  # noqa: SIM115 (closed in __exit__)
-            shutil.copyfileobj(_stdin_bytes(self.stdin or sys.stdin), self._copy, _CHUNK)
+            _copy_bounded(_stdin_bytes(self.stdin or sys.stdin), self._copy)
         self._copy.seek(0)
         return self._copy
 

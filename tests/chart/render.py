@@ -164,6 +164,17 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("defaults", _set("webhook.networkPolicy.enabled=yes")),  # refused by the schema
     Scenario("defaults", _set("webhook.drain.preStopSeconds=0", "webhook.drain.periodSeconds=8")),
     Scenario("defaults", _set("webhook.terminationGracePeriodSeconds=10")),  # refused: shorter than the drain
+    Scenario("defaults", _set("agent.priorityClassQuota.enabled=true")),
+    Scenario(
+        "defaults",
+        _set(
+            "agent.priorityClassQuota.enabled=true",
+            "agent.priorityClassQuota.pods=40",
+            "agent.priorityClassName=gpu-crit",
+        ),
+    ),
+    Scenario("defaults", _set("agent.priorityClassQuota.enabled=true", "agent.priorityClassQuota.pods=0")),  # refused
+    Scenario("defaults", _set("agent.priorityClassQuota.enabled=true", "agent.priorityClassName=")),  # refused
     Scenario("monitoring", _set("agent.settlePeriod=600", "webhook.enforce.timeoutSeconds=10")),
     Scenario("monitoring", _set("webhook.audit.enabled=false", "agent.enabled=false")),
     Scenario("monitoring", _set("monitoring.podMonitor.interval=30")),  # refused by the schema

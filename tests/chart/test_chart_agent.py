@@ -194,3 +194,22 @@ def test_the_chart_s_data_files_are_in_step_with_the_shipped_catalog() -> None:
         "patterns": [e.pattern for e in catalog.entries if e.pattern],
         "profileRegex": PROFILE_RE,
     }
+
+
+def test_the_priority_class_quota_is_rendered_only_when_asked_for_and_scoped_to_the_agent_s_class() -> None:
+    on = ("--set", "agent.priorityClassQuota.enabled=true")
+    assert by_kind(render("defaults"), "ResourceQuota") == []
+    (quota,) = by_kind(render("defaults", *on), "ResourceQuota")
+    assert quota["metadata"]["namespace"] == NAMESPACE
+    assert quota["spec"]["hard"] == {"pods": "1000"}
+    (term,) = quota["spec"]["scopeSelector"]["matchExpressions"]
+    pod_spec = daemonset()["spec"]["template"]["spec"]
+    assert term == {"scopeName": "PriorityClass", "operator": "In", "values": [pod_spec["priorityClassName"]]}
+    custom = ("--set", "agent.priorityClassQuota.pods=40", "--set", "agent.priorityClassName=gpu-crit")
+    (quota,) = by_kind(render("defaults", *on, *custom), "ResourceQuota")
+    assert quota["spec"]["hard"] == {"pods": "40"}
+    assert quota["spec"]["scopeSelector"]["matchExpressions"][0]["values"] == ["gpu-crit"]
+    with pytest.raises(HelmFailed, match="priorityClassQuota"):
+        render("defaults", *on, "--set", "agent.priorityClassQuota.pods=0")
+    with pytest.raises(HelmFailed, match=r"needs agent\.priorityClassName"):
+        render("defaults", *on, "--set", "agent.priorityClassName=")

@@ -18,8 +18,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
 
 from tests.e2e.controlplane import REPO_ROOT
 
@@ -55,11 +58,20 @@ def _inline(paragraph: str) -> list[str]:
     return [s for s in spans if s.split(" ", 1)[0] in COMMANDS and " " in s]
 
 
+def _check_yaml(section: str, lines: list[str]) -> None:
+    """A YAML snippet of the guide must parse: a user pastes it as it is."""
+    try:
+        yaml.safe_load(textwrap.dedent("\n".join(lines)))
+    except yaml.YAMLError as e:
+        raise ValueError(f"MIGRATION.md, section {section!r}: a ```yaml block that does not parse: {e}") from e
+
+
 def guide_commands(text: str) -> list[Command]:
     """Every command of the guide ``text`` (see the module docstring), first place first."""
     found: dict[str, Command] = {}
     section = ""
     block: list[str] | None = None
+    snippet: list[str] | None = None  # a ```yaml block: an object to paste, not a command
     paragraph: list[str] = []
 
     def add(texts: list[str]) -> None:
@@ -78,11 +90,20 @@ def guide_commands(text: str) -> list[Command]:
                 block = None
             else:
                 block.append(line)
+        elif snippet is not None:
+            if stripped.startswith("```"):
+                _check_yaml(section, snippet)
+                snippet = None
+            else:
+                snippet.append(line)
         elif stripped.startswith("```"):
             flush()
-            block = [] if stripped == "```sh" else None
-            if block is None and stripped != "```":
-                raise ValueError(f"MIGRATION.md: a code block that is not ```sh: {stripped}")
+            if stripped == "```sh":
+                block = []
+            elif stripped == "```yaml":
+                snippet = []
+            else:
+                raise ValueError(f"MIGRATION.md: a code block that is neither ```sh nor ```yaml: {stripped}")
         elif line.startswith("#"):
             flush()
             section = line.lstrip("#").strip()

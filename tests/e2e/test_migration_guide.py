@@ -59,8 +59,18 @@ QUOTA = (
     '-p \'{"spec":{"hard":{"nvidia-gpu.dra-bridge.io.deviceclass.resource.k8s.io/devices":"8"}}}\''
 )
 
+UPGRADE = "helm upgrade dra-bridge charts/dra-bridge -n gpu-system --reuse-values --wait"
+IGNORE = (
+    "helm upgrade dra-bridge charts/dra-bridge -n gpu-system --reuse-values --set webhook.enforce.failurePolicy=Ignore"
+)
+FAIL = "helm upgrade dra-bridge charts/dra-bridge -n gpu-system --reuse-values --set webhook.enforce.failurePolicy=Fail"
+OPT_OUT = "kubectl label namespace team-a dra-bridge.io/webhook-opt-out=true"
+CLOUD = "a managed cloud's CLI: no such cloud here; checked against its public documentation only (linked in the guide)"
+
 #: Run, in this order (the roll-backs where they can be seen doing what they say).
 RUN = [
+    "kubectl create namespace gpu-system",
+    "kubectl label namespace gpu-system pod-security.kubernetes.io/enforce=privileged",
     INSTALL,
     "kubectl -n gpu-system get deploy,ds,pdb",
     "kubectl get mutatingwebhookconfiguration dra-bridge -o yaml",
@@ -82,6 +92,13 @@ RUN = [
     "kubectl label namespace team-a dra-bridge.io/webhook=enforce --overwrite",
     "kubectl -n team-a rollout restart deploy",
     "kubectl -n team-a get resourceclaimtemplates,resourceclaims",
+    UPGRADE,
+    "kubectl -n gpu-system rollout restart daemonset dra-bridge-agent",
+    "kubectl -n gpu-system rollout status daemonset dra-bridge-agent",
+    OPT_OUT,
+    "kubectl label namespace team-a dra-bridge.io/webhook-opt-out-",
+    IGNORE,
+    FAIL,
     "kubectl label namespace team-a dra-bridge.io/webhook=audit --overwrite",
     "kubectl label node NODE dra-bridge.io/mode-",
     PREPARED,
@@ -93,10 +110,18 @@ RUN = [
     "dra-migrate convert -f manifests/ --fail-on partial",
     "dra-migrate convert -f manifests/ > migrated.yaml",
     "kubectl apply -f migrated.yaml",
+    "dra-migrate convert -f manifests/ --target vendor > vendor.yaml",
 ]
 
 #: Not run here, each with its reason.
 SKIPPED = {
+    "gcloud container node-pools create dra-a100 --cluster CLUSTER --machine-type a2-highgpu-8g --accelerator "
+    "type=nvidia-tesla-a100,count=8,gpu-driver-version=latest "
+    "--node-labels=dra-bridge.io/mode=dra,gke-no-default-nvidia-gpu-device-plugin=true": CLOUD,
+    "eksctl create nodegroup --cluster CLUSTER --name dra-a100 --node-type p4d.24xlarge "
+    "--node-labels dra-bridge.io/mode=dra": CLOUD,
+    "az aks nodepool add --resource-group RG --cluster-name CLUSTER --name draa100 --node-vm-size "
+    "Standard_ND96asr_v4 --labels dra-bridge.io/mode=dra": CLOUD,
     "docker build --build-arg BASE_IMAGE=python:3.11-slim-bookworm@sha256:<digest> -t REGISTRY/dra-bridge:0.1.0 .": (
         "no Docker and no base image here: hack/image.sh builds the equivalent image from the same lock, tagged "
         "REGISTRY/dra-bridge:0.1.0 in the node's containerd instead of pushed"
@@ -228,7 +253,7 @@ _replaced = [0.0]
 
 @pytest.mark.e2e
 @pytest.mark.real_node
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(420)
 # MIGRATION.md step by step, each command then its "Verify" in the guide's order: one linear
 # script that reads beside the guide; split, the steps would no longer follow it page by page.
 def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: Path) -> None:  # noqa: PLR0915
@@ -279,6 +304,12 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
     )
     installed = False
     try:
+        # production: Pod Security admission lets the agent's host paths in the release namespace
+        sh.run("kubectl create namespace gpu-system")
+        sh.run("kubectl label namespace gpu-system pod-security.kubernetes.io/enforce=privileged")
+        labels = kube.get(api_path("v1", "namespaces", name=RELEASE_NS))["metadata"]["labels"]
+        assert labels.get("pod-security.kubernetes.io/enforce") == "privileged", labels
+
         # 1. install in audit mode, read the report
         sh.run(INSTALL, extra=f" --values {values} --timeout 150s")
         installed = True
@@ -386,6 +417,45 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         assert "resourceclaimtemplate.resource.k8s.io/" in out and "allocated,reserved" in out, out
         print(f"converted pod saw its GPU {time.monotonic() - began:.1f}s after the start")
 
+        # production: upgrading the chart mid-migration restarts the agent and keeps the slices
+        before = {s["metadata"]["name"]: s["metadata"]["uid"] for s in our_slices(kube, node.name)}
+        sh.run(UPGRADE, extra=" --timeout 150s")
+        sh.run("kubectl -n gpu-system rollout restart daemonset dra-bridge-agent")
+        sh.run("kubectl -n gpu-system rollout status daemonset dra-bridge-agent", extra=" --timeout=120s")
+        after = {s["metadata"]["name"]: s["metadata"]["uid"] for s in our_slices(kube, node.name)}
+        assert after == before and before, (before, after)
+        assert kube.get(api_path("v1", "pods", NS, name))["status"]["phase"] == "Running"
+
+        # production: break glass; the opt-out label takes the namespace out of the webhook at once
+        sh.run(OPT_OUT)
+        until(
+            lambda: "resourceClaims" not in dry_run(sh, tmp_path / "probe.yaml")[0]["spec"],
+            30,
+            "an opted-out namespace's pod admitted as it is",
+            sh,
+            kube,
+        )
+        sh.run("kubectl label namespace team-a dra-bridge.io/webhook-opt-out-")
+        until(
+            lambda: "resourceClaims" in dry_run(sh, tmp_path / "probe.yaml")[0]["spec"],
+            30,
+            "the namespace converted again",
+            sh,
+            kube,
+        )
+
+        def enforce_policy() -> str:
+            registration = kube.get(
+                api_path("admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", name="dra-bridge")
+            )
+            (entry,) = [w for w in registration["webhooks"] if w["name"] == "enforce.webhook.dra-bridge.io"]
+            return str(entry["failurePolicy"])
+
+        sh.run(IGNORE)
+        assert enforce_policy() == "Ignore"
+        sh.run(FAIL)
+        assert enforce_policy() == "Fail"
+
         # roll back 4: new pods stay legacy, the running pod keeps its claim
         sh.run("kubectl label namespace team-a dra-bridge.io/webhook=audit --overwrite")
         until(
@@ -446,6 +516,12 @@ def test_migration_guide_commands_run_as_written(cluster: PodCluster, tmp_path: 
         sh.run("dra-migrate convert -f manifests/ --fail-on partial")
         sh.run("dra-migrate convert -f manifests/ > migrated.yaml")
         sh.run("kubectl apply -f migrated.yaml")
+        sh.run("dra-migrate convert -f manifests/ --target vendor > vendor.yaml")  # the end: the vendor's classes
+        templates = [
+            d for d in yaml.safe_load_all((work / "vendor.yaml").read_text()) if d["kind"] == "ResourceClaimTemplate"
+        ]
+        classes = {r["exactly"]["deviceClassName"] for t in templates for r in t["spec"]["spec"]["devices"]["requests"]}
+        assert classes == {"gpu.nvidia.com"}, classes
         template = kube.get(api_path("apps/v1", "deployments", NS, "trainer"))["spec"]["template"]
         assert template["metadata"]["labels"].get(CONVERTED_LABEL) == "true" and template["spec"]["resourceClaims"]
         assert kube.list(api_path(V1, "resourceclaimtemplates", NS))

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dra_bridge.migrate import manifests
 from dra_bridge.migrate.cli import main
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.translate.errors import ApiVersionError, CountError, TranslateError
@@ -421,3 +422,15 @@ def test_converted_ray_groups_keep_their_gpu_count_in_ray_start_params() -> None
     kept = run("convert", "--include-custom-resources", "-f", "-", stdin=json.dumps(_ray_cluster({"num-gpus": "1"})))
     (ray,) = [o for o in yaml.safe_load_all(kept.stdout) if o["kind"] == "RayCluster"]
     assert ray["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {"num-gpus": "1"}  # the user's own value stays
+
+
+def test_standard_input_is_copied_only_up_to_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``convert -f - < /dev/zero`` once filled the disk: stdin is copied to a temporary file to
+    be read twice, with no bound. Past MAX_STDIN_BYTES it is refused, before any output."""
+    monkeypatch.setattr(manifests, "MAX_STDIN_BYTES", 4096)
+    pod = json.dumps(_gpu_pod("a"))
+    fits = run("convert", "-f", "-", stdin=pod)
+    assert fits.returncode == 0 and "ResourceClaimTemplate" in fits.stdout
+    over = run("convert", "-f", "-", stdin=pod + "\n# padding" * 1000)
+    assert over.returncode == EXIT_ERROR and over.stdout == ""
+    assert "-: standard input is over 4096 bytes" in over.stderr and "-f PATH" in over.stderr, over.stderr
