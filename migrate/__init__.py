@@ -10,7 +10,8 @@ text, or one line saying why not), ``inventory_dumps`` (``dra-bridge inventory``
 ``option_flags`` (the plan-option flags of ``convert`` and ``report``, from the options model),
 ``enrolment_flags`` (``report``'s enrolment flags: the chart's webhook selector settings),
 ``remedies`` (remedy codes in the command's words), ``report`` (findings as a table),
-``report_text`` and ``report_html`` (the report's renderers).
+``report_text`` and ``report_html`` (the report's renderers), ``convert_memo`` (``convert``'s
+memo: objects alike but for their name converted once).
 
 ``migrate.cli.main(argv, stdin=, stdout=, stderr=) -> exit code`` runs it in process; the
 exit codes and the error tree are in :mod:`migrate.errors`, re-exported here.

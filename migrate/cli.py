@@ -33,6 +33,7 @@ from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.kube.logs import LEVELS, escape, level_number
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.streams import guarded, standard_streams
+from dra_bridge.migrate.convert_memo import NameMemo, Result
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, Sources, Writer, dump, read_catalog, why_empty
 from dra_bridge.migrate.option_flags import add_option_flags, option_values
@@ -227,17 +228,23 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
             for d in (_read(sources, args.allow_empty) if sources.mention("ResourceQuota") else ())
             if d.obj.get("kind") == "ResourceQuota"
         )
-        writer = Writer(spool, args.output)
+        writer, memo = Writer(spool, args.output), NameMemo()
+
+        def work(obj: dict[str, Any]) -> Result:
+            converted = _convert(obj, catalog, options, policy, args.include_custom_resources, quotas)
+            return converted, tuple(phrased(converted.findings))
+
         for doc in _read(sources, args.allow_empty):
-            result = _convert(doc.obj, catalog, options, policy, args.include_custom_resources, quotas)
+            result, findings = memo.result(doc.obj, doc.aliased, lambda: work(doc.obj))  # noqa: B023 (called at once)
             for template in result.templates:
                 key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
                 if key not in seen:
                     seen.add(key)
                     writer.write(template)
             writer.write(result.obj)
-            for finding in phrased(result.findings):
-                rows.add(doc.source, _object_name(doc.obj), finding)
+            name = _object_name(doc.obj) if findings else ""
+            for finding in findings:
+                rows.add(doc.source, name, finding)
         if not writer.count:
             err.write("dra-migrate: no objects in the input\n")
             return EXIT_OK

@@ -22,7 +22,7 @@ from dra_bridge.migrate.errors import InputFileError
 from dra_bridge.migrate.input_files import not_utf8, open_regular, read_text
 from dra_bridge.translate.catalog import Catalog, Target, load_catalog
 from dra_bridge.translate.strict_yaml import MAX_VALUES as MAX_VALUES  # re-exported: the documented bound
-from dra_bridge.translate.strict_yaml import StrictLoader, count_values, expansion_refused, value_budget
+from dra_bridge.translate.strict_yaml import StrictLoader, expansion_refused, value_budget, value_count
 
 
 def read_catalog(path: str | None, target: Target | None = None) -> Catalog:
@@ -36,11 +36,13 @@ def read_catalog(path: str | None, target: Target | None = None) -> Catalog:
 
 @dataclass(frozen=True)
 class Document:
-    """One object read from ``source`` (a path or ``-``), ``index`` = its position there."""
+    """One object read from ``source`` (a path or ``-``), ``index`` = its position there;
+    ``aliased``: its document reaches a list or mapping more than once (YAML aliases)."""
 
     source: str
     index: int
     obj: Any
+    aliased: bool = False
 
 
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -145,13 +147,14 @@ class _Budget:
     def __init__(self) -> None:
         self.left = value_budget(0)
 
-    def check(self, obj: Any, name: str, index: int) -> None:
+    def check(self, obj: Any, name: str, index: int) -> bool:
         """Count ``obj``'s values (aliases at every use, each walked once); InputFileError once
-        the budget is spent."""
-        count = count_values(obj, self.left)
+        the budget is spent. Whether a list or mapping in ``obj`` is reached more than once."""
+        count, shared = value_count(obj, self.left)
         if count is None:
             raise InputFileError(expansion_refused(name, f", at document {index + 1}"))
         self.left -= count
+        return shared
 
 
 def _flatten(doc: Any, name: str, position: int) -> Iterator[Any]:
@@ -185,9 +188,9 @@ def _documents(name: str, raw: BinaryIO, budget: _Budget) -> Iterator[Document]:
     counted = _Counted(raw)
     for position, doc in enumerate(_parse(cast(BinaryIO, counted), name)):
         budget.left += counted.take()  # a value per byte read so far
-        budget.check(doc, name, position)
+        aliased = budget.check(doc, name, position)
         for obj in _flatten(doc, name, position):
-            yield Document(name, index, obj)
+            yield Document(name, index, obj, aliased)
             index += 1
 
 

@@ -5,7 +5,6 @@ temporary file rather than in memory (``convert`` streams)."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Iterable, Sequence
 from types import TracebackType
@@ -15,6 +14,7 @@ from dra_bridge.kube.logs import escape
 from dra_bridge.translate.findings import SEVERITY, Finding
 
 HEADERS = ("FILE", "OBJECT", "OUTCOME", "PATH", "LEGACY", "REASON")
+_TAILS = 4096  # findings whose cells a spool keeps escaped
 
 
 def _cells(src: str, obj: str, f: Finding) -> tuple[str, ...]:
@@ -35,12 +35,14 @@ def findings_table(rows: Sequence[tuple[str, str, Finding]]) -> str:
 
 class FindingsSpool:
     """:func:`findings_table` of rows added one at a time (a context manager); ``worst``: the
-    highest severity added (-1 when none)."""
+    highest severity added (-1 when none). A finding's own cells are escaped once for the rows
+    that repeat it (the findings of many objects alike)."""
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed in __exit__)
         self.widths = [len(h) for h in HEADERS[:-1]]
         self.count, self.worst = 0, -1
+        self._tails: dict[Finding, tuple[str, tuple[int, ...]]] = {}
 
     def __enter__(self) -> FindingsSpool:
         return self
@@ -48,10 +50,22 @@ class FindingsSpool:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._file.close()
 
+    def _tail(self, finding: Finding) -> tuple[str, tuple[int, ...]]:
+        """``finding``'s cells as a row ends (tab-separated: an escaped cell has no tab, no
+        line break) and their widths."""
+        found = self._tails.get(finding)
+        if found is None:
+            if len(self._tails) >= _TAILS:
+                self._tails.clear()
+            cells = [escape(c) for c in (finding.outcome, finding.path, finding.legacy, finding.reason)]
+            found = self._tails[finding] = ("\t".join(cells), tuple(len(c) for c in cells[:-1]))
+        return found
+
     def add(self, src: str, obj: str, finding: Finding) -> None:
-        cells = _cells(src, obj, finding)
-        self.widths = [max(w, len(c)) for w, c in zip(self.widths, cells, strict=False)]
-        self._file.write(json.dumps(cells) + "\n")
+        head = (escape(src), escape(obj))
+        tail, widths = self._tail(finding)
+        self.widths = [max(w, n) for w, n in zip(self.widths, (*map(len, head), *widths), strict=True)]
+        self._file.write(f"{head[0]}\t{head[1]}\t{tail}\n")
         self.count += 1
         self.worst = max(self.worst, SEVERITY[finding.outcome])
 
@@ -62,4 +76,4 @@ class FindingsSpool:
         self._file.seek(0)
         out.write(_table([HEADERS], self.widths))
         for line in self._file:
-            out.write(_table([tuple(json.loads(line))], self.widths))
+            out.write(_table([tuple(line[:-1].split("\t"))], self.widths))

@@ -113,11 +113,39 @@ def count_values(value: Any, limit: int) -> int | None:
     """The values in ``value`` (every mapping value and list item, and ``value`` itself; a list
     or mapping reached twice counts twice), or None once more than ``limit`` or when one holds
     itself. Each list or mapping is visited once: the cost is that of the text, not its expansion."""
+    return value_count(value, limit)[0]
+
+
+def value_count(value: Any, limit: int) -> tuple[int | None, bool]:
+    """:func:`count_values` of ``value``, and whether a list or mapping in it is reached more than
+    once (what a YAML alias gives; False when the count is None)."""
+    if not isinstance(value, dict | list):
+        return (1 if limit >= 1 else None), False
+    # First each list and mapping once: with none reached twice, the count is the values seen
+    # (and the values seen so far never exceed the count: past the limit is past it).
+    seen: set[int] = set()
+    pending: list[Any] = [value]
+    total = 1
+    containers = (dict, list)  # a tuple: isinstance is faster with one than with a union
+    while pending:
+        node = pending.pop()
+        key = id(node)
+        if key in seen:
+            return _expanded_count(value, limit)
+        seen.add(key)
+        children = node.values() if isinstance(node, dict) else node
+        total += len(children)
+        if total > limit:
+            return None, False
+        pending += [c for c in children if isinstance(c, containers)]
+    return total, False
+
+
+def _expanded_count(value: Any, limit: int) -> tuple[int | None, bool]:
+    """:func:`value_count` of a value that reaches a list or mapping more than once."""
     sizes: dict[int, int] = {}
     open_ids: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, False)]
-    if not isinstance(value, dict | list):
-        return 1 if limit >= 1 else None
     while stack:
         node, closing = stack.pop()
         key = id(node)
@@ -126,15 +154,15 @@ def count_values(value: Any, limit: int) -> int | None:
             open_ids.discard(key)
             size = 1 + sum(sizes[id(c)] if isinstance(c, dict | list) else 1 for c in children)
             if size > limit:
-                return None
+                return None, False
             sizes[key] = size
         elif key in open_ids:
-            return None  # a recursive alias: no end to its expansion
+            return None, False  # a recursive alias: no end to its expansion
         elif key not in sizes:
             open_ids.add(key)
             stack.append((node, True))
             stack.extend((c, False) for c in children if isinstance(c, dict | list) and id(c) not in sizes)
-    return sizes[id(value)]
+    return sizes[id(value)], True
 
 
 def load_bounded(text: str, name: str, error: type[Exception]) -> Any:

@@ -179,3 +179,16 @@ def test_the_cost_bound_at_the_length_limit_is_under_the_cost_limit() -> None:
     with pytest.raises(OverLimit) as err:
         ex.checked("x" * (ex.MAX_EXPRESSION_LENGTH + 1))
     assert err.value.limit == "CELSelectorExpressionMaxLength"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {1: -12, None: [10**30, False], 2.5: {"é": "\u2028\x00"}, "k": [[], {}, ()]},
+        [{"name": "a", "count": 3}, {"name": "a", "count": -0}, 1.5e300, float("inf")],
+        {"": "", "x": {"": [True, None, 7]}},
+    ],
+    ids=["odd-keys", "repeated-keys", "empty-keys"],
+)
+def test_json_size_counts_keys_numbers_and_escapes_as_json_writes_them(value: Any) -> None:
+    assert api_limits.json_size(value) == len(json.dumps(value, separators=(",", ":")))

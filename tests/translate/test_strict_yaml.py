@@ -11,7 +11,7 @@ import yaml
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.errors import CatalogError, PolicyError
 from dra_bridge.translate.policy import load_policy, load_policy_file
-from dra_bridge.translate.strict_yaml import MAX_VALUES, StrictLoader, count_values
+from dra_bridge.translate.strict_yaml import MAX_VALUES, StrictLoader, count_values, value_count
 
 HEADER = "apiVersion: catalog.dra-bridge.io/v1\nkind: Catalog\n"
 
@@ -73,3 +73,20 @@ def test_an_integer_too_long_to_convert_is_a_yaml_error_naming_the_line() -> Non
         yaml.load(text, Loader=StrictLoader)
     assert "integer too long" in str(refused.value) and "line 2" in str(refused.value)
     assert yaml.load("a: 0x1f\nb: -12\nc: 1_000\n", Loader=StrictLoader) == {"a": 31, "b": -12, "c": 1000}
+
+
+def test_a_value_without_shared_parts_counts_the_same_and_says_none_is_shared() -> None:
+    doc = {"a": [1, 2, {"b": None}], "c": {}, "d": []}
+    assert value_count(doc, 100) == (1 + 3 + 3 + 1, False)  # the root, a, c, d, a's items, b
+    assert value_count(doc, 8) == (8, False)
+    assert value_count(doc, 7) == (None, False)
+    assert value_count("text", 1) == (1, False)
+
+
+def test_a_value_reaching_a_list_twice_is_shared() -> None:
+    shared = [1, 2, 3]
+    assert value_count({"a": shared, "b": [shared, shared]}, 100) == (14, True)
+    assert value_count({"a": shared, "b": [[1, 2, 3], [1, 2, 3]]}, 100) == (14, False)
+    loop: list[Any] = []
+    loop.append(loop)
+    assert value_count(loop, 100) == (None, False)

@@ -43,24 +43,37 @@ MAX_CONSTRAINTS_PER_CLAIM = 32
 MAX_OBJECT_BYTES = 1536 * 1024
 
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+_encode_text = json.encoder.encode_basestring_ascii  # what _ENCODE writes for a str, without its call
 
 
 def json_size(value: Any, limit: int = MAX_OBJECT_BYTES) -> int:
     """The length of ``value``'s compact JSON (``json.dumps`` with ``(",", ":")``), or ``limit + 1``
     as soon as it is known to exceed ``limit``. A string that appears many times (one selector in
-    every request) is encoded once."""
+    every request) is encoded once, and a key once per call."""
     seen: dict[int, int] = {}
+    keys: dict[str, int] = {}
     total = 0
     stack: list[Any] = [value]
     while stack:
         v = stack.pop()
-        if isinstance(v, str):
+        kind = type(v)
+        if kind is str:
             n = seen.get(id(v))
             if n is None:
-                n = seen[id(v)] = len(_ENCODE(v))
+                n = seen[id(v)] = len(_encode_text(v))
             total += n
+        elif kind is int:
+            total += len(int.__repr__(v))  # what the encoder writes for an int
         elif isinstance(v, Mapping):
-            total += 2 + max(len(v) - 1, 0) + sum(len(_ENCODE(str(k))) + 1 for k in v)  # braces, commas, keys
+            total += 2 + max(len(v) - 1, 0)  # braces, commas
+            for k in v:
+                if type(k) is str:
+                    n = keys.get(k)
+                    if n is None:
+                        n = keys[k] = len(_encode_text(k)) + 1
+                    total += n
+                else:
+                    total += len(_ENCODE(str(k))) + 1
             stack.extend(v.values())
         elif isinstance(v, list | tuple):
             total += 2 + max(len(v) - 1, 0)
