@@ -29,7 +29,7 @@ permission a call needs (the services declare theirs in one list each).
 ``meta.k8s.io/v1``: only ``metadata``), lists as a ``PartialObjectMetadataList``
 (:data:`METADATA_LIST_ACCEPT`, :data:`METADATA_WATCH_ACCEPT`, as client-go's metadata client
 asks): the server trims, so a reader that needs only names and labels never parses the rest
-(a Node's images and status; docs/design.md D51).
+(a Node's images and status; docs/design.md D52).
 """
 
 from __future__ import annotations

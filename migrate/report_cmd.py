@@ -205,7 +205,7 @@ def _read_live(args: argparse.Namespace, err: TextIO) -> LiveRead:
 
     # The read is handed out through ``held``, not as the coroutine's result: returned through
     # asyncio.run, the objects of a 5,000-node cluster cost a transient ~70 MB more peak RSS (and
-    # ~30 MB more afterwards), measured on the scale test cluster (docs/design.md D50).
+    # ~30 MB more afterwards), measured on the scale test cluster (docs/design.md D51).
     held: list[LiveRead] = []
 
     async def read() -> None:

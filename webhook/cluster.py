@@ -13,7 +13,7 @@
 
 Lists are paged (500 a page, ``kube.api.list_all``; a continue token that expired starts the
 list over). Nodes and Namespaces, of which only names and labels are read, are listed and
-watched metadata-only (``PartialObjectMetadata``: the API server trims, docs/design.md D51).
+watched metadata-only (``PartialObjectMetadata``: the API server trims, docs/design.md D52).
 ResourceSlices are listed and watched only once ``needs_slices()`` says a setting reads them
 (the policy in force defers to KEP-5004 somewhere; checked every ``needs_poll`` seconds, 5);
 until then their status is ``not watched: <why>``.
