@@ -3,8 +3,8 @@
     class KubeApi(Protocol):                    what a service may do; ApiServer (real), FakeKube (tests)
         await served_versions(group) -> ["resource.k8s.io/v1", ...]      discovery of one group
         await get(resource, name, namespace=None) -> obj
-        await list(resource, namespace=None, label_selector=, field_selector=, limit=, continue_token=)
-                                                -> List object (one page when ``limit``: metadata.continue)
+        await list(resource, namespace=None, label_selector=, field_selector=, limit=, continue_token=,
+                   metadata_only=)              -> List object (one page when ``limit``: metadata.continue)
         await server_version() -> "v1.36.3"     GET /version (gitVersion; no RBAC: system:public-info-viewer)
         await server_metrics() -> text          GET /metrics (Prometheus text; needs the non-resource grant
                                                 :data:`METRICS_CALL`, else Forbidden)
@@ -12,28 +12,44 @@
         await replace(resource, name, body, namespace=None) -> obj      (metadata.resourceVersion: CAS)
         await patch_status(resource, name, patch, namespace=None)       strategic merge of .../status
         await delete(resource, name, namespace=None, resource_version=None)   (precondition when given)
-        watch(resource, namespace=None, ..., resource_version=, timeout=) -> async (type, obj) events
+        watch(resource, namespace=None, ..., resource_version=, timeout=, metadata_only=)
+                                                -> async (type, obj) events
+
+    list_pages(api, resource, limit=500)        async pages of a paged list
+    await list_all(api, resource, limit=500, metadata_only=, keep=)   (every item, the list's
+                                                resourceVersion), paged; relisted from the start on 410
 
 ``namespace=None`` on a namespaced resource means every namespace (list, watch). Every call
 raises :mod:`kube.errors` (NotFound, AlreadyExists, Conflict, Forbidden, Gone, Unavailable,
 ...). A watch ends when the server ends it (``timeout`` seconds); an ERROR event raises the
 error it carries (410: :class:`~kube.errors.Gone`, relist). :func:`api_call` says which
 permission a call needs (the services declare theirs in one list each).
+
+``metadata_only``: the API server answers each object as a ``PartialObjectMetadata`` (apiVersion
+``meta.k8s.io/v1``: only ``metadata``), lists as a ``PartialObjectMetadataList``
+(:data:`METADATA_LIST_ACCEPT`, :data:`METADATA_WATCH_ACCEPT`, as client-go's metadata client
+asks): the server trims, so a reader that needs only names and labels never parses the rest
+(a Node's images and status; docs/design.md D52).
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
-from dra_bridge.kube.client import STRATEGIC_MERGE, Client
-from dra_bridge.kube.errors import KubeError, NotFound, from_status
+from dra_bridge.kube.client import JSON, STRATEGIC_MERGE, Client
+from dra_bridge.kube.errors import Gone, KubeError, NotFound, from_status
 from dra_bridge.kube.resources import ApiCall, Resource, Verb
 
 Obj = dict[str, Any]
 #: The permission ``server_metrics`` needs: ``get`` on the non-resource URL ``/metrics``.
 METRICS_CALL = ApiCall("get", "", "/metrics")
+#: The Accept headers of a metadata-only list and watch (plain JSON last: any server answers).
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+METADATA_WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#: The page size of :func:`list_all` and :func:`list_pages` (kubectl's).
+PAGE = 500
 
 
 def api_call(verb: Verb, resource: Resource, namespace: str | None = None, subresource: str = "") -> ApiCall:
@@ -72,10 +88,11 @@ class KubeApi(Protocol):
         field_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        metadata_only: bool = False,
     ) -> Obj:
         """The List object (``items``, ``metadata.resourceVersion``); with ``limit``, one page of at
         most that many items, ``metadata.continue`` naming the next (pass it as ``continue_token``;
-        Gone when it has expired)."""
+        Gone when it has expired; ``metadata_only``: each item only its ``metadata``)."""
         ...
 
     async def server_version(self) -> str:
@@ -114,8 +131,10 @@ class KubeApi(Protocol):
         field_selector: str = "",
         resource_version: str = "",
         timeout: int = 300,
+        metadata_only: bool = False,
     ) -> AsyncIterator[tuple[str, Obj]]:
-        """Events ``(ADDED | MODIFIED | DELETED, object)`` until the server ends the watch."""
+        """Events ``(ADDED | MODIFIED | DELETED, object)`` until the server ends the watch
+        (``metadata_only``: each object only its ``metadata``)."""
         ...
 
 
@@ -152,13 +171,15 @@ class ApiServer:
         field_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        metadata_only: bool = False,
     ) -> Obj:
         query = _selectors(label_selector, field_selector)
         if limit:
             query.append(("limit", str(limit)))
         if continue_token:
             query.append(("continue", continue_token))
-        result: Obj = await self.client.request("GET", resource.path(namespace), query=query)
+        accept = METADATA_LIST_ACCEPT if metadata_only else JSON
+        result: Obj = await self.client.request("GET", resource.path(namespace), query=query, accept=accept)
         return result or {"items": []}
 
     async def server_version(self) -> str:
@@ -199,12 +220,14 @@ class ApiServer:
         field_selector: str = "",
         resource_version: str = "",
         timeout: int = 300,
+        metadata_only: bool = False,
     ) -> AsyncIterator[tuple[str, Obj]]:
         path = resource.path(namespace)
         query = [*_selectors(label_selector, field_selector), ("timeoutSeconds", str(timeout))]
         if resource_version:
             query.append(("resourceVersion", resource_version))
-        async for event in self.client.stream(path, query):
+        accept = METADATA_WATCH_ACCEPT if metadata_only else JSON
+        async for event in self.client.stream(path, query, accept=accept):
             kind, obj = str(event.get("type", "")), event.get("object")
             if kind == "ERROR":
                 status = obj if isinstance(obj, dict) else {}
@@ -215,7 +238,7 @@ class ApiServer:
 
 
 async def list_pages(
-    api: KubeApi, resource: Resource, namespace: str | None = None, *, limit: int = 500
+    api: KubeApi, resource: Resource, namespace: str | None = None, *, limit: int = PAGE
 ) -> AsyncIterator[builtins.list[Obj]]:
     """Every object of ``resource``, ``limit`` per page (``limit``/``continue``, as kubectl pages),
     each item with its ``apiVersion`` and ``kind`` (a List's items carry neither). Raises
@@ -233,3 +256,34 @@ async def list_pages(
         token = str(meta.get("continue") or "") if isinstance(meta, dict) else ""
         if not token:
             return
+
+
+async def list_all(
+    api: KubeApi,
+    resource: Resource,
+    *,
+    limit: int = PAGE,
+    metadata_only: bool = False,
+    keep: Callable[[Obj], Obj] = lambda obj: obj,
+) -> tuple[builtins.list[Obj], str]:
+    """Every object of ``resource`` (cluster-wide), read ``limit`` per page, each passed through
+    ``keep`` as its page arrives (what a caller keeps of it), and the list's resourceVersion (to
+    watch from). A continue token that expired between pages (410 Gone) starts the list over,
+    once; a second expiry raises Gone."""
+    for attempt in (1, 2):
+        items: builtins.list[Obj] = []
+        token, version = "", ""
+        try:
+            while True:
+                page = await api.list(resource, limit=limit, continue_token=token, metadata_only=metadata_only)
+                got = page.get("metadata")
+                meta: Obj = got if isinstance(got, dict) else {}
+                version = version or str(meta.get("resourceVersion") or "")
+                items += [keep(item) for item in page.get("items") or [] if isinstance(item, dict)]
+                token = str(meta.get("continue") or "")
+                if not token:
+                    return items, version
+        except Gone:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -2,8 +2,8 @@
 
     client = await connect(kubeconfig | None)          kubeconfig file, or the in-cluster service account
     client = Client(api_client)                         over an existing ApiClient (tests)
-    await client.request(method, path, body=None, query=(), content_type=...) -> dict | None
-    async for line in client.stream(path, query):       decoded JSON lines of a watch
+    await client.request(method, path, body=None, query=(), content_type=..., accept=...) -> dict | None
+    async for line in client.stream(path, query, accept=...):   decoded JSON lines of a watch
     await client.close()
 
 A kubeconfig is read first as a regular file of at most :data:`MAX_KUBECONFIG_BYTES` (opened
@@ -118,15 +118,17 @@ class Client:
         query: Sequence[tuple[str, str]] = (),
         content_type: str = JSON,
         timeout: float | None = None,
+        accept: str = JSON,
     ) -> Any:
-        """One call; the decoded JSON answer. Raises KubeError (see the module docstring)."""
+        """One call; the decoded JSON answer (``accept``: the Accept header, JSON by default).
+        Raises KubeError (see the module docstring)."""
         return await self._call(
             f"{method} {path}",
             path,
             method,
             query_params=list(query),
             body=body,
-            header_params={"Accept": JSON, "Content-Type": content_type},
+            header_params={"Accept": accept, "Content-Type": content_type},
             response_types_map={200: "object", 201: "object", 202: "object"},
             _request_timeout=timeout,
         )
@@ -162,17 +164,19 @@ class Client:
         finally:
             resp.close()
 
-    async def stream(self, path: str, query: Sequence[tuple[str, str]] = ()) -> AsyncIterator[dict[str, Any]]:
+    async def stream(
+        self, path: str, query: Sequence[tuple[str, str]] = (), accept: str = JSON
+    ) -> AsyncIterator[dict[str, Any]]:
         """The decoded JSON lines of a watch on ``path`` (``watch=true`` is added) until the server
-        ends it. Raises KubeError: for an error status, a line that does not decode, or a
-        connection failure."""
+        ends it (``accept``: the Accept header). Raises KubeError: for an error status, a line that
+        does not decode, or a connection failure."""
         what = f"watch {path}"
         resp = await self._call(
             what,
             path,
             "GET",
             query_params=[*query, ("watch", "true")],
-            header_params={"Accept": JSON},
+            header_params={"Accept": accept},
             _preload_content=False,
         )
         try:

@@ -4,6 +4,7 @@
     fake.objects[plural][key]         what is stored ("name", or "namespace/name" when namespaced)
     fake.put(resource, obj) / fake.remove(resource, name, namespace)   the test's own hand (watchers see it)
     fake.calls, fake.writes           every call's permission; (verb, plural, key) of every write
+    fake.reads                        (list | watch, plural, limit, metadata_only) of every list and watch
     fake.metrics = "..."              what ``server_metrics`` answers (Forbidden unless allowed)
     fake.fail = "refused"             every call raises Unavailable (or set a KubeError to raise)
     fake.delay = 0.5                  every call waits first (deadlines)
@@ -93,6 +94,8 @@ class FakeKube:
         self.metrics = ""
         self.objects: defaultdict[str, dict[str, Obj]] = defaultdict(dict)
         self.calls: builtins.list[ApiCall] = []
+        #: (list | watch, plural, limit, metadata_only) of every list and watch
+        self.reads: builtins.list[tuple[str, str, int, bool]] = []
         self.writes: builtins.list[tuple[str, str, str]] = []
         self.fail: str | KubeError = ""
         self.delay = 0.0
@@ -180,8 +183,10 @@ class FakeKube:
         field_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        metadata_only: bool = False,
     ) -> Obj:
         await self._check("list", resource, namespace)
+        self.reads.append(("list", resource.plural, limit, metadata_only))
         items = [
             copy.deepcopy(o)
             for o in self.items(resource)
@@ -194,6 +199,8 @@ class FakeKube:
             items, rest = items[start : start + limit], items[start + limit :]
             if rest:
                 meta["continue"] = str(start + limit)
+        if metadata_only:
+            return {"kind": "PartialObjectMetadataList", "metadata": meta, "items": [_partial(o) for o in items]}
         return {"kind": f"{resource.kind}List", "metadata": meta, "items": items}
 
     async def server_version(self) -> str:
@@ -250,8 +257,10 @@ class FakeKube:
         field_selector: str = "",
         resource_version: str = "",
         timeout: int = 300,
+        metadata_only: bool = False,
     ) -> AsyncIterator[tuple[str, Obj]]:
         await self._check("watch", resource, namespace)
+        self.reads.append(("watch", resource.plural, 0, metadata_only))
         queue: asyncio.Queue[tuple[str, Obj]] = asyncio.Queue()
         entry = (resource, queue)
         self._watchers.append(entry)
@@ -269,6 +278,11 @@ class FakeKube:
                 if matches(obj, label_selector, field_selector) and (
                     namespace is None or obj["metadata"].get("namespace") == namespace
                 ):
-                    yield kind, obj
+                    yield kind, (_partial(obj) if metadata_only else obj)
         finally:
             self._watchers.remove(entry)
+
+
+def _partial(obj: Obj) -> Obj:
+    """``obj`` as a metadata-only read answers it (a ``PartialObjectMetadata``)."""
+    return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata", {})}

@@ -141,6 +141,7 @@ class ObservedApi:
         field_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        metadata_only: bool = False,
     ) -> Obj:
         """As :meth:`KubeApi.list`."""
         result: Obj = await self._call(
@@ -152,6 +153,7 @@ class ObservedApi:
                 field_selector=field_selector,
                 limit=limit,
                 continue_token=continue_token,
+                metadata_only=metadata_only,
             ),
         )
         return result
@@ -205,6 +207,7 @@ class ObservedApi:
         field_selector: str = "",
         resource_version: str = "",
         timeout: int = 300,
+        metadata_only: bool = False,
     ) -> AsyncIterator[tuple[str, Obj]]:
         """As :meth:`KubeApi.watch`; answered at the first event or a normal end."""
         call = api_call("watch", resource, namespace)
@@ -216,6 +219,7 @@ class ObservedApi:
                 field_selector=field_selector,
                 resource_version=resource_version,
                 timeout=timeout,
+                metadata_only=metadata_only,
             ):
                 self.health.answered(call)
                 yield event

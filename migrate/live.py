@@ -74,11 +74,13 @@ _POD_SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation
 
 def slim(obj: dict[str, Any], seen: dict[str, Any] | None = None) -> dict[str, Any]:
     """``obj`` without what no part of the report reads and a big cluster has much of:
-    ``metadata.managedFields``, a Node's ``status.images``, any ``status.conditions``, and a
-    Pod's server fields (``uid``, ``resourceVersion``, ``creationTimestamp``...) (changed in
-    place, and returned). ``seen``: values seen so far by their JSON text; a Pod's spec,
-    status, labels and owner references equal (as text) to ones seen become those objects:
-    the pods of one workload then hold one of each (nothing in the report changes its input)."""
+    ``metadata.managedFields``, a Node's ``status.images``, any ``status.conditions``, a
+    Pod's server fields (``uid``, ``resourceVersion``, ``creationTimestamp``...) and its status
+    but the phase (IPs, start time, container statuses differ per pod) (changed in place, and
+    returned). ``seen``: values seen so far by their JSON text; a Pod's spec (but its
+    ``nodeName``), status, labels and owner references equal (as text) to ones seen become those
+    objects: the pods of one workload then hold one of each, a bound pod only a spec dict of its
+    own whose values are shared (nothing in the report changes its input)."""
     meta, status = obj.get("metadata"), obj.get("status")
     pod = obj.get("kind") == "Pod"
     if isinstance(meta, dict):
@@ -89,10 +91,16 @@ def slim(obj: dict[str, Any], seen: dict[str, Any] | None = None) -> dict[str, A
         status.pop("conditions", None)
         if obj.get("kind") == "Node":
             status.pop("images", None)
+    if pod and isinstance(status, dict):
+        obj["status"] = {"phase": status["phase"]} if "phase" in status else {}
     if seen is not None and pod:
+        spec = obj.get("spec")
+        node = spec.pop("nodeName", None) if isinstance(spec, dict) else None
         for holder, name in ((obj, "spec"), (obj, "status"), (meta, "labels"), (meta, "ownerReferences")):
             if isinstance(holder, dict) and isinstance(holder.get(name), dict | list):
                 holder[name] = seen.setdefault(json.dumps(holder[name]), holder[name])
+        if node is not None:  # a bound pod: its own small dict, every value shared with its workload's
+            obj["spec"] = {**obj["spec"], "nodeName": node}
     return obj
 
 

@@ -111,7 +111,7 @@ async def serve(settings: Settings, ready: asyncio.Event | None = None) -> None:
         health = ApiHealth()
         api = ObservedApi(ApiServer(client), health)  # what the API server answers shows in /readyz
         metrics = Metrics()
-        view = ClusterView()
+        view = ClusterView(needs_slices=lambda: runtime.needs_slices())
         runtime = Runtime(
             api_version,
             metrics,

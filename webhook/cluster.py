@@ -11,6 +11,13 @@
     await ClusterView.run(stop)                                      list, then watch, per kind; relist on error
     ClusterView.status() -> {kind: "synced" | "not synced: <why>"}  for readiness and metrics
 
+Lists are paged (500 a page, ``kube.api.list_all``; a continue token that expired starts the
+list over). Nodes and Namespaces, of which only names and labels are read, are listed and
+watched metadata-only (``PartialObjectMetadata``: the API server trims, docs/design.md D52).
+ResourceSlices are listed and watched only once ``needs_slices()`` says a setting reads them
+(the policy in force defers to KEP-5004 somewhere; checked every ``needs_poll`` seconds, 5);
+until then their status is ``not watched: <why>``.
+
 After an error a kind is relisted with exponential backoff (1 s doubling to 30 s, one
 WARNING per attempt naming the pause), reset once a list and watch worked; ``sleep`` is
 injectable for tests. A list that has not answered after ``list_timeout`` seconds (60) is
@@ -37,10 +44,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from dra_bridge.kube.api import KubeApi, api_call
+from dra_bridge.kube.api import KubeApi, api_call, list_all
 from dra_bridge.kube.backoff import Backoff, Sleep
 from dra_bridge.kube.errors import Forbidden, Gone, KubeError
 from dra_bridge.kube.resources import DEVICE_CLASSES, NAMESPACES, NODES, RESOURCE_QUOTAS, RESOURCE_SLICES, Resource
@@ -53,6 +60,16 @@ from dra_bridge.webhook.enrolment_gate import LabelsUnknown, NamespaceLabels
 logger = logging.getLogger(__name__)
 Kind = str  # "Node" | "ResourceQuota" | "DeviceClass" | "ResourceSlice" | "Namespace"
 KINDS: tuple[Kind, ...] = ("Node", "ResourceQuota", "DeviceClass", "ResourceSlice", "Namespace")
+#: Kinds of which only names and labels are read: listed and watched metadata-only.
+METADATA_KINDS: frozenset[Kind] = frozenset({"Node", "Namespace"})
+
+
+def _kept(obj: dict[str, Any]) -> dict[str, Any]:
+    """What a listed object keeps until the view has applied its page: no managed fields."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 class ClusterView:
@@ -70,8 +87,12 @@ class ClusterView:
         max_backoff: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         list_timeout: float = 60.0,
+        needs_slices: Callable[[], bool] = lambda: True,
+        needs_poll: float = 5.0,
     ) -> None:
         self._sleep = sleep
+        self._needs_slices, self._needs_poll = needs_slices, needs_poll
+        self._unwatched: dict[Kind, str] = {}
         self._list_timeout = list_timeout
         self._clock = clock
         self._listing: dict[Kind, float] = {}
@@ -120,7 +141,9 @@ class ClusterView:
         out: dict[Kind, str] = {}
         for kind in KINDS:
             problem = self._failure.get(kind) or ("listing" if kind in self._listing else "")
-            if kind not in self.synced:
+            if kind in self._unwatched:
+                out[kind] = f"not watched: {self._unwatched[kind]}"
+            elif kind not in self.synced:
                 out[kind] = f"not synced: {self._why(kind)}" + (" (listing)" if kind in self._listing else "")
             else:
                 out[kind] = f"synced (relisting: {problem})" if problem else "synced"
@@ -149,7 +172,7 @@ class ClusterView:
                     continue
         return False
 
-    def replace(self, kind: Kind, objects: list[Mapping[str, Any]]) -> None:
+    def replace(self, kind: Kind, objects: Sequence[Mapping[str, Any]]) -> None:
         """Replace everything known of ``kind`` by a fresh list."""
         if kind == "Node":
             self._nodes.clear()
@@ -226,6 +249,11 @@ class ClusterView:
 
     async def _feed(self, api: KubeApi, kind: Kind, resource: Resource, stop: asyncio.Event) -> None:
         backoff = Backoff(*self._backoff, sleep=self._sleep)
+        if kind == "ResourceSlice":
+            while not self._needs_slices() and not stop.is_set():
+                self._unwatched[kind] = "no policy setting reads ResourceSlices (deferToKEP5004 is off)"
+                await self._sleep(self._needs_poll)
+            self._unwatched.pop(kind, None)
         while not stop.is_set():
             try:
                 if await self._list_and_watch(api, kind, resource, stop):
@@ -255,15 +283,17 @@ class ClusterView:
         (the watch delivered an event or ended normally). A watch that expired (410 Gone)
         returns whether it delivered anything; other errors propagate."""
         self._listing[kind] = self._clock()
+        metadata_only = kind in METADATA_KINDS
         async with asyncio.timeout(self._list_timeout):
-            doc = await api.list(resource)
+            items, rv = await list_all(api, resource, metadata_only=metadata_only, keep=_kept)
         del self._listing[kind]
         self._failure.pop(kind, None)
-        self.replace(kind, doc.get("items") or [])
-        rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
+        self.replace(kind, items)
         worked = False
         try:
-            async for event_type, obj in api.watch(resource, resource_version=rv, timeout=300):
+            async for event_type, obj in api.watch(
+                resource, resource_version=rv, timeout=300, metadata_only=metadata_only
+            ):
                 worked = True
                 self.apply(kind, event_type, obj)
                 if stop.is_set():

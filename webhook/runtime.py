@@ -170,6 +170,16 @@ class Runtime:
         self.cluster = lambda: {"views": view.status(), **health.detail()}
         self.metrics.watch_cluster(lambda: {kind: kind in view.synced for kind in view.status()}, health)
 
+    def needs_slices(self) -> bool:
+        """Whether the policy in force reads ResourceSlices anywhere: its defaults or a rule set
+        ``deferToKEP5004`` (the KEP-5004 classes are judged by the devices slices publish)."""
+        policy = Policy() if self.policy is None else self.policy.value
+        if policy is None:
+            return False
+        return policy.defaults.defer_to_kep5004 or any(
+            bool(dict(rule.overrides).get("defer_to_kep5004")) for rule in policy.rules
+        )
+
     def liveness(self) -> tuple[bool, str]:
         """(alive, why not): the reload loop runs and its checks finish (``Reloader.alive``)."""
         return self.reloader.alive()

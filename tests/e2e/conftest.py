@@ -7,6 +7,9 @@
   write by anyone (``audit.SLICE_AUDIT_POLICY``, read by ``audit.slice_writes``).
 - ``kube`` (session): a :class:`KubeClient` authenticated as cluster-admin.
 - ``namespace`` (function): a fresh namespace, deleted afterwards.
+- ``scale_cluster`` (session): an objects-only API server of its own holding 5,000 Nodes,
+  20,000 Pods and 5,000 ResourceSlices (``scale_cluster.py``), for the tests at cluster scale;
+  started by the first test that asks for it (about 40 s here).
 - ``real_node`` (function; tests marked ``real_node``): a real kubelet + containerd node
   (``realnode.py``) registered with the control plane, started once and shared: a test that
   stops it gets a fresh one in the next; one on which a device plugin registered is reset first
@@ -40,6 +43,7 @@ from tests.e2e.controlplane import (
 from tests.e2e.kubeapi import KubeClient, api_path, create_namespace
 from tests.e2e.podcluster import ImageMissing, PodCluster, pod_cluster
 from tests.e2e.realnode import NodeBusy, PartsMissing, RealNode, find_parts
+from tests.e2e.scale_cluster import ScaleCluster, start_scale_cluster
 from tests.e2e.serviceproxy import ProxyMissing
 
 _running: list[ControlPlane] = []
@@ -70,6 +74,27 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     finally:
         _running.remove(cp)
         cp.stop(keep_workdir=os.environ.get("DRA_BRIDGE_KEEP_LOGS") == "1")
+
+
+@pytest.fixture(scope="session")
+def scale_cluster() -> Iterator[ScaleCluster]:
+    try:
+        bin_dir = find_binaries()
+    except BinariesMissing as err:
+        if _in_ci():
+            pytest.fail(f"e2e: {err}", pytrace=False)
+        pytest.skip(f"e2e: {err}")
+    cluster = start_scale_cluster(bin_dir)
+    print(
+        f"\nscale cluster up in {cluster.setup_seconds:.1f}s (objects written in {cluster.seed_seconds:.1f}s) "
+        f"at {cluster.control_plane.server}"
+    )
+    _running.append(cluster.control_plane)
+    try:
+        yield cluster
+    finally:
+        _running.remove(cluster.control_plane)
+        cluster.stop(keep_workdir=os.environ.get("DRA_BRIDGE_KEEP_LOGS") == "1")
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +33,13 @@ DEFAULT_RUNTIME_CONFIG = "resource.k8s.io/v1=true,resource.k8s.io/v1beta1=true,r
 #: The node-lifecycle controller would taint kubelet-less nodes unreachable and evict pods.
 DISABLED_CONTROLLERS = ("node-lifecycle-controller",)
 SERVICE_CIDR = "10.96.0.0/16"
+#: An objects-only API server: no ServiceAccount admission (no controller creates the
+#: ``default`` ServiceAccount), and room for many concurrent creates.
+OBJECTS_ONLY_APISERVER_ARGS = (
+    "--disable-admission-plugins=ServiceAccount",
+    "--max-requests-inflight=1600",
+    "--max-mutating-requests-inflight=800",
+)
 
 
 class BinariesMissing(RuntimeError):
@@ -83,12 +90,20 @@ class ControlPlane:
     #: The API server binds and advertises here (the ``kubernetes`` Service's endpoint). Pods on
     #: a real node reach a host address through their CNI bridge, never the host's loopback.
     address: str = "127.0.0.1"
+    #: Only etcd and kube-apiserver: no controller-manager (no node lifecycle, garbage collector,
+    #: namespace or service-account controllers) and no scheduler; for objects-only clusters
+    #: (``scale_cluster.py``). Namespaces are never finalized and need no ServiceAccount.
+    objects_only: bool = False
+    #: Called with etcd's client URL once etcd answers, before kube-apiserver starts (objects
+    #: written straight into etcd, ``scale_cluster.py``: the API server's watch cache lists them).
+    before_apiserver: Callable[[str], None] | None = None
     #: An audit Policy (``audit.k8s.io/v1``): the API server logs its events as JSON lines to
     #: :attr:`audit_log` (``--audit-policy-file``, ``--audit-log-path``); None: no audit log.
     audit_policy: dict[str, object] | None = None
     workdir: Path = field(default_factory=lambda: _new_workdir())
     components: dict[str, Component] = field(default_factory=dict)
     server: str = ""
+    etcd_url: str = ""
     version: str = ""
     etcd_version: str = ""
     startup_seconds: float = 0.0
@@ -183,7 +198,7 @@ class ControlPlane:
         )
         sched_config = self._write_kubeconfig(self.workdir / "scheduler.kubeconfig", "kube-scheduler", sched)
 
-        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        etcd_url = self.etcd_url = f"http://127.0.0.1:{etcd_port}"
         self._spawn(
             "etcd",
             [
@@ -199,6 +214,8 @@ class ControlPlane:
             ],
         )
         self._wait_http("etcd", f"{etcd_url}/health", deadline)
+        if self.before_apiserver is not None:
+            self.before_apiserver(etcd_url)
 
         self._spawn(
             "kube-apiserver",
@@ -226,10 +243,13 @@ class ControlPlane:
                 "--profiling=false",
                 "--v=1",
                 *self._audit_args(),
+                *(OBJECTS_ONLY_APISERVER_ARGS if self.objects_only else ()),
                 *self.extra_apiserver_args,
             ],
         )
         self._wait_http("kube-apiserver", f"{self.server}/readyz", deadline, tls=True)
+        if self.objects_only:
+            return
 
         common = ["--leader-elect=false", "--bind-address=127.0.0.1", "--profiling=false", "--v=1"]
         self._spawn(

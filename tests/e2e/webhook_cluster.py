@@ -64,7 +64,7 @@ def mode_label_for(label: str) -> str:
     return f"dra-bridge-e2e/wh-{label}"
 
 
-def start_webhook(
+def start_webhook(  # noqa: PLR0913 (each keyword is one optional flag of the webhook under test)
     cp: ControlPlane,
     certs: Any,
     workdir: Path,
@@ -74,12 +74,13 @@ def start_webhook(
     name: str = "",
     mode_label: str = MODE_LABEL,
     client_auth: tuple[Path, Path, Path] | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> Webhook:
     """A ``dra-webhook serve`` subprocess, once its /readyz answers 200 (cluster-admin unless
     ``kubeconfig`` names another identity; ``name`` tells its log apart; it acts for namespaces
     labelled ``<mode_label>=enforce`` or ``=audit``, as its registration's selectors must say;
     ``client_auth``: (CA, certificate, key): the webhook gets ``--client-ca-file CA``, and its
-    readiness is asked with the certificate)."""
+    readiness is asked with the certificate; ``extra_args``: more flags)."""
     port = free_port()
     log = workdir / f"webhook-{name or api_version.rsplit('/', 1)[-1]}.log"
     fh = log.open("wb")  # the child holds its own copy: ours closes below
@@ -111,6 +112,7 @@ def start_webhook(
             "--namespace-label",
             mode_label,
             *(("--client-ca-file", str(client_auth[0])) if client_auth else ()),
+            *extra_args,
         ],
         cwd=REPO_ROOT,
         stdout=fh,

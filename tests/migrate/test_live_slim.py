@@ -65,8 +65,31 @@ def test_pods_of_one_spec_share_one_spec_object() -> None:
     fake.put(PODS, {"metadata": {"name": "c", "namespace": "ns"}, "spec": {**POD["spec"], "nodeName": "n2"}})
     objects, _ = asyncio.run(read_cluster(fake))
     pods = {o["metadata"]["name"]: o for _, o in objects if o["kind"] == "Pod"}
-    assert pods["a"]["spec"] is pods["b"]["spec"] and pods["a"]["spec"] == POD["spec"]
+    assert pods["a"]["spec"] == POD["spec"] and pods["a"]["spec"]["containers"] is pods["b"]["spec"]["containers"]
     a, b = pods["a"]["metadata"], pods["b"]["metadata"]
     assert a["labels"] is b["labels"] and a["ownerReferences"] is b["ownerReferences"] and a["labels"] == {"app": "x"}
     assert "uid" not in a and "resourceVersion" not in a and a["ownerReferences"] == owner
     assert pods["c"]["spec"] is not pods["a"]["spec"] and pods["c"]["spec"]["nodeName"] == "n2"
+
+
+def test_bound_pods_share_their_workloads_spec_values_and_keep_only_the_phase() -> None:
+    """Pods of one workload on different nodes differ in ``spec.nodeName`` and in most of their
+    status: each keeps its node, the rest of its spec is the workload's (shared), and its status
+    only the phase, so pods the report does not place cost almost nothing (issue 25)."""
+    fake = FakeKube(allowed=API_CALLS, served=["resource.k8s.io/v1"])
+    for name, node in (("a", "n1"), ("b", "n2")):
+        status = {"phase": "Running", "podIP": f"10.0.0.{len(name)}", "startTime": f"2026-01-0{len(node)}T00:00:00Z"}
+        fake.put(
+            PODS,
+            {
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {**POD["spec"], "nodeName": node},
+                "status": status,
+            },
+        )
+    objects, _ = asyncio.run(read_cluster(fake))
+    pods = {o["metadata"]["name"]: o for _, o in objects if o["kind"] == "Pod"}
+    a, b = pods["a"], pods["b"]
+    assert (a["spec"]["nodeName"], b["spec"]["nodeName"]) == ("n1", "n2")
+    assert a["spec"]["containers"] is b["spec"]["containers"] and a["spec"]["containers"] == POD["spec"]["containers"]
+    assert a["status"] == {"phase": "Running"} and a["status"] is b["status"]

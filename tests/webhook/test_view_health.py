@@ -49,10 +49,19 @@ class StallingFake(FakeKube):
         field_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
         if resource.plural == RESOURCE_QUOTAS.plural:
             await asyncio.Event().wait()
-        return await super().list(resource, namespace, label_selector=label_selector, field_selector=field_selector)
+        return await super().list(
+            resource,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=limit,
+            continue_token=continue_token,
+            metadata_only=metadata_only,
+        )
 
 
 async def until(check: Callable[[], bool], seconds: float = 2.0) -> None:
@@ -189,12 +198,21 @@ class StallOnceFake(FakeKube):
         field_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        metadata_only: bool = False,
     ) -> dict[str, Any]:
         if resource.plural == RESOURCE_QUOTAS.plural:
             self.quota_lists += 1
             if self.quota_lists == 1:
                 await asyncio.Event().wait()
-        return await super().list(resource, namespace, label_selector=label_selector, field_selector=field_selector)
+        return await super().list(
+            resource,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=limit,
+            continue_token=continue_token,
+            metadata_only=metadata_only,
+        )
 
 
 async def test_a_list_that_hangs_is_given_up_after_the_list_timeout_and_retried() -> None:
