@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements" / "image.lock"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS = ("nvml",)
-"""The extras the image installs (the Dockerfile's '.[nvml]')."""
+"""The extras the image installs: resolved into the lock (hack/lock.sh --extra), installed from it."""
 ROOT_VIA = "dra-bridge (pyproject.toml)"
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+?)(?:\s*;.*?)?\s*\\?$")
 HASH = re.compile(r"^--hash=sha256:[0-9a-f]{64}\s*\\?$")
@@ -206,3 +207,36 @@ def test_a_requirement_for_another_platform_needs_no_pin_and_a_split_via_is_read
     pins = parse(text)
     assert pins["a"].via == [ROOT_VIA, "b"]
     check(pins, [Requirement("a"), Requirement("b"), Requirement("pywin32; sys_platform == 'win32'")])
+
+
+def missing_dependencies(pins: dict[str, Pin]) -> list[str]:
+    """The requirements of the pinned packages (as this environment's installed copies of them
+    declare, markers evaluated for the image) that the lock does not pin: a lock must hold the
+    whole closure, since the image installs it with --no-deps. Packages not installed here are
+    not read (their own dependencies are checked by ``pip check`` in the image build)."""
+    missing: list[str] = []
+    for name in sorted(pins):
+        try:
+            declared = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for text in declared:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate({**IMAGE_ENV, "extra": ""}):
+                continue
+            if canonicalize_name(req.name) not in pins:
+                missing.append(f"{name} requires {req}")
+    return missing
+
+
+@pytest.mark.parametrize("name", sorted(LOCKS))
+def test_the_lock_holds_every_dependency_of_its_pins(name: str) -> None:
+    pins = parse((LOCK.parent / name).read_text())
+    assert missing_dependencies(pins) == []
+
+
+def test_a_lock_without_a_dependency_of_a_pin_is_refused() -> None:
+    pins = parse(LOCK.read_text())
+    assert "multidict" in pins and metadata.requires("aiohttp")
+    del pins["multidict"]
+    assert any(m.startswith("aiohttp requires multidict") for m in missing_dependencies(pins))
