@@ -7,16 +7,18 @@ the kubelet's plugin watcher and CDI runtimes, which skip dot files or read only
 
 :func:`read_state` is the reading side: the UTF-8 text of a regular file of at most
 :data:`MAX_STATE_FILE_BYTES` (opened without blocking, so a FIFO is refused, not waited on; a
-link to ``/dev/zero`` is refused, not read into memory), None when there is none; OSError saying
-why otherwise.
+link to ``/dev/zero`` is refused, not read into memory; :mod:`kube.regular_files`), None when
+there is none; OSError saying why otherwise.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 from pathlib import Path
+
+from dra_bridge.kube.errors import FileRefused
+from dra_bridge.kube.regular_files import read_regular_text
 
 #: The largest state file read (docs/bridge.md "State files"): thousands of devices or claims
 #: take a few MB at most.
@@ -25,30 +27,26 @@ MAX_STATE_FILE_BYTES = 16 << 20
 
 def read_state(path: Path) -> str | None:
     """The UTF-8 text of the state file ``path``; None when it does not exist; OSError (its text
-    the reason) when it is not a regular file, is larger than MAX_STATE_FILE_BYTES or not UTF-8."""
+    the reason) when it is not a regular file, is larger than MAX_STATE_FILE_BYTES or not UTF-8
+    (:func:`kube.regular_files.read_regular_text`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(
-                "is a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, a FIFO or a socket)"
-            )
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_STATE_FILE_BYTES and (chunk := os.read(fd, 1 << 20)):
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    if size > MAX_STATE_FILE_BYTES:
-        raise OSError(f"larger than {MAX_STATE_FILE_BYTES >> 20} MiB")
-    try:
-        return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise OSError(f"not UTF-8 (byte {exc.start})") from None
+        return read_regular_text(path, MAX_STATE_FILE_BYTES)
+    except FileRefused as exc:
+        if exc.kind == "missing":
+            return None
+        if exc.kind == "unreadable" and exc.os_error is not None:  # cannot open or read it: as it is
+            raise exc.os_error from None
+        raise OSError(_state_phrase(exc)) from None
+
+
+def _state_phrase(exc: FileRefused) -> str:
+    if exc.kind == "not-regular":
+        return "not a regular file (a device, a FIFO or a socket)"
+    if exc.kind == "too-large":
+        return f"larger than {MAX_STATE_FILE_BYTES >> 20} MiB"
+    if exc.kind == "not-utf8":
+        return f"not UTF-8 (byte {exc.offset})"
+    return exc.phrase  # is a directory
 
 
 def fsync_dir(directory: Path) -> None:

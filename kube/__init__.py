@@ -7,7 +7,8 @@ resource.k8s.io version to write), errors (one error tree), backoff, events (cor
 builder), observed (what the API server answered lately: whether it answers, what RBAC
 refuses), flags (flag table with environment twins), logs (the commands' log set-up: one line
 per record, control characters escaped), streams (a closed or broken stdout: an exit status),
-fake (an in-memory KubeApi for component tests).
+regular_files (a file input read bounded, without blocking: the one rule of every command's
+file reads), fake (an in-memory KubeApi for component tests).
 
 Layers (import-linter, docs/design.md D23): migrate | webhook | bridge above kube, translate below
 it. Objects are plain dicts, never kubernetes-asyncio's generated models.

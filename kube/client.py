@@ -6,8 +6,9 @@
     async for line in client.stream(path, query, accept=...):   decoded JSON lines of a watch
     await client.close()
 
-A kubeconfig is read first as a regular file of at most :data:`MAX_KUBECONFIG_BYTES` (opened
-without blocking, so a FIFO is refused, not waited on) that parses as YAML; otherwise
+A kubeconfig is read first as a regular file of at most :data:`MAX_KUBECONFIG_BYTES`
+(:func:`kube.regular_files.read_regular_text`: opened without blocking, so a FIFO is refused,
+not waited on) that parses as YAML; otherwise
 :class:`kube.errors.KubeconfigFileError` names it.
 
 No generated models: every body in and out is a plain dict, so every ``resource.k8s.io``
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import stat
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from dra_bridge.kube.errors import (
+    FileRefused,
     KubeConfigError,
     KubeconfigFileError,
     KubeError,
@@ -39,6 +39,7 @@ from dra_bridge.kube.errors import (
     from_status,
     is_connection_failure,
 )
+from dra_bridge.kube.regular_files import read_regular_text
 
 logger = logging.getLogger(__name__)
 JSON = "application/json"
@@ -52,30 +53,25 @@ def check_kubeconfig(path: str | Path) -> None:
     """KubeconfigFileError naming ``path`` unless it is a regular file of at most
     MAX_KUBECONFIG_BYTES in UTF-8 YAML (the client library then reads it itself)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise KubeconfigFileError(f"kubeconfig {path}: cannot read: {exc.strerror or exc}") from exc
+        text = read_regular_text(path, MAX_KUBECONFIG_BYTES)
+    except FileRefused as exc:
+        raise KubeconfigFileError(f"kubeconfig {path}: {_kubeconfig_phrase(exc)}") from exc
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-            raise KubeconfigFileError(f"kubeconfig {path}: is {what}")
-        with os.fdopen(os.dup(fd), "rb") as stream:
-            data = stream.read(MAX_KUBECONFIG_BYTES + 1)
-    except OSError as exc:
-        raise KubeconfigFileError(f"kubeconfig {path}: cannot read: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
-    if len(data) > MAX_KUBECONFIG_BYTES:
-        raise KubeconfigFileError(f"kubeconfig {path}: larger than {MAX_KUBECONFIG_BYTES >> 20} MiB")
-    try:
-        yaml.safe_load(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise KubeconfigFileError(f"kubeconfig {path}: not UTF-8 (byte {exc.start})") from None
+        yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise KubeconfigFileError(f"kubeconfig {path}: not YAML{where}") from None
+
+
+def _kubeconfig_phrase(exc: FileRefused) -> str:
+    if exc.kind == "not-regular":
+        return "is not a regular file"
+    if exc.kind == "too-large":
+        return f"larger than {MAX_KUBECONFIG_BYTES >> 20} MiB"
+    if exc.kind == "not-utf8":
+        return f"not UTF-8 (byte {exc.offset})"
+    return exc.phrase  # cannot read: ..., is a directory
 
 
 async def configuration(kubeconfig: str | Path | None, context: str | None = None) -> k8s.Configuration:

@@ -8,6 +8,8 @@ The tree (the client's exceptions are chained with ``raise ... from``, never re-
     │                              the server serves no resource.k8s.io version translate renders
     ├── InvalidName                a namespace or name that cannot be one API path segment:
     │                              refused before any call
+    ├── FileRefused                a file read by ``regular_files`` is missing, not a regular
+    │                              file, too large or not UTF-8: ``kind`` says which
     ├── Unavailable                unreachable (refused, TLS, protocol), timed out, 5xx, 429
     └── ApiError                   the server answered with another error status
         ├── Unauthorized           401
@@ -26,8 +28,12 @@ Services catch these classes, never HTTP codes: ``except AlreadyExists`` rather 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
+
+#: Which refusal a :class:`FileRefused` is.
+FileKind = Literal["missing", "unreadable", "symlink", "directory", "not-regular", "too-large", "not-utf8"]
 
 
 class KubeError(Exception):
@@ -53,6 +59,51 @@ class KubeconfigFileError(KubeConfigError):
 class InvalidName(KubeError):
     """A namespace that is not a DNS label, or a name that cannot be one path segment (``.``,
     ``..``, a ``/`` or ``%``): no call is made."""
+
+
+class FileRefused(KubeError):
+    """A file :mod:`kube.regular_files` refuses; the message names it. ``kind`` is one of
+    ``missing``, ``unreadable`` (``os_error``: why), ``symlink``, ``directory``, ``not-regular``
+    (a FIFO, a device or a socket), ``too-large`` (``limit``; ``size``, None when the file grew
+    past ``limit`` while read) and ``not-utf8`` (``offset`` and value ``byte`` of the first bad
+    byte). Callers word their own message from these and raise their package's error."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        kind: FileKind,
+        *,
+        os_error: OSError | None = None,
+        limit: int = 0,
+        size: int | None = None,
+        offset: int = 0,
+        byte: int = 0,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.kind = kind
+        self.os_error = os_error
+        self.limit = limit
+        self.size = size
+        self.offset = offset
+        self.byte = byte
+        super().__init__(f"{self.path}: {self.phrase}")
+
+    @property
+    def phrase(self) -> str:
+        """The refusal without the path: ``cannot read: Permission denied``, ``is a directory``,
+        ``larger than 1048576 bytes (2000000)``, ``not UTF-8 text (byte 0xff at offset 3)``..."""
+        if self.kind in ("missing", "unreadable"):
+            error = self.os_error
+            return f"cannot read: {(error.strerror or error) if error is not None else 'unknown error'}"
+        if self.kind == "too-large":
+            grown = "it grew while read" if self.size is None else str(self.size)
+            return f"larger than {self.limit} bytes ({grown})"
+        if self.kind == "not-utf8":
+            return f"not UTF-8 text (byte 0x{self.byte:02x} at offset {self.offset})"
+        return {
+            "symlink": "is a symbolic link",
+            "directory": "is a directory",
+        }.get(self.kind, "not a regular file (a FIFO, a device or a socket)")
 
 
 class Unavailable(KubeError):

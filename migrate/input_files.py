@@ -8,16 +8,18 @@
                                   read only by ``-f``: ``dash``) refused in one line
     not_utf8(exc, offset) -> str  the phrase for text that is not UTF-8
 
-Opening never blocks (``O_NONBLOCK``: a FIFO is refused, not waited on). Data on a pipe is read
-with ``-f -`` from standard input.
+Opening never blocks (``O_NONBLOCK``: a FIFO is refused, not waited on; the rule is
+:mod:`kube.regular_files`, here without a size bound). Data on a pipe is read with ``-f -`` from
+standard input.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from typing import BinaryIO
 
+from dra_bridge.kube import regular_files
+from dra_bridge.kube.errors import FileRefused
 from dra_bridge.migrate.errors import InputFileError
 
 
@@ -34,34 +36,36 @@ def open_regular(path: str, *, dash: bool = False) -> BinaryIO:
     """The regular file at ``path`` opened for reading in binary; see the module docstring.
     ``dash``: ``-`` would have read standard input (``-f``), so the refusal of a FIFO says so;
     elsewhere ``-`` itself is refused, naming ``-f`` as what reads standard input."""
-    if path == "-" and not dash:
-        raise InputFileError("-: only -f reads standard input: give the file's path here")
+    _refuse_dash(path, dash)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        mode = os.fstat(fd).st_mode
-    except BaseException:
-        os.close(fd)
-        raise
-    if not stat.S_ISREG(mode):  # before fdopen, which refuses a directory with IsADirectoryError
-        os.close(fd)
-        if stat.S_ISDIR(mode):
-            raise InputFileError(f"{path}: is a directory: give a file")
-        remedy = "a file or a directory, or - to read standard input" if dash else "a file"
-        raise InputFileError(f"{path}: not a regular file (a FIFO, a device or a socket): give {remedy}")
+        fd = regular_files.open_regular(path)
+    except FileRefused as exc:
+        raise _refused(exc, dash) from exc
     return os.fdopen(fd, "rb")
 
 
 def read_text(path: str) -> str:
     """The UTF-8 text of the regular file at ``path``; see the module docstring."""
-    with open_regular(path) as fh:
-        try:
-            data = fh.read()
-        except OSError as exc:
-            raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    _refuse_dash(path, dash=False)
+    try:
+        data = regular_files.read_regular(path, None)  # no bound: the inputs are the user's own files
+    except FileRefused as exc:
+        raise _refused(exc, dash=False) from exc
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputFileError(f"{path}: {not_utf8(exc)}") from exc
+
+
+def _refuse_dash(path: str, dash: bool) -> None:
+    if path == "-" and not dash:
+        raise InputFileError("-: only -f reads standard input: give the file's path here")
+
+
+def _refused(exc: FileRefused, dash: bool) -> InputFileError:
+    if exc.kind == "directory":
+        return InputFileError(f"{exc.path}: is a directory: give a file")
+    if exc.kind == "not-regular":
+        remedy = "a file or a directory, or - to read standard input" if dash else "a file"
+        return InputFileError(f"{exc.path}: {exc.phrase}: give {remedy}")
+    return InputFileError(str(exc))  # cannot read: ...

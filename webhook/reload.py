@@ -27,13 +27,13 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import os
-import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from dra_bridge.kube.errors import FileRefused
+from dra_bridge.kube.regular_files import read_regular
 from dra_bridge.webhook.errors import ConfigFileError, WebhookError
 
 logger = logging.getLogger(__name__)
@@ -48,28 +48,14 @@ STALE_AFTER = 120.0
 def read_bounded(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of the regular file at ``path`` (symbolic links followed, as ConfigMap volumes
     need); ConfigFileError naming the path when it is not a regular file, is larger than
-    ``limit`` bytes or cannot be read. Never blocks on a FIFO, never reads past ``limit``."""
+    ``limit`` bytes or cannot be read. Never blocks on a FIFO, never reads past ``limit``
+    (:func:`kube.regular_files.read_regular`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ConfigFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigFileError(f"{path}: not a regular file (a FIFO, a device or a socket)")
-        if info.st_size > limit:
-            raise ConfigFileError(f"{path}: larger than {limit} bytes ({info.st_size})")
-        chunks, size = [], 0
-        while chunk := os.read(fd, min(65536, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise ConfigFileError(f"{path}: larger than {limit} bytes (it grew while read)")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise ConfigFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
+        return read_regular(path, limit)
+    except FileRefused as exc:
+        if exc.kind == "directory":
+            raise ConfigFileError(f"{path}: not a regular file (a FIFO, a device or a socket)") from exc
+        raise ConfigFileError(str(exc)) from exc
 
 
 def failure_text(exc: Exception) -> str:
