@@ -4,7 +4,9 @@ serves the DRA claims that land on the node as a DRA kubelet plugin.
 The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API server through
 :mod:`kube`). Modules, one concern each:
 
-- the loop and its decisions: ``agent`` (one tick: observe, decide, act, report), ``observe``
+- the loop and its decisions: ``agent`` (one tick: observe, decide, act, report), ``dra_devices``
+  (what a ``dra`` node hands the publisher: the recorded devices re-checked, less those nobody
+  could prepare, with the taints of unhealthy ones), ``observe``
   (reading the kubelet, the API server and the node into an ``observation``, the snapshot
   dataclass), ``decide`` (the pure decision step), ``interlocks`` (the interlock table and the
   alarm, pure, docs/design.md D6), ``report`` (Events, the Node condition, metrics),

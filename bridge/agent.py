@@ -48,16 +48,14 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from typing import cast
 
 from dra_bridge.bridge.decide import Decision, decide
+from dra_bridge.bridge.dra_devices import DeviceTaints, servable
 from dra_bridge.bridge.drm_sysfs import read_drm
 from dra_bridge.bridge.edits_recorder import EditsRecorder
 from dra_bridge.bridge.errors import StateError
 from dra_bridge.bridge.fresh_source import FreshSource
 from dra_bridge.bridge.health import Clocks, Health, Metrics
-from dra_bridge.bridge.host_devices import is_block_device
 from dra_bridge.bridge.interlocks import Refusal, held, offered
 from dra_bridge.bridge.observation import Memory, Observation
 from dra_bridge.bridge.observe import NvmlProbe, Observer, Snapshot
@@ -72,12 +70,10 @@ from dra_bridge.bridge.state import Inventory, InventoryStore
 from dra_bridge.kube.api import KubeApi
 from dra_bridge.translate.allocate_edits import ResourceEdits
 from dra_bridge.translate.catalog import Catalog
-from dra_bridge.translate.edit_sources import identities, preparable, remembering
+from dra_bridge.translate.edit_sources import identities, remembering
 from dra_bridge.translate.inventory.allocatable import DeviceId, InventoryDevice
 from dra_bridge.translate.inventory.api_rules import SliceDevice
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
-from dra_bridge.translate.inventory.device_taints import TAINT_KEY, TaintState, step, with_taints
-from dra_bridge.translate.inventory.mps import refuse_mps
 from dra_bridge.translate.inventory.slices import build_devices, published_names
 from dra_bridge.translate.names import GFD_PREFIX
 
@@ -128,7 +124,6 @@ class Agent:
         self.published: frozenset[DeviceId] = frozenset()
         """The devices handed to the publisher (empty while it publishes none)."""
         self._state_broken = False
-        self._taint_states: dict[str, TaintState] = {}
         self._resolved: set[str] = set()  # toolkit CDI IDs that resolved at a publish since the start
         self.publishing = PublishingStore(settings.state_dir)
         self.owners = OwnerStore(settings.state_dir)
@@ -141,6 +136,7 @@ class Agent:
         self.observer = Observer(settings, catalog.bridge_driver, kubelet, api, publisher, self.recorder, self.health)
         self.observer.nvml_probe = nvml_probe
         self.reporter = Reporter(api, settings.node_name, self.metrics, self.health, self.wall)
+        self.device_taints = DeviceTaints(settings, self.metrics, self.reporter.event)
         self.fresh = FreshSource(settings.node_name, settings.cdi_dirs, self.reporter.event)
         self.from_fresh, self.fresh_refusal = False, ""
         """Whether :attr:`recorded` is the fresh-node source's (:mod:`bridge.fresh_source`), and its refusal."""
@@ -248,34 +244,11 @@ class Agent:
         return self.plugin.prepared_devices() if self.plugin is not None else frozenset()
 
     def _devices(self, nvml: dict[str, NvmlFacts] | None, warnings: list[str]) -> list[SliceDevice]:
-        devices = list(self.recorded.devices)
-        facts = dict(self.recorded.nvml)
-        if (
-            nvml is not None and not self.from_fresh
-        ):  # re-check the recorded UUIDs: a lost GPU or a changed MIG device is withdrawn
-            kept = []
-            for d in devices:
-                uuid = d["deviceID"].split("::")[0]
-                old, now = self.recorded.nvml.get(uuid, {}), nvml.get(uuid)
-                if now is None or old.get("migProfile") != now.get("migProfile"):
-                    warnings.append(f"device {d['deviceID']} is gone or changed since it was recorded: withdrawn")
-                    continue
-                kept.append(d)
-            devices, facts = kept, {u: nvml[u] for u in facts if u in nvml}
         resolve = remembering(self.plugin.resolves, self._resolved) if self.plugin is not None else None
-        devices, mps = refuse_mps(devices, self.recorded.edits, self.recorded.labels)
-        self.health.sharing = "; ".join(mps)
-        drm = read_drm()
-        devices, withheld = preparable(
-            devices,
-            self.catalog,
-            self.recorded.edits,
-            resolve,
-            is_block_device,
-            drm,
-            self.recorded.identities,
-            self._resolved,
+        devices, facts, mps, withheld = servable(
+            self.recorded, self.catalog, nvml, self.from_fresh, resolve, self._resolved, warnings
         )
+        self.health.sharing = "; ".join(mps)
         withheld = mps + withheld
         self.reporter.withheld(withheld)
         built, build_warnings = build_devices(devices, self.catalog, self.recorded.labels, facts)
@@ -288,27 +261,9 @@ class Agent:
 
     def _taints(self, devices: list[SliceDevice]) -> list[SliceDevice]:
         """Devices unhealthy long enough tainted (or left out where the API server drops taints);
-        an Event and a metric per change (:mod:`translate.inventory.device_taints`)."""
+        an Event and a metric per change (:class:`bridge.dra_devices.DeviceTaints`)."""
         bad = self.plugin.unhealthy_devices() if self.plugin is not None else frozenset()
-        now = self.wall()
-        stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self._taint_states, changes = step(
-            self._taint_states,
-            {d["name"]: d["name"] in bad for d in devices},
-            now,
-            stamp,
-            self.settings.unhealthy_taint_after,
-            self.settings.healthy_untaint_after,
-        )
-        supported = self.publisher.taints_supported is not False
-        for name, change in changes:
-            self.metrics.taint_changes.labels(change).inc()
-            if change == "tainted":
-                where = f"tainted {TAINT_KEY}:NoSchedule" if supported else "left out of the slice (taints dropped)"
-                self.reporter.event("Warning", "DeviceTainted", f"device {name} unhealthy: {where}")
-            else:
-                self.reporter.event("Normal", "DeviceUntainted", f"device {name} healthy again: taint removed")
-        return cast(list[SliceDevice], with_taints(devices, self._taint_states, supported))
+        return self.device_taints.apply(devices, bad, self.wall(), self.publisher.taints_supported is not False)
 
     def _act(self, snap: Snapshot, decision: Decision, record: PublishingRecord | None, report: TickReport) -> None:
         if decision.take_over and self.instance is not None:

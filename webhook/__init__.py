@@ -8,7 +8,7 @@ service name), templates (ensuring ResourceClaimTemplates), cluster (watch-fed c
 (act only for an enrolled namespace, docs/design.md D28), events
 (audit Events), reconciler + reconcile_rules (template garbage collection and repair), metrics,
 access (the API calls it makes; the I/O is the shared kube/ layer), drain (serving on after
-SIGTERM, closing connections), certs, settings, cli, errors.
+SIGTERM, closing connections), certs, settings (the ``serve`` flag table: serve_flags), cli, errors.
 Bounded input: body (a request body's size, time and encoding), connections and connection_limits
 (the timeouts and the connection cap of each port), malformed_http (a request that does not
 parse: one rate-limited INFO line).

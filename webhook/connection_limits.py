@@ -3,7 +3,7 @@
     ConnectionLimits(handshake_timeout, header_timeout, body_timeout, idle_timeout,
                      max_requests, max_connections)
     limits_from(given) -> ConnectionLimits            from flag values; WebhookConfigError naming the flag
-    CONNECTION_FLAGS                                   the flag table rows (webhook.settings)
+    CONNECTION_FLAGS                                   the flag table rows (webhook.serve_flags)
     handler_args(limits) -> dict                       aiohttp RequestHandler keyword arguments
 
     flag                          env twin                                  default
@@ -90,7 +90,7 @@ CONNECTION_FLAGS = (
         "N",
     ),
 )
-"""The rows webhook.settings adds to its flag table."""
+"""The rows webhook.serve_flags adds to its flag table."""
 
 
 def limits_from(given: Mapping[str, Any]) -> ConnectionLimits:

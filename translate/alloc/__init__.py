@@ -6,7 +6,8 @@ matching (:mod:`~translate.alloc.node_match`), pools (:mod:`~translate.alloc.poo
 CEL selectors (:mod:`~translate.alloc.selectors`), constraints
 (:mod:`~translate.alloc.constraints`), consumable capacity (:mod:`~translate.alloc.capacity`),
 what claims allocated earlier hold (:mod:`~translate.alloc.state`), device taints
-(:mod:`~translate.alloc.taints`), the search (:mod:`~translate.alloc.engine`), the
+(:mod:`~translate.alloc.taints`), the claims' requests validated (:mod:`~translate.alloc.validation`),
+the search (:mod:`~translate.alloc.engine`), the
 ``status.allocation`` it writes (:mod:`~translate.alloc.results`), first-fit placement of many
 pods over many nodes (:mod:`~translate.alloc.placement`), and a whole scenario
 (:mod:`~translate.alloc.simulate`).

@@ -1,8 +1,9 @@
 """The allocator: one node, one set of claims allocated together, as the scheduler's DRA plugin does.
 
 Pure (no I/O). Re-typed from k8s.io/dynamic-resource-allocation
-``structured/internal/incubating/allocator_incubating.go`` (``Allocate``,
-``validateDeviceRequest``, ``allocateOne``, ``isSelectable``, ``allocateDevice``; the
+``structured/internal/incubating/allocator_incubating.go`` (``Allocate``, ``allocateOne``,
+``isSelectable``, ``allocateDevice``; ``validateDeviceRequest`` is
+:mod:`translate.alloc.validation`, which the allocator runs first; the
 "incubating" allocator the 1.36 scheduler runs with its default gates: its plugin never passes
 ListTypeAttributes, the one feature only "experimental" has; both variants are otherwise the
 same code). tests/translate/test_alloc_oracle.py compares this engine with that library:
@@ -35,12 +36,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from dra_bridge.translate.alloc.capacity import Amount, consumption
-from dra_bridge.translate.alloc.constraints import Constraint, add_to_all
+from dra_bridge.translate.alloc.constraints import add_to_all
 from dra_bridge.translate.alloc.features import Features
 from dra_bridge.translate.alloc.node_match import Node, node_matches
 from dra_bridge.translate.alloc.pools import Candidate, DeviceID, Pool, quantity
@@ -48,6 +48,7 @@ from dra_bridge.translate.alloc.results import Picked, Request, allocation_resul
 from dra_bridge.translate.alloc.selectors import SelectorCache
 from dra_bridge.translate.alloc.state import AllocatedState
 from dra_bridge.translate.alloc.taints import untolerated
+from dra_bridge.translate.alloc.validation import Validator
 from dra_bridge.translate.errors import AllocationError, TranslateError
 from dra_bridge.translate.inventory.api_rules import MAX_DEVICES_PER_CLAIM
 
@@ -56,17 +57,6 @@ __all__ = ["NodeAllocator"]
 
 class _MaxSize(TranslateError):
     """errAllocationResultMaxSizeExceeded: more aggressive backtracking."""
-
-
-@dataclass
-class _Claim:
-    label: str
-    spec: Mapping[str, Any]
-    requests: list[list[Request]]
-    subrequests: list[bool]
-    constraints: list[Constraint]
-    selected: list[int]
-    picked: list[Picked] = field(default_factory=list)
 
 
 class NodeAllocator:
@@ -87,124 +77,9 @@ class NodeAllocator:
         self._search = [d for p in pools if not (p.incomplete or p.invalid) for d in p.devices]
         self._pool_of = {d.id: p for p in pools for d in p.devices}
         self._validated: dict[str, list[tuple[list[list[Request]], list[bool]]]] = {}
-
-    # ------------------------------------------------------------------ validation
-
-    def _request(self, claim: str, spec: Mapping[str, Any], name: str, parent: str, key: tuple[int, ...]) -> Request:
-        for i, selector in enumerate(spec.get("selectors") or []):
-            if not isinstance(selector.get("cel"), Mapping):
-                raise AllocationError(
-                    f"claim {claim}, request {name}, selector #{i}: CEL expression empty (unsupported selector type?)"
-                )
-        if spec.get("adminAccess") is not None and not self.features.admin_access:
-            raise AllocationError(
-                f"claim {claim}, request {name}: admin access is requested, but the feature is disabled"
-            )
-        class_name = str(spec.get("deviceClassName") or "")
-        if not class_name:
-            raise AllocationError(
-                f"claim {claim}, request {name}: missing device class name (unsupported request type?)"
-            )
-        device_class = self.classes.get(class_name)
-        if device_class is None:
-            raise AllocationError(
-                f"claim {claim}, request {name}: could not retrieve device class {class_name}: "
-                f'deviceclass.resource.k8s.io "{class_name}" not found'
-            )
-        request = Request(
-            name,
-            parent,
-            class_name,
-            device_class,
-            list(spec.get("selectors") or []),
-            str(spec.get("allocationMode")),
-            int(spec.get("count") or 0),
-            bool(spec.get("adminAccess")),
-            list(spec.get("tolerations") or []),
-            dict((spec.get("capacity") or {}).get("requests") or {}),
-            key,
+        self._validator = Validator(
+            pools, classes, features, self._selectable, lambda r, d: self._capacity(r, d, {}) is not None
         )
-        if request.mode == "All":
-            for pool in self.pools:
-                if pool.incomplete:
-                    raise AllocationError(
-                        f"claim {claim}, request {name}: asks for all devices, but resource pool "
-                        f"{pool.label} is currently being updated"
-                    )
-                if pool.invalid:
-                    raise AllocationError(
-                        f"claim {claim}, request {name}: asks for all devices, but resource pool "
-                        f"{pool.label} is currently invalid"
-                    )
-                request.all_devices += [
-                    d
-                    for d in pool.devices
-                    if self._selectable(claim, request, d) and self._capacity(request, d, {}) is not None
-                ]
-            request.count = len(request.all_devices)
-        elif request.mode != "ExactCount":
-            raise AllocationError(f"claim {claim}, request {name}: unsupported count mode {request.mode}")
-        return request
-
-    def _claim(
-        self, index: int, label: str, spec: Mapping[str, Any], known: tuple[list[list[Request]], list[bool]] | None
-    ) -> _Claim:
-        devices = spec.get("devices") or {}
-        if known is not None:
-            return _Claim(label, spec, known[0], known[1], self._constraints(label, devices), [0] * len(known[0]))
-        requests: list[list[Request]] = []
-        subrequests: list[bool] = []
-        minimum = 0
-        for r, request in enumerate(devices.get("requests") or []):
-            subs = request.get("firstAvailable")
-            if subs:
-                if not self.features.prioritized_list:
-                    raise AllocationError(
-                        f"claim {label}, request {request['name']}: has subrequests, "
-                        "but the DRAPrioritizedList feature is disabled"
-                    )
-                entry = [
-                    self._checked(label, sub, sub["name"], request["name"], (index, r, s)) for s, sub in enumerate(subs)
-                ]
-                minimum += min(req.count for req in entry)
-            else:
-                entry = [self._checked(label, request["exactly"], request["name"], "", (index, r, 0))]
-                minimum += entry[0].count
-            requests.append(entry)
-            subrequests.append(bool(subs))
-        if minimum > MAX_DEVICES_PER_CLAIM:
-            raise AllocationError(
-                f"claim {label}: number of requested devices {minimum} exceeds the claim limit "
-                f"of {MAX_DEVICES_PER_CLAIM}"
-            )
-        return _Claim(label, spec, requests, subrequests, self._constraints(label, devices), [0] * len(requests))
-
-    def _constraints(self, label: str, devices: Mapping[str, Any]) -> list[Constraint]:
-        constraints = []
-        for i, constraint in enumerate(devices.get("constraints") or []):
-            kind = next((k for k in ("matchAttribute", "distinctAttribute") if constraint.get(k)), None)
-            if kind is None or (kind == "distinctAttribute" and not self.features.consumable_capacity):
-                raise AllocationError(
-                    f"claim {label}, constraint #{i}: empty constraint (unsupported constraint type?)"
-                )
-            constraints.append(
-                Constraint(
-                    kind,
-                    str(constraint[kind]),
-                    list(constraint.get("requests") or []),
-                    self.features.list_type_attributes,
-                )
-            )
-        return constraints
-
-    def _checked(self, claim: str, spec: Mapping[str, Any], name: str, parent: str, key: tuple[int, ...]) -> Request:
-        if spec.get("capacity") and not self.features.consumable_capacity:
-            what = "subrequest" if parent else "request"
-            raise AllocationError(
-                f"claim {claim}, {what} {name}: has capacity requests, but the "
-                "DRAConsumableCapacity feature is disabled"
-            )
-        return self._request(claim, spec, name, parent, key)
 
     # ------------------------------------------------------------------ device checks
 
@@ -297,7 +172,7 @@ class NodeAllocator:
         self._counters: dict[str, dict[str, dict[str, Fraction]]] = {}
         known = self._validated.get(signature) if signature is not None else None
         self._claims = [
-            self._claim(i, label, spec, known[i] if known else None) for i, (label, spec) in enumerate(claims)
+            self._validator.claim(i, label, spec, known[i] if known else None) for i, (label, spec) in enumerate(claims)
         ]
         if (
             signature is not None

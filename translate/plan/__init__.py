@@ -1,7 +1,8 @@
 """The pod plan (docs/design.md D1): a pod or workload -> claim templates, migrated pod, findings.
 
 Owns: the one options model (every setting with its policy key, flag and record key:
-:mod:`~translate.plan.options`), the field types a plan needs (:mod:`~translate.plan.field_types`), legacy demand per
+:mod:`~translate.plan.options`; what one setting is called where: :mod:`~translate.plan.option_spec`),
+the field types a plan needs (:mod:`~translate.plan.field_types`), legacy demand per
 container (:mod:`~translate.plan.demand`, counts in :mod:`~translate.plan.device_counts`),
 request splitting (:mod:`~translate.plan.request_layout`), GPU placement and HAMi annotations as
 device selectors (:mod:`~translate.plan.placement`, :mod:`~translate.plan.gfd_selectors`; the MIG

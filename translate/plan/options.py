@@ -1,7 +1,8 @@
 """The one options model (docs/design.md D26): every setting that shapes a conversion, once.
 
     Options                  the settings: plan options, the webhook policy's and the commands' flags
-    option_specs()           each field's OptionSpec: policy key, flag, record key, doc line
+    option_specs()           each field's OptionSpec (:mod:`~translate.plan.option_spec`): policy key,
+                             flag, record key, doc line
     policy_keys()            the policy's keys with their types, defaults and docs (the chart's schema)
 
 Each field of :class:`Options` carries an :class:`OptionSpec` in its metadata, and everything
@@ -18,7 +19,7 @@ front end (``managed_by``, the cluster's KEP-5004 classes) or by the policy's ma
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -32,88 +33,16 @@ from dra_bridge.translate.names import (
     normalize_api_version,
 )
 from dra_bridge.translate.plan.alignment import POLICIES, SCOPES, Alignment, AlignmentPolicy, AlignmentScope
+from dra_bridge.translate.plan.option_spec import BOTH, Command, Kind, OptionSpec, about
 
 #: An accelerator domain (``xilinx.com``) or a domain with a resource-name prefix (``example.org/npu-``).
 _DEVICE_DOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?(/[-A-Za-z0-9_.]+)?")
 
-Command = Literal["convert", "report"]
-#: The value's kind, which decides how a policy key, a record key and a flag are read.
-Kind = Literal["bool", "choice", "names", "text", "number", "mapping"]
-BOTH: tuple[Command, ...] = ("convert", "report")
 HamiSlicing = Literal["unsupported", "whole-devices"]
 OnError = Literal["admit-unchanged", "deny"]
 TARGETS: tuple[Target, ...] = ("bridge", "vendor")
 HAMI_SLICING: tuple[HamiSlicing, ...] = ("unsupported", "whole-devices")
 ON_ERROR: tuple[OnError, ...] = ("admit-unchanged", "deny")
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    """What one field of :class:`Options` is called where it can be set.
-
-    ``doc``: one line (the flag's help, the policy key's description); ``policy_key``: its key in
-    the webhook policy ("" none); ``flag`` and ``commands``: its ``dra-migrate`` flag and the
-    commands that take it; ``record_key``: its key in the conversion record's ``options`` (""
-    not recorded); ``recorded_with``: the field whose non-default value makes it written (an
-    absent key then reads as the default, not as "not recorded"); ``choices``; ``what``: a
-    list's or number's items in words (for errors); ``valid``: an extra rule on each item of a
-    list, with ``rule`` saying it, and ``pattern`` / ``max_length`` the same rule for the chart's
-    JSON Schema. ``attribute``, ``kind`` and ``default`` come from the field.
-    """
-
-    doc: str
-    policy_key: str = ""
-    flag: str = ""
-    commands: tuple[Command, ...] = ()
-    record_key: str = ""
-    recorded_with: str = ""
-    choices: tuple[str, ...] = ()
-    metavar: str = ""
-    what: str = ""
-    valid: Callable[[str], bool] | None = None
-    rule: str = ""
-    pattern: str = ""
-    max_length: int = 0
-    attribute: str = ""
-    kind: Kind = "text"
-    default: Any = None
-
-    def must(self) -> str:
-        """What a value must be, for an error message (``must be ...``)."""
-        match self.kind:
-            case "bool":
-                return "true or false"
-            case "choice":
-                if len(self.choices) == 2:
-                    return f"{self.choices[0]} or {self.choices[1]}"
-                return f"one of {', '.join(self.choices)}"
-            case "names":
-                return f"a list of {self.what}"
-            case "number":
-                return f"a {self.what}"
-            case _:
-                return "a non-empty string"
-
-    def accepts(self, value: object) -> bool:
-        """Whether ``value`` (as decoded from YAML or JSON) is of this option's kind."""
-        match self.kind:
-            case "bool":
-                return isinstance(value, bool)
-            case "choice":
-                return value in self.choices
-            case "names":
-                return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
-            case "number":
-                return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            case "text":
-                return isinstance(value, str) and bool(value)
-            case _:
-                return isinstance(value, Mapping)
-
-
-def about(spec: OptionSpec) -> dict[str, OptionSpec]:
-    """A field's metadata: its :class:`OptionSpec`."""
-    return {"option": spec}
 
 
 @dataclass(frozen=True)
@@ -403,10 +332,7 @@ def policy_keys() -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "BOTH",
     "Command",
-    "Kind",
-    "OptionSpec",
     "Options",
     "flag_specs",
     "option_specs",
