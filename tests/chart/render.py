@@ -134,7 +134,8 @@ class Scenario:
     def id(self) -> str:
         parts = [self.values or ("chart-defaults" if self.required else "chart-bare")]
         parts += [a for a in self.extra if a != "--set"]
-        return " ".join(parts + ([f"kube-{self.kube_version}"] if self.kube_version else []))
+        joined = " ".join(parts + ([f"kube-{self.kube_version}"] if self.kube_version else []))
+        return joined.replace("\n", "<newline>")  # a readable test id
 
     def template(self, binary: Path) -> list[Obj]:
         """This scenario rendered by ``binary`` (HelmFailed when Helm refuses it)."""
@@ -197,6 +198,22 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(None, _set("image.digest=" + "ab" * 32)),  # refused by the schema: no algorithm
     Scenario(None, _set("image.repository=r.example.com/dra-bridge@sha256:" + "ab" * 32)),  # refused
     Scenario(None, _set("imageRegistry=r.example.com/", "image.repository=team/dra-bridge")),
+    Scenario(
+        None,
+        (
+            "--set-string",
+            "image.tag=1\n      hostPID: true\n      initContainers:\n        - name: x\n          image: busybox",
+        ),
+    ),  # refused
+    Scenario(None, ("--set-string", "imageRegistry=r.example.com: x/")),
+    Scenario(None, _set("image.repository=reg.example.com/x:latest")),  # refused by the schema: a tag
+    # values pasted into the agent's flow mappings (tests/chart/test_chart_quoting.py)
+    Scenario("defaults", ("--set-string", "agent.stateDir=/var/lib/x\\, subPathExpr: $(DRA_BRIDGE_NODE_NAME)")),
+    Scenario("defaults", ("--set-string", "agent.kubeletDir=/var/lib/k\\, readOnly: true")),
+    Scenario("defaults", ("--set-string", "agent.cdiDirs[0]=/etc/cdi #x")),
+    Scenario("nvml", ("--set-string", "agent.nvml.driverRoot=/run/nvidia/driver\\, type: File")),
+    Scenario("defaults", ("--set-string", "agent.cdiDirs[0]=/etc/cdi\\,/x")),  # refused by the schema
+    Scenario("defaults", ("--set-string", "agent.stateDir=/var/lib/x\nhostPID: true")),  # refused by the schema
     Scenario(None, _set("agent.nvml.enabled=true")),
     Scenario(
         "nvml",

@@ -93,7 +93,7 @@ driver's chart (v1 is GA from 1.34; 1.33 serves v1beta2 when enabled, 1.32 v1bet
 {{- define "dra-bridge.catalog" -}}
 apiVersion: catalog.dra-bridge.io/v1
 kind: Catalog
-target: {{ .Values.catalog.target }}
+target: {{ .Values.catalog.target | quote }}
 migProfiles: {{ .Values.catalog.migProfiles | toJson }}
 migProfileAliases: {{ .Values.catalog.migProfileAliases | toJson }}
 resources: {{ .Values.catalog.resources | toJson }}
