@@ -179,6 +179,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("monitoring", _set("agent.settlePeriod=600", "webhook.enforce.timeoutSeconds=10")),
     Scenario("monitoring", _set("webhook.audit.enabled=false", "agent.enabled=false")),
     Scenario("monitoring", _set("monitoring.podMonitor.interval=30")),  # refused by the schema
+    Scenario("monitoring", _set("monitoring.serviceMonitor.port=8443")),  # refused: the webhook port
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),
