@@ -189,6 +189,29 @@ SCENARIOS: tuple[Scenario, ...] = (
         None, _set("webhook.certificates.mode=cert-manager", "webhook.certificates.certManager.caDuration=43800h")
     ),
     Scenario(None, _set("webhook.certificates.mode=existing-secret")),  # refused: no secret name
+    Scenario(
+        None, _set("webhook.certificates.mode=cert-manager", "webhook.certificates.certManager.renewBefore=2160h")
+    ),  # refused: not shorter than the duration
+    Scenario(
+        None,
+        _set(
+            "webhook.certificates.mode=cert-manager",
+            "webhook.certificates.certManager.duration=1h30m",
+            "webhook.certificates.certManager.renewBefore=90m",
+        ),
+    ),  # refused: not shorter than the duration
+    Scenario(
+        None,
+        _set(
+            "webhook.certificates.mode=cert-manager",
+            "webhook.certificates.certManager.duration=1h30m",
+            "webhook.certificates.certManager.renewBefore=89m59.5s",
+        ),
+    ),
+    Scenario(
+        None,
+        _set("webhook.certificates.mode=cert-manager", "webhook.certificates.certManager.issuerRef.kind=ClusterIssuer"),
+    ),  # refused: no issuer name
     Scenario(None, _set("webhok.replicas=3")),  # refused by the schema
     Scenario(None, _set("webhook.enforce.failurePolicy=Sometimes")),  # refused by the schema
     # the image (tests/chart/test_chart_image.py)

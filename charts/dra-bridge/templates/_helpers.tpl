@@ -151,3 +151,17 @@ failurePolicy Fail would refuse the pod.
 {{- include "dra-bridge.webhookName" . }}-tls
 {{- end }}
 {{- end }}
+
+{{/*
+Seconds of a Go duration in h, m and s (the schema's form of the cert-manager durations, e.g.
+2160h, 1h30m, 89m59.5s), printed as a float.
+*/}}
+{{- define "dra-bridge.durationSeconds" -}}
+{{- $factors := dict "h" 3600.0 "m" 60.0 "s" 1.0 }}
+{{- $total := 0.0 }}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?[hms]" . -1 }}
+{{- $unit := regexFind "[hms]$" . }}
+{{- $total = addf $total (mulf (trimSuffix $unit . | float64) (get $factors $unit)) }}
+{{- end }}
+{{- $total }}
+{{- end }}
