@@ -238,6 +238,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("nvml", ("--set-string", "agent.nvml.driverRoot=/run/nvidia/driver\\, type: File")),
     Scenario("defaults", ("--set-string", "agent.cdiDirs[0]=/etc/cdi\\,/x")),  # refused by the schema
     Scenario("defaults", ("--set-string", "agent.stateDir=/var/lib/x\nhostPID: true")),  # refused by the schema
+    # a catalog pattern with CEL string delimiters (tests/chart/test_chart_webhook.py)
+    Scenario("defaults", ("--set-string", "catalog.resources[0].pattern=example.com/o'k\\\\\"x-{profile}")),
     Scenario(None, _set("agent.nvml.enabled=true")),
     Scenario(
         "nvml",

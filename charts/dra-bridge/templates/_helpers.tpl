@@ -112,7 +112,7 @@ The matchConditions' one expression: true when a container or init container nam
 catalogued resource (shipped names and patterns, files/catalog-resources.yaml, plus the
 values' catalog.resources) in its limits or requests. Conditions are ANDed, so the OR is one
 expression; every optional field is guarded with has(): an evaluation error under
-failurePolicy Fail would refuse the pod.
+failurePolicy Fail would refuse the pod. Names and regexes are JSON strings, valid CEL strings.
 */}}
 {{- define "dra-bridge.matchExpression" -}}
 {{- $shipped := .Files.Get "files/catalog-resources.yaml" | fromYaml }}
@@ -127,7 +127,9 @@ failurePolicy Fail would refuse the pod.
 {{- $tests := list (printf "k in %s" (toJson $names)) }}
 {{- range $patterns }}
 {{- $parts := splitList "{profile}" . }}
-{{- $tests = append $tests (printf "k.matches(r'^%s%s%s$')" (regexQuoteMeta (index $parts 0)) $shipped.profileRegex (regexQuoteMeta (index $parts 1))) }}
+{{- /* a CEL double-quoted string: JSON's escapes (\\, \", \uXXXX) are CEL's too, so a quote or a backslash in a pattern stays in it */}}
+{{- $regex := printf "^%s%s%s$" (regexQuoteMeta (index $parts 0)) $shipped.profileRegex (regexQuoteMeta (index $parts 1)) }}
+{{- $tests = append $tests (printf "k.matches(%s)" (toJson $regex)) }}
 {{- end }}
 {{- $k := join " || " $tests }}
 {{- $c := printf "has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(k, %s)) || (has(c.resources.requests) && c.resources.requests.exists(k, %s)))" $k $k }}
