@@ -180,6 +180,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("monitoring", _set("webhook.audit.enabled=false", "agent.enabled=false")),
     Scenario("monitoring", _set("monitoring.podMonitor.interval=30")),  # refused by the schema
     Scenario("monitoring", _set("monitoring.serviceMonitor.port=8443")),  # refused: the webhook port
+    Scenario("monitoring", _set("monitoring.prometheusRule.alertLabels.team-a=gpu")),  # refused by the schema
+    Scenario("monitoring", _set("monitoring.prometheusRule.alertLabels.team_a=gpu")),
+    Scenario("nvml", _set("agent.enabled=false")),  # refused: the NVML agent needs the agent
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),
