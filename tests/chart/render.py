@@ -134,7 +134,8 @@ class Scenario:
     def id(self) -> str:
         parts = [self.values or ("chart-defaults" if self.required else "chart-bare")]
         parts += [a for a in self.extra if a != "--set"]
-        return " ".join(parts + ([f"kube-{self.kube_version}"] if self.kube_version else []))
+        joined = " ".join(parts + ([f"kube-{self.kube_version}"] if self.kube_version else []))
+        return joined.replace("\n", "<newline>")  # a readable test id
 
     def template(self, binary: Path) -> list[Obj]:
         """This scenario rendered by ``binary`` (HelmFailed when Helm refuses it)."""
@@ -178,6 +179,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("monitoring", _set("agent.settlePeriod=600", "webhook.enforce.timeoutSeconds=10")),
     Scenario("monitoring", _set("webhook.audit.enabled=false", "agent.enabled=false")),
     Scenario("monitoring", _set("monitoring.podMonitor.interval=30")),  # refused by the schema
+    Scenario("monitoring", _set("monitoring.serviceMonitor.port=8443")),  # refused: the webhook port
+    Scenario("monitoring", _set("monitoring.prometheusRule.alertLabels.team-a=gpu")),  # refused by the schema
+    Scenario("monitoring", _set("monitoring.prometheusRule.alertLabels.team_a=gpu")),
+    Scenario("nvml", _set("agent.enabled=false")),  # refused: the NVML agent needs the agent
     Scenario(None),
     Scenario(None, kube_version="1.33.0"),
     Scenario(None, kube_version="1.34.0"),
@@ -187,6 +192,29 @@ SCENARIOS: tuple[Scenario, ...] = (
         None, _set("webhook.certificates.mode=cert-manager", "webhook.certificates.certManager.caDuration=43800h")
     ),
     Scenario(None, _set("webhook.certificates.mode=existing-secret")),  # refused: no secret name
+    Scenario(
+        None, _set("webhook.certificates.mode=cert-manager", "webhook.certificates.certManager.renewBefore=2160h")
+    ),  # refused: not shorter than the duration
+    Scenario(
+        None,
+        _set(
+            "webhook.certificates.mode=cert-manager",
+            "webhook.certificates.certManager.duration=1h30m",
+            "webhook.certificates.certManager.renewBefore=90m",
+        ),
+    ),  # refused: not shorter than the duration
+    Scenario(
+        None,
+        _set(
+            "webhook.certificates.mode=cert-manager",
+            "webhook.certificates.certManager.duration=1h30m",
+            "webhook.certificates.certManager.renewBefore=89m59.5s",
+        ),
+    ),
+    Scenario(
+        None,
+        _set("webhook.certificates.mode=cert-manager", "webhook.certificates.certManager.issuerRef.kind=ClusterIssuer"),
+    ),  # refused: no issuer name
     Scenario(None, _set("webhok.replicas=3")),  # refused by the schema
     Scenario(None, _set("webhook.enforce.failurePolicy=Sometimes")),  # refused by the schema
     # the image (tests/chart/test_chart_image.py)
@@ -197,6 +225,24 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(None, _set("image.digest=" + "ab" * 32)),  # refused by the schema: no algorithm
     Scenario(None, _set("image.repository=r.example.com/dra-bridge@sha256:" + "ab" * 32)),  # refused
     Scenario(None, _set("imageRegistry=r.example.com/", "image.repository=team/dra-bridge")),
+    Scenario(
+        None,
+        (
+            "--set-string",
+            "image.tag=1\n      hostPID: true\n      initContainers:\n        - name: x\n          image: busybox",
+        ),
+    ),  # refused
+    Scenario(None, ("--set-string", "imageRegistry=r.example.com: x/")),
+    Scenario(None, _set("image.repository=reg.example.com/x:latest")),  # refused by the schema: a tag
+    # values pasted into the agent's flow mappings (tests/chart/test_chart_quoting.py)
+    Scenario("defaults", ("--set-string", "agent.stateDir=/var/lib/x\\, subPathExpr: $(DRA_BRIDGE_NODE_NAME)")),
+    Scenario("defaults", ("--set-string", "agent.kubeletDir=/var/lib/k\\, readOnly: true")),
+    Scenario("defaults", ("--set-string", "agent.cdiDirs[0]=/etc/cdi #x")),
+    Scenario("nvml", ("--set-string", "agent.nvml.driverRoot=/run/nvidia/driver\\, type: File")),
+    Scenario("defaults", ("--set-string", "agent.cdiDirs[0]=/etc/cdi\\,/x")),  # refused by the schema
+    Scenario("defaults", ("--set-string", "agent.stateDir=/var/lib/x\nhostPID: true")),  # refused by the schema
+    # a catalog pattern with CEL string delimiters (tests/chart/test_chart_webhook.py)
+    Scenario("defaults", ("--set-string", "catalog.resources[0].pattern=example.com/o'k\\\\\"x-{profile}")),
     Scenario(None, _set("agent.nvml.enabled=true")),
     Scenario(
         "nvml",

@@ -7,7 +7,9 @@ The chain working is proven on a real cert-manager by tests/e2e/test_cert_manage
 
 from __future__ import annotations
 
-from tests.chart.render import NAMESPACE, Obj, by_kind, render
+import pytest
+
+from tests.chart.render import NAMESPACE, HelmFailed, Obj, by_kind, render
 
 OWN = ("--set", "webhook.certificates.mode=cert-manager")
 SVC = "dra-bridge-webhook"
@@ -76,3 +78,33 @@ def test_a_user_issuer_gets_one_certificate_injected_from_itself() -> None:
     }
     reg = by_kind(objs, "MutatingWebhookConfiguration")[0]
     assert reg["metadata"]["annotations"] == {"cert-manager.io/inject-ca-from": f"{NAMESPACE}/{SVC}"}
+
+
+def test_a_renew_before_not_shorter_than_the_duration_is_refused_at_render() -> None:
+    # cert-manager rejects such a Certificate: nothing would be issued
+    with pytest.raises(HelmFailed, match=r"renewBefore \(2160h\) must be shorter than .*duration \(2160h\)"):
+        render(None, *OWN, "--set", "webhook.certificates.certManager.renewBefore=2160h")
+    with pytest.raises(HelmFailed, match=r"renewBefore \(90m\) must be shorter than .*duration \(1h30m\)"):
+        render(
+            None,
+            *OWN,
+            "--set",
+            "webhook.certificates.certManager.duration=1h30m",
+            "--set",
+            "webhook.certificates.certManager.renewBefore=90m",
+        )
+
+
+def test_a_renew_before_shorter_than_the_duration_in_mixed_units_renders() -> None:
+    _, certs, _ = _chain(
+        "--set",
+        "webhook.certificates.certManager.duration=1h30m",
+        "--set",
+        "webhook.certificates.certManager.renewBefore=89m59.5s",
+    )
+    assert (certs[SVC]["spec"]["duration"], certs[SVC]["spec"]["renewBefore"]) == ("1h30m", "89m59.5s")
+
+
+def test_an_issuer_ref_without_a_name_is_refused_at_render() -> None:
+    with pytest.raises(HelmFailed, match=r"webhook\.certificates\.certManager\.issuerRef\.name is required"):
+        render(None, *OWN, "--set", "webhook.certificates.certManager.issuerRef.kind=ClusterIssuer")

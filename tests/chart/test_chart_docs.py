@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.chart.render import NAMESPACE, by_kind, render
 from tests.chart.values_table import CHART, Uncommented, rows, table
 
 
@@ -38,3 +39,14 @@ def test_an_uncommented_value_is_named() -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
     with pytest.raises(Uncommented, match=r"webhook\.replicas: no comment"):
         rows("webhook:\n  # the webhook\n  enabled: true\n  replicas: 2\n", schema)
+
+
+def test_uninstall_says_which_cert_manager_secrets_stay_and_how_to_delete_them() -> None:
+    # cert-manager's Secrets carry no owner reference by default: `helm uninstall` leaves them,
+    # and a reinstall would reuse the old CA key
+    objs = render(None, "--set", "webhook.certificates.mode=cert-manager")
+    secrets = sorted(c["spec"]["secretName"] for c in by_kind(objs, "Certificate"))
+    assert secrets == ["dra-bridge-webhook-ca", "dra-bridge-webhook-tls"]
+    section = (CHART / "README.md").read_text().split("\n## Uninstall\n", 1)[1].split("\n## ", 1)[0]
+    assert "removes everything" not in section
+    assert f"kubectl -n {NAMESPACE} delete secret {' '.join(secrets)}" in section

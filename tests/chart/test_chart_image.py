@@ -91,3 +91,64 @@ def test_the_schema_checks_the_image_values(key: str, value: str, valid: bool) -
     values = {**DEFAULTS, "image": {**DEFAULTS["image"], key: value}}
     errors = list(jsonschema.Draft7Validator(SCHEMA).iter_errors(values))
     assert not errors if valid else errors, (key, value)
+
+
+INJECTED_TAG = "1\n      hostPID: true\n      initContainers:\n        - name: x\n          image: busybox"
+
+
+def test_a_tag_that_is_not_an_oci_tag_is_refused_not_pasted_into_the_pods() -> None:
+    with pytest.raises(HelmFailed, match="values don't meet the specifications of the schema"):
+        render(None, "--set-string", f"image.tag={INJECTED_TAG}")
+
+
+def test_the_image_reference_is_quoted() -> None:
+    # a registry value the schema leaves free: pasted unquoted, `a: b` would be a YAML mapping
+    objs = render(None, "--set-string", "imageRegistry=r.example.com: x/")
+    assert _images(objs) == {f"r.example.com: x/{REPOSITORY}:{APP_VERSION}"}
+    for kind in ("Deployment", "DaemonSet"):
+        for w in by_kind(objs, kind):
+            assert "hostPID" not in w["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "valid"),
+    [
+        ("tag", "", True),
+        ("tag", "1.2.3", True),
+        ("tag", "v1.2.3-rc.1_x", True),
+        ("tag", "x" * 128, True),
+        ("tag", "x" * 129, False),
+        ("tag", ".1", False),
+        ("tag", "1 2", False),
+        ("tag", INJECTED_TAG, False),
+        ("repository", "registry.example.com/team/dra-bridge", True),
+        ("repository", "dra-bridge", True),
+        ("repository", "registry.example.com/dra-bridge:latest", False),
+        ("repository", "dra-bridge:latest", False),
+        ("repository", "registry.example.com:5000/team/dra-bridge:1", False),
+    ],
+    ids=[
+        "empty",
+        "semver",
+        "oci chars",
+        "128",
+        "129",
+        "leading dot",
+        "space",
+        "injection",
+        "path",
+        "bare",
+        "repo:tag",
+        "bare:tag",
+        "port and tag",
+    ],
+)
+def test_the_schema_checks_the_tag_and_a_tag_in_the_repository(key: str, value: str, valid: bool) -> None:
+    values = {**DEFAULTS, "image": {**DEFAULTS["image"], key: value}}
+    errors = list(jsonschema.Draft7Validator(SCHEMA).iter_errors(values))
+    assert not errors if valid else errors, (key, value)
+
+
+def test_helm_refuses_a_tag_in_the_repository() -> None:
+    with pytest.raises(HelmFailed, match="values don't meet the specifications of the schema"):
+        render(None, "--set", "image.repository=reg.example.com/x:latest")

@@ -143,3 +143,16 @@ def test_helm_lint_strict_with_every_monitoring_object(major: str) -> None:
     values = CHART / "ci" / "monitoring-values.yaml"
     out = helm(helm_binaries((major,))[major], "lint", "--strict", str(CHART), "--values", str(values))
     assert "0 chart(s) failed" in out and "[WARNING]" not in out
+
+
+def test_a_metrics_port_equal_to_the_webhook_port_is_refused_at_render() -> None:
+    # the webhook refuses --port=N --metrics-port=N at start: a crash loop, not a render
+    with pytest.raises(HelmFailed, match=r"monitoring.serviceMonitor.port \(8443\) equals webhook.port"):
+        render("monitoring", "--set", "monitoring.serviceMonitor.port=8443")
+
+
+def test_an_alert_label_that_is_not_a_prometheus_label_name_is_refused() -> None:
+    with pytest.raises(HelmFailed, match="values don't meet the specifications of the schema"):
+        render("monitoring", "--set", "monitoring.prometheusRule.alertLabels.team-a=gpu")
+    rules = _rules(render("monitoring", "--set", "monitoring.prometheusRule.alertLabels.team_a=gpu"))
+    assert all(r["labels"]["team_a"] == "gpu" for r in rules.values())

@@ -182,3 +182,9 @@ def test_the_notes_name_the_nvml_daemonset_when_it_is_on() -> None:
     off = helm(binary, *args).split("NOTES:", 1)[1]
     assert f"get daemonset {RELEASE}-agent-nvml" in on and "component=agent-nvml" in on
     assert "agent-nvml" not in off
+
+
+def test_the_nvml_agent_without_the_agent_is_refused_at_render() -> None:
+    # agent.enabled=false rendered no agent at all, the NVML one silently included
+    with pytest.raises(HelmFailed, match=r"agent\.nvml\.enabled needs agent\.enabled"):
+        render("nvml", "--set", "agent.enabled=false")

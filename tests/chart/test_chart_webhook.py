@@ -140,6 +140,21 @@ def test_match_condition_covers_every_shipped_and_values_catalog_name() -> None:
         assert program.evaluate({"object": json_to_cel(_pod({name: 1}))}), name
 
 
+QUOTE_PATTERN = ("--set-string", "catalog.resources[0].pattern=example.com/o'k\\\\\"x-{profile}")
+"""A values pattern with a quote, a backslash and a double quote: each closes or breaks a CEL
+string pasted in unescaped."""
+
+
+def test_match_condition_of_a_pattern_with_quotes_and_a_backslash_compiles_and_matches() -> None:
+    (cond,) = registration("defaults", *QUOTE_PATTERN)["webhooks"][0]["matchConditions"]
+    env = celpy.Environment()
+    program = env.program(env.compile(cond["expression"]))
+    matched = "example.com/o'k\\\"x-1g.10gb"
+    assert program.evaluate({"object": json_to_cel(_pod({matched: 1}))})
+    assert not program.evaluate({"object": json_to_cel(_pod({"example.com/o'k\\\"x-big": 1}))})
+    assert program.evaluate({"object": json_to_cel(_pod({"nvidia.com/mig-1g.10gb": 1}))})
+
+
 def test_the_catalog_and_policy_config_maps_load_with_the_real_loaders() -> None:
     objs = render("enforce")
     catalog = load_catalog(one(objs, "ConfigMap", "dra-bridge-catalog")["data"]["catalog.yaml"], "values")

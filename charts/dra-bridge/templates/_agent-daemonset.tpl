@@ -50,7 +50,7 @@ spec:
       # No <SERVICE>_PORT variables: a Service named <x>-webhook would inject
       # <X>_WEBHOOK_PORT, which is dra-webhook's own --port twin when x is dra.
       enableServiceLinks: false
-      priorityClassName: {{ $agent.priorityClassName }}
+      priorityClassName: {{ $agent.priorityClassName | quote }}
       {{- with include "dra-bridge.imagePullSecrets" $root }}{{ . | nindent 6 }}{{ end }}
       {{- if not (kindIs "invalid" $agent.terminationGracePeriodSeconds) }}
       terminationGracePeriodSeconds: {{ $agent.terminationGracePeriodSeconds }}
@@ -75,7 +75,7 @@ spec:
       {{- end }}
       containers:
         - name: agent
-          image: {{ include "dra-bridge.image" $root }}
+          image: {{ include "dra-bridge.image" $root | quote }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           command: [dra-bridge, run]
           {{- with $agent.extraArgs }}
@@ -131,13 +131,13 @@ spec:
             {{- end }}
           volumeMounts:
             # Host paths at the same paths: the registration names sockets as the kubelet sees them.
-            - {name: plugins-registry, mountPath: {{ $kubelet }}/plugins_registry}
-            - {name: plugin, mountPath: {{ $kubelet }}/plugins/dra-bridge.io}
-            - {name: pod-resources, mountPath: {{ $kubelet }}/pod-resources, readOnly: true}
-            - {name: device-plugins, mountPath: {{ $kubelet }}/device-plugins, readOnly: true}
-            - {name: state, mountPath: {{ $agent.stateDir }}}
+            - {name: plugins-registry, mountPath: {{ printf "%s/plugins_registry" $kubelet | quote }}}
+            - {name: plugin, mountPath: {{ printf "%s/plugins/dra-bridge.io" $kubelet | quote }}}
+            - {name: pod-resources, mountPath: {{ printf "%s/pod-resources" $kubelet | quote }}, readOnly: true}
+            - {name: device-plugins, mountPath: {{ printf "%s/device-plugins" $kubelet | quote }}, readOnly: true}
+            - {name: state, mountPath: {{ $agent.stateDir | quote }}}
             {{- range $i, $dir := $cdi }}
-            - {name: cdi-{{ $i }}, mountPath: {{ $dir }}{{ if lt $i (sub (len $cdi) 1) }}, readOnly: true{{ end }}}
+            - {name: cdi-{{ $i }}, mountPath: {{ $dir | quote }}{{ if lt $i (sub (len $cdi) 1) }}, readOnly: true{{ end }}}
             {{- end }}
             - {name: catalog, mountPath: /etc/dra-bridge/catalog.yaml, subPath: catalog.yaml, readOnly: true}
             - {name: tmp, mountPath: /tmp}
@@ -150,20 +150,20 @@ spec:
             {{- end }}
       volumes:
         - name: plugins-registry
-          hostPath: {path: {{ $kubelet }}/plugins_registry, type: Directory}
+          hostPath: {path: {{ printf "%s/plugins_registry" $kubelet | quote }}, type: Directory}
         - name: plugin
-          hostPath: {path: {{ $kubelet }}/plugins/dra-bridge.io, type: DirectoryOrCreate}
+          hostPath: {path: {{ printf "%s/plugins/dra-bridge.io" $kubelet | quote }}, type: DirectoryOrCreate}
         # Directories, not socket files: the kubelet re-creates the sockets when it restarts.
         - name: pod-resources
-          hostPath: {path: {{ $kubelet }}/pod-resources, type: Directory}
+          hostPath: {path: {{ printf "%s/pod-resources" $kubelet | quote }}, type: Directory}
         - name: device-plugins
-          hostPath: {path: {{ $kubelet }}/device-plugins, type: DirectoryOrCreate}
+          hostPath: {path: {{ printf "%s/device-plugins" $kubelet | quote }}, type: DirectoryOrCreate}
         - name: state
-          hostPath: {path: {{ $agent.stateDir }}, type: DirectoryOrCreate}
+          hostPath: {path: {{ $agent.stateDir | quote }}, type: DirectoryOrCreate}
         {{- range $i, $dir := $cdi }}
         # The toolkit's spec may live in any CDI directory; ours go to the last.
         - name: cdi-{{ $i }}
-          hostPath: {path: {{ $dir }}, type: DirectoryOrCreate}
+          hostPath: {path: {{ $dir | quote }}, type: DirectoryOrCreate}
         {{- end }}
         - name: catalog
           configMap:
@@ -172,7 +172,7 @@ spec:
           emptyDir: {sizeLimit: 16Mi}
         {{- if $nvml }}
         - name: driver-root
-          hostPath: {path: {{ $agent.nvml.driverRoot }}, type: DirectoryOrCreate}
+          hostPath: {path: {{ $agent.nvml.driverRoot | quote }}, type: DirectoryOrCreate}
         {{- end }}
         {{- with $agent.extraVolumes }}
         {{- toYaml . | nindent 8 }}

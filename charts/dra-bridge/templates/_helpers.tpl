@@ -93,7 +93,7 @@ driver's chart (v1 is GA from 1.34; 1.33 serves v1beta2 when enabled, 1.32 v1bet
 {{- define "dra-bridge.catalog" -}}
 apiVersion: catalog.dra-bridge.io/v1
 kind: Catalog
-target: {{ .Values.catalog.target }}
+target: {{ .Values.catalog.target | quote }}
 migProfiles: {{ .Values.catalog.migProfiles | toJson }}
 migProfileAliases: {{ .Values.catalog.migProfileAliases | toJson }}
 resources: {{ .Values.catalog.resources | toJson }}
@@ -112,7 +112,7 @@ The matchConditions' one expression: true when a container or init container nam
 catalogued resource (shipped names and patterns, files/catalog-resources.yaml, plus the
 values' catalog.resources) in its limits or requests. Conditions are ANDed, so the OR is one
 expression; every optional field is guarded with has(): an evaluation error under
-failurePolicy Fail would refuse the pod.
+failurePolicy Fail would refuse the pod. Names and regexes are JSON strings, valid CEL strings.
 */}}
 {{- define "dra-bridge.matchExpression" -}}
 {{- $shipped := .Files.Get "files/catalog-resources.yaml" | fromYaml }}
@@ -127,7 +127,9 @@ failurePolicy Fail would refuse the pod.
 {{- $tests := list (printf "k in %s" (toJson $names)) }}
 {{- range $patterns }}
 {{- $parts := splitList "{profile}" . }}
-{{- $tests = append $tests (printf "k.matches(r'^%s%s%s$')" (regexQuoteMeta (index $parts 0)) $shipped.profileRegex (regexQuoteMeta (index $parts 1))) }}
+{{- /* a CEL double-quoted string: JSON's escapes (\\, \", \uXXXX) are CEL's too, so a quote or a backslash in a pattern stays in it */}}
+{{- $regex := printf "^%s%s%s$" (regexQuoteMeta (index $parts 0)) $shipped.profileRegex (regexQuoteMeta (index $parts 1)) }}
+{{- $tests = append $tests (printf "k.matches(%s)" (toJson $regex)) }}
 {{- end }}
 {{- $k := join " || " $tests }}
 {{- $c := printf "has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(k, %s)) || (has(c.resources.requests) && c.resources.requests.exists(k, %s)))" $k $k }}
@@ -150,4 +152,18 @@ failurePolicy Fail would refuse the pod.
 {{- else }}
 {{- include "dra-bridge.webhookName" . }}-tls
 {{- end }}
+{{- end }}
+
+{{/*
+Seconds of a Go duration in h, m and s (the schema's form of the cert-manager durations, e.g.
+2160h, 1h30m, 89m59.5s), printed as a float.
+*/}}
+{{- define "dra-bridge.durationSeconds" -}}
+{{- $factors := dict "h" 3600.0 "m" 60.0 "s" 1.0 }}
+{{- $total := 0.0 }}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?[hms]" . -1 }}
+{{- $unit := regexFind "[hms]$" . }}
+{{- $total = addf $total (mulf (trimSuffix $unit . | float64) (get $factors $unit)) }}
+{{- end }}
+{{- $total }}
 {{- end }}
