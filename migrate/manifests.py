@@ -94,6 +94,10 @@ class _Utf8:
         if self.head:
             text, self.head = self.head, ""
             return text
+        return self._decoded(size)
+
+    def _decoded(self, size: int | None) -> str:
+        """The next text from the stream ("" at its end), past ``head``."""
         while True:
             data = self.raw.read(_CHUNK if size is None or size < 0 else max(size, _CHUNK))
             try:
@@ -107,7 +111,7 @@ class _Utf8:
     def peek(self) -> str:
         """The first character that is not white space or a byte-order mark ("" at the end)."""
         while True:
-            chunk = self.read(_CHUNK)
+            chunk = self._decoded(_CHUNK)  # not read(): it would hand back the head again
             self.head += chunk
             stripped = self.head.lstrip("\ufeff \t\r\n")
             if stripped or not chunk:
