@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, TextIO, cast
 import yaml
 
 from dra_bridge.migrate.errors import InputFileError
-from dra_bridge.migrate.input_files import not_utf8, open_regular, read_text
+from dra_bridge.migrate.input_files import manifest_files, not_utf8, open_regular, read_text
 from dra_bridge.translate.catalog import Catalog, Target, load_catalog
 from dra_bridge.translate.strict_yaml import MAX_VALUES as MAX_VALUES  # re-exported: the documented bound
 from dra_bridge.translate.strict_yaml import StrictLoader, expansion_refused, value_budget, value_count
@@ -51,7 +51,7 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def _files(source: str) -> list[Path]:
     path = Path(source)
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
+        return manifest_files(path)
     if not path.exists():
         raise InputFileError(f"{source}: no such file or directory")
     return [path]  # read_text refuses a FIFO or a device
