@@ -279,6 +279,12 @@ class Sources:
             return
         yield from _documents("-", self._stdin(), _Budget())
 
+    def why_empty(self, source: str) -> str:
+        """:func:`why_empty`, standard input included (its copy is read again)."""
+        if source != "-" or self._copy is None:
+            return why_empty(source)
+        return _no_objects(self._stdin(), "-", "standard input is empty")
+
     def mention(self, word: str) -> bool:
         """Whether ``word`` (ASCII) appears anywhere in the sources' bytes: a scan, no parse."""
         needle = word.encode()
@@ -295,15 +301,28 @@ class Sources:
 
 
 def why_empty(source: str) -> str:
-    """Why ``source`` (a ``-f`` value that gave no object) is empty, in a few words."""
+    """Why ``source`` (a ``-f`` value that gave no object) is empty, in a few words (standard
+    input, already read: as if it held no document; :meth:`Sources.why_empty` looks)."""
     if source == "-":
         return "standard input is empty"
     path = Path(source)
     if path.is_dir():
         if not _files(source):
             return "a directory without .yaml, .yml or .json files"
-        return "a directory whose manifest files hold no documents"
-    return "an empty file, or only comments and ---"
+        return "a directory whose manifest files hold no objects"
+    with _open(path) as raw:
+        return _no_objects(raw, source, "an empty file, or only comments and ---")
+
+
+def _no_objects(raw: BinaryIO, name: str, nothing: str) -> str:
+    """Why a stream that gave no object holds none: ``nothing`` without a document, else the
+    ``List`` it holds (its items null or empty; a List of such Lists: the first inner one)."""
+    doc = next(_parse(raw, name), None)
+    while isinstance(doc, dict) and isinstance(doc.get("items"), list) and doc["items"]:
+        doc = doc["items"][0]
+    if not isinstance(doc, dict):
+        return nothing
+    return f"a {doc.get('kind')} whose items are {'null' if doc.get('items') is None else 'empty'}"
 
 
 def dump(objects: list[Any], output: str) -> str:
