@@ -6,7 +6,8 @@ node), ``simulate`` (``simulate_cmd``: which devices the scheduler would allocat
 (``report_cmd``: what every workload would become, its path and risks, from files or, in live
 mode, a cluster: ``live``, with its read-only API calls in ``access``). Around them: ``manifests``
 (reading and writing YAML/JSON files and the catalog), ``input_files`` (a regular file's UTF-8
-text, or one line saying why not), ``inventory_dumps`` (``dra-bridge inventory`` dumps),
+text, or one line saying why not; a ``-f`` directory's manifest files), ``inventory_dumps``
+(``dra-bridge inventory`` dumps),
 ``option_flags`` (the plan-option flags of ``convert`` and ``report``, from the options model),
 ``enrolment_flags`` (``report``'s enrolment flags: the chart's webhook selector settings),
 ``remedies`` (remedy codes in the command's words), ``report`` (findings as a table),

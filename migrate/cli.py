@@ -35,7 +35,7 @@ from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.streams import guarded, standard_streams
 from dra_bridge.migrate.convert_memo import NameMemo, Result
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
-from dra_bridge.migrate.manifests import Document, Sources, Writer, dump, read_catalog, why_empty
+from dra_bridge.migrate.manifests import Document, Sources, Writer, dump, read_catalog
 from dra_bridge.migrate.option_flags import add_option_flags, option_values
 from dra_bridge.migrate.remedies import phrased
 from dra_bridge.migrate.report import FindingsSpool
@@ -271,7 +271,7 @@ def _read(sources: Sources, allow_empty: bool) -> Iterator[Document]:
             yield doc
         if not found and not allow_empty:
             raise InputFileError(
-                f"{source}: no Kubernetes objects ({why_empty(source)}); pass --allow-empty if that is expected"
+                f"{source}: no Kubernetes objects ({sources.why_empty(source)}); pass --allow-empty if that is expected"
             )
 
 

@@ -7,6 +7,9 @@
                                   read; a directory "is a directory"; ``-`` (standard input,
                                   read only by ``-f``: ``dash``) refused in one line
     not_utf8(exc, offset) -> str  the phrase for text that is not UTF-8
+    manifest_files(directory) -> list[Path]  the ``.yaml``/``.yml``/``.json`` files under a ``-f``
+                                  directory, sorted; InputFileError naming an entry so named that
+                                  is not a regular file (never left out unseen)
 
 Opening never blocks (``O_NONBLOCK``: a FIFO is refused, not waited on; the rule is
 :mod:`kube.regular_files`, here without a size bound). Data on a pipe is read with ``-f -`` from
@@ -16,6 +19,8 @@ standard input.
 from __future__ import annotations
 
 import os
+import stat
+from pathlib import Path
 from typing import BinaryIO
 
 from dra_bridge.kube import regular_files
@@ -69,3 +74,34 @@ def _refused(exc: FileRefused, dash: bool) -> InputFileError:
         remedy = "a file or a directory, or - to read standard input" if dash else "a file"
         return InputFileError(f"{exc.path}: {exc.phrase}: give {remedy}")
     return InputFileError(str(exc))  # cannot read: ...
+
+
+#: The names a ``-f`` directory's manifest files end in.
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def manifest_files(directory: Path) -> list[Path]:
+    """The files under ``directory`` (its sub-directories too, links to directories not
+    followed) whose names end in MANIFEST_SUFFIXES, sorted; links to regular files are files.
+    InputFileError for an entry so named that is not a regular file or a sub-directory: a FIFO,
+    a device (also through a link), a link to nothing or to a directory, named as ``-f`` names it."""
+    return sorted(p for p in directory.rglob("*") if p.suffix in MANIFEST_SUFFIXES and _is_file(p, directory))
+
+
+def _is_file(entry: Path, directory: Path) -> bool:
+    """Whether ``entry`` is a regular file (False: a sub-directory, whose files the walk reads)."""
+    suffixes = "/".join(MANIFEST_SUFFIXES)
+    remedy = f"every {suffixes} entry of {directory} is read as manifests: remove it, or give -f each file"
+    try:
+        mode = entry.stat().st_mode
+    except OSError as exc:
+        if entry.is_symlink():
+            raise InputFileError(f"{entry}: a link to nothing ({os.readlink(entry)}): {remedy}") from exc
+        raise InputFileError(f"{entry}: cannot read: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(mode):
+        if entry.is_symlink():  # the walk does not follow it: its files would go unread
+            raise InputFileError(f"{entry}: a link to a directory, not followed: give it as a -f of its own")
+        return False
+    if not stat.S_ISREG(mode):
+        raise InputFileError(f"{entry}: not a regular file (a FIFO, a device or a socket): {remedy}")
+    return True

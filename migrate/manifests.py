@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, TextIO, cast
 import yaml
 
 from dra_bridge.migrate.errors import InputFileError
-from dra_bridge.migrate.input_files import not_utf8, open_regular, read_text
+from dra_bridge.migrate.input_files import manifest_files, not_utf8, open_regular, read_text
 from dra_bridge.translate.catalog import Catalog, Target, load_catalog
 from dra_bridge.translate.strict_yaml import MAX_VALUES as MAX_VALUES  # re-exported: the documented bound
 from dra_bridge.translate.strict_yaml import StrictLoader, expansion_refused, value_budget, value_count
@@ -51,7 +51,7 @@ _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 def _files(source: str) -> list[Path]:
     path = Path(source)
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
+        return manifest_files(path)
     if not path.exists():
         raise InputFileError(f"{source}: no such file or directory")
     return [path]  # read_text refuses a FIFO or a device
@@ -94,6 +94,10 @@ class _Utf8:
         if self.head:
             text, self.head = self.head, ""
             return text
+        return self._decoded(size)
+
+    def _decoded(self, size: int | None) -> str:
+        """The next text from the stream ("" at its end), past ``head``."""
         while True:
             data = self.raw.read(_CHUNK if size is None or size < 0 else max(size, _CHUNK))
             try:
@@ -107,7 +111,7 @@ class _Utf8:
     def peek(self) -> str:
         """The first character that is not white space or a byte-order mark ("" at the end)."""
         while True:
-            chunk = self.read(_CHUNK)
+            chunk = self._decoded(_CHUNK)  # not read(): it would hand back the head again
             self.head += chunk
             stripped = self.head.lstrip("\ufeff \t\r\n")
             if stripped or not chunk:
@@ -275,6 +279,12 @@ class Sources:
             return
         yield from _documents("-", self._stdin(), _Budget())
 
+    def why_empty(self, source: str) -> str:
+        """:func:`why_empty`, standard input included (its copy is read again)."""
+        if source != "-" or self._copy is None:
+            return why_empty(source)
+        return _no_objects(self._stdin(), "-", "standard input is empty")
+
     def mention(self, word: str) -> bool:
         """Whether ``word`` (ASCII) appears anywhere in the sources' bytes: a scan, no parse."""
         needle = word.encode()
@@ -291,15 +301,28 @@ class Sources:
 
 
 def why_empty(source: str) -> str:
-    """Why ``source`` (a ``-f`` value that gave no object) is empty, in a few words."""
+    """Why ``source`` (a ``-f`` value that gave no object) is empty, in a few words (standard
+    input, already read: as if it held no document; :meth:`Sources.why_empty` looks)."""
     if source == "-":
         return "standard input is empty"
     path = Path(source)
     if path.is_dir():
         if not _files(source):
             return "a directory without .yaml, .yml or .json files"
-        return "a directory whose manifest files hold no documents"
-    return "an empty file, or only comments and ---"
+        return "a directory whose manifest files hold no objects"
+    with _open(path) as raw:
+        return _no_objects(raw, source, "an empty file, or only comments and ---")
+
+
+def _no_objects(raw: BinaryIO, name: str, nothing: str) -> str:
+    """Why a stream that gave no object holds none: ``nothing`` without a document, else the
+    ``List`` it holds (its items null or empty; a List of such Lists: the first inner one)."""
+    doc = next(_parse(raw, name), None)
+    while isinstance(doc, dict) and isinstance(doc.get("items"), list) and doc["items"]:
+        doc = doc["items"][0]
+    if not isinstance(doc, dict):
+        return nothing
+    return f"a {doc.get('kind')} whose items are {'null' if doc.get('items') is None else 'empty'}"
 
 
 def dump(objects: list[Any], output: str) -> str:

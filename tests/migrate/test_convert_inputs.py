@@ -103,3 +103,25 @@ def test_live_pod_from_kubectl_get_is_kept_because_it_runs_not_because_of_node_n
     assert code == EXIT_OK and list(yaml.safe_load_all(out)) == [pod]
     assert "cannot change" in err and "convert its owner" in err
     assert "skips the scheduler" not in err
+
+
+@pytest.mark.parametrize(
+    ("items", "says"),
+    [("null", "a List whose items are null"), ("[]", "a List whose items are empty")],
+    ids=["items-null", "items-empty"],
+)
+@pytest.mark.parametrize("command", ["convert", "report"])
+def test_a_list_without_items_is_said_to_be_one(items: str, says: str, command: str, tmp_path: Path) -> None:
+    listed = tmp_path / "list.yaml"
+    listed.write_text(f"apiVersion: v1\nkind: List\nitems: {items}\n", encoding="utf-8")
+    code, out, err = run(command, "-f", str(listed))
+    assert (code, out) == (EXIT_ERROR, "")
+    assert f"{listed}: no Kubernetes objects ({says})" in err and "only comments" not in err, err
+    code, out, err = run(command, "-f", str(tmp_path))
+    assert (code, out) == (EXIT_ERROR, "")
+    assert f"{tmp_path}: no Kubernetes objects (a directory whose manifest files hold no objects)" in err, err
+
+
+def test_a_list_without_items_on_stdin_is_said_to_be_one() -> None:
+    code, out, err = run("convert", "-f", "-", stdin="apiVersion: v1\nkind: List\nitems: null\n")
+    assert (code, out) == (EXIT_ERROR, "") and "-: no Kubernetes objects (a List whose items are null)" in err, err
