@@ -11,7 +11,7 @@ import pytest
 
 from dra_bridge.bridge.agent import Agent
 from dra_bridge.bridge.drm_sysfs import SYSFS_ENV
-from dra_bridge.bridge.fresh_source import EVENT_REASON, FreshSource, read_cards, toolkit_spec
+from dra_bridge.bridge.fresh_source import EVENT_REASON, FreshSource, Parsed, read_cards, toolkit_spec
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.names import NODE_MODE_LABEL
 from tests.bridge.agent_fixtures import LABELS, NODE, ZERO, Clock, MakeAgent, hand_over, publish
@@ -207,7 +207,7 @@ def test_the_toolkit_spec_is_the_runtimes_highest_priority_valid_one(tmp_path: P
     ours.write_text(
         '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "GPU-9", "containerEdits": {"env": ["A=1"]}}]}'
     )
-    cache: dict[str, tuple[tuple[int, int], object]] = {}
+    cache: Parsed = {}
     found = toolkit_spec([str(etc), str(run)], cache)
     assert found is not None and found[0] == str(later)
     assert str(ours) not in cache  # our own per-claim specs are never read
