@@ -19,7 +19,8 @@ whenever it changes (``inventory from the NVIDIA container toolkit CDI spec /etc
 A refusal is the ``inventory`` interlock's reason (the ``PublicationRefused`` Event says it).
 
 A spec file is read only when it is a regular file of at most :data:`MAX_SPEC_BYTES`
-(:func:`bridge.atomic.read_state`: opened without blocking, so a FIFO is never waited on), in a
+(:func:`bridge.atomic.read_state`: opened without blocking, so a FIFO is never waited on), YAML by
+:func:`translate.strict_yaml.load_bounded` (duplicate keys and an alias bomb refused), in a
 thread (``asyncio.to_thread``: the agent's one loop also serves the DRA plugin and health); a file
 that is not is skipped with a reason naming it (logged once per version of it, and named in the
 refusal when no toolkit spec is found).
@@ -41,6 +42,7 @@ import yaml
 
 from dra_bridge.bridge.atomic import read_state
 from dra_bridge.bridge.drm_sysfs import read_drm, sysfs_root
+from dra_bridge.bridge.errors import CdiError
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.translate.cdi import spec_file_uid
 from dra_bridge.translate.cdi_rules import spec_problems
@@ -49,6 +51,7 @@ from dra_bridge.translate.inventory.device_facts import NvmlFacts, numa_node
 from dra_bridge.translate.inventory.fresh import DrmCard, Fresh, from_cards, from_toolkit
 from dra_bridge.translate.inventory.identity import pci_address
 from dra_bridge.translate.names import GFD_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
+from dra_bridge.translate.strict_yaml import load_bounded
 
 logger = logging.getLogger(__name__)
 SPEC_EXTENSIONS = (".json", ".yaml")
@@ -74,7 +77,9 @@ def _load(path: str, st: os.stat_result) -> tuple[Any, str]:
         text = read_state(Path(path))  # bounded and non-blocking again: the file may change after the stat
         if text is None:
             return None, f"{path} is gone"
-        return (json.loads(text) if path.endswith(".json") else yaml.safe_load(text)), ""
+        return (json.loads(text) if path.endswith(".json") else load_bounded(text, path, CdiError)), ""
+    except CdiError as exc:  # a YAML alias bomb: refused before anything walks its expansion
+        return None, str(exc)
     except OSError as exc:
         return None, f"{path} is unreadable: {exc}"
     except (ValueError, yaml.YAMLError) as exc:

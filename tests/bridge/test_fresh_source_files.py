@@ -54,3 +54,24 @@ async def test_a_spec_file_larger_than_the_bound_is_skipped_unread(tmp_path: Pat
     big.write_bytes(b"#" * (MAX_SPEC_BYTES + 1))
     inventory, refusal = await source(tmp_path, etc).inventory(None, {})
     assert inventory.empty and f"{big} is larger than 4 MiB" in refusal
+
+
+def alias_bomb(levels: int) -> str:
+    """A ``containerEdits`` key (unknown to CDI, so the CDI rules let it through) whose value is
+    nine copies of the level below, ``levels`` deep: 9**levels strings from a few hundred bytes."""
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "\n".join("      " + line for line in lines)
+
+
+async def test_a_yaml_alias_bomb_in_the_edits_is_refused_not_expanded(tmp_path: Path) -> None:
+    etc = tmp_path / "etc-cdi"
+    etc.mkdir()
+    spec = etc / "nvidia.yaml"
+    spec.write_text(
+        "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: '0'\n  containerEdits:\n"
+        f"    env: ['A=1']\n    x:\n{alias_bomb(7)}\n- name: GPU-aaaa\n  containerEdits:\n    env: ['A=1']\n"
+    )
+    inventory, refusal = await source(tmp_path, etc).inventory(None, {})
+    assert inventory.empty
+    assert f"{spec}: expands to more than 1,000,000 values beyond its size" in refusal, refusal
