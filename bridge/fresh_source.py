@@ -48,7 +48,7 @@ from dra_bridge.translate.cdi import spec_file_uid
 from dra_bridge.translate.cdi_rules import spec_problems
 from dra_bridge.translate.edit_sources import identities
 from dra_bridge.translate.inventory.device_facts import NvmlFacts, numa_node
-from dra_bridge.translate.inventory.fresh import DrmCard, Fresh, from_cards, from_toolkit
+from dra_bridge.translate.inventory.fresh import DrmCard, Fresh, from_cards, from_toolkit, shown
 from dra_bridge.translate.inventory.identity import pci_address
 from dra_bridge.translate.names import GFD_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
 from dra_bridge.translate.strict_yaml import load_bounded
@@ -151,6 +151,7 @@ def read_cards(sysfs: Path) -> list[DrmCard]:
             continue
         driver = (device / "driver").resolve().name if (device / "driver").exists() else ""
         vfs = _text(device / "sriov_numvfs")
+        counted = vfs.isdigit() and len(vfs) <= 9  # int() refuses more than 4300 digits
         out.append(
             DrmCard(
                 name=name,
@@ -161,7 +162,8 @@ def read_cards(sysfs: Path) -> list[DrmCard]:
                 compute_partition=_text(device / "current_compute_partition"),
                 memory_partition=_text(device / "current_memory_partition"),
                 virtual_function=(device / "physfn").exists(),
-                sriov_vfs=int(vfs) if vfs.isdigit() else 0,
+                sriov_vfs=int(vfs) if counted else 0,
+                problem="" if counted or not vfs else f"sriov_numvfs is not a count ({shown(vfs)})",
             )
         )
     return out

@@ -100,3 +100,18 @@ def test_intel_sriov_functions_refuse_the_node() -> None:
     assert vf.devices == () and "card1 (0000:03:00.1) is an SR-IOV virtual function" in vf.refusal
     pf = from_cards("/sys", [DrmCard("card0", "0000:03:00.0", "0x8086", "xe", sriov_vfs=2)])
     assert pf.devices == () and "has 2 SR-IOV virtual function(s) enabled" in pf.refusal
+
+
+def named(*names: str, edits: dict[str, list[str]] | None = None) -> dict[str, object]:
+    """A toolkit spec of these device names, each with edits of its own (``edits``: by name)."""
+    devices = [{"name": n, "containerEdits": {"env": (edits or {}).get(n, [f"GPU={i}"])}} for i, n in enumerate(names)]
+    return {"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": devices}
+
+
+def test_a_device_name_too_long_for_a_device_id_refuses_the_node_naming_it() -> None:
+    digits, uuid = "1" * 5000, "GPU-" + "a" * 61  # 5000 digits: more than int() reads; 65 bytes
+    for names, shown in (((digits, "0"), "1111"), (("0", uuid), "GPU-aaaa"), ((uuid,), "GPU-aaaa")):
+        for nvml in (None, NVML):
+            fresh = from_toolkit(SPEC, named(*names), nvml)
+            assert fresh.devices == () and SPEC in fresh.refusal and "longer than 64 bytes" in fresh.refusal
+            assert f"GPU {shown}" in fresh.refusal and len(fresh.refusal) < 400, fresh.refusal

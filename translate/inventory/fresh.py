@@ -20,7 +20,10 @@ inventory always wins), two sources stand in for the device plugin's:
   an AMD GPU in a partitioned mode (``current_compute_partition`` other than ``SPX``,
   ``current_memory_partition`` other than ``NPS1``) and an Intel SR-IOV virtual function (a
   ``physfn`` link) or a physical function with virtual functions enabled (``sriov_numvfs`` > 0)
-  refuse the node.
+  refuse the node (so does an ``sriov_numvfs`` that is not a count).
+
+A name longer than a device ID may be (:data:`MAX_VALUE_BYTES`) refuses the node, naming it: the
+rules never raise for what a valid spec or sysfs holds.
 
 Either way the result is the recorded inventory's shape (:class:`InventoryDevice` rows and NVML
 facts keyed by device ID), so the slices, edits and interlocks are the recorded path's.
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_bridge.translate.inventory.allocatable import InventoryDevice
+from dra_bridge.translate.inventory.api_rules import MAX_VALUE_BYTES
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.inventory.identity import pci_address
 from dra_bridge.translate.names import NVIDIA_RESOURCE_DOMAIN, NVIDIA_TOOLKIT_CDI_KIND
@@ -84,6 +88,13 @@ class DrmCard:
     """A ``physfn`` link: an SR-IOV virtual function."""
     sriov_vfs: int = 0
     """``sriov_numvfs``: virtual functions enabled on this physical function."""
+    problem: str = ""
+    """Why a file the rules read holds no value they can use (``sriov_numvfs is not a count``)."""
+
+
+def shown(name: str) -> str:
+    """A name for a message: a long one cut, with its length."""
+    return name if len(name) <= 40 else f"{name[:32]}... ({len(name)} characters)"
 
 
 def _edits_key(device: Mapping[str, Any]) -> str:
@@ -104,7 +115,7 @@ def toolkit_gpus(spec: Mapping[str, Any]) -> tuple[list[ToolkitGpu], list[str]]:
             uuids.setdefault(_edits_key(d), d["name"])
     gpus: list[ToolkitGpu] = []
     paired: set[str] = set()
-    for d in sorted((d for d in devices if _INDEX.fullmatch(d["name"])), key=lambda d: int(d["name"])):
+    for d in sorted((d for d in devices if _INDEX.fullmatch(d["name"])), key=lambda d: (len(d["name"]), d["name"])):
         uuid = uuids.get(_edits_key(d), "")
         paired.add(uuid)
         gpus.append(ToolkitGpu(d["name"], uuid))
@@ -130,11 +141,17 @@ def from_toolkit(path: str, spec: Mapping[str, Any], nvml: Mapping[str, NvmlFact
     if mig:
         return Fresh(
             source=source,
-            refusal=f"{source} lists MIG devices ({', '.join(sorted(mig)[:4])}): a node with no recorded "
-            "inventory is published from whole GPUs only",
+            refusal=f"{source} lists MIG devices ({', '.join(shown(m) for m in sorted(mig)[:4])}): a node with no "
+            "recorded inventory is published from whole GPUs only",
         )
     if not gpus:
         return Fresh(source=source, refusal=f"{source} defines no GPU")
+    if long := [n for g in gpus for n in (g.index, g.uuid) if len(n.encode()) > MAX_VALUE_BYTES]:
+        return Fresh(
+            source=source,
+            refusal=f"{source} names GPU {shown(long[0])}, longer than {MAX_VALUE_BYTES} bytes (the most a "
+            "device ID, a ResourceSlice attribute, may have)",
+        )
     if all(g.uuid for g in gpus):
         devices = [
             InventoryDevice(
@@ -185,6 +202,8 @@ def _card_refusal(card: DrmCard) -> str:
                 f"AMD GPU {where} is partitioned (compute {card.compute_partition or '-'}, memory "
                 f"{card.memory_partition or '-'}; whole GPUs are {WHOLE_COMPUTE}/{WHOLE_MEMORY})"
             )
+    elif card.problem:
+        return f"Intel GPU {where}: {card.problem}"
     elif card.virtual_function:
         return f"Intel GPU {where} is an SR-IOV virtual function"
     elif card.sriov_vfs > 0:
