@@ -115,3 +115,14 @@ def test_a_device_name_too_long_for_a_device_id_refuses_the_node_naming_it() -> 
             fresh = from_toolkit(SPEC, named(*names), nvml)
             assert fresh.devices == () and SPEC in fresh.refusal and "longer than 64 bytes" in fresh.refusal
             assert f"GPU {shown}" in fresh.refusal and len(fresh.refusal) < 400, fresh.refusal
+
+
+def test_edits_that_pair_two_gpus_with_one_uuid_refuse_the_spec() -> None:
+    same = ["A=1"]
+    two_indexes = named("0", "1", "GPU-aaaa", edits={"0": same, "1": same, "GPU-aaaa": same})
+    two_uuids = named("0", "GPU-aaaa", "GPU-bbbb", edits={"0": same, "GPU-aaaa": same, "GPU-bbbb": same})
+    for spec, names in ((two_indexes, "0, 1, GPU-aaaa"), (two_uuids, "0, GPU-aaaa, GPU-bbbb")):
+        for nvml in (None, NVML):
+            fresh = from_toolkit(SPEC, spec, nvml)
+            assert fresh.devices == () and SPEC in fresh.refusal, fresh.refusal
+            assert f"GPUs {names} have the same containerEdits" in fresh.refusal and "ambiguous" in fresh.refusal

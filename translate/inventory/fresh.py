@@ -8,9 +8,10 @@ inventory always wins), two sources stand in for the device plugin's:
   cdi generate``, kind ``nvidia.com/gpu``). Its device names are all it says of a GPU: an index
   (``0``) and, with the default ``--device-name-strategy`` of toolkit 1.16 and later (index and
   uuid: every device written once per strategy, with the same edits), a UUID (``GPU-...``). The two
-  names of one GPU are paired by their identical ``containerEdits``. A spec that names GPUs by index
-  only gets its UUIDs from NVML (NVML's index order is the toolkit's: both enumerate NVML devices by
-  index, which is PCI bus order), else the node is refused (:attr:`Fresh.refusal`): a UUID is the
+  names of one GPU are paired by their identical ``containerEdits`` (edits that pair two GPUs with
+  one UUID refuse the node: :func:`ambiguous_pairing`). A spec that names GPUs by index only gets
+  its UUIDs from NVML (NVML's index order is the toolkit's: both enumerate NVML devices by index,
+  which is PCI bus order), else the node is refused (:attr:`Fresh.refusal`): a UUID is the
   identity every interlock and the NVIDIA DRA driver's ``uuid`` attribute need. MIG devices in the
   spec (``0:1``, ``MIG-...``) refuse the node: the fresh source publishes whole GPUs only.
 - **AMD and Intel** (:func:`from_cards`): sysfs ``/sys/class/drm/card<N>`` (read by
@@ -101,13 +102,31 @@ def _edits_key(device: Mapping[str, Any]) -> str:
     return json.dumps(device.get("containerEdits") or {}, sort_keys=True)
 
 
+def _named(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [d for d in spec.get("devices") or [] if isinstance(d, Mapping) and isinstance(d.get("name"), str)]
+
+
+def ambiguous_pairing(spec: Mapping[str, Any]) -> list[str]:
+    """The whole-GPU names of the first set with one ``containerEdits`` that pairs two GPUs with one
+    UUID (two index names and a UUID name, or two UUID names), in the spec's order; empty: none."""
+    by_edits: dict[str, list[str]] = {}
+    for d in _named(spec):
+        if _INDEX.fullmatch(d["name"]) or d["name"].startswith("GPU-"):
+            by_edits.setdefault(_edits_key(d), []).append(d["name"])
+    for names in by_edits.values():
+        uuids = sum(n.startswith("GPU-") for n in names)
+        if uuids > 1 or (uuids and len(names) - uuids > 1):
+            return names
+    return []
+
+
 def toolkit_gpus(spec: Mapping[str, Any]) -> tuple[list[ToolkitGpu], list[str]]:
     """The whole GPUs a toolkit spec names, in index order, and its MIG device names (a spec of
     another kind: none). An index name and a UUID name with the same edits are one GPU; a UUID
     name with no index twin (``--device-name-strategy uuid``) is a GPU of its own."""
     if spec.get("kind") != NVIDIA_TOOLKIT_CDI_KIND:
         return [], []
-    devices = [d for d in spec.get("devices") or [] if isinstance(d, Mapping) and isinstance(d.get("name"), str)]
+    devices = _named(spec)
     mig = [str(d["name"]) for d in devices if _MIG_INDEX.fullmatch(d["name"]) or d["name"].startswith("MIG-")]
     uuids: dict[str, str] = {}
     for d in devices:
@@ -146,6 +165,12 @@ def from_toolkit(path: str, spec: Mapping[str, Any], nvml: Mapping[str, NvmlFact
         )
     if not gpus:
         return Fresh(source=source, refusal=f"{source} defines no GPU")
+    if same := ambiguous_pairing(spec):
+        return Fresh(
+            source=source,
+            refusal=f"{source}: GPUs {', '.join(shown(n) for n in same[:4])} have the same containerEdits, so "
+            "which index name is which UUID name is ambiguous (two GPUs would get one UUID)",
+        )
     if long := [n for g in gpus for n in (g.index, g.uuid) if len(n.encode()) > MAX_VALUE_BYTES]:
         return Fresh(
             source=source,
