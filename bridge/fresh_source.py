@@ -120,8 +120,11 @@ def toolkit_spec(
             doc, problem = _parse(path, cache)
             if problem:
                 skipped.append(problem)
-            elif isinstance(doc, dict) and doc.get("kind") == NVIDIA_TOOLKIT_CDI_KIND and not spec_problems(doc):
-                found = (path, doc)
+            elif isinstance(doc, dict) and doc.get("kind") == NVIDIA_TOOLKIT_CDI_KIND:
+                if problems := spec_problems(doc):  # the runtime refuses all of it
+                    skipped.append(f"{path} breaks the CDI rules: {'; '.join(p[:160] for p in problems[:3])}")
+                else:
+                    found = (path, doc)
     return found
 
 

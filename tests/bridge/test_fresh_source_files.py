@@ -75,3 +75,16 @@ async def test_a_yaml_alias_bomb_in_the_edits_is_refused_not_expanded(tmp_path: 
     inventory, refusal = await source(tmp_path, etc).inventory(None, {})
     assert inventory.empty
     assert f"{spec}: expands to more than 1,000,000 values beyond its size" in refusal, refusal
+
+
+async def test_an_invalid_or_non_utf8_toolkit_spec_is_named_in_the_refusal(tmp_path: Path) -> None:
+    etc = tmp_path / "etc-cdi"
+    etc.mkdir()
+    invalid, latin1 = etc / "a-nvidia.yaml", etc / "b-nvidia.yaml"
+    invalid.write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n")
+    latin1.write_bytes(b"cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n# caf\xe9\n")
+    (etc / "other.yaml").write_text("cdiVersion: 0.5.0\nkind: example.com/nic\ndevices: []\n")  # not the toolkit's
+    inventory, refusal = await source(tmp_path, etc).inventory(None, {})
+    assert inventory.empty and "no NVIDIA container toolkit CDI spec" in refusal
+    assert f"{invalid} breaks the CDI rules: " in refusal and f"{latin1} is unreadable: not UTF-8" in refusal
+    assert "other.yaml" not in refusal

@@ -4,6 +4,7 @@ UUIDs from NVML for an index-only spec, AMD and Intel cards from sysfs, whole GP
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
@@ -126,3 +127,26 @@ def test_edits_that_pair_two_gpus_with_one_uuid_refuse_the_spec() -> None:
             fresh = from_toolkit(SPEC, spec, nvml)
             assert fresh.devices == () and SPEC in fresh.refusal, fresh.refusal
             assert f"GPUs {names} have the same containerEdits" in fresh.refusal and "ambiguous" in fresh.refusal
+
+
+def test_index_and_uuid_names_whose_edits_differ_only_in_order_pair_or_are_refused_saying_so() -> None:
+    nodes = [{"path": "/dev/nvidia0"}, {"path": "/dev/nvidiactl"}]
+    mounts = [{"hostPath": f"/h{i}", "containerPath": f"/c{i}"} for i in range(2)]
+    spec: dict[str, Any] = {
+        "cdiVersion": "0.5.0",
+        "kind": "nvidia.com/gpu",
+        "devices": [
+            {"name": "0", "containerEdits": {"deviceNodes": nodes, "env": ["A=1", "B=2"], "mounts": mounts}},
+            {
+                "name": "GPU-aaaa",
+                "containerEdits": {"deviceNodes": nodes[::-1], "env": ["B=2", "A=1"], "mounts": mounts},
+            },
+        ],
+    }
+    fresh = from_toolkit(SPEC, spec, None)  # device nodes and distinct variables: their order means nothing
+    assert not fresh.refusal and [d["deviceID"] for d in fresh.devices] == ["GPU-aaaa"], fresh.refusal
+    spec["devices"][1]["containerEdits"]["mounts"] = mounts[::-1]  # mounts stack in order: another GPU's edits
+    refused = from_toolkit(SPEC, spec, None)
+    assert refused.devices == () and "by index only" not in refused.refusal
+    assert f"{SPEC}: index name 0 has no UUID name with the same containerEdits" in refused.refusal
+    assert "UUID names with no index name: GPU-aaaa" in refused.refusal

@@ -8,12 +8,14 @@ inventory always wins), two sources stand in for the device plugin's:
   cdi generate``, kind ``nvidia.com/gpu``). Its device names are all it says of a GPU: an index
   (``0``) and, with the default ``--device-name-strategy`` of toolkit 1.16 and later (index and
   uuid: every device written once per strategy, with the same edits), a UUID (``GPU-...``). The two
-  names of one GPU are paired by their identical ``containerEdits`` (edits that pair two GPUs with
-  one UUID refuse the node: :func:`ambiguous_pairing`). A spec that names GPUs by index only gets
-  its UUIDs from NVML (NVML's index order is the toolkit's: both enumerate NVML devices by index,
-  which is PCI bus order), else the node is refused (:attr:`Fresh.refusal`): a UUID is the
-  identity every interlock and the NVIDIA DRA driver's ``uuid`` attribute need. MIG devices in the
-  spec (``0:1``, ``MIG-...``) refuse the node: the fresh source publishes whole GPUs only.
+  names of one GPU are paired by their identical ``containerEdits`` (lists whose order CDI gives no
+  meaning compared in any order; edits that pair two GPUs with one UUID refuse the node:
+  :func:`ambiguous_pairing`, and so does an index name with no UUID twin in a spec with UUID
+  names). A spec that names GPUs by index only gets its UUIDs from NVML (NVML's index order is the
+  toolkit's: both enumerate NVML devices by index, which is PCI bus order), else the node is
+  refused (:attr:`Fresh.refusal`): a UUID is the identity every interlock and the NVIDIA DRA
+  driver's ``uuid`` attribute need. MIG devices in the spec (``0:1``, ``MIG-...``) refuse the node:
+  the fresh source publishes whole GPUs only.
 - **AMD and Intel** (:func:`from_cards`): sysfs ``/sys/class/drm/card<N>`` (read by
   :mod:`bridge.fresh_source` into :class:`DrmCard` rows): a card whose PCI device has vendor ID
   ``0x1002`` (``amd.com/gpu``) or ``0x8086`` with driver ``i915`` / ``xe`` (``gpu.intel.com/i915``,
@@ -51,6 +53,7 @@ AMD_VENDOR, INTEL_VENDOR = "0x1002", "0x8086"
 WHOLE_COMPUTE, WHOLE_MEMORY = "SPX", "NPS1"
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 _MIG_INDEX = re.compile(r"(0|[1-9][0-9]*):(0|[1-9][0-9]*)")
+_UNORDERED = ("deviceNodes", "additionalGIDs", "netDevices")
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,20 @@ def shown(name: str) -> str:
 
 
 def _edits_key(device: Mapping[str, Any]) -> str:
-    return json.dumps(device.get("containerEdits") or {}, sort_keys=True)
+    """A device's ``containerEdits`` as one text, its lists in an order of their own where CDI gives
+    their order no meaning (device nodes, groups, network devices; variables set once each):
+    mounts and hooks keep theirs (a mount stacks on the one before)."""
+    edits = device.get("containerEdits") or {}
+    if not isinstance(edits, Mapping):
+        return json.dumps(edits, sort_keys=True)
+    keyed = dict(edits)
+    for name, items in edits.items():
+        if not isinstance(items, list):
+            continue
+        variables = [str(i).split("=", 1)[0] for i in items] if name == "env" else []
+        if name in _UNORDERED or len(set(variables)) == len(items):
+            keyed[name] = sorted(json.dumps(i, sort_keys=True) for i in items)
+    return json.dumps(keyed, sort_keys=True)
 
 
 def _named(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -186,6 +202,16 @@ def from_toolkit(path: str, spec: Mapping[str, Any], nvml: Mapping[str, NvmlFact
         ]
         facts = {g.uuid: (nvml or {})[g.uuid] for g in gpus if g.uuid in (nvml or {})}
         return Fresh(tuple(devices), facts, source)
+    if any(g.uuid for g in gpus):
+        alone = [shown(g.index) for g in gpus if not g.uuid]
+        uuids = [shown(g.uuid) for g in gpus if not g.index]
+        return Fresh(
+            source=source,
+            refusal=f"{source}: index name{'s' if len(alone) > 1 else ''} {', '.join(alone[:4])} "
+            f"ha{'ve' if len(alone) > 1 else 's'} no UUID name with the same containerEdits"
+            + (f" (UUID names with no index name: {', '.join(uuids[:4])})" if uuids else "")
+            + ": the toolkit writes a GPU's index and UUID names with the same edits, so which is which is unknown",
+        )
     if nvml is None:
         return Fresh(
             source=source,
@@ -194,7 +220,7 @@ def from_toolkit(path: str, spec: Mapping[str, Any], nvml: Mapping[str, NvmlFact
             "1.16 or later (its default names each GPU by index and by UUID), or let the agent load NVML",
         )
     by_index = _whole_gpus_by_index(nvml)
-    if len(by_index) != len(gpus) or any(not g.index for g in gpus):
+    if len(by_index) != len(gpus):
         return Fresh(
             source=source,
             refusal=f"{source} names {len(gpus)} GPU(s) by index only and NVML sees {len(by_index)}: "
