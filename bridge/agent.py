@@ -328,7 +328,7 @@ class Agent:
             if not fresh_or_broken and (edits := await self.recorder.update(self.recorded)) is not None:
                 self._save(edits)
         elif snap.mode == "dra" and not self._state_broken and (self.from_fresh or self.recorded.empty):
-            self.recorded, self.fresh_refusal = self.fresh.inventory(snap.nvml, snap.labels)  # docs/design.md D45
+            self.recorded, self.fresh_refusal = await self.fresh.inventory(snap.nvml, snap.labels)  # docs/design.md D45
             self.from_fresh = True
         obs = await self.observer.observation(
             self.clock(), snap, self.recorded, self.published, self._prepared(), self.checkpoint_error

@@ -17,13 +17,22 @@ sources again (the rules are :mod:`translate.inventory.fresh`; this module reads
 directory) and why the node is refused; a Normal Event ``InventorySource`` names the source
 whenever it changes (``inventory from the NVIDIA container toolkit CDI spec /etc/cdi/nvidia.yaml``).
 A refusal is the ``inventory`` interlock's reason (the ``PublicationRefused`` Event says it).
+
+A spec file is read only when it is a regular file of at most :data:`MAX_SPEC_BYTES`
+(:func:`bridge.atomic.read_state`: opened without blocking, so a FIFO is never waited on), YAML by
+:func:`translate.strict_yaml.load_bounded` (duplicate keys and an alias bomb refused), in a
+thread (``asyncio.to_thread``: the agent's one loop also serves the DRA plugin and health); a file
+that is not is skipped with a reason naming it (logged once per version of it, and named in the
+refusal when no toolkit spec is found).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,43 +40,74 @@ from typing import Any
 
 import yaml
 
+from dra_bridge.bridge.atomic import read_state
 from dra_bridge.bridge.drm_sysfs import read_drm, sysfs_root
+from dra_bridge.bridge.errors import CdiError
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.translate.cdi import spec_file_uid
 from dra_bridge.translate.cdi_rules import spec_problems
 from dra_bridge.translate.edit_sources import identities
 from dra_bridge.translate.inventory.device_facts import NvmlFacts, numa_node
-from dra_bridge.translate.inventory.fresh import DrmCard, Fresh, from_cards, from_toolkit
+from dra_bridge.translate.inventory.fresh import DrmCard, Fresh, from_cards, from_toolkit, shown
 from dra_bridge.translate.inventory.identity import pci_address
 from dra_bridge.translate.names import GFD_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
+from dra_bridge.translate.strict_yaml import load_bounded
 
 logger = logging.getLogger(__name__)
 SPEC_EXTENSIONS = (".json", ".yaml")
 EVENT_REASON = "InventorySource"
 
 
-Parsed = dict[str, tuple[tuple[int, int], Any]]
-"""path -> ((mtime_ns, size), the parsed file or None): a file is parsed again only when it changed."""
+#: The largest CDI spec file read (docs/bridge.md "Nodes that were never legacy"): the toolkit's
+#: spec of an 8-GPU node is some 20 KB.
+MAX_SPEC_BYTES = 4 << 20
+
+Parsed = dict[str, tuple[tuple[int, int], tuple[Any, str]]]
+"""path -> ((mtime_ns, size), (the parsed file or None, why it is skipped)): a file is parsed
+again only when it changed."""
 
 
-def _parse(path: str, cache: Parsed) -> Any:
+def _load(path: str, st: os.stat_result) -> tuple[Any, str]:
+    """(the parsed file, "") or (None, why it is skipped, naming it)."""
+    if not stat.S_ISREG(st.st_mode):
+        return None, f"{path} is not a regular file (a FIFO, a device, a socket or a directory)"
+    if st.st_size > MAX_SPEC_BYTES:
+        return None, f"{path} is larger than {MAX_SPEC_BYTES >> 20} MiB"
+    try:
+        text = read_state(Path(path))  # bounded and non-blocking again: the file may change after the stat
+        if text is None:
+            return None, f"{path} is gone"
+        return (json.loads(text) if path.endswith(".json") else load_bounded(text, path, CdiError)), ""
+    except CdiError as exc:  # a YAML alias bomb: refused before anything walks its expansion
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"{path} is unreadable: {exc}"
+    except (ValueError, yaml.YAMLError) as exc:
+        return None, f"{path} does not parse: {' '.join(str(exc).split())[:200]}"
+
+
+def _parse(path: str, cache: Parsed) -> tuple[Any, str]:
     try:
         st = os.stat(path)
-        stamp = (st.st_mtime_ns, st.st_size)
-        if (hit := cache.get(path)) is not None and hit[0] == stamp:
-            return hit[1]
-        text = Path(path).read_text("utf-8")
-        doc = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
-        return None
-    cache[path] = (stamp, doc)
-    return doc
+    except OSError as exc:
+        return None, f"{path} is unreadable: {exc.strerror or exc}"
+    stamp = (st.st_mtime_ns, st.st_size)
+    if (hit := cache.get(path)) is not None and hit[0] == stamp:
+        return hit[1]
+    parsed = _load(path, st)
+    if parsed[1]:
+        logger.warning("CDI spec skipped: %s", parsed[1])
+    cache[path] = (stamp, parsed)
+    return parsed
 
 
-def toolkit_spec(dirs: Sequence[str], cache: Parsed | None = None) -> tuple[str, dict[str, Any]] | None:
+def toolkit_spec(
+    dirs: Sequence[str], cache: Parsed | None = None, skipped: list[str] | None = None
+) -> tuple[str, dict[str, Any]] | None:
     """(path, parsed spec) of the toolkit's spec that the runtime would use: the last valid file
     of kind ``nvidia.com/gpu`` in ``dirs`` (increasing priority, files by name; our own per-claim
-    specs are never read), or None."""
+    specs are never read), or None; why each file that could be one is not, added to ``skipped``."""
+    skipped = [] if skipped is None else skipped
     cache = {} if cache is None else cache
     found: tuple[str, dict[str, Any]] | None = None
     for directory in dirs:
@@ -77,9 +117,14 @@ def toolkit_spec(dirs: Sequence[str], cache: Parsed | None = None) -> tuple[str,
             continue
         for name in names:
             path = os.path.join(directory, name)
-            doc = _parse(path, cache)
-            if isinstance(doc, dict) and doc.get("kind") == NVIDIA_TOOLKIT_CDI_KIND and not spec_problems(doc):
-                found = (path, doc)
+            doc, problem = _parse(path, cache)
+            if problem:
+                skipped.append(problem)
+            elif isinstance(doc, dict) and doc.get("kind") == NVIDIA_TOOLKIT_CDI_KIND:
+                if problems := spec_problems(doc):  # the runtime refuses all of it
+                    skipped.append(f"{path} breaks the CDI rules: {'; '.join(p[:160] for p in problems[:3])}")
+                else:
+                    found = (path, doc)
     return found
 
 
@@ -109,6 +154,7 @@ def read_cards(sysfs: Path) -> list[DrmCard]:
             continue
         driver = (device / "driver").resolve().name if (device / "driver").exists() else ""
         vfs = _text(device / "sriov_numvfs")
+        counted = vfs.isdigit() and len(vfs) <= 9  # int() refuses more than 4300 digits
         out.append(
             DrmCard(
                 name=name,
@@ -119,7 +165,8 @@ def read_cards(sysfs: Path) -> list[DrmCard]:
                 compute_partition=_text(device / "current_compute_partition"),
                 memory_partition=_text(device / "current_memory_partition"),
                 virtual_function=(device / "physfn").exists(),
-                sriov_vfs=int(vfs) if vfs.isdigit() else 0,
+                sriov_vfs=int(vfs) if counted else 0,
+                problem="" if counted or not vfs else f"sriov_numvfs is not a count ({shown(vfs)})",
             )
         )
     return out
@@ -131,7 +178,8 @@ def read_fresh(
     """Both sources combined: their devices, or every refusal; no source at all: a refusal
     that says what was looked for."""
     root = sysfs if sysfs is not None else sysfs_root()
-    found = toolkit_spec(dirs, cache)
+    skipped: list[str] = []
+    found = toolkit_spec(dirs, cache, skipped)
     parts = [from_toolkit(found[0], found[1], nvml)] if found is not None else []
     parts += [f] if (f := from_cards(str(root), read_cards(root))).source else []
     refused = [p.refusal for p in parts if p.refusal]
@@ -139,7 +187,8 @@ def read_fresh(
         return Fresh(
             refusal="no device-plugin inventory was recorded while the node was legacy, and no fresh-node "
             f"source was found: no NVIDIA container toolkit CDI spec (kind {NVIDIA_TOOLKIT_CDI_KIND}) in "
-            f"{', '.join(dirs)}, no AMD or Intel GPU in {root}/class/drm"
+            f"{', '.join(dirs)}" + (f" (skipped: {'; '.join(skipped[:4])})" if skipped else "") + ", no AMD or "
+            f"Intel GPU in {root}/class/drm"
         )
     source = "; ".join(p.source for p in parts)
     if refused:
@@ -160,9 +209,9 @@ class FreshSource:
     """The source the last Event named ("" before the first, or while refused)."""
     parsed: Parsed = field(default_factory=dict)
 
-    def inventory(self, nvml: Mapping[str, NvmlFacts] | None, labels: Mapping[str, str]) -> tuple[Inventory, str]:
-        """(the inventory, why the node is refused: empty when it is not)."""
-        fresh = read_fresh(self.dirs, nvml, self.sysfs, self.parsed)
+    async def inventory(self, nvml: Mapping[str, NvmlFacts] | None, labels: Mapping[str, str]) -> tuple[Inventory, str]:
+        """(the inventory, why the node is refused: empty when it is not); the files are read in a thread."""
+        fresh = await asyncio.to_thread(read_fresh, self.dirs, nvml, self.sysfs, self.parsed)
         if fresh.refusal:
             self.source = ""
             return Inventory(), fresh.refusal

@@ -11,7 +11,7 @@ import pytest
 
 from dra_bridge.bridge.agent import Agent
 from dra_bridge.bridge.drm_sysfs import SYSFS_ENV
-from dra_bridge.bridge.fresh_source import EVENT_REASON, FreshSource, read_cards, toolkit_spec
+from dra_bridge.bridge.fresh_source import EVENT_REASON, FreshSource, Parsed, read_cards, toolkit_spec
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
 from dra_bridge.translate.names import NODE_MODE_LABEL
 from tests.bridge.agent_fixtures import LABELS, NODE, ZERO, Clock, MakeAgent, hand_over, publish
@@ -207,8 +207,27 @@ def test_the_toolkit_spec_is_the_runtimes_highest_priority_valid_one(tmp_path: P
     ours.write_text(
         '{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "GPU-9", "containerEdits": {"env": ["A=1"]}}]}'
     )
-    cache: dict[str, tuple[tuple[int, int], object]] = {}
+    cache: Parsed = {}
     found = toolkit_spec([str(etc), str(run)], cache)
     assert found is not None and found[0] == str(later)
     assert str(ours) not in cache  # our own per-claim specs are never read
     assert toolkit_spec([str(etc)], cache) is not None and toolkit_spec([str(tmp_path / "none")]) is None
+
+
+async def test_a_spec_or_a_card_the_api_cannot_hold_is_refused_and_the_agent_keeps_ticking(
+    make_agent: MakeAgent, api: FakeApi, clock: Clock, tmp_path: Path
+) -> None:
+    etc = tmp_path / "etc-cdi"
+    etc.mkdir()
+    spec = etc / "nvidia.yaml"
+    devices = f"- name: GPU-{'a' * 61}\n  containerEdits:\n    env: ['A=1']\n"  # 65 bytes: too long for an ID
+    spec.write_text(f"cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n{devices}")
+    card(tmp_path / "sys", "card1", "0000:03:00.0", "0x8086", "xe", sriov_numvfs="1" * 5000, numa_node="9" * 5000)
+    api.add_node(NODE, dict(DRA), dict(ZERO))
+    agent = fresh_agent(make_agent, tmp_path)
+    await publish(agent, clock)
+    await agent.tick()
+    assert not agent.report.publishing and api.slices == {}
+    [refused] = events(api, "PublicationRefused")
+    assert f"{spec} names GPU GPU-aaaa" in refused and "longer than 64 bytes" in refused
+    assert "card1 (0000:03:00.0): sriov_numvfs is not a count" in refused

@@ -4,6 +4,7 @@ UUIDs from NVML for an index-only spec, AMD and Intel cards from sysfs, whole GP
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from dra_bridge.translate.catalog import load_catalog
 from dra_bridge.translate.inventory.device_facts import NvmlFacts
@@ -100,3 +101,52 @@ def test_intel_sriov_functions_refuse_the_node() -> None:
     assert vf.devices == () and "card1 (0000:03:00.1) is an SR-IOV virtual function" in vf.refusal
     pf = from_cards("/sys", [DrmCard("card0", "0000:03:00.0", "0x8086", "xe", sriov_vfs=2)])
     assert pf.devices == () and "has 2 SR-IOV virtual function(s) enabled" in pf.refusal
+
+
+def named(*names: str, edits: dict[str, list[str]] | None = None) -> dict[str, object]:
+    """A toolkit spec of these device names, each with edits of its own (``edits``: by name)."""
+    devices = [{"name": n, "containerEdits": {"env": (edits or {}).get(n, [f"GPU={i}"])}} for i, n in enumerate(names)]
+    return {"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": devices}
+
+
+def test_a_device_name_too_long_for_a_device_id_refuses_the_node_naming_it() -> None:
+    digits, uuid = "1" * 5000, "GPU-" + "a" * 61  # 5000 digits: more than int() reads; 65 bytes
+    for names, shown in (((digits, "0"), "1111"), (("0", uuid), "GPU-aaaa"), ((uuid,), "GPU-aaaa")):
+        for nvml in (None, NVML):
+            fresh = from_toolkit(SPEC, named(*names), nvml)
+            assert fresh.devices == () and SPEC in fresh.refusal and "longer than 64 bytes" in fresh.refusal
+            assert f"GPU {shown}" in fresh.refusal and len(fresh.refusal) < 400, fresh.refusal
+
+
+def test_edits_that_pair_two_gpus_with_one_uuid_refuse_the_spec() -> None:
+    same = ["A=1"]
+    two_indexes = named("0", "1", "GPU-aaaa", edits={"0": same, "1": same, "GPU-aaaa": same})
+    two_uuids = named("0", "GPU-aaaa", "GPU-bbbb", edits={"0": same, "GPU-aaaa": same, "GPU-bbbb": same})
+    for spec, names in ((two_indexes, "0, 1, GPU-aaaa"), (two_uuids, "0, GPU-aaaa, GPU-bbbb")):
+        for nvml in (None, NVML):
+            fresh = from_toolkit(SPEC, spec, nvml)
+            assert fresh.devices == () and SPEC in fresh.refusal, fresh.refusal
+            assert f"GPUs {names} have the same containerEdits" in fresh.refusal and "ambiguous" in fresh.refusal
+
+
+def test_index_and_uuid_names_whose_edits_differ_only_in_order_pair_or_are_refused_saying_so() -> None:
+    nodes = [{"path": "/dev/nvidia0"}, {"path": "/dev/nvidiactl"}]
+    mounts = [{"hostPath": f"/h{i}", "containerPath": f"/c{i}"} for i in range(2)]
+    spec: dict[str, Any] = {
+        "cdiVersion": "0.5.0",
+        "kind": "nvidia.com/gpu",
+        "devices": [
+            {"name": "0", "containerEdits": {"deviceNodes": nodes, "env": ["A=1", "B=2"], "mounts": mounts}},
+            {
+                "name": "GPU-aaaa",
+                "containerEdits": {"deviceNodes": nodes[::-1], "env": ["B=2", "A=1"], "mounts": mounts},
+            },
+        ],
+    }
+    fresh = from_toolkit(SPEC, spec, None)  # device nodes and distinct variables: their order means nothing
+    assert not fresh.refusal and [d["deviceID"] for d in fresh.devices] == ["GPU-aaaa"], fresh.refusal
+    spec["devices"][1]["containerEdits"]["mounts"] = mounts[::-1]  # mounts stack in order: another GPU's edits
+    refused = from_toolkit(SPEC, spec, None)
+    assert refused.devices == () and "by index only" not in refused.refusal
+    assert f"{SPEC}: index name 0 has no UUID name with the same containerEdits" in refused.refusal
+    assert "UUID names with no index name: GPU-aaaa" in refused.refusal

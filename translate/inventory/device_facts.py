@@ -74,9 +74,9 @@ def pcie_root(device_path: str) -> str | None:
 
 def numa_node(text: str) -> int | None:
     """A sysfs ``numa_node`` file's content -> the NUMA node; None for ``-1`` (the kernel does
-    not know it) or anything that is not a non-negative integer."""
+    not know it) or anything that is not a non-negative integer of at most 9 digits (never raises)."""
     value = text.strip()
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else None
 
 
 def vendor_profile(profile: str) -> str:
