@@ -18,7 +18,8 @@ The I/O edge around :mod:`translate` (kubelet gRPC, node-local files, the API se
   (the API calls it makes);
 - what the node has: ``podresources`` (the PodResources v1 API: proto, stubs, client), ``state``
   (the recorded inventory), ``fresh_source`` (a never-legacy node's inventory from the toolkit's CDI
-  spec or sysfs, used only while nothing is recorded, docs/design.md D45), ``deviceplugin`` (the
+  spec or sysfs, used only while nothing is recorded, docs/design.md D45), ``spec_files`` (CDI spec
+  files read bounded, for it and the plugin's CDI index), ``deviceplugin`` (the
   Device Plugin v1beta1 API and a client),
   ``edits_recorder`` (the plugins' Allocate answers while legacy), ``nvml`` (optional NVML facts),
   ``pci_sysfs`` (PCIe root and NUMA node from sysfs), ``host_devices`` (block devices on the host),

@@ -18,7 +18,7 @@ directory) and why the node is refused; a Normal Event ``InventorySource`` names
 whenever it changes (``inventory from the NVIDIA container toolkit CDI spec /etc/cdi/nvidia.yaml``).
 A refusal is the ``inventory`` interlock's reason (the ``PublicationRefused`` Event says it).
 
-A spec file is read only when it is a regular file of at most :data:`MAX_SPEC_BYTES`
+A spec file is read only when it is a regular file of at most :data:`bridge.spec_files.MAX_SPEC_BYTES`
 (:func:`bridge.atomic.read_state`: opened without blocking, so a FIFO is never waited on), YAML by
 :func:`translate.strict_yaml.load_bounded` (duplicate keys and an alias bomb refused), in a
 thread (``asyncio.to_thread``: the agent's one loop also serves the DRA plugin and health); a file
@@ -29,20 +29,15 @@ refusal when no toolkit spec is found).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from dra_bridge.bridge.atomic import read_state
 from dra_bridge.bridge.drm_sysfs import read_drm, sysfs_root
-from dra_bridge.bridge.errors import CdiError
+from dra_bridge.bridge.spec_files import load_spec_file
 from dra_bridge.bridge.state import Inventory
 from dra_bridge.translate.cdi import spec_file_uid
 from dra_bridge.translate.cdi_rules import spec_problems
@@ -51,7 +46,6 @@ from dra_bridge.translate.inventory.device_facts import NvmlFacts, numa_node
 from dra_bridge.translate.inventory.fresh import DrmCard, Fresh, from_cards, from_toolkit, shown
 from dra_bridge.translate.inventory.identity import pci_address
 from dra_bridge.translate.names import GFD_PREFIX, NVIDIA_TOOLKIT_CDI_KIND
-from dra_bridge.translate.strict_yaml import load_bounded
 
 logger = logging.getLogger(__name__)
 SPEC_EXTENSIONS = (".json", ".yaml")
@@ -60,30 +54,10 @@ EVENT_REASON = "InventorySource"
 
 #: The largest CDI spec file read (docs/bridge.md "Nodes that were never legacy"): the toolkit's
 #: spec of an 8-GPU node is some 20 KB.
-MAX_SPEC_BYTES = 4 << 20
 
 Parsed = dict[str, tuple[tuple[int, int], tuple[Any, str]]]
 """path -> ((mtime_ns, size), (the parsed file or None, why it is skipped)): a file is parsed
 again only when it changed."""
-
-
-def _load(path: str, st: os.stat_result) -> tuple[Any, str]:
-    """(the parsed file, "") or (None, why it is skipped, naming it)."""
-    if not stat.S_ISREG(st.st_mode):
-        return None, f"{path} is not a regular file (a FIFO, a device, a socket or a directory)"
-    if st.st_size > MAX_SPEC_BYTES:
-        return None, f"{path} is larger than {MAX_SPEC_BYTES >> 20} MiB"
-    try:
-        text = read_state(Path(path))  # bounded and non-blocking again: the file may change after the stat
-        if text is None:
-            return None, f"{path} is gone"
-        return (json.loads(text) if path.endswith(".json") else load_bounded(text, path, CdiError)), ""
-    except CdiError as exc:  # a YAML alias bomb: refused before anything walks its expansion
-        return None, str(exc)
-    except OSError as exc:
-        return None, f"{path} is unreadable: {exc}"
-    except (ValueError, yaml.YAMLError) as exc:
-        return None, f"{path} does not parse: {' '.join(str(exc).split())[:200]}"
 
 
 def _parse(path: str, cache: Parsed) -> tuple[Any, str]:
@@ -94,7 +68,7 @@ def _parse(path: str, cache: Parsed) -> tuple[Any, str]:
     stamp = (st.st_mtime_ns, st.st_size)
     if (hit := cache.get(path)) is not None and hit[0] == stamp:
         return hit[1]
-    parsed = _load(path, st)
+    parsed = load_spec_file(path, st)
     if parsed[1]:
         logger.warning("CDI spec skipped: %s", parsed[1])
     cache[path] = (stamp, parsed)

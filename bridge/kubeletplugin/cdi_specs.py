@@ -26,10 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dra_bridge.bridge.atomic import remove_durably, write_atomic
 from dra_bridge.bridge.errors import CdiError
+from dra_bridge.bridge.spec_files import load_spec_file
 from dra_bridge.translate.cdi import spec_file_name, spec_file_uid
 from dra_bridge.translate.cdi_rules import device_names, spec_problems
 from dra_bridge.translate.errors import ClaimError
@@ -62,14 +61,14 @@ class SpecIndex:
             return cached[1]
         self.parses += 1
         try:
-            text = path.read_text("utf-8")
-            doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-            names = spec_names(doc)
-            if not names:
-                logger.warning("CDI spec %s breaks the CDI rules, it defines nothing: %s", path, spec_problems(doc))
-        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
-            logger.warning("CDI spec %s is unreadable, it defines nothing: %s", path, exc)
-            names = set()
+            doc, problem = load_spec_file(str(path), os.stat(path))
+        except OSError as exc:
+            doc, problem = None, f"{path} is unreadable: {exc.strerror or exc}"
+        names = spec_names(doc) if not problem else set()
+        if problem:
+            logger.warning("CDI spec skipped, it defines nothing: %s", problem)
+        elif not names:
+            logger.warning("CDI spec %s breaks the CDI rules, it defines nothing: %s", path, spec_problems(doc))
         self._files[path] = (stamp, names)
         return names
 

@@ -12,7 +12,9 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from dra_bridge.bridge.fresh_source import MAX_SPEC_BYTES, FreshSource
+from dra_bridge.bridge.fresh_source import FreshSource
+from dra_bridge.bridge.kubeletplugin.cdi_specs import SpecIndex
+from dra_bridge.bridge.spec_files import MAX_SPEC_BYTES
 from dra_bridge.bridge.state import Inventory
 from tests.bridge.agent_fixtures import NODE
 
@@ -88,3 +90,23 @@ async def test_an_invalid_or_non_utf8_toolkit_spec_is_named_in_the_refusal(tmp_p
     assert inventory.empty and "no NVIDIA container toolkit CDI spec" in refusal
     assert f"{invalid} breaks the CDI rules: " in refusal and f"{latin1} is unreadable: not UTF-8" in refusal
     assert "other.yaml" not in refusal
+
+
+def test_the_kubelet_plugin_s_cdi_index_reads_specs_by_the_same_bounds(tmp_path: Path) -> None:
+    """The CDI index the kubelet plugin asks whether a claim's CDI names resolve read every spec
+    whole with yaml.safe_load: an alias bomb or a file of any size in a CDI directory was parsed
+    on each change. It now reads through bridge.spec_files: such a file defines nothing, and the
+    good spec beside it still resolves."""
+    cdi = tmp_path / "cdi"
+    cdi.mkdir()
+    good = "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: GPU-aaaa\n  containerEdits:\n    env: ['A=1']\n"
+    (cdi / "good.yaml").write_text(good)
+    bomb = good.replace("kind: nvidia.com/gpu", "kind: example.com/bomb") + f"    x:\n{alias_bomb(7)}\n"
+    (cdi / "bomb.yaml").write_text(bomb)
+    (cdi / "big.yaml").write_text(good.replace("nvidia.com/gpu", "example.com/big") + "#" * (MAX_SPEC_BYTES + 1))
+    index = SpecIndex([cdi])
+    assert index.resolves(["nvidia.com/gpu=GPU-aaaa", "example.com/bomb=GPU-aaaa", "example.com/big=GPU-aaaa"]) == {
+        "nvidia.com/gpu=GPU-aaaa": True,
+        "example.com/bomb=GPU-aaaa": False,
+        "example.com/big=GPU-aaaa": False,
+    }
