@@ -7,8 +7,8 @@ tag a plain scalar has), and the constructor or representer. Those callbacks are
 cost of a load or a dump, so each is made cheaper here:
 
 - :class:`ScalarTags` is the resolver's answer for a plain scalar (a pure function of its text,
-  for a fixed table of implicit resolvers), memoized (a bounded memo: memory stays flat over a
-  stream). :func:`resolve_method` makes of it a ``resolve`` for a loader or dumper class.
+  for a fixed table of implicit resolvers), memoized (a bounded memo of short values: memory
+  stays flat over a stream). :func:`resolve_method` makes of it a ``resolve`` for a loader or dumper class.
 - :class:`FastConstructor` builds a document's plain mappings, lists and scalars directly from
   its nodes (the same node twice, a YAML alias, gives the same object, as the stock constructor
   does). A node it does not handle (another tag, a merge key ``<<``, a key that is not a scalar,
@@ -44,8 +44,9 @@ _SCALAR_TAGS = (
     "tag:yaml.org,2002:binary",
 )
 
-#: Plain scalars whose tag is remembered at most (then the memo starts afresh).
-MEMO_SIZE = 4096
+#: Plain scalars whose tag is remembered at most (then the memo starts afresh), and the longest
+#: remembered (a long value is not kept alive by the memo: memory stays that of a document).
+MEMO_SIZE, MEMO_LENGTH = 4096, 100
 
 Resolvers = dict[Any, list[tuple[str, Any]]]
 
@@ -54,7 +55,8 @@ class ScalarTags:
     """The tag PyYAML's ``BaseResolver.resolve`` gives a plain scalar of ``value``'s text under
     ``table`` (a class's ``yaml_implicit_resolvers``, read once: the table must not change
     after), without path resolvers: the first implicit resolver for its first character (or
-    a wildcard one) whose pattern matches, else ``str``."""
+    a wildcard one) whose pattern matches, else ``str``. A call finds it and remembers it in
+    :attr:`memo` (:func:`resolve_method` looks there first)."""
 
     def __init__(self, table: Resolvers) -> None:
         wildcard = list(table.get(None, []))
@@ -64,12 +66,13 @@ class ScalarTags:
 
     def __call__(self, value: str) -> str:
         rules = self.by_first.get(value[0] if value else "", self.wildcard)
-        if not rules:
-            return STR_TAG
-        memo = self.memo
-        tag = memo.get(value)
-        if tag is None:
-            tag = next((tag for tag, pattern in rules if pattern.match(value)), STR_TAG)
+        tag = STR_TAG
+        for rule_tag, pattern in rules:
+            if pattern.match(value):
+                tag = rule_tag
+                break
+        if len(value) <= MEMO_LENGTH:
+            memo = self.memo
             if len(memo) >= MEMO_SIZE:
                 memo.clear()
             memo[value] = tag
@@ -82,10 +85,11 @@ def resolve_method(cls: type[Any]) -> Any:
     if cls.yaml_path_resolvers:
         raise ValueError(f"{cls.__name__} has path resolvers: PyYAML's resolve is needed")
     tags = ScalarTags(cls.yaml_implicit_resolvers)
+    remembered = tags.memo.get  # the memo is cleared, never replaced
 
     def resolve(self: Any, kind: type[Node], value: Any, implicit: Any) -> str | None:
         if kind is ScalarNode:
-            return tags(value) if implicit[0] else STR_TAG
+            return (remembered(value) or tags(value)) if implicit[0] else STR_TAG
         if kind is SequenceNode:
             return SEQ_TAG
         return MAP_TAG if kind is MappingNode else None

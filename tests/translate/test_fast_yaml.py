@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 from yaml.constructor import BaseConstructor
 from yaml.resolver import BaseResolver
 
-from dra_bridge.translate.fast_yaml import MEMO_SIZE, FastConstructor, FastDumper, ScalarTags, resolve_method
+from dra_bridge.translate.fast_yaml import (
+    MEMO_LENGTH,
+    MEMO_SIZE,
+    FastConstructor,
+    FastDumper,
+    ScalarTags,
+    resolve_method,
+)
 from dra_bridge.translate.strict_yaml import StrictLoader
 
 
@@ -157,6 +164,7 @@ def test_the_memo_stays_bounded() -> None:
         assert tags(f"n{i}") == "tag:yaml.org,2002:str"
         assert tags(str(i)) == "tag:yaml.org,2002:int"
     assert len(tags.memo) <= MEMO_SIZE
+    assert tags("1" * (MEMO_LENGTH + 1)) == "tag:yaml.org,2002:int" and "1" * (MEMO_LENGTH + 1) not in tags.memo
 
 
 def test_a_class_with_path_resolvers_keeps_the_stock_resolve() -> None:
