@@ -21,6 +21,7 @@ import yaml
 from dra_bridge.migrate.errors import InputFileError
 from dra_bridge.migrate.input_files import manifest_files, not_utf8, open_regular, read_text
 from dra_bridge.translate.catalog import Catalog, Target, load_catalog
+from dra_bridge.translate.fast_yaml import FastDumper
 from dra_bridge.translate.strict_yaml import MAX_VALUES as MAX_VALUES  # re-exported: the documented bound
 from dra_bridge.translate.strict_yaml import StrictLoader, expansion_refused, value_budget, value_count
 
@@ -45,7 +46,7 @@ class Document:
     aliased: bool = False
 
 
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_Dumper = FastDumper  # yaml.CSafeDumper's text, plain values represented faster
 
 
 def _files(source: str) -> list[Path]:

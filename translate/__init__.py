@@ -30,6 +30,7 @@ No I/O, no asyncio, no Kubernetes client: plain dicts in, new dicts out, determi
     translate.dns_names      DNS name rules and stable hashes for derived names
     translate.json_copy      copies of JSON-like values
     translate.strict_yaml    YAML as Kubernetes tools read it (duplicate keys refused)
+    translate.fast_yaml      PyYAML's safe load and dump with plain values built inline (same results)
 
 This package exports the vocabulary every front end shares; each subpackage exports its own
 public surface.

@@ -23,6 +23,8 @@ The tree (one per package; third-party errors are chained with ``raise ... from`
     ├── OverLimit                  text being rendered would cross a limit the API server enforces
     │                              (a CEL selector's length or cost): a finding, never an object the
     │                              API server refuses (translate/cel/selector_text.py, docs/design.md D33)
+    ├── _NotPlain                  a YAML node translate/fast_yaml.py leaves to PyYAML's constructor
+    │                              (caught there, never raised out)
     ├── ApiVersionError            a resource.k8s.io version we do not render (also a ValueError)
     ├── CountError                 a device count that is not a whole number (also a ValueError)
     └── ValueFormatError           a string that is not a Kubernetes quantity or a semantic

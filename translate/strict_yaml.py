@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from dra_bridge.translate.fast_yaml import FastConstructor, resolve_method
+
 #: Nesting allowed in a configuration file (policy, catalog): theirs is at most 6 levels deep.
 MAX_CONFIG_DEPTH = 20
 
@@ -33,8 +35,10 @@ MAX_VALUES = 1_000_000
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 
 
-class StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
-    """Safe loader refusing duplicate mapping keys (ConstructorError naming the key and line)."""
+class StrictLoader(FastConstructor, _BaseLoader):  # type: ignore[misc,valid-type]
+    """Safe loader refusing duplicate mapping keys (ConstructorError naming the key and line).
+    Plain documents are built by :class:`translate.fast_yaml.FastConstructor` (the same values);
+    any other, a duplicate key included, by the methods below."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -80,6 +84,7 @@ def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
 StrictLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _scalar_text)
 StrictLoader.add_constructor("tag:yaml.org,2002:binary", _base64_text)
+StrictLoader.resolve = resolve_method(StrictLoader)  # its table is final: timestamps left out above
 
 
 def too_deep(value: Any, limit: int = MAX_CONFIG_DEPTH) -> str | None:
