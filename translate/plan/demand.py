@@ -49,10 +49,10 @@ def containers(spec: Mapping[str, Any]) -> list[tuple[str, int, Role, Mapping[st
     """(field, index, role, container) for every init container and app container."""
     out: list[tuple[str, int, Role, Mapping[str, Any]]] = []
     for i, c in enumerate(spec.get("initContainers") or []):
-        if isinstance(c, Mapping):
+        if type(c) is dict or isinstance(c, Mapping):
             out.append(("initContainers", i, "sidecar" if c.get("restartPolicy") == "Always" else "init", c))
     for i, c in enumerate(spec.get("containers") or []):
-        if isinstance(c, Mapping):
+        if type(c) is dict or isinstance(c, Mapping):
             out.append(("containers", i, "app", c))
     return out
 
@@ -72,7 +72,9 @@ def collect(
         resources = c.get("resources") or {}
         limits = resources.get("limits") or {}
         requests = resources.get("requests") or {}
-        if not isinstance(limits, Mapping) or not isinstance(requests, Mapping):
+        if not (type(limits) is dict or isinstance(limits, Mapping)) or not (
+            type(requests) is dict or isinstance(requests, Mapping)
+        ):
             continue
         rpath = f"{path}spec.{fld}[{index}].resources"
         for name in dict.fromkeys([*limits, *requests]):
