@@ -4,14 +4,20 @@ miss, what a caller gets can be changed without touching what is kept, and each 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from dra_bridge.translate import dns_names
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.plan import claim_plan
+from dra_bridge.translate.plan import record as record_module
 from dra_bridge.translate.plan.pod_plan import Options, Plan, plan_pod
+from dra_bridge.translate.plan.record import RECORD_API_VERSION, ConversionRecord, RecordedOptions
 from tests.factories import gpu, make_container, make_pod
 
 
@@ -94,3 +100,60 @@ def test_the_claim_layout_memo_is_bounded(catalog: Catalog) -> None:
     for n in range(claim_plan.MEMO_SIZE + 20):
         plan_pod(make_pod(namespace=f"ns-{n}"), catalog, Options(), f"ns-{n}")
     assert claim_plan._laid.cache_info().currsize == claim_plan.MEMO_SIZE
+
+
+def test_a_layout_of_much_text_is_not_kept(catalog: Catalog) -> None:
+    claim_plan._laid.cache_clear()
+    long_name = "c" * (claim_plan.MEMO_TEXT + 1)
+    pod = make_pod([make_container(long_name, gpu(1))])
+    plan = plan_pod(pod, catalog, Options(), "team-a")
+    assert plan.changed and claim_plan._laid.cache_info().currsize == 0
+    assert plan == _afresh(pod, catalog, Options())
+
+
+def _reference_digest(value: object, length: int) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode().lower()[:length]
+
+
+@pytest.mark.parametrize("length", [8, 10, 12])
+def test_digests_are_remembered_by_their_text_and_bounded(length: int) -> None:
+    dns_names._digest_text.cache_clear()
+    values: list[object] = [{"a": 1}, {"a": 2}, {"a": True}, {"a": "1"}, ["é"], "x" * (dns_names.DIGEST_MEMO_TEXT + 1)]
+    for value in values * 2:
+        assert dns_names.digest(value, length) == _reference_digest(value, length)
+    info = dns_names._digest_text.cache_info()
+    assert (info.currsize, info.hits, info.maxsize) == (len(values) - 1, len(values) - 1, dns_names.DIGEST_MEMO_SIZE)
+    for n in range(dns_names.DIGEST_MEMO_SIZE + 10):
+        dns_names.digest(n)
+    assert dns_names._digest_text.cache_info().currsize == dns_names.DIGEST_MEMO_SIZE
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        RecordedOptions(),
+        RecordedOptions("m", 34, "bridge", "unsupported", (), False),
+        RecordedOptions("m", 34, "bridge", "unsupported", (), 0),  # type: ignore[arg-type]  # 0 is not False
+        RecordedOptions("m", 35, "vendor", "whole-devices", ("s",), True, "numa", "pod", True),
+    ],
+    ids=["unrecorded", "false", "zero", "all-set"],
+)
+def test_the_record_json_is_its_canonical_json_whatever_the_options_memo_holds(options: RecordedOptions) -> None:
+    for warm in RecordedOptions("m", 34, "bridge", "unsupported", (), False), options:
+        ConversionRecord("p", ("t",), {}, warm).to_json()
+    record = ConversionRecord("p", ("t", "u"), {"containers": {"c": {"limits": {"x/y": "é"}}}}, options)
+    doc = {
+        "apiVersion": RECORD_API_VERSION,
+        "options": options.to_wire(),
+        "original": record.original,
+        "plan": "p",
+        "templates": ["t", "u"],
+    }
+    assert record.to_json() == json.dumps(doc, sort_keys=True, separators=(",", ":"))
+
+
+def test_the_options_memo_is_bounded() -> None:
+    for n in range(record_module.OPTIONS_MEMO_SIZE + 10):
+        ConversionRecord("p", ("t",), {}, RecordedOptions(managed_by=f"m{n}")).to_json()
+    assert len(record_module._OPTIONS_TEXT) <= record_module.OPTIONS_MEMO_SIZE

@@ -35,8 +35,11 @@ from dra_bridge.translate.plan.placement import Placement
 from dra_bridge.translate.plan.pod_rewrite import PodClaims
 from dra_bridge.translate.plan.request_layout import Demand, layout
 
-#: Layouts remembered (distinct workload shapes): a bounded memo, least recently used first out.
+#: Layouts remembered (distinct workload shapes): a bounded memo, least recently used first out,
+#: of inputs whose text (names, selectors) is at most MEMO_TEXT characters (a larger one is laid
+#: out each time, so the memo holds a few MB at most whatever the pods).
 MEMO_SIZE = 512
+MEMO_TEXT = 16384
 
 
 @dataclass(frozen=True)
@@ -64,16 +67,9 @@ def plan_claims(
     ``placement``: the pod's GPU node selection when it moves into the requests (else None)."""
     existing = tuple(str(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, Mapping))
     api_version = normalize_api_version(options.api_version)
-    laid = _laid(
-        tuple(wanted),
-        None if placement is None else tuple(placement.selectors),
-        options.topology,
-        target,
-        existing,
-        namespace,
-        api_version,
-        options.managed_by,
-    )
+    selectors = None if placement is None else tuple(placement.selectors)
+    key = (tuple(wanted), selectors, options.topology, target, existing, namespace, api_version, options.managed_by)
+    laid = _laid(*key) if _weight(key) <= MEMO_TEXT else _laid.__wrapped__(*key)
     findings += laid.findings
     claims = laid.claims
     templates = tuple(
@@ -94,7 +90,19 @@ def plan_claims(
     )
 
 
-@functools.lru_cache(maxsize=MEMO_SIZE)
+def _weight(key: tuple[Any, ...]) -> int:
+    """The characters of a layout's input that the memo would keep (its strings)."""
+    wanted, selectors, _, _, existing, namespace, _, managed_by = key
+    return (
+        sum(len(d.container) + len(d.legacy) + len(d.path) for d in wanted)
+        + sum(len(s) for s in selectors or ())
+        + sum(len(e) for e in existing)
+        + len(namespace or "")
+        + len(managed_by)
+    )
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE, typed=True)
 def _laid(
     wanted: tuple[ContainerDemand, ...],
     selectors: tuple[str, ...] | None,

@@ -40,6 +40,15 @@ class ContainerDemand:
     path: str
 
 
+def _json_text(value: object) -> str:
+    """``json.dumps(value, default=str)``, an int's without the call (how YAML reads ``gpu: 1``)."""
+    return int.__repr__(value) if type(value) is int else _JSON(value)
+
+
+#: ``json.dumps(value, default=str)`` without building an encoder per call.
+_JSON = json.JSONEncoder(default=str).encode
+
+
 def is_extended(name: str) -> bool:
     """True for an extended resource name (``vendor.example/name``) outside kubernetes.io."""
     return "/" in name and not name.startswith(_NOT_EXTENDED) and not name.split("/", 1)[0].endswith("kubernetes.io")
@@ -83,7 +92,7 @@ def collect(
             where = "limits" if name in limits else "requests"
             vpath = f"{rpath}.{where}[{name}]"
             raw = limits.get(name, requests.get(name))
-            legacy = f"{name}: {raw if isinstance(raw, str) else json.dumps(raw, default=str)}"
+            legacy = f"{name}: {raw if isinstance(raw, str) else _json_text(raw)}"
             mapping = catalog.lookup(name)
             if mapping is None:
                 findings.append(

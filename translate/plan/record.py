@@ -121,6 +121,23 @@ class RecordedOptions:
 
 
 _SPEC_OF = {s.attribute: s for s in recorded_specs()}
+#: ``json.dumps(doc, sort_keys=True, separators=(",", ":"))`` without building an encoder per record.
+_RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+#: Texts of recorded options remembered (a run has one or a few: one per policy rule), by the
+#: options' ``repr`` (every field, with its type: ``False`` is not ``0``); the first ones only.
+OPTIONS_MEMO_SIZE = 64
+_OPTIONS_TEXT: dict[str, str] = {}
+
+
+def _options_json(options: RecordedOptions) -> str:
+    """The ``options`` member of a record (JSON of :meth:`RecordedOptions.to_wire`)."""
+    key = repr(options)
+    text = _OPTIONS_TEXT.get(key)
+    if text is None:
+        text = _RECORD_JSON(options.to_wire())
+        if len(_OPTIONS_TEXT) < OPTIONS_MEMO_SIZE:
+            _OPTIONS_TEXT[key] = text
+    return text
 
 
 @dataclass(frozen=True)
@@ -144,15 +161,14 @@ class ConversionRecord:
         )
 
     def to_json(self) -> str:
-        """The annotation's value (canonical JSON)."""
-        doc = {
-            "apiVersion": RECORD_API_VERSION,
-            "options": self.options.to_wire(),
-            "original": self.original,
-            "plan": self.plan,
-            "templates": list(self.templates),
-        }
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        """The annotation's value (canonical JSON): ``{"apiVersion", "options", "original", "plan",
+        "templates"}``, keys sorted, written member by member (the text of the options, the same
+        for every pod of a run, is remembered)."""
+        return (
+            f'{{"apiVersion":{_RECORD_JSON(RECORD_API_VERSION)},"options":{_options_json(self.options)},'
+            f'"original":{_RECORD_JSON(self.original)},"plan":{_RECORD_JSON(self.plan)},'
+            f'"templates":{_RECORD_JSON(list(self.templates))}}}'
+        )
 
     def write(self, pod: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of ``pod`` (new metadata, labels and annotations; the rest shared) carrying
