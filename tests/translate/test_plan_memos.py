@@ -156,4 +156,4 @@ def test_the_record_json_is_its_canonical_json_whatever_the_options_memo_holds(o
 def test_the_options_memo_is_bounded() -> None:
     for n in range(record_module.OPTIONS_MEMO_SIZE + 10):
         ConversionRecord("p", ("t",), {}, RecordedOptions(managed_by=f"m{n}")).to_json()
-    assert len(record_module._OPTIONS_TEXT) <= record_module.OPTIONS_MEMO_SIZE
+    assert len(record_module._OPTIONS_WIRE) <= record_module.OPTIONS_MEMO_SIZE

@@ -15,7 +15,7 @@ from typing import Any
 
 from dra_bridge.translate.catalog import Catalog, ResourceMapping
 from dra_bridge.translate.findings import Finding
-from dra_bridge.translate.plan.device_counts import parse_count
+from dra_bridge.translate.plan.device_counts import MAX_COUNT, parse_count
 from dra_bridge.translate.plan.foreign import other_extended_resource, unknown_device_resource
 from dra_bridge.translate.plan.request_layout import Role
 from dra_bridge.translate.plan.stay_legacy import invalid_quantity, requests_differ_from_limits, requests_without_limits
@@ -85,10 +85,11 @@ def collect(
             type(requests) is dict or isinstance(requests, Mapping)
         ):
             continue
-        rpath = f"{path}spec.{fld}[{index}].resources"
-        for name in dict.fromkeys([*limits, *requests]):
-            if not isinstance(name, str) or not is_extended(name):
+        rpath = ""
+        for name in dict.fromkeys([*limits, *requests]) if requests else limits:
+            if not (type(name) is str or isinstance(name, str)) or "/" not in name or not is_extended(name):
                 continue
+            rpath = rpath or f"{path}spec.{fld}[{index}].resources"
             where = "limits" if name in limits else "requests"
             vpath = f"{rpath}.{where}[{name}]"
             raw = limits.get(name, requests.get(name))
@@ -100,16 +101,19 @@ def collect(
                     or other_extended_resource(name, vpath, legacy)
                 )
                 continue
-            problem = (
-                requests_without_limits(name, limits, vpath, legacy)
-                or invalid_quantity(limits[name], vpath, legacy)
-                or (invalid_quantity(requests[name], vpath, legacy) if name in requests else None)
-                or requests_differ_from_limits(name, limits, requests, vpath, legacy)
-            )
-            if problem is not None:
-                findings.append(problem)
-                continue
-            count = parse_count(limits[name])
+            if type(raw) is int and 0 <= raw <= MAX_COUNT and name not in requests:
+                count = raw  # in limits only, a count as parse_count reads it: no problem to look for
+            else:
+                problem = (
+                    requests_without_limits(name, limits, vpath, legacy)
+                    or invalid_quantity(limits[name], vpath, legacy)
+                    or (invalid_quantity(requests[name], vpath, legacy) if name in requests else None)
+                    or requests_differ_from_limits(name, limits, requests, vpath, legacy)
+                )
+                if problem is not None:
+                    findings.append(problem)
+                    continue
+                count = parse_count(limits[name])
             out.append(
                 ContainerDemand(
                     str(c.get("name", "")), role, fld, index, mapping, count, legacy, f"{rpath}.limits[{name}]"

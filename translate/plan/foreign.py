@@ -85,6 +85,8 @@ def _slicing_controller_site(spec: Mapping[str, Any], path: str) -> tuple[str, s
             resources = c.get("resources") if isinstance(c, Mapping) else None
             limits = resources.get("limits") if isinstance(resources, Mapping) else None
             for name in limits if isinstance(limits, Mapping) else ():
+                if type(name) is str and "/" not in name:
+                    continue  # cpu, memory: no domain
                 domain = _slicing_controller(str(name))
                 if domain:
                     return f"{path}spec.{fld}[{i}].resources.limits[{name}]", str(name), domain

@@ -132,14 +132,16 @@ def plan_pod(
                 "converting high-priority workloads",
             )
         )
-    findings += alignment.unalignable(
-        [(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted], target, options.topology, path
-    )
+    if options.alignment != "none":  # without a policy nothing is unalignable
+        findings += alignment.unalignable(
+            [(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted], target, options.topology, path
+        )
     verdict = stay_legacy.translation_not_faithful(facts.adding(findings))
     if verdict is not None:
         return _unchanged(pod, [*findings, verdict])
-    findings += [_zero_dropped(d) for d in zeros]
-    dropped |= {d.mapping.resource_name for d in zeros}
+    if zeros:
+        findings += [_zero_dropped(d) for d in zeros]
+        dropped |= {d.mapping.resource_name for d in zeros}
     kept_placement = placement if uses_gfd else None
     claims, over = plan_claims(wanted, kept_placement, options, target, spec, namespace, findings)
     if over is not None:

@@ -123,21 +123,22 @@ class RecordedOptions:
 _SPEC_OF = {s.attribute: s for s in recorded_specs()}
 #: ``json.dumps(doc, sort_keys=True, separators=(",", ":"))`` without building an encoder per record.
 _RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
-#: Texts of recorded options remembered (a run has one or a few: one per policy rule), by the
-#: options' ``repr`` (every field, with its type: ``False`` is not ``0``); the first ones only.
+#: Wire forms of recorded options remembered (a run has one or a few: one per policy rule), by
+#: the options' ``repr`` (every field, with its type: ``False`` is not ``0``); the first ones
+#: only. Read by :meth:`ConversionRecord.to_json` alone, which never changes them.
 OPTIONS_MEMO_SIZE = 64
-_OPTIONS_TEXT: dict[str, str] = {}
+_OPTIONS_WIRE: dict[str, dict[str, Any]] = {}
 
 
-def _options_json(options: RecordedOptions) -> str:
-    """The ``options`` member of a record (JSON of :meth:`RecordedOptions.to_wire`)."""
+def _options_wire(options: RecordedOptions) -> dict[str, Any]:
+    """:meth:`RecordedOptions.to_wire`, remembered (not to be changed: shared by every record)."""
     key = repr(options)
-    text = _OPTIONS_TEXT.get(key)
-    if text is None:
-        text = _RECORD_JSON(options.to_wire())
-        if len(_OPTIONS_TEXT) < OPTIONS_MEMO_SIZE:
-            _OPTIONS_TEXT[key] = text
-    return text
+    wire = _OPTIONS_WIRE.get(key)
+    if wire is None:
+        wire = options.to_wire()
+        if len(_OPTIONS_WIRE) < OPTIONS_MEMO_SIZE:
+            _OPTIONS_WIRE[key] = wire
+    return wire
 
 
 @dataclass(frozen=True)
@@ -161,14 +162,16 @@ class ConversionRecord:
         )
 
     def to_json(self) -> str:
-        """The annotation's value (canonical JSON): ``{"apiVersion", "options", "original", "plan",
-        "templates"}``, keys sorted, written member by member (the text of the options, the same
-        for every pod of a run, is remembered)."""
-        return (
-            f'{{"apiVersion":{_RECORD_JSON(RECORD_API_VERSION)},"options":{_options_json(self.options)},'
-            f'"original":{_RECORD_JSON(self.original)},"plan":{_RECORD_JSON(self.plan)},'
-            f'"templates":{_RECORD_JSON(list(self.templates))}}}'
-        )
+        """The annotation's value (canonical JSON; the wire form of the options, the same for
+        every pod of a run, is remembered)."""
+        doc = {
+            "apiVersion": RECORD_API_VERSION,
+            "options": _options_wire(self.options),
+            "original": self.original,
+            "plan": self.plan,
+            "templates": list(self.templates),
+        }
+        return _RECORD_JSON(doc)
 
     def write(self, pod: Mapping[str, Any]) -> dict[str, Any]:
         """A copy of ``pod`` (new metadata, labels and annotations; the rest shared) carrying

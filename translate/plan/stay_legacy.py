@@ -318,9 +318,17 @@ CHECKS: tuple[Check, ...] = (pinned_to_node, scheduler_without_dra)
 REQUEST_CHECKS: tuple[Check, ...] = (hami_slicing_kept, shared_count_over_one, shared_product_count_over_one)
 
 
+def _first(rules: tuple[Check, ...], facts: Facts) -> Finding | None:
+    for rule in rules:
+        found = rule(facts)
+        if found is not None:
+            return found
+    return None
+
+
 def gate(facts: Facts) -> Finding | None:
     """The first of :data:`GATES` that hits (the pod stays unchanged), or None."""
-    return next((f for f in (g(facts) for g in GATES) if f is not None), None)
+    return _first(GATES, facts)
 
 
 def checks(facts: Facts) -> list[Finding]:
@@ -330,7 +338,7 @@ def checks(facts: Facts) -> list[Finding]:
 
 def request_check(facts: Facts) -> Finding | None:
     """The first of :data:`REQUEST_CHECKS` that hits for ``facts.demand``, or None."""
-    return next((f for f in (c(facts) for c in REQUEST_CHECKS) if f is not None), None)
+    return _first(REQUEST_CHECKS, facts)
 
 
 # ------------------------------------------------------------------ cluster state
