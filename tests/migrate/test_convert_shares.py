@@ -15,7 +15,9 @@ import pytest
 import yaml
 
 from dra_bridge.migrate import cli
+from dra_bridge.translate import dns_names
 from dra_bridge.translate.catalog import Catalog, load_catalog
+from dra_bridge.translate.plan import claim_plan, record
 from dra_bridge.translate.plan.workloads import convert_object
 
 DATA = Path(__file__).parents[1] / "data"
@@ -102,3 +104,27 @@ def test_an_input_with_aliases_is_copied_and_written_without_anchors(tmp_path: P
     text = _convert(aliased)
     assert "&id" not in text and "*id" not in text
     assert text == _convert(expanded)
+
+
+def _clear_memos() -> None:
+    claim_plan._laid.cache_clear()
+    dns_names._digest_text.cache_clear()
+    record._OPTIONS_WIRE.clear()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [(), ("--alignment", "numa", "-o", "json"), ("--include-custom-resources",)],
+    ids=["plain", "numa-json", "custom"],
+)
+def test_convert_with_warm_memos_writes_what_a_fresh_process_writes(flags: tuple[str, ...]) -> None:
+    def run() -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        sources = [a for d in ("examples", "custom-resources", "foreign", "pod-counts") for a in ("-f", str(DATA / d))]
+        code = cli.main(["convert", *sources, *flags], stdout=out, stderr=err)
+        return code, out.getvalue(), err.getvalue()
+
+    _clear_memos()
+    fresh = run()
+    assert fresh[1] and fresh[2]
+    assert run() == fresh
