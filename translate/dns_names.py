@@ -53,7 +53,11 @@ DIGEST_MEMO_TEXT = 4096
 
 def digest(value: object, length: int = 10) -> str:
     """A short stable hash of a JSON-able value: ``length`` lower-case base32 characters."""
-    text = canonical_json(value)
+    return digest_text(canonical_json(value), length)
+
+
+def digest_text(text: str, length: int = 10) -> str:
+    """:func:`digest` of the value whose canonical JSON is ``text``."""
     return _digest_text(text, length) if len(text) <= DIGEST_MEMO_TEXT else _digest_text.__wrapped__(text, length)
 
 

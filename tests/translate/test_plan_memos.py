@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +16,6 @@ import pytest
 from dra_bridge.translate import dns_names
 from dra_bridge.translate.catalog import Catalog, load_catalog
 from dra_bridge.translate.plan import claim_plan
-from dra_bridge.translate.plan import record as record_module
 from dra_bridge.translate.plan.pod_plan import Options, Plan, plan_pod
 from dra_bridge.translate.plan.record import RECORD_API_VERSION, ConversionRecord, RecordedOptions
 from tests.factories import gpu, make_container, make_pod
@@ -153,7 +153,25 @@ def test_the_record_json_is_its_canonical_json_whatever_the_options_memo_holds(o
     assert record.to_json() == json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
-def test_the_options_memo_is_bounded() -> None:
-    for n in range(record_module.OPTIONS_MEMO_SIZE + 10):
-        ConversionRecord("p", ("t",), {}, RecordedOptions(managed_by=f"m{n}")).to_json()
-    assert len(record_module._OPTIONS_WIRE) <= record_module.OPTIONS_MEMO_SIZE
+def test_the_recorded_options_are_remembered_on_the_frozen_options(catalog: Catalog) -> None:
+    options = Options(alignment="numa")
+    first = RecordedOptions.of(options, catalog)
+    assert RecordedOptions.of(options, catalog) is first
+    assert RecordedOptions.of(options, catalog.with_target("vendor")).target == "vendor"
+    assert RecordedOptions.of(replace(options, alignment="pcie"), catalog).alignment == "pcie"
+    listed = Options(dra_schedulers=["a"])  # type: ignore[arg-type]  # a list is not remembered
+    assert RecordedOptions.of(listed, catalog) is not RecordedOptions.of(listed, catalog)
+
+
+@pytest.mark.parametrize(
+    "value", ["1", "é", "\x7f", "a\nb", '"q"', "\u2028"], ids=["plain", "accent", "del", "newline", "quote", "ls"]
+)
+def test_the_record_reuses_the_original_text_only_where_it_is_the_same(value: str) -> None:
+    original: Any = {"containers": {"c": {"limits": {"x/y": value}}}, "annotations": {"k": value}}
+    record = ConversionRecord("p", ("t",), original, RecordedOptions())
+    expected = json.dumps(
+        {"apiVersion": RECORD_API_VERSION, "options": {}, "original": original, "plan": "p", "templates": ["t"]},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    assert record.to_json(dns_names.canonical_json(original)) == record.to_json() == expected

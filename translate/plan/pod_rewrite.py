@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from dra_bridge.translate.dns_names import digest
+from dra_bridge.translate.dns_names import canonical_json, digest_text
 from dra_bridge.translate.plan.placement import Placement
 from dra_bridge.translate.plan.record import ConversionRecord, OriginalValues, RecordedOptions
 
@@ -76,9 +76,12 @@ def rewrite(
     _apply_placement(new, spec, annotations, placement, original)
     _add_tolerations(nspec, sorted(claims.converted))
     template_names = list(claims.template_names)
-    plan_hash = digest({"templates": template_names, "original": original}, 12)
+    # digest({"templates": ..., "original": ...}): its canonical JSON written member by member,
+    # the original's text kept for the record, which writes the same where it is plain ASCII.
+    original_text = canonical_json(original)
+    plan_hash = digest_text(f'{{"original":{original_text},"templates":{canonical_json(template_names)}}}', 12)
     record = ConversionRecord(plan_hash, tuple(template_names), cast(OriginalValues, original), recorded)
-    return record.write(new), record
+    return record.write(new, original_text), record
 
 
 def remove_legacy(res: dict[str, Any], names: Collection[str]) -> dict[str, Any]:
