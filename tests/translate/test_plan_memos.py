@@ -175,3 +175,13 @@ def test_the_record_reuses_the_original_text_only_where_it_is_the_same(value: st
         separators=(",", ":"),
     )
     assert record.to_json(dns_names.canonical_json(original)) == record.to_json() == expected
+
+
+@pytest.mark.parametrize("namespace", [["a", "list"], 5, {"a": 1}], ids=["list", "int", "mapping"])
+def test_a_namespace_that_is_no_string_is_laid_out_without_the_memo(namespace: Any, catalog: Catalog) -> None:
+    claim_plan._laid.cache_clear()
+    pod = make_pod()
+    pod["metadata"]["namespace"] = namespace
+    plan = plan_pod(pod, catalog, Options(), namespace)
+    assert plan.changed and plan.templates[0]["metadata"]["namespace"] == namespace
+    assert claim_plan._laid.cache_info().currsize == 0

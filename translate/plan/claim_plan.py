@@ -69,7 +69,8 @@ def plan_claims(
     api_version = normalize_api_version(options.api_version)
     selectors = None if placement is None else tuple(placement.selectors)
     key = (tuple(wanted), selectors, options.topology, target, existing, namespace, api_version, options.managed_by)
-    laid = _laid(*key) if _weight(key) <= MEMO_TEXT else _laid.__wrapped__(*key)
+    kept = (namespace is None or type(namespace) is str) and _weight(key) <= MEMO_TEXT  # a str key, short
+    laid = _laid(*key) if kept else _laid.__wrapped__(*key)
     findings += laid.findings
     claims = laid.claims
     templates = tuple(
@@ -93,13 +94,8 @@ def plan_claims(
 def _weight(key: tuple[Any, ...]) -> int:
     """The characters of a layout's input that the memo would keep (its strings)."""
     wanted, selectors, _, _, existing, namespace, _, managed_by = key
-    return (
-        sum(len(d.container) + len(d.legacy) + len(d.path) for d in wanted)
-        + sum(len(s) for s in selectors or ())
-        + sum(len(e) for e in existing)
-        + len(namespace or "")
-        + len(managed_by)
-    )
+    strings = [*(s for d in wanted for s in (d.container, d.legacy, d.path)), *(selectors or ()), *existing]
+    return sum(map(len, strings)) + len(namespace or "") + len(str(managed_by))
 
 
 @functools.lru_cache(maxsize=MEMO_SIZE, typed=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from dra_bridge.translate.catalog import Catalog
@@ -102,10 +102,11 @@ def plan_pod(
     if not wanted:
         return _drop_zero_counts(pod, spec, zeros, findings) if zeros else _unchanged(pod, findings)
     facts = stay_legacy.Facts(spec, annotations, tuple(wanted), options, path)
-    stop = stay_legacy.gate(facts.adding(findings))
+    so_far = facts.adding(findings)  # the gates and the checks read the same findings
+    stop = stay_legacy.gate(so_far)
     if stop is not None:
         return _unchanged(pod, [*findings, stop])
-    findings += stay_legacy.checks(facts.adding(findings))
+    findings += stay_legacy.checks(so_far)
     if (
         options.kep5004
         and all(d.mapping.resource_name in options.kep5004 for d in wanted)
@@ -183,7 +184,7 @@ def _apply_kinds(
         if m.kind == "shared":
             count, finding = sharing.shared_request(m, d.count, catalog.target, d.path, d.legacy)
             findings.append(finding)
-            d = replace(d, count=count)
+            d = _but(d, count=count)
         if not placement.mig_profiles:
             replicas = sharing.shared_product_request(
                 m, d.count, catalog.target, placement.shared_products, d.path, d.legacy
@@ -192,7 +193,7 @@ def _apply_kinds(
         m, notes = mig_single.serve(m, placement, catalog, d.path, d.legacy)
         findings += notes
         if m is not d.mapping:
-            d = replace(d, mapping=m)
+            d = _but(d, mapping=m)
         if (
             m.profile
             and catalog.canonical_profile(m.profile) not in catalog.mig_profiles
@@ -211,6 +212,13 @@ def _apply_kinds(
             )
         out.append(d)
     return out, dropped
+
+
+def _but(demand: ContainerDemand, **changes: Any) -> ContainerDemand:
+    """``dataclasses.replace(demand, **changes)`` without its field-by-field walk (plain values)."""
+    new = object.__new__(ContainerDemand)
+    vars(new).update(vars(demand), **changes)
+    return new
 
 
 def _zero_dropped(d: ContainerDemand) -> Finding:
