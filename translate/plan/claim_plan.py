@@ -65,7 +65,9 @@ def plan_claims(
     """The requests, claims and claim templates of ``wanted`` (findings appended), and the
     finding that keeps the pod legacy because the API server would refuse a template (or None).
     ``placement``: the pod's GPU node selection when it moves into the requests (else None)."""
-    existing = tuple(str(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, Mapping))
+    existing = tuple(
+        str(c.get("name")) for c in spec.get("resourceClaims") or [] if (type(c) is dict or isinstance(c, Mapping))
+    )
     api_version = normalize_api_version(options.api_version)
     selectors = None if placement is None else tuple(placement.selectors)
     key = (tuple(wanted), selectors, options.topology, target, existing, namespace, api_version, options.managed_by)

@@ -62,7 +62,7 @@ def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
         if value is not None and type(value) is not want:
             _check(value, want, f"{path}spec.{name}", out)
     selector = spec.get("nodeSelector")
-    if isinstance(selector, Mapping):
+    if type(selector) is dict or isinstance(selector, Mapping):
         for key, value in selector.items():  # map[string]string: YAML reads `5` or `true` otherwise
             if type(value) is not str:
                 _check(value, str, f"{path}spec.nodeSelector[{key}]", out, optional=False)
@@ -73,7 +73,7 @@ def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
                 if not _fine_container(c):
                     _container(c, f"{path}spec.{fld}[{i}]", out)
     affinity = spec.get("affinity")
-    if isinstance(affinity, Mapping):
+    if type(affinity) is dict or isinstance(affinity, Mapping):
         _node_affinity(affinity.get("nodeAffinity"), f"{path}spec.affinity.nodeAffinity", out)
     return out
 
@@ -81,7 +81,7 @@ def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
 def _metadata(meta: Any, path: str, out: list[Finding]) -> None:
     if type(meta) is not dict:
         _check(meta, dict, f"{path}metadata", out)
-    if isinstance(meta, Mapping):
+    if type(meta) is dict or isinstance(meta, Mapping):
         for key in ("annotations", "labels"):
             value = meta.get(key)
             if value is not None and type(value) is not dict:

@@ -108,8 +108,9 @@ def writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
     limits and requests); everything else is shared with ``pod``."""
     new = dict(pod)
     meta = new["metadata"] = dict(pod.get("metadata") or {})
-    if isinstance(meta.get("annotations"), Mapping):
-        meta["annotations"] = dict(meta["annotations"])
+    annotations = meta.get("annotations")
+    if type(annotations) is dict or isinstance(annotations, Mapping):
+        meta["annotations"] = dict(annotations)
     nspec = new["spec"] = dict(spec)
     for fld in ("initContainers", "containers"):
         containers = nspec.get(fld)
@@ -118,11 +119,13 @@ def writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
         nspec[fld] = copies = []
         for c in containers:
             c = dict(c)
-            if isinstance(c.get("resources"), Mapping):
-                res = c["resources"] = dict(c["resources"])
+            res = c.get("resources")
+            if type(res) is dict or isinstance(res, Mapping):
+                res = c["resources"] = dict(res)
                 for section in ("limits", "requests"):
-                    if isinstance(res.get(section), Mapping):
-                        res[section] = dict(res[section])
+                    block = res.get(section)
+                    if type(block) is dict or isinstance(block, Mapping):
+                        res[section] = dict(block)
             copies.append(c)
     return new
 
@@ -162,7 +165,7 @@ def _add_tolerations(spec: dict[str, Any], resource_names: list[str]) -> None:
     tolerations = list(spec.get("tolerations") or [])
     for name in resource_names:
         covered = any(
-            isinstance(t, Mapping)
+            (type(t) is dict or isinstance(t, Mapping))
             and t.get("operator") == "Exists"
             and t.get("key") in (name, None, "")
             and t.get("effect") in (None, "", "NoSchedule")

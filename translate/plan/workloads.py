@@ -96,7 +96,7 @@ def convert_object(
     ``private`` False (a Pod or a built-in workload): the result shares with ``obj`` the subtrees
     the conversion leaves alone instead of copying them, for a caller that changes neither and
     whose ``obj`` reaches no list or mapping twice (the output would then too)."""
-    if not isinstance(obj, Mapping):
+    if not (type(obj) is dict or isinstance(obj, Mapping)):
         return Converted(clone(obj), (), (Finding(".", "", "ignored", "not an object"),))
     kind = str(obj.get("kind", ""))
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
@@ -212,11 +212,12 @@ def _spine(obj: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
 
 def _convert_pod(obj: Mapping[str, Any], catalog: Catalog, options: Options, private: bool = True) -> Converted:
     """A bare Pod: its plan, unless it exists or has an owner (:func:`~translate.plan.stay_legacy.live_pod`)."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    meta = obj.get("metadata")
+    meta = meta if type(meta) is dict or isinstance(meta, Mapping) else {}
+    namespace = meta.get("namespace")
     plan = plan_pod(obj, catalog, options, namespace)
     asks = plan.changed or any(f.severity > 0 for f in plan.findings)
-    live = live_pod(meta) if asks and isinstance(meta, Mapping) else None  # before nodeName: why it stays
+    live = live_pod(meta) if asks else None  # before nodeName: why it stays
     if live is not None:  # what is not ours stays said: a live pod's unknown device is still unknown
         return Converted(clone(obj), (), (live, *(f for f in plan.findings if f.code in FOREIGN_CODES)))
     pod = clone_mapping(plan.pod) if private else dict(plan.pod)
