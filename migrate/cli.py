@@ -189,20 +189,22 @@ def _convert(
     policy: Policy | None,
     custom: bool,
     quotas: Mapping[str, frozenset[str]],
+    aliased: bool = True,
 ) -> Converted:
     """One object, with the options the policy gives it (none: ``options``), kept as it is where
     the quotas of its namespace (``quotas``: as this run writes them) would not count it
-    (docs/design.md D27)."""
+    (docs/design.md D27). The output shares what the conversion leaves alone with ``obj`` unless
+    ``obj`` is ``aliased`` (reaches a list or mapping twice: its output is copied, without anchors)."""
     templates = pod_templates(obj) if policy is not None else []
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     namespace = str((meta or {}).get("namespace") or "")
     keys = quotas.get(namespace, frozenset())
     if policy is None or not templates:
-        return hold_for_quota(obj, convert_object(obj, catalog, options, custom), keys, catalog, False)
+        return hold_for_quota(obj, convert_object(obj, catalog, options, custom, aliased), keys, catalog, False)
     judged, settings = workload_options(templates[0][1], obj, namespace, policy, options, {})
     if not settings.convert:
         return switched_off(obj, settings)
-    converted = convert_object(obj, catalog, judged, custom)
+    converted = convert_object(obj, catalog, judged, custom, aliased)
     return hold_for_quota(obj, converted, keys, catalog, settings.ignore_legacy_quota)
 
 
@@ -230,12 +232,13 @@ def convert(args: argparse.Namespace, stdin: TextIO, out: TextIO, err: TextIO) -
         )
         writer, memo = Writer(spool, args.output), NameMemo()
 
-        def work(obj: dict[str, Any]) -> Result:
-            converted = _convert(obj, catalog, options, policy, args.include_custom_resources, quotas)
+        def work(doc: Document) -> Result:
+            custom = args.include_custom_resources
+            converted = _convert(doc.obj, catalog, options, policy, custom, quotas, doc.aliased)
             return converted, tuple(phrased(converted.findings))
 
         for doc in _read(sources, args.allow_empty):
-            result, findings = memo.result(doc.obj, doc.aliased, lambda: work(doc.obj))  # noqa: B023 (called at once)
+            result, findings = memo.result(doc.obj, doc.aliased, lambda: work(doc))  # noqa: B023 (called at once)
             for template in result.templates:
                 key = (str(template["metadata"].get("namespace", "")), template["metadata"]["name"])
                 if key not in seen:

@@ -13,6 +13,7 @@ JSON (sorted keys, no whitespace), encoded in lower-case base32.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import re
@@ -44,9 +45,26 @@ def canonical_json(value: object) -> str:
     return _CANONICAL(value)
 
 
+#: Hashes remembered (the same templates and records recur pod after pod), of texts up to
+#: DIGEST_MEMO_TEXT characters: at most DIGEST_MEMO_SIZE of them, least recently used out.
+DIGEST_MEMO_SIZE = 1024
+DIGEST_MEMO_TEXT = 4096
+
+
 def digest(value: object, length: int = 10) -> str:
     """A short stable hash of a JSON-able value: ``length`` lower-case base32 characters."""
-    raw = hashlib.sha256(canonical_json(value).encode("utf-8")).digest()
+    return digest_text(canonical_json(value), length)
+
+
+def digest_text(text: str, length: int = 10) -> str:
+    """:func:`digest` of the value whose canonical JSON is ``text``."""
+    return _digest_text(text, length) if len(text) <= DIGEST_MEMO_TEXT else _digest_text.__wrapped__(text, length)
+
+
+@functools.lru_cache(maxsize=DIGEST_MEMO_SIZE)
+def _digest_text(text: str, length: int) -> str:
+    """:func:`digest` of a canonical text (pure: remembered by exactly its arguments)."""
+    raw = hashlib.sha256(text.encode("utf-8")).digest()
     # base32 writes each 5 bytes as 8 characters on their own: encoding only the blocks the
     # prefix needs gives the same characters as encoding the whole digest, at a fraction.
     blocks = min(-(-length // 8), 7) * 5

@@ -12,13 +12,17 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+#: Values that are shared as they are, told apart without a call (most of a pod's leaves).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def clone(value: T) -> T:
     """A copy of ``value`` in which every dict and list is new."""
     kind = type(value)
     if kind is dict:
-        return {k: clone(v) for k, v in value.items()}  # type: ignore[attr-defined,return-value]
+        return {k: v if type(v) in _SCALARS else clone(v) for k, v in value.items()}  # type: ignore[attr-defined,return-value]
     if kind is list:
-        return [clone(v) for v in value]  # type: ignore[attr-defined,return-value]
+        return [v if type(v) in _SCALARS else clone(v) for v in value]  # type: ignore[attr-defined,return-value]
     if isinstance(value, dict):
         return {k: clone(v) for k, v in value.items()}  # type: ignore[return-value]
     if isinstance(value, list):
@@ -28,4 +32,4 @@ def clone(value: T) -> T:
 
 def clone_mapping(value: Any) -> dict[str, Any]:
     """A new dict copied from any mapping (the object's containers are cloned)."""
-    return {k: clone(v) for k, v in dict(value).items()}
+    return {k: v if type(v) in _SCALARS else clone(v) for k, v in dict(value).items()}

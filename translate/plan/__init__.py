@@ -11,7 +11,8 @@ single strategy, :mod:`~translate.plan.mig_single`), shared GPUs (time-slicing a
 (:mod:`~translate.plan.alignment`),
 ResourceClaimTemplate rendering (:mod:`~translate.plan.claim_templates`) within the API server's
 limits (:mod:`~translate.plan.api_limits`), the plan itself
-(:mod:`~translate.plan.pod_plan`; the rewrite of the pod: :mod:`~translate.plan.pod_rewrite`),
+(:mod:`~translate.plan.pod_plan`; its requests, claims and templates, laid out once per workload
+shape: :mod:`~translate.plan.claim_plan`; the rewrite of the pod: :mod:`~translate.plan.pod_rewrite`),
 the conversion record it leaves on the pod (written, read, reverted: :mod:`~translate.plan.record`),
 workloads (:mod:`~translate.plan.workloads`; the
 shapes of custom resources without pod templates, KServe and Argo:

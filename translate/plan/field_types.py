@@ -33,7 +33,7 @@ def _kind(t: type) -> str:
 
 
 def _check(value: Any, want: type, path: str, out: list[Finding], optional: bool = True) -> bool:
-    if value is None and optional:
+    if (value is None and optional) or type(value) is want:
         return True
     ok = isinstance(value, Mapping) if want is dict else isinstance(value, want)
     if not ok:
@@ -50,29 +50,42 @@ def _check(value: Any, want: type, path: str, out: list[Finding], optional: bool
 
 def shape_problems(pod: Mapping[str, Any], path: str = "") -> list[Finding]:
     """Findings for every field of the wrong type among those the migration touches."""
+    # Every check is tried in the same order as written; a field of the expected type is passed
+    # over before its path is spelled (the path is built only for a finding).
     out: list[Finding] = []
     meta, spec = pod.get("metadata"), pod.get("spec")
-    _check(meta, dict, f"{path}metadata", out)
-    if isinstance(meta, Mapping):
-        _check(meta.get("annotations"), dict, f"{path}metadata.annotations", out)
-        _check(meta.get("labels"), dict, f"{path}metadata.labels", out)
-    if not _check(spec, dict, f"{path}spec", out) or not isinstance(spec, Mapping):
+    _metadata(meta, path, out)
+    if type(spec) is not dict and (not _check(spec, dict, f"{path}spec", out) or not isinstance(spec, Mapping)):
         return out
     for name, want in _SPEC_FIELDS.items():
-        _check(spec.get(name), want, f"{path}spec.{name}", out)
+        value = spec.get(name)
+        if value is not None and type(value) is not want:
+            _check(value, want, f"{path}spec.{name}", out)
     selector = spec.get("nodeSelector")
-    if isinstance(selector, Mapping):
+    if type(selector) is dict or isinstance(selector, Mapping):
         for key, value in selector.items():  # map[string]string: YAML reads `5` or `true` otherwise
-            _check(value, str, f"{path}spec.nodeSelector[{key}]", out, optional=False)
+            if type(value) is not str:
+                _check(value, str, f"{path}spec.nodeSelector[{key}]", out, optional=False)
     for fld in ("initContainers", "containers"):
         items = spec.get(fld)
         if isinstance(items, list):
             for i, c in enumerate(items):
-                _container(c, f"{path}spec.{fld}[{i}]", out)
+                if not _fine_container(c):
+                    _container(c, f"{path}spec.{fld}[{i}]", out)
     affinity = spec.get("affinity")
-    if isinstance(affinity, Mapping):
+    if type(affinity) is dict or isinstance(affinity, Mapping):
         _node_affinity(affinity.get("nodeAffinity"), f"{path}spec.affinity.nodeAffinity", out)
     return out
+
+
+def _metadata(meta: Any, path: str, out: list[Finding]) -> None:
+    if type(meta) is not dict:
+        _check(meta, dict, f"{path}metadata", out)
+    if type(meta) is dict or isinstance(meta, Mapping):
+        for key in ("annotations", "labels"):
+            value = meta.get(key)
+            if value is not None and type(value) is not dict:
+                _check(value, dict, f"{path}metadata.{key}", out)
 
 
 def require_shape(pod: Mapping[str, Any], label: str = "", path: str = "") -> None:
@@ -83,6 +96,24 @@ def require_shape(pod: Mapping[str, Any], label: str = "", path: str = "") -> No
     if problems:
         rule = problems[0].reason.removesuffix(_LEFT)
         raise InputError(f"{label}: {rule}" if label else rule)
+
+
+def _fine_container(c: Any) -> bool:
+    """True where :func:`_container` would find nothing, told without spelling a path (the
+    common case: plain dicts, a string name, resources with maps and a list of claims)."""
+    if type(c) is not dict or type(c.get("name")) is not str:
+        return False
+    res = c.get("resources")
+    if res is None:
+        return True
+    if type(res) is not dict:
+        return False
+    limits, requests, claims = res.get("limits"), res.get("requests"), res.get("claims")
+    return (
+        (limits is None or type(limits) is dict)
+        and (requests is None or type(requests) is dict)
+        and (claims is None or type(claims) is list)
+    )
 
 
 def _container(c: Any, cpath: str, out: list[Finding]) -> None:

@@ -76,15 +76,17 @@ def _slicing_controller(name: str) -> str | None:
 def _slicing_controller_site(spec: Mapping[str, Any], path: str) -> tuple[str, str, str] | None:
     """(path, value, controller domain) of the first gate or resource of a slicing controller."""
     for i, gate in enumerate(spec.get("schedulingGates") or []):
-        name = str(gate.get("name") or "") if isinstance(gate, Mapping) else ""
+        name = str(gate.get("name") or "") if (type(gate) is dict or isinstance(gate, Mapping)) else ""
         domain = _slicing_controller(name)
         if domain:
             return f"{path}spec.schedulingGates[{i}]", name, domain
     for fld in ("initContainers", "containers"):
         for i, c in enumerate(spec.get(fld) or []):
-            resources = c.get("resources") if isinstance(c, Mapping) else None
-            limits = resources.get("limits") if isinstance(resources, Mapping) else None
-            for name in limits if isinstance(limits, Mapping) else ():
+            resources = c.get("resources") if (type(c) is dict or isinstance(c, Mapping)) else None
+            limits = resources.get("limits") if (type(resources) is dict or isinstance(resources, Mapping)) else None
+            for name in limits if (type(limits) is dict or isinstance(limits, Mapping)) else ():
+                if type(name) is str and "/" not in name:
+                    continue  # cpu, memory: no domain
                 domain = _slicing_controller(str(name))
                 if domain:
                     return f"{path}spec.{fld}[{i}].resources.limits[{name}]", str(name), domain

@@ -23,25 +23,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from dra_bridge.translate.catalog import Catalog, Target
-from dra_bridge.translate.dns_names import digest, resource_label, to_label, unique_labels
+from dra_bridge.translate.catalog import Catalog
 from dra_bridge.translate.findings import Finding, Remedy, blocks_conversion, worst
 from dra_bridge.translate.names import (
     GFD_PREFIX,
     normalize_api_version,
 )
-from dra_bridge.translate.plan import alignment, api_limits, foreign, mig_single, sharing, stay_legacy
-from dra_bridge.translate.plan.claim_templates import render_template
+from dra_bridge.translate.plan import alignment, foreign, mig_single, sharing, stay_legacy
+from dra_bridge.translate.plan.claim_plan import plan_claims
 from dra_bridge.translate.plan.demand import ContainerDemand, collect
 from dra_bridge.translate.plan.field_types import shape_problems
 from dra_bridge.translate.plan.options import Options  # the options model lives in options.py; importable from here too
 from dra_bridge.translate.plan.placement import Placement, place
-from dra_bridge.translate.plan.pod_rewrite import PodClaims, remove_legacy, rewrite, writable
+from dra_bridge.translate.plan.pod_rewrite import remove_legacy, rewrite, writable
 from dra_bridge.translate.plan.record import ConversionRecord, RecordedOptions
-from dra_bridge.translate.plan.request_layout import Demand, layout
 
 
 @dataclass(frozen=True)
@@ -104,10 +102,11 @@ def plan_pod(
     if not wanted:
         return _drop_zero_counts(pod, spec, zeros, findings) if zeros else _unchanged(pod, findings)
     facts = stay_legacy.Facts(spec, annotations, tuple(wanted), options, path)
-    stop = stay_legacy.gate(facts.adding(findings))
+    so_far = facts.adding(findings)  # the gates and the checks read the same findings
+    stop = stay_legacy.gate(so_far)
     if stop is not None:
         return _unchanged(pod, [*findings, stop])
-    findings += stay_legacy.checks(facts.adding(findings))
+    findings += stay_legacy.checks(so_far)
     if (
         options.kep5004
         and all(d.mapping.resource_name in options.kep5004 for d in wanted)
@@ -118,7 +117,7 @@ def plan_pod(
             findings.append(Finding(d.path, d.legacy, "ignored", f"served by KEP-5004 DeviceClass {dclass}"))
         return _unchanged(pod, findings)
     placement = place(spec, annotations, path, options.minor, catalog.aliases)
-    wanted, dropped = _apply_kinds(replace(facts, placement=placement), catalog, placement, findings)
+    wanted, dropped = _apply_kinds(facts.placed(placement), catalog, placement, findings)
     target = catalog.target
     uses_gfd = any(d.mapping.gfd == "nvidia" for d in wanted)
     if uses_gfd:
@@ -134,17 +133,18 @@ def plan_pod(
                 "converting high-priority workloads",
             )
         )
-    findings += alignment.unalignable(
-        [(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted], target, options.topology, path
-    )
+    if options.alignment != "none":  # without a policy nothing is unalignable
+        findings += alignment.unalignable(
+            [(d.mapping, d.count, d.container, d.path, d.legacy) for d in wanted], target, options.topology, path
+        )
     verdict = stay_legacy.translation_not_faithful(facts.adding(findings))
     if verdict is not None:
         return _unchanged(pod, [*findings, verdict])
-    findings += [_zero_dropped(d) for d in zeros]
-    dropped |= {d.mapping.resource_name for d in zeros}
+    if zeros:
+        findings += [_zero_dropped(d) for d in zeros]
+        dropped |= {d.mapping.resource_name for d in zeros}
     kept_placement = placement if uses_gfd else None
-    claims = _claims(wanted, kept_placement, options, target, spec, namespace, findings)
-    over = api_limits.first_problem(claims.templates, wanted[0].path, wanted[0].legacy)
+    claims, over = plan_claims(wanted, kept_placement, options, target, spec, namespace, findings)
     if over is not None:
         return _unchanged(pod, [*findings, over, *_verdict(facts.adding([*findings, over]))])
     new, record = rewrite(pod, claims, dropped, kept_placement, RecordedOptions.of(options, catalog))
@@ -184,7 +184,7 @@ def _apply_kinds(
         if m.kind == "shared":
             count, finding = sharing.shared_request(m, d.count, catalog.target, d.path, d.legacy)
             findings.append(finding)
-            d = replace(d, count=count)
+            d = _but(d, count=count)
         if not placement.mig_profiles:
             replicas = sharing.shared_product_request(
                 m, d.count, catalog.target, placement.shared_products, d.path, d.legacy
@@ -192,7 +192,8 @@ def _apply_kinds(
             findings += [replicas] if replicas is not None else []
         m, notes = mig_single.serve(m, placement, catalog, d.path, d.legacy)
         findings += notes
-        d = replace(d, mapping=m)
+        if m is not d.mapping:
+            d = _but(d, mapping=m)
         if (
             m.profile
             and catalog.canonical_profile(m.profile) not in catalog.mig_profiles
@@ -213,87 +214,11 @@ def _apply_kinds(
     return out, dropped
 
 
-def _claims(
-    wanted: list[ContainerDemand],
-    placement: Placement | None,
-    options: Options,
-    target: Target,
-    spec: Mapping[str, Any],
-    namespace: str | None,
-    findings: list[Finding],
-) -> PodClaims:
-    """The requests, claims and claim templates of ``wanted`` (findings appended)."""
-    requests, users, verdicts, converted = _requests(wanted, placement, options, target, findings)
-    # Claims: at most 32 devices and 32 requests each (resource.k8s.io/v1 limits), the requests
-    # of one alignment constraint in one claim.
-    counts = [r["count"] for r in requests]
-    together = alignment.groups(users, counts, [v[0] is None for v in verdicts], options.topology)
-    claims, lost = alignment.pack_claims(counts, together)
-    where = {d.container: (d.path, d.legacy) for d in reversed(wanted)} | {"": (wanted[0].path, wanted[0].legacy)}
-    findings += alignment.outcome(together, lost, [v[1] for v in verdicts], where, options.topology)
-    together = [g for i, g in enumerate(together) if i not in lost]
-    existing = [str(c.get("name")) for c in spec.get("resourceClaims") or [] if isinstance(c, Mapping)]
-    claim_names = unique_labels(["gpu" if len(claims) == 1 else f"gpu-{n}" for n in range(len(claims))], existing)
-    internals: list[dict[str, Any]] = [
-        {"requests": [{k: requests[i][k] for k in ("name", "deviceClassName", "count", "selectors")} for i in idx]}
-        for idx in claims
-    ]
-    for internal, idx in zip(internals, claims, strict=True):
-        constraints = alignment.claim_constraints(
-            idx, together, [r["name"] for r in requests], options.topology.attribute
-        )
-        if constraints:
-            internal["constraints"] = constraints
-    template_names = [f"dra-bridge-{digest({'managedBy': options.managed_by, 'spec': s}, 12)}" for s in internals]
-    api_version = normalize_api_version(options.api_version)
-    templates = tuple(
-        render_template(s, n, namespace, api_version, options.managed_by)
-        for s, n in zip(internals, template_names, strict=True)
-    )
-    return PodClaims(
-        requests=tuple(requests),
-        users=tuple(users),
-        claim_of={i: c for c, idx in enumerate(claims) for i in idx},
-        claim_names=tuple(claim_names),
-        template_names=tuple(template_names),
-        templates=templates,
-        converted=converted,
-    )
-
-
-def _requests(
-    wanted: list[ContainerDemand],
-    placement: Placement | None,
-    options: Options,
-    target: Target,
-    findings: list[Finding],
-) -> tuple[list[dict[str, Any]], list[tuple[str, ...]], list[tuple[str | None, str]], frozenset[str]]:
-    """The named DRA requests of ``wanted``, resource by resource in first-seen order, with the
-    containers using each, each one's alignment verdict, and the resource names converted."""
-    requests: list[dict[str, Any]] = []
-    users: list[tuple[str, ...]] = []
-    owners: list[str] = []
-    verdicts: list[tuple[str | None, str]] = []
-    by_resource: dict[str, list[ContainerDemand]] = {}
-    for d in wanted:
-        by_resource.setdefault(d.mapping.resource_name, []).append(d)
-    for name, ds in by_resource.items():
-        mapping = ds[0].mapping
-        sels = list(mapping.selectors) + (list(placement.selectors) if placement and mapping.gfd else [])
-        parts = layout([Demand(d.container, d.role, d.index, d.count) for d in ds])
-        for part in parts:
-            owners.append(to_label(f"{part.owner}-{resource_label(name)}"))
-            requests.append({"deviceClassName": mapping.device_class, "count": part.count, "selectors": sels})
-            users.append(part.users)
-            verdicts.append(
-                alignment.missing(mapping, target, options.topology) if options.alignment != "none" else ("none", "")
-            )
-        findings += [
-            Finding(d.path, d.legacy, "translated", f"DRA request for DeviceClass {mapping.device_class}") for d in ds
-        ]
-    for req, name in zip(requests, unique_labels(owners), strict=True):
-        req["name"] = name
-    return requests, users, verdicts, frozenset(by_resource)
+def _but(demand: ContainerDemand, **changes: Any) -> ContainerDemand:
+    """``dataclasses.replace(demand, **changes)`` without its field-by-field walk (plain values)."""
+    new = object.__new__(ContainerDemand)
+    vars(new).update(vars(demand), **changes)
+    return new
 
 
 def _zero_dropped(d: ContainerDemand) -> Finding:

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from dra_bridge.translate.dns_names import digest
+from dra_bridge.translate.dns_names import canonical_json, digest_text
 from dra_bridge.translate.plan.placement import Placement
 from dra_bridge.translate.plan.record import ConversionRecord, OriginalValues, RecordedOptions
 
@@ -76,9 +76,12 @@ def rewrite(
     _apply_placement(new, spec, annotations, placement, original)
     _add_tolerations(nspec, sorted(claims.converted))
     template_names = list(claims.template_names)
-    plan_hash = digest({"templates": template_names, "original": original}, 12)
+    # digest({"templates": ..., "original": ...}): its canonical JSON written member by member,
+    # the original's text kept for the record, which writes the same where it is plain ASCII.
+    original_text = canonical_json(original)
+    plan_hash = digest_text(f'{{"original":{original_text},"templates":{canonical_json(template_names)}}}', 12)
     record = ConversionRecord(plan_hash, tuple(template_names), cast(OriginalValues, original), recorded)
-    return record.write(new), record
+    return record.write(new, original_text), record
 
 
 def remove_legacy(res: dict[str, Any], names: Collection[str]) -> dict[str, Any]:
@@ -105,8 +108,9 @@ def writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
     limits and requests); everything else is shared with ``pod``."""
     new = dict(pod)
     meta = new["metadata"] = dict(pod.get("metadata") or {})
-    if isinstance(meta.get("annotations"), Mapping):
-        meta["annotations"] = dict(meta["annotations"])
+    annotations = meta.get("annotations")
+    if type(annotations) is dict or isinstance(annotations, Mapping):
+        meta["annotations"] = dict(annotations)
     nspec = new["spec"] = dict(spec)
     for fld in ("initContainers", "containers"):
         containers = nspec.get(fld)
@@ -115,11 +119,13 @@ def writable(pod: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
         nspec[fld] = copies = []
         for c in containers:
             c = dict(c)
-            if isinstance(c.get("resources"), Mapping):
-                res = c["resources"] = dict(c["resources"])
+            res = c.get("resources")
+            if type(res) is dict or isinstance(res, Mapping):
+                res = c["resources"] = dict(res)
                 for section in ("limits", "requests"):
-                    if isinstance(res.get(section), Mapping):
-                        res[section] = dict(res[section])
+                    block = res.get(section)
+                    if type(block) is dict or isinstance(block, Mapping):
+                        res[section] = dict(block)
             copies.append(c)
     return new
 
@@ -159,7 +165,7 @@ def _add_tolerations(spec: dict[str, Any], resource_names: list[str]) -> None:
     tolerations = list(spec.get("tolerations") or [])
     for name in resource_names:
         covered = any(
-            isinstance(t, Mapping)
+            (type(t) is dict or isinstance(t, Mapping))
             and t.get("operator") == "Exists"
             and t.get("key") in (name, None, "")
             and t.get("effect") in (None, "", "NoSchedule")

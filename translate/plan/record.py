@@ -95,9 +95,19 @@ class RecordedOptions:
     def of(cls, options: Options, catalog: Catalog) -> RecordedOptions:
         """What to record for a plan made with ``options`` and ``catalog`` (its target, the
         release's minor version)."""
-        values = {s.attribute: getattr(options, s.attribute) for s in recorded_specs()}
-        values |= {"target": catalog.target, "kubernetes_minor": options.minor}
-        return cls(**values)
+        # Remembered on ``options`` itself, by the catalog's target: the answer is a function of
+        # the fields of a frozen instance (immutable values: a tuple of schedulers) and the target.
+        memo: dict[str, RecordedOptions] | None = vars(options).setdefault("_recorded", {})
+        if type(options.dra_schedulers) is not tuple:
+            memo = None  # a list could change under the memo
+        found = memo.get(catalog.target) if memo is not None else None
+        if found is None:
+            values = {s.attribute: getattr(options, s.attribute) for s in recorded_specs()}
+            values |= {"target": catalog.target, "kubernetes_minor": options.minor}
+            found = cls(**values)
+            if memo is not None:
+                memo[catalog.target] = found
+        return found
 
     def apply(self, options: Options) -> Options:
         """``options`` with the recorded values in place of their own."""
@@ -107,6 +117,15 @@ class RecordedOptions:
     def aim(self, catalog: Catalog) -> Catalog:
         """``catalog`` aimed at the recorded target (bridge or vendor classes)."""
         return catalog if self.target is None or self.target == catalog.target else catalog.with_target(self.target)
+
+    def wire_json(self) -> str:
+        """:meth:`to_wire` as canonical JSON, remembered on this (frozen) instance."""
+        text: str | None = vars(self).get("_wire_json")
+        if text is None:
+            text = _RECORD_JSON(self.to_wire())
+            if type(self.dra_schedulers) in (tuple, type(None)):  # a list could change under the memo
+                vars(self)["_wire_json"] = text
+        return text
 
     def to_wire(self) -> dict[str, Any]:
         """The ``options`` object of the annotation (recorded values only)."""
@@ -121,6 +140,8 @@ class RecordedOptions:
 
 
 _SPEC_OF = {s.attribute: s for s in recorded_specs()}
+#: ``json.dumps(doc, sort_keys=True, separators=(",", ":"))`` without building an encoder per record.
+_RECORD_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 
 @dataclass(frozen=True)
@@ -143,24 +164,28 @@ class ConversionRecord:
             for name in block
         )
 
-    def to_json(self) -> str:
-        """The annotation's value (canonical JSON)."""
-        doc = {
-            "apiVersion": RECORD_API_VERSION,
-            "options": self.options.to_wire(),
-            "original": self.original,
-            "plan": self.plan,
-            "templates": list(self.templates),
-        }
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    def to_json(self, original_text: str | None = None) -> str:
+        """The annotation's value: canonical JSON of ``{"apiVersion", "options", "original",
+        "plan", "templates"}`` (keys sorted), written member by member with the options' text
+        remembered (:meth:`RecordedOptions.wire_json`: the same for every pod of a run).
+        ``original_text``: ``original``'s canonical JSON (translate.dns_names.canonical_json) when
+        the caller has it, used where it is the same text (printable ASCII: nothing to escape)."""
+        if original_text is None or not original_text.isascii() or "\x7f" in original_text:
+            original_text = _RECORD_JSON(self.original)
+        return (
+            f'{{"apiVersion":{_RECORD_JSON(RECORD_API_VERSION)},"options":{self.options.wire_json()},'
+            f'"original":{original_text},"plan":{_RECORD_JSON(self.plan)},'
+            f'"templates":{_RECORD_JSON(list(self.templates))}}}'
+        )
 
-    def write(self, pod: Mapping[str, Any]) -> dict[str, Any]:
+    def write(self, pod: Mapping[str, Any], original_text: str | None = None) -> dict[str, Any]:
         """A copy of ``pod`` (new metadata, labels and annotations; the rest shared) carrying
-        this record and the ``dra-bridge.io/converted`` label."""
+        this record and the ``dra-bridge.io/converted`` label (``original_text``: :meth:`to_json`)."""
         new = dict(pod)
         meta = new["metadata"] = dict(pod.get("metadata") or {})
         meta["labels"] = {**(meta.get("labels") or {}), CONVERTED_LABEL: "true"}
-        meta["annotations"] = {**(meta.get("annotations") or {}), CONVERSION_ANNOTATION: self.to_json()}
+        annotation = self.to_json(original_text)
+        meta["annotations"] = {**(meta.get("annotations") or {}), CONVERSION_ANNOTATION: annotation}
         return new
 
     @classmethod

@@ -39,7 +39,7 @@ Where a front-end setting would convert the pod, the finding carries a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dra_bridge.translate.errors import CountError
@@ -96,11 +96,22 @@ class Facts:
 
     def of(self, demand: ContainerDemand) -> Facts:
         """These facts, about one request."""
-        return replace(self, demand=demand)
+        return self._but(demand=demand)
 
     def adding(self, findings: Sequence[Finding]) -> Facts:
         """These facts with ``findings`` (all so far)."""
-        return replace(self, findings=tuple(findings))
+        return self._but(findings=tuple(findings))
+
+    def placed(self, placement: Placement) -> Facts:
+        """These facts with the pod's GPU node selection read (for the request checks)."""
+        return self._but(placement=placement)
+
+    def _but(self, **changes: Any) -> Facts:
+        # dataclasses.replace without its field-by-field walk (called several times per pod):
+        # the fields are plain values, nothing to validate or derive.
+        new = object.__new__(Facts)
+        vars(new).update(vars(self), **changes)
+        return new
 
 
 #: A stay-legacy rule: facts in, the finding that keeps the pod (or the request) legacy or None out.
@@ -307,9 +318,17 @@ CHECKS: tuple[Check, ...] = (pinned_to_node, scheduler_without_dra)
 REQUEST_CHECKS: tuple[Check, ...] = (hami_slicing_kept, shared_count_over_one, shared_product_count_over_one)
 
 
+def _first(rules: tuple[Check, ...], facts: Facts) -> Finding | None:
+    for rule in rules:
+        found = rule(facts)
+        if found is not None:
+            return found
+    return None
+
+
 def gate(facts: Facts) -> Finding | None:
     """The first of :data:`GATES` that hits (the pod stays unchanged), or None."""
-    return next((f for f in (g(facts) for g in GATES) if f is not None), None)
+    return _first(GATES, facts)
 
 
 def checks(facts: Facts) -> list[Finding]:
@@ -319,7 +338,7 @@ def checks(facts: Facts) -> list[Finding]:
 
 def request_check(facts: Facts) -> Finding | None:
     """The first of :data:`REQUEST_CHECKS` that hits for ``facts.demand``, or None."""
-    return next((f for f in (c(facts) for c in REQUEST_CHECKS) if f is not None), None)
+    return _first(REQUEST_CHECKS, facts)
 
 
 # ------------------------------------------------------------------ cluster state

@@ -85,10 +85,18 @@ def find_pod_templates(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[
 
 
 def convert_object(
-    obj: Any, catalog: Catalog, options: Options = Options(), include_custom_resources: bool = False
+    obj: Any,
+    catalog: Catalog,
+    options: Options = Options(),
+    include_custom_resources: bool = False,
+    private: bool = True,
 ) -> Converted:
-    """Convert one object (see the module docstring); never mutates ``obj``."""
-    if not isinstance(obj, Mapping):
+    """Convert one object (see the module docstring); never mutates ``obj``.
+
+    ``private`` False (a Pod or a built-in workload): the result shares with ``obj`` the subtrees
+    the conversion leaves alone instead of copying them, for a caller that changes neither and
+    whose ``obj`` reaches no list or mapping twice (the output would then too)."""
+    if not (type(obj) is dict or isinstance(obj, Mapping)):
         return Converted(clone(obj), (), (Finding(".", "", "ignored", "not an object"),))
     kind = str(obj.get("kind", ""))
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
@@ -97,11 +105,12 @@ def convert_object(
         quota, notes = convert_quota(obj, catalog)
         return Converted(quota, (), notes)
     if kind == "Pod" and obj.get("apiVersion") == "v1":
-        return _convert_pod(obj, catalog, options)
+        return _convert_pod(obj, catalog, options, private)
     builtin = _is_builtin(obj) and kind in BUILTIN_TEMPLATE_PATHS
     paths = [BUILTIN_TEMPLATE_PATHS[kind]] if builtin else list(find_pod_templates(obj))
     sites = [] if builtin else pod_spec_sites(obj)
-    new = clone_mapping(obj)
+    shared = builtin and not private
+    new = _spine(obj, BUILTIN_TEMPLATE_PATHS[kind]) if shared else clone_mapping(obj)
     templates: list[dict[str, Any]] = []
     findings: list[Finding] = []
     units: list[tuple[tuple[str | int, ...], PodSpecSite | None]] = [(p, None) for p in paths]
@@ -152,7 +161,7 @@ def convert_object(
             site.write_back(get_path(new, path), clone_mapping(plan.pod))
         else:
             target: Any = get_path(new, path[:-1]) if len(path) > 1 else new
-            target[path[-1]] = clone_mapping(plan.pod)  # an output of its own: plan.pod shares with obj
+            target[path[-1]] = plan.pod if shared else clone_mapping(plan.pod)  # plan.pod shares with obj
             pinned = pin_num_gpus(kind, target, found, path_text(path[:-1]))
             findings += [pinned] if pinned else []
         templates += plan.templates
@@ -189,16 +198,30 @@ def _not_converted(
     return kept if held in findings else [*kept, held]
 
 
-def _convert_pod(obj: Mapping[str, Any], catalog: Catalog, options: Options) -> Converted:
+def _spine(obj: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """``obj`` with new mappings along ``path`` to the pod template's parent (the rest shared)."""
+    new = dict(obj)
+    at = new
+    for part in path[:-1]:
+        child = at.get(part)
+        if not isinstance(child, Mapping):
+            break
+        at[part] = at = dict(child)
+    return new
+
+
+def _convert_pod(obj: Mapping[str, Any], catalog: Catalog, options: Options, private: bool = True) -> Converted:
     """A bare Pod: its plan, unless it exists or has an owner (:func:`~translate.plan.stay_legacy.live_pod`)."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+    meta = obj.get("metadata")
+    meta = meta if type(meta) is dict or isinstance(meta, Mapping) else {}
+    namespace = meta.get("namespace")
     plan = plan_pod(obj, catalog, options, namespace)
     asks = plan.changed or any(f.severity > 0 for f in plan.findings)
-    live = live_pod(meta) if asks and isinstance(meta, Mapping) else None  # before nodeName: why it stays
+    live = live_pod(meta) if asks else None  # before nodeName: why it stays
     if live is not None:  # what is not ours stays said: a live pod's unknown device is still unknown
         return Converted(clone(obj), (), (live, *(f for f in plan.findings if f.code in FOREIGN_CODES)))
-    return Converted(_without_server_fields(clone_mapping(plan.pod)), plan.templates, plan.findings)
+    pod = clone_mapping(plan.pod) if private else dict(plan.pod)
+    return Converted(_without_server_fields(pod), plan.templates, plan.findings)
 
 
 #: Fields the API server sets; a converted copy of a live object keeps none of them, so
