@@ -121,24 +121,34 @@ class _Utf8:
 
 def _parse(raw: BinaryIO, name: str) -> Iterator[Any]:
     """The documents of a stream, one at a time (YAML); concatenated JSON objects are read whole."""
+    return (doc for doc, _ in _parse_counted(raw, name))
+
+
+def _parse_counted(raw: BinaryIO, name: str) -> Iterator[tuple[Any, int | None]]:
+    """:func:`_parse`, each document with its values where the loader counted them while it built
+    the document (no list or mapping reached twice: ``FastConstructor.plain_values``), else None."""
     reader = _Utf8(raw, name)
     if reader.peek() == "{":
         text = "".join(iter(lambda: reader.read(_CHUNK), ""))  # the text peeked at comes first
         stream = _json_stream(text.lstrip("\ufeff"))
         if stream is not None:
-            yield from (d for d in stream if d is not None)
+            yield from ((d, None) for d in stream if d is not None)
             return
         reader = _Utf8(io.BytesIO(text.encode()), name)
+    loader = StrictLoader(reader)  # yaml.load_all's loop, with the loader at hand
     try:
-        for doc in yaml.load_all(reader, Loader=StrictLoader):
+        while loader.check_data():
+            doc = loader.get_data()
             if doc is not None:
-                yield doc
+                yield doc, loader.plain_values
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
         raise InputFileError(f"{where}: YAML error: {exc.problem or exc}") from exc
     except yaml.YAMLError as exc:
         raise InputFileError(f"{name}: YAML error: {exc}") from exc
+    finally:
+        loader.dispose()
 
 
 #: Values an input may expand to beyond one per byte of its text. YAML aliases let a small file
@@ -152,10 +162,14 @@ class _Budget:
     def __init__(self) -> None:
         self.left = value_budget(0)
 
-    def check(self, obj: Any, name: str, index: int) -> bool:
-        """Count ``obj``'s values (aliases at every use, each walked once); InputFileError once
-        the budget is spent. Whether a list or mapping in ``obj`` is reached more than once."""
-        count, shared = value_count(obj, self.left)
+    def check(self, obj: Any, name: str, index: int, counted: int | None = None) -> bool:
+        """Count ``obj``'s values (aliases at every use, each walked once; ``counted``: the loader's
+        count of a document that reaches nothing twice, no walk needed); InputFileError once the
+        budget is spent. Whether a list or mapping in ``obj`` is reached more than once."""
+        if counted is None:
+            count, shared = value_count(obj, self.left)
+        else:
+            count, shared = (counted if counted <= self.left else None), False
         if count is None:
             raise InputFileError(expansion_refused(name, f", at document {index + 1}"))
         self.left -= count
@@ -191,9 +205,9 @@ def _stdin_bytes(stdin: TextIO) -> BinaryIO:
 def _documents(name: str, raw: BinaryIO, budget: _Budget) -> Iterator[Document]:
     index = 0
     counted = _Counted(raw)
-    for position, doc in enumerate(_parse(cast(BinaryIO, counted), name)):
+    for position, (doc, values) in enumerate(_parse_counted(cast(BinaryIO, counted), name)):
         budget.left += counted.take()  # a value per byte read so far
-        aliased = budget.check(doc, name, position)
+        aliased = budget.check(doc, name, position, values)
         for obj in _flatten(doc, name, position):
             yield Document(name, index, obj, aliased)
             index += 1

@@ -22,6 +22,7 @@ cost of a load or a dump, so each is made cheaper here:
 
 from __future__ import annotations
 
+import operator
 from typing import Any, ClassVar
 
 import yaml
@@ -97,6 +98,17 @@ def resolve_method(cls: type[Any]) -> Any:
     return resolve
 
 
+def install_resolver(cls: type[Any]) -> None:
+    """Give ``cls`` (a loader or dumper class without path resolvers, its implicit resolvers
+    final) :func:`resolve_method`'s ``resolve``, and path tracking that does nothing: libyaml
+    calls ``descend_resolver`` and ``ascend_resolver`` for every node, and without path
+    resolvers PyYAML's do nothing either (here C functions that ignore their arguments: no
+    Python frame per node)."""
+    cls.resolve = resolve_method(cls)
+    cls.descend_resolver = staticmethod(operator.is_)  # (parent, index) -> ignored
+    cls.ascend_resolver = staticmethod(tuple)  # () -> ignored
+
+
 class _NotPlain(TranslateError):
     """A node the fast constructor leaves to the stock one (caught here, never raised out)."""
 
@@ -107,14 +119,24 @@ class FastConstructor:
 
     yaml_constructors: ClassVar[dict[Any, Any]]
 
+    #: The values of the document constructed last (every mapping value and list item, and the
+    #: document itself), where it was built here and reaches no list or mapping twice: what
+    #: ``strict_yaml.value_count`` would count, without a walk of its own. None otherwise.
+    plain_values: int | None = None
+
     def construct_document(self, node: Node) -> Any:
+        self.plain_values = None
         try:
-            return self._plain_document(node)
+            value, count = self._plain_document(node)
         except Exception:  # anything unusual: the stock constructor decides, error included
             return super().construct_document(node)  # type: ignore[misc]
+        self.plain_values = count
+        return value
 
-    def _plain_document(self, root: Node) -> Any:
+    def _plain_document(self, root: Node) -> tuple[Any, int | None]:
         built: dict[Node, Any] = {}  # list and mapping nodes: an alias is the same object
+        reached_twice = False
+        count = 1
         scalars = {tag: self.yaml_constructors[tag] for tag in _SCALAR_TAGS}
 
         def scalar(node: Node) -> Any:
@@ -122,12 +144,15 @@ class FastConstructor:
             return node.value if tag == STR_TAG else scalars[tag](self, node)
 
         def build(node: Node) -> Any:
+            nonlocal reached_twice, count
             kind = node.__class__
             if kind is ScalarNode:
                 return scalar(node)
             data = built.get(node)
             if data is not None:
+                reached_twice = True
                 return data
+            count += len(node.value)
             if kind is MappingNode and node.tag == MAP_TAG:
                 mapping: dict[Any, Any] = {}
                 built[node] = mapping
@@ -152,7 +177,8 @@ class FastConstructor:
                 return items
             raise _NotPlain
 
-        return build(root)
+        value = build(root)
+        return value, (None if reached_twice else count)
 
 
 _CSafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when available
@@ -201,4 +227,4 @@ class FastDumper(_CSafeDumper):  # type: ignore[misc,valid-type]
         return super().represent_data(data)  # type: ignore[no-any-return]
 
 
-FastDumper.resolve = resolve_method(FastDumper)
+install_resolver(FastDumper)

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from dra_bridge.translate.fast_yaml import FastConstructor, resolve_method
+from dra_bridge.translate.fast_yaml import FastConstructor, install_resolver
 
 #: Nesting allowed in a configuration file (policy, catalog): theirs is at most 6 levels deep.
 MAX_CONFIG_DEPTH = 20
@@ -84,7 +84,7 @@ def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
 StrictLoader.add_constructor("tag:yaml.org,2002:int", _integer)
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _scalar_text)
 StrictLoader.add_constructor("tag:yaml.org,2002:binary", _base64_text)
-StrictLoader.resolve = resolve_method(StrictLoader)  # its table is final: timestamps left out above
+install_resolver(StrictLoader)  # its table is final: timestamps left out above
 
 
 def too_deep(value: Any, limit: int = MAX_CONFIG_DEPTH) -> str | None:

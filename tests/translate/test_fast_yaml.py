@@ -292,3 +292,47 @@ def test_any_plain_value_round_trips_as_with_stock_pyyaml(value: Any) -> None:
     assert yaml.dump(value, Dumper=FastDumper, **options) == text
     assert outcome(text, StrictLoader) == outcome(text, StockStrictLoader)
     assert outcome(text, FastSafeLoader) == outcome(text, yaml.CSafeLoader)
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTS))
+def test_the_loaders_count_is_the_walks_count(name: str) -> None:
+    """A document the fast constructor built reaching no list or mapping twice carries the count
+    the value-budget walk would make (the reader spends the budget by it, without the walk); any
+    other carries None (the walk counts it)."""
+    from dra_bridge.translate.strict_yaml import value_count
+
+    loader = StrictLoader(DOCUMENTS[name])
+    try:
+        while True:
+            try:
+                if not loader.check_data():
+                    break
+                doc = loader.get_data()
+            except Exception:  # an error document (some are PyYAML's own bare errors): nothing counted
+                return
+            count, shared = value_count(doc, 10**9)
+            if loader.plain_values is not None:
+                assert not shared and loader.plain_values == count
+    finally:
+        loader.dispose()
+
+
+def test_no_count_for_aliases_or_the_stock_constructor() -> None:
+    loader = StrictLoader("a: &x [1, 2]\nb: *x\n---\nplain: [1, {c: 2}]\n---\n!!set {a, b}\n")
+    try:
+        counts = []
+        while loader.check_data():
+            loader.get_data()
+            counts.append(loader.plain_values)
+    finally:
+        loader.dispose()
+    assert counts == [None, 5, None]
+
+
+def test_path_tracking_is_a_no_op_without_path_resolvers() -> None:
+    """The loader and dumper's descend/ascend calls cost no Python frame, and give what PyYAML's
+    give without path resolvers (nothing)."""
+    for cls in (StrictLoader, FastDumper):
+        assert not cls.yaml_path_resolvers
+        assert cls.ascend_resolver() == ()
+        assert cls.descend_resolver(None, 0) is False
