@@ -33,6 +33,7 @@ from dra_bridge.kube.flags import Parser, add_version
 from dra_bridge.kube.logs import LEVELS, escape, level_number
 from dra_bridge.kube.logs import configure as configure_logs
 from dra_bridge.kube.streams import guarded, standard_streams
+from dra_bridge.migrate.batch_gc import batch_collection
 from dra_bridge.migrate.convert_memo import NameMemo, Result
 from dra_bridge.migrate.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, InputFileError, MigrateError, UsageError
 from dra_bridge.migrate.manifests import Document, Sources, Writer, dump, read_catalog
@@ -343,15 +344,8 @@ def _run(argv: Sequence[str] | None, stdin: TextIO, stdout: TextIO, stderr: Text
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     handler = configure_logs(args.log_level, stderr)
     try:
-        if args.command == "convert":
-            return convert(args, stdin, stdout, stderr)
-        if args.command == "classes":
-            return classes(args, stdout)
-        if args.command == "report":
-            return run_report(args, stdin, stdout, stderr)
-        if args.command == "simulate":
-            return run_simulate(args.filename, args.node, args.feature_gates, args.output, stdin, stdout, stderr)
-        return slices(args, stdout, stderr)
+        with batch_collection():
+            return _command(args, stdin, stdout, stderr)
     except RecursionError:
         stderr.write("dra-migrate: error: the input nests too deeply (a recursive YAML alias?)\n")
         return EXIT_ERROR
@@ -369,6 +363,18 @@ def _run(argv: Sequence[str] | None, stdin: TextIO, stdout: TextIO, stderr: Text
         return EXIT_ERROR
     finally:  # main runs in process (tests): leave no handler on a stream the caller may close
         logging.getLogger().removeHandler(handler)
+
+
+def _command(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    if args.command == "convert":
+        return convert(args, stdin, stdout, stderr)
+    if args.command == "classes":
+        return classes(args, stdout)
+    if args.command == "report":
+        return run_report(args, stdin, stdout, stderr)
+    if args.command == "simulate":
+        return run_simulate(args.filename, args.node, args.feature_gates, args.output, stdin, stdout, stderr)
+    return slices(args, stdout, stderr)
 
 
 if __name__ == "__main__":
