@@ -18,7 +18,7 @@ frees almost nothing (the documents are trees; no cycle is made per document). M
   default): most of a document's objects are gone before the collector walks them.
 
 The process's settings are restored when the run ends (``main`` also runs in process: tests,
-benchmarks). Not reentrant: one command's run at a time.
+benchmarks). Not reentrant: one command's run at a time. docs/design.md D53.
 """
 
 from __future__ import annotations
