@@ -12,7 +12,8 @@ text, or one line saying why not; a ``-f`` directory's manifest files), ``invent
 ``enrolment_flags`` (``report``'s enrolment flags: the chart's webhook selector settings),
 ``remedies`` (remedy codes in the command's words), ``report`` (findings as a table),
 ``report_text`` and ``report_html`` (the report's renderers), ``convert_memo`` (``convert``'s
-memo: objects alike but for their name converted once).
+memo: objects alike but for their name converted once), ``batch_gc`` (the garbage collector's
+settings for one command's run).
 
 ``migrate.cli.main(argv, stdin=, stdout=, stderr=) -> exit code`` runs it in process; the
 exit codes and the error tree are in :mod:`migrate.errors`, re-exported here.
