@@ -4,7 +4,9 @@
 missing) that refuses duplicate mapping keys, as kubectl does: a silent "last one wins"
 would change a pod or a policy. Timestamps stay strings (Kubernetes objects carry RFC 3339
 text), also when tagged ``!!timestamp``, and a ``!!binary`` value stays its base64 text (the
-JSON form of Kubernetes' byte fields): every value loaded is one JSON can write. Used by
+JSON form of Kubernetes' byte fields): every value loaded is one JSON can write. A scalar tagged
+``!!int``, ``!!float`` or ``!!bool`` that is not one is a YAML error naming its text and line (PyYAML
+raises ValueError, IndexError or KeyError there, which no reader expects from a load). Used by
 ``dra-migrate`` for manifests and by ``dra-webhook`` for its policy and catalog files.
 
 :func:`too_deep` finds the first value nested deeper than a limit (the configuration files use
@@ -20,6 +22,7 @@ bomb of 9**40 values is refused in 40 steps, before any walk over its expansion.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import yaml
@@ -70,18 +73,53 @@ def _base64_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return "".join(str(loader.construct_scalar(node)).split())
 
 
+def _shown(value: object) -> str:
+    """A scalar's text as an error quotes it: ``repr`` of its first 40 characters."""
+    text = str(value)
+    return repr(text[:40]) + ("..." if len(text) > 40 else "")
+
+
+def _refused(node: yaml.ScalarNode, what: str) -> yaml.constructor.ConstructorError:
+    tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
+    return yaml.constructor.ConstructorError(
+        None, None, f"{_shown(node.value)} is not {what} (tag {tag})", node.start_mark
+    )
+
+
 def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
-    """An integer, or a YAML error naming the line: Python refuses to convert more than
-    ``sys.get_int_max_str_digits()`` digits (ValueError, which no caller expects from a load)."""
+    """An integer, or a YAML error naming the line: a value tagged ``!!int`` that is not one, and
+    one of more than ``sys.get_int_max_str_digits()`` digits, which Python refuses to convert
+    (PyYAML's ValueError or IndexError, which no caller expects from a load)."""
     try:
         return int(loader.construct_yaml_int(node))
-    except ValueError as exc:
+    except (ValueError, IndexError) as exc:
+        digits = str(node.value).replace("_", "").lstrip("+-")
+        if not (digits.isdigit() and len(digits) > sys.get_int_max_str_digits() > 0):
+            raise _refused(node, "an integer") from exc
         raise yaml.constructor.ConstructorError(
             None, None, f"an integer too long to read ({len(str(node.value))} characters)", node.start_mark
         ) from exc
 
 
+def _float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    """A float, or a YAML error naming the line for a value tagged ``!!float`` that is not one."""
+    try:
+        return float(loader.construct_yaml_float(node))
+    except (ValueError, IndexError) as exc:
+        raise _refused(node, "a float") from exc
+
+
+def _boolean(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> bool:
+    """A boolean, or a YAML error naming the line for a value tagged ``!!bool`` that is not one."""
+    try:
+        return bool(loader.construct_yaml_bool(node))
+    except KeyError as exc:
+        raise _refused(node, "a boolean") from exc
+
+
 StrictLoader.add_constructor("tag:yaml.org,2002:int", _integer)
+StrictLoader.add_constructor("tag:yaml.org,2002:float", _float)
+StrictLoader.add_constructor("tag:yaml.org,2002:bool", _boolean)
 StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _scalar_text)
 StrictLoader.add_constructor("tag:yaml.org,2002:binary", _base64_text)
 install_resolver(StrictLoader)  # its table is final: timestamps left out above

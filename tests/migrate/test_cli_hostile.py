@@ -164,3 +164,12 @@ def test_an_integer_too_long_to_convert_is_one_line_naming_the_file(tmp_path: Pa
     code, out, err = run("convert", "-f", str(path))
     assert code == EXIT_ERROR and out == "" and "internal error" not in err, err
     assert str(path) in err and "integer too long" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("tagged", ["!!float abc", "!!bool maybe", "!!int abc"], ids=["float", "bool", "int"])
+def test_a_tagged_scalar_not_of_its_tag_is_one_line_naming_the_file_and_value(tmp_path: Path, tagged: str) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text(f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  labels:\n    a: {tagged}\n")
+    code, out, err = run("convert", "-f", str(path))
+    assert code == EXIT_ERROR and out == "" and "internal error" not in err, err
+    assert str(path) in err and f"{tagged.split()[1]!r} is not" in err and len(err.splitlines()) == 1, err

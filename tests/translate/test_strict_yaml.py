@@ -75,6 +75,31 @@ def test_an_integer_too_long_to_convert_is_a_yaml_error_naming_the_line() -> Non
     assert yaml.load("a: 0x1f\nb: -12\nc: 1_000\n", Loader=StrictLoader) == {"a": 31, "b": -12, "c": 1000}
 
 
+@pytest.mark.parametrize(
+    ("tagged", "says"),
+    [
+        ("!!int abc", "'abc' is not an integer (tag !!int)"),
+        ("!!int ''", "'' is not an integer (tag !!int)"),
+        ("!!float abc", "'abc' is not a float (tag !!float)"),
+        ("!!float ''", "'' is not a float (tag !!float)"),
+        ("!!bool maybe", "'maybe' is not a boolean (tag !!bool)"),
+        ("!!bool 1", "'1' is not a boolean (tag !!bool)"),
+    ],
+    ids=["int", "int-empty", "float", "float-empty", "bool", "bool-number"],
+)
+def test_a_tagged_scalar_that_is_not_of_its_tag_is_a_yaml_error_naming_the_value_and_line(
+    tagged: str, says: str
+) -> None:
+    with pytest.raises(yaml.YAMLError) as refused:
+        yaml.load(f"a: 1\nb: {tagged}\n", Loader=StrictLoader)
+    assert says in str(refused.value) and "line 2" in str(refused.value), str(refused.value)
+
+
+def test_tagged_scalars_of_their_tag_load_as_pyyaml_loads_them() -> None:
+    text = "a: !!int '12'\nb: !!float '1.5'\nc: !!bool 'yes'\nd: !!float .inf\ne: !!bool off\nf: !!int 0o17\n"
+    assert yaml.load(text, Loader=StrictLoader) == yaml.load(text, Loader=yaml.SafeLoader)
+
+
 def test_a_value_without_shared_parts_counts_the_same_and_says_none_is_shared() -> None:
     doc = {"a": [1, 2, {"b": None}], "c": {}, "d": []}
     assert value_count(doc, 100) == (1 + 3 + 3 + 1, False)  # the root, a, c, d, a's items, b
