@@ -35,17 +35,22 @@ MAX_CONFIG_DEPTH = 20
 #: Values a YAML input may expand to beyond one per byte of its text (aliases counted at each use).
 MAX_VALUES = 1_000_000
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 
 
 class StrictLoader(FastConstructor, _BaseLoader):  # type: ignore[misc,valid-type]
-    """Safe loader refusing duplicate mapping keys (ConstructorError naming the key and line).
+    """Safe loader refusing duplicate mapping keys (ConstructorError naming the key and line);
+    a merge key (``<<``) merges as kubectl reads it, the mapping's own keys over the merged ones.
     Plain documents are built by :class:`translate.fast_yaml.FastConstructor` (the same values);
     any other, a duplicate key included, by the methods below."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:  # ``<<``: merged by the base class, its keys overridable
+                continue
             key = self.construct_object(key_node, deep=deep)
             try:
                 duplicate = key in seen

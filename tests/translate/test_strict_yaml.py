@@ -115,3 +115,15 @@ def test_a_value_reaching_a_list_twice_is_shared() -> None:
     loop: list[Any] = []
     loop.append(loop)
     assert value_count(loop, 100) == (None, False)
+
+
+def test_a_merge_key_merges_as_kubectl_reads_it_and_explicit_keys_win() -> None:
+    text = "base: &b {a: 1, c: 2}\nother: &o {d: 4}\npod:\n  <<: [*b, *o]\n  c: 3\none:\n  <<: *b\n  e: 5\n"
+    loaded = yaml.load(text, Loader=StrictLoader)
+    assert loaded == yaml.load(text, Loader=yaml.SafeLoader)
+    assert loaded["pod"] == {"a": 1, "c": 3, "d": 4} and loaded["one"] == {"a": 1, "c": 2, "e": 5}
+
+
+def test_a_duplicate_key_beside_a_merge_key_is_still_refused() -> None:
+    with pytest.raises(yaml.YAMLError, match="duplicate key 'c'"):
+        yaml.load("base: &b {a: 1}\npod:\n  <<: *b\n  c: 3\n  c: 4\n", Loader=StrictLoader)
