@@ -127,3 +127,13 @@ def test_a_merge_key_merges_as_kubectl_reads_it_and_explicit_keys_win() -> None:
 def test_a_duplicate_key_beside_a_merge_key_is_still_refused() -> None:
     with pytest.raises(yaml.YAMLError, match="duplicate key 'c'"):
         yaml.load("base: &b {a: 1}\npod:\n  <<: *b\n  c: 3\n  c: 4\n", Loader=StrictLoader)
+
+
+def test_merge_keys_that_merge_the_same_mapping_twice_at_each_level_do_not_blow_up() -> None:
+    """A "billion laughs" of merge keys: each level merges the one below twice (2**40 pairs if
+    each merge copied them); PyYAML 6.0.4 keeps each key once (pyproject.toml's floor)."""
+    lines = ["l0: &l0 {a: 1}", *(f"l{k}: &l{k} {{<<: [*l{k - 1}, *l{k - 1}], k{k}: {k}}}" for k in range(1, 41))]
+    started = time.monotonic()
+    loaded = yaml.load("\n".join(lines) + "\n", Loader=StrictLoader)
+    assert time.monotonic() - started < 2
+    assert len(loaded["l40"]) == 41 and loaded["l40"]["a"] == 1 and loaded["l40"]["k40"] == 40
