@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +128,25 @@ def test_a_list_without_items_is_said_to_be_one(items: str, says: str, command: 
 def test_a_list_without_items_on_stdin_is_said_to_be_one() -> None:
     code, out, err = run("convert", "-f", "-", stdin="apiVersion: v1\nkind: List\nitems: null\n")
     assert (code, out) == (EXIT_ERROR, "") and "-: no Kubernetes objects (a List whose items are null)" in err, err
+
+
+def test_a_custom_resource_converts_to_the_same_text_whatever_the_hash_seed() -> None:
+    """A KServe InferenceService's converted fields come in the plan's order, not a set's: the
+    output of ``--include-custom-resources`` is the same in every process (it is committed and
+    diffed), its new fields after its own, ``resourceClaims`` before ``tolerations``."""
+    source = Path(__file__).parents[1] / "data" / "custom-resources" / "kserve-inferenceservice.yaml"
+    code = "import sys; from dra_bridge.migrate.cli import main; sys.exit(main(sys.argv[1:]))"
+    outputs = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, "convert", "--include-custom-resources", "-f", str(source)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+    service = next(d for d in yaml.safe_load_all(outputs.pop()) if d["kind"] == "InferenceService")
+    predictor = list(service["spec"]["predictor"])
+    assert predictor.index("resourceClaims") < predictor.index("tolerations")

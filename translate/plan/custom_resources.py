@@ -140,7 +140,9 @@ class PodSpecSite:
         if "containers" in site or len(containers) > len(singles):
             site["containers"] = containers[len(singles) :]
         planned = {**pod["spec"], **(pod.get("metadata") or {})}
-        for key in {*before["spec"], *before["metadata"], *planned} - {"containers"}:
+        # the site's keys stay where they are and new ones follow in the plan's order (not a set's:
+        # the output is the same text in every process)
+        for key in dict.fromkeys(k for k in (*before["spec"], *before["metadata"], *planned) if k != "containers"):
             if key in planned and (key not in POD_METADATA or self.pod_metadata):
                 site[key] = planned[key]
             elif key in site and key not in planned:
