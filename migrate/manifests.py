@@ -304,15 +304,25 @@ class Sources:
         """Whether ``word`` (ASCII) appears anywhere in the sources' bytes: a scan, no parse."""
         needle = word.encode()
         for source in self.sources:
-            for raw in [self._stdin()] if source == "-" else map(_open, _files(source)):
-                tail = b""
-                while chunk := raw.read(_CHUNK):
-                    if needle in tail + chunk:
+            if source == "-":
+                if _holds(self._stdin(), needle):
+                    return True
+                continue
+            for path in _files(source):
+                with _open(path) as raw:
+                    if _holds(raw, needle):
                         return True
-                    tail = chunk[-len(needle) :]
-                if source != "-":
-                    raw.close()
         return False
+
+
+def _holds(raw: BinaryIO, needle: bytes) -> bool:
+    """Whether ``needle`` appears in what is left of ``raw``, read a chunk at a time."""
+    tail = b""
+    while chunk := raw.read(_CHUNK):
+        if needle in tail + chunk:
+            return True
+        tail = chunk[-len(needle) :]
+    return False
 
 
 def why_empty(source: str) -> str:

@@ -3,14 +3,16 @@ time, so its memory is bounded by the largest document, not by the input."""
 
 from __future__ import annotations
 
+import gc
 import io
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import yaml
 
 from dra_bridge.migrate.cli import main
-from dra_bridge.migrate.manifests import read_sources
+from dra_bridge.migrate.manifests import Sources, read_sources
 
 EXAMPLES = Path(__file__).parents[1] / "data" / "examples"
 
@@ -80,3 +82,17 @@ def test_documents_are_read_one_at_a_time() -> None:
     assert first.obj["metadata"]["name"] == "c0"
     assert raw.taken < len(data) // 2, f"{raw.taken} of {len(data)} bytes read for the first document"
     assert sum(1 for _ in documents) == 4999
+
+
+def test_the_scan_for_a_kind_closes_every_file_it_opened_found_or_not(tmp_path: Path) -> None:
+    """``Sources.mention`` (convert's pre-pass for ResourceQuotas) closes the file in which it
+    finds the word too: no ResourceWarning, no descriptor left to the collector."""
+    (tmp_path / "a.yaml").write_text("kind: ResourceQuota\n")
+    (tmp_path / "b.yaml").write_text("kind: Pod\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with Sources([str(tmp_path)]) as sources:
+            assert sources.mention("ResourceQuota")
+            assert not sources.mention("Deployment")
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
