@@ -6,6 +6,7 @@ and the pod is left exactly as it was.
 
     shape_problems(pod, path) -> [Finding]     every such field, as the plan's findings
     require_shape(pod, label, path)            the first one as an InputError (the capacity check, simulate)
+    object_meta_problem(meta)                  an object's name or namespace that is not a string
 """
 
 from __future__ import annotations
@@ -86,6 +87,22 @@ def _metadata(meta: Any, path: str, out: list[Finding]) -> None:
             value = meta.get(key)
             if value is not None and type(value) is not dict:
                 _check(value, dict, f"{path}metadata.{key}", out)
+
+
+def object_meta_problem(meta: Any) -> Finding | None:
+    """An ``unsupported`` finding for an object whose ``metadata.name``, ``generateName`` or
+    ``namespace`` is there but not a string (what YAML reads of ``namespace: 5``): the templates
+    and the record written from it would be refused by the API server, so the object is left as
+    it is. None for a fine one, or metadata that is not a mapping (:func:`shape_problems` says)."""
+    if not isinstance(meta, Mapping):
+        return None
+    for key in ("name", "generateName", "namespace"):
+        value = meta.get(key)
+        if value is not None and type(value) is not str:
+            where = f"metadata.{key}"
+            rule = f"{where} must be a string (core/v1 schema): the object is left unchanged"
+            return Finding(where, repr(value)[:60], "unsupported", rule)
+    return None
 
 
 def require_shape(pod: Mapping[str, Any], label: str = "", path: str = "") -> None:

@@ -39,6 +39,7 @@ from dra_bridge.translate.plan.custom_resources import (
     pod_spec_sites,
     stray_gpu_requests,
 )
+from dra_bridge.translate.plan.field_types import object_meta_problem
 from dra_bridge.translate.plan.foreign import controller_scheduler_without_dra
 from dra_bridge.translate.plan.pod_plan import Options, plan_pod
 from dra_bridge.translate.plan.quota import convert_quota
@@ -96,8 +97,9 @@ def convert_object(
     ``private`` False (a Pod or a built-in workload): the result shares with ``obj`` the subtrees
     the conversion leaves alone instead of copying them, for a caller that changes neither and
     whose ``obj`` reaches no list or mapping twice (the output would then too)."""
-    if not (type(obj) is dict or isinstance(obj, Mapping)):
-        return Converted(clone(obj), (), (Finding(".", "", "ignored", "not an object"),))
+    refused = _left_alone(obj)
+    if refused is not None:
+        return Converted(clone(obj), (), (refused,))
     kind = str(obj.get("kind", ""))
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
@@ -196,6 +198,13 @@ def _not_converted(
         return planned
     kept = [f for f in planned if f.outcome != "translated"]
     return kept if held in findings else [*kept, held]
+
+
+def _left_alone(obj: Any) -> Finding | None:
+    """Why ``obj`` is not converted at all: not an object, or its name or namespace not a string."""
+    if not (type(obj) is dict or isinstance(obj, Mapping)):
+        return Finding(".", "", "ignored", "not an object")
+    return object_meta_problem(obj.get("metadata"))
 
 
 def _spine(obj: Mapping[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
