@@ -126,10 +126,17 @@ def peak_rss(path: Path) -> float:
 SMOKE_PODS = 500
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least 1")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("n", type=int, nargs="?", help="pods to convert (default 10,000; 500 with --smoke)")
-    parser.add_argument("--rounds", type=int, help="rounds of the three runs (default 5; 1 with --smoke)")
+    parser.add_argument("--rounds", type=_positive, help="rounds of the three runs (default 5; 1 with --smoke)")
     parser.add_argument("--mb", type=int, help="also convert an input of about this many MB and print its peak RSS")
     parser.add_argument(
         "--smoke",
@@ -143,8 +150,12 @@ def main() -> None:
         path = Path(tmp) / "pods.yaml"
         write_corpus(path, n)
         print(f"pods: {n} ({path.stat().st_size / 1e6:.1f} MB){' (smoke mode)' if args.smoke else ''}")
-        rounds = args.rounds or (1 if args.smoke else 5)
-        print(f"each time the best of {rounds} rounds, the three runs taking turns in each")
+        rounds = args.rounds if args.rounds is not None else (1 if args.smoke else 5)
+        print(
+            f"each time the best of {rounds} rounds, the three runs taking turns in each"
+            if rounds > 1
+            else "one round of the three runs"
+        )
         for distinct in (False, True):
             corpus = Path(tmp) / f"pods-{distinct}.yaml"
             write_corpus(corpus, n, distinct)

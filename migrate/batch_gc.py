@@ -18,7 +18,8 @@ frees almost nothing (the documents are trees; no cycle is made per document). M
   default): most of a document's objects are gone before the collector walks them.
 
 The process's settings are restored when the run ends (``main`` also runs in process: tests,
-benchmarks). Not reentrant: one command's run at a time. docs/design.md D53.
+benchmarks): objects the caller froze itself stay frozen, and a caller's collection turned off
+(threshold 0) stays off. docs/design.md D53.
 """
 
 from __future__ import annotations
@@ -35,10 +36,14 @@ YOUNG_THRESHOLD = 10_000
 def batch_collection(young: int = YOUNG_THRESHOLD) -> Iterator[None]:
     """The collector's settings for a command's run (see the module docstring), restored after."""
     threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(young, threshold[0]), *threshold[1:])
+    ours = gc.get_freeze_count() == 0  # a caller that froze objects itself keeps them frozen
+    if ours:
+        gc.freeze()
+    if threshold[0]:  # 0: the caller turned collection off; it stays off
+        gc.set_threshold(max(young, threshold[0]), *threshold[1:])
     try:
         yield
     finally:
         gc.set_threshold(*threshold)
-        gc.unfreeze()
+        if ours:
+            gc.unfreeze()

@@ -6,7 +6,11 @@ would change a pod or a policy. Timestamps stay strings (Kubernetes objects carr
 text), also when tagged ``!!timestamp``, and a ``!!binary`` value stays its base64 text (the
 JSON form of Kubernetes' byte fields): every value loaded is one JSON can write. A scalar tagged
 ``!!int``, ``!!float`` or ``!!bool`` that is not one is a YAML error naming its text and line (PyYAML
-raises ValueError, IndexError or KeyError there, which no reader expects from a load). Used by
+raises ValueError, IndexError or KeyError there, which no reader expects from a load). A merge
+key (``<<``) is a YAML error naming its line: PyYAML and kubectl's parser do not agree on which
+of two merged mappings wins a key they share (PyYAML 6.0.4 decides by the key's identity, so by
+its length), and PyYAML expands merges while it builds the mapping, before any budget can count
+them (a merge list of one alias repeated is quadratic). Used by
 ``dra-migrate`` for manifests and by ``dra-webhook`` for its policy and catalog files.
 
 :func:`too_deep` finds the first value nested deeper than a limit (the configuration files use
@@ -22,6 +26,7 @@ bomb of 9**40 values is refused in 40 steps, before any walk over its expansion.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -36,21 +41,24 @@ MAX_CONFIG_DEPTH = 20
 MAX_VALUES = 1_000_000
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
+MERGE_REFUSED = "a merge key (<<) is not read here: write the merged keys out"
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 
 
 class StrictLoader(FastConstructor, _BaseLoader):  # type: ignore[misc,valid-type]
     """Safe loader refusing duplicate mapping keys (ConstructorError naming the key and line);
-    a merge key (``<<``) merges as kubectl reads it, the mapping's own keys over the merged ones.
+    a merge key (``<<``) is refused, naming its line (see the module docstring).
     Plain documents are built by :class:`translate.fast_yaml.FastConstructor` (the same values);
     any other, a duplicate key included, by the methods below."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
-            if key_node.tag == MERGE_TAG:  # ``<<``: merged by the base class, its keys overridable
-                continue
+            if key_node.tag == MERGE_TAG:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, MERGE_REFUSED, key_node.start_mark
+                )
             key = self.construct_object(key_node, deep=deep)
             try:
                 duplicate = key in seen
@@ -91,19 +99,35 @@ def _refused(node: yaml.ScalarNode, what: str) -> yaml.constructor.ConstructorEr
     )
 
 
+#: Characters an integer's text may have: more than any value that prints within Python's limit
+#: of decimal digits needs in any YAML base (binary's 14,284 included); a longer one is refused
+#: before any conversion (a base-60 value of many parts costs quadratic time to build).
+MAX_INTEGER_TEXT = 16_384
+
+
+def _too_long(node: yaml.ScalarNode) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(
+        None, None, f"an integer too long to read ({len(str(node.value))} characters)", node.start_mark
+    )
+
+
 def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     """An integer, or a YAML error naming the line: a value tagged ``!!int`` that is not one, and
-    one of more than ``sys.get_int_max_str_digits()`` digits, which Python refuses to convert
-    (PyYAML's ValueError or IndexError, which no caller expects from a load)."""
+    one Python cannot print in decimal (more than ``sys.get_int_max_str_digits()`` digits: in
+    decimal it refuses to read it, in another base it reads it and refuses to print it later)."""
+    if len(str(node.value)) > MAX_INTEGER_TEXT:
+        raise _too_long(node)
     try:
-        return int(loader.construct_yaml_int(node))
+        value = int(loader.construct_yaml_int(node))
     except (ValueError, IndexError) as exc:
         digits = str(node.value).replace("_", "").lstrip("+-")
         if not (digits.isdigit() and len(digits) > sys.get_int_max_str_digits() > 0):
             raise _refused(node, "an integer") from exc
-        raise yaml.constructor.ConstructorError(
-            None, None, f"an integer too long to read ({len(str(node.value))} characters)", node.start_mark
-        ) from exc
+        raise _too_long(node) from exc
+    limit = sys.get_int_max_str_digits()
+    if limit and value.bit_length() > int(limit * math.log2(10)):  # below 2**that: at most `limit` digits
+        raise _too_long(node)
+    return value
 
 
 def _float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:

@@ -49,6 +49,26 @@ def test_garbage_from_before_the_run_is_collected_after_it_and_garbage_made_duri
     assert old_ref() is None
 
 
+def test_a_caller_that_froze_objects_itself_keeps_them_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        cli.main(["convert", "-f", str(EXAMPLE)], stdout=io.StringIO(), stderr=io.StringIO())
+        assert gc.get_freeze_count() >= frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_a_caller_that_turned_collection_off_keeps_it_off() -> None:
+    before = gc.get_threshold()
+    gc.set_threshold(0)
+    try:
+        with batch_collection():
+            assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before)
+
+
 def test_a_raised_threshold_is_kept_as_it_was() -> None:
     before = gc.get_threshold()
     gc.set_threshold(50_000, *before[1:])

@@ -117,23 +117,39 @@ def test_a_value_reaching_a_list_twice_is_shared() -> None:
     assert value_count(loop, 100) == (None, False)
 
 
-def test_a_merge_key_merges_as_kubectl_reads_it_and_explicit_keys_win() -> None:
-    text = "base: &b {a: 1, c: 2}\nother: &o {d: 4}\npod:\n  <<: [*b, *o]\n  c: 3\none:\n  <<: *b\n  e: 5\n"
-    loaded = yaml.load(text, Loader=StrictLoader)
-    assert loaded == yaml.load(text, Loader=yaml.SafeLoader)
-    assert loaded["pod"] == {"a": 1, "c": 3, "d": 4} and loaded["one"] == {"a": 1, "c": 2, "e": 5}
-
-
-def test_a_duplicate_key_beside_a_merge_key_is_still_refused() -> None:
-    with pytest.raises(yaml.YAMLError, match="duplicate key 'c'"):
-        yaml.load("base: &b {a: 1}\npod:\n  <<: *b\n  c: 3\n  c: 4\n", Loader=StrictLoader)
-
-
-def test_merge_keys_that_merge_the_same_mapping_twice_at_each_level_do_not_blow_up() -> None:
-    """A "billion laughs" of merge keys: each level merges the one below twice (2**40 pairs if
-    each merge copied them); PyYAML 6.0.4 keeps each key once (pyproject.toml's floor)."""
-    lines = ["l0: &l0 {a: 1}", *(f"l{k}: &l{k} {{<<: [*l{k - 1}, *l{k - 1}], k{k}: {k}}}" for k in range(1, 41))]
+@pytest.mark.parametrize(
+    "text",
+    [
+        "base: &b {a: 1}\npod:\n  <<: *b\n  c: 3\n",
+        "a: &s {g: 1}\nb: &l {g: 4}\nc:\n  <<: [*s, *l]\n",  # which g wins: kubectl 1, PyYAML 6.0.4 4
+        "c: {<<: {x: 1, x: 2}}\n",  # a duplicate inside the merged mapping
+        "l: &b {" + ", ".join(f"k{i}: v" for i in range(2000)) + "}\nm: {<<: [" + ", ".join(["*b"] * 2000) + "]}\n",
+        "l0: &l0 {a: 1}\n" + "".join(f"l{k}: &l{k} {{<<: [*l{k - 1}, *l{k - 1}]}}\n" for k in range(1, 41)),
+    ],
+    ids=["merge", "precedence", "inner-duplicate", "quadratic", "exponential"],
+)
+def test_a_merge_key_is_a_yaml_error_naming_its_line_before_any_merge_is_made(text: str) -> None:
     started = time.monotonic()
-    loaded = yaml.load("\n".join(lines) + "\n", Loader=StrictLoader)
-    assert time.monotonic() - started < 2
-    assert len(loaded["l40"]) == 41 and loaded["l40"]["a"] == 1 and loaded["l40"]["k40"] == 40
+    with pytest.raises(yaml.YAMLError) as refused:
+        yaml.load(text, Loader=StrictLoader)
+    assert time.monotonic() - started < 1
+    assert "a merge key (<<) is not read here" in str(refused.value) and "line " in str(refused.value)
+
+
+def test_a_quoted_merge_key_is_an_ordinary_key() -> None:
+    assert yaml.load('a: {"<<": 1, b: 2}\n', Loader=StrictLoader) == {"a": {"<<": 1, "b": 2}}
+
+
+@pytest.mark.parametrize(
+    "digits",
+    ["0x" + "f" * 5000, "0b" + "1" * 20000, "0" + "7" * 6000, "1" + ":59" * 3000, "-0x" + "f" * 5000],
+    ids=["hex", "binary", "octal", "sexagesimal", "negative-hex"],
+)
+def test_an_integer_of_any_base_too_large_to_print_is_a_yaml_error_naming_the_line(digits: str) -> None:
+    """Python reads such an integer but cannot print it in decimal (more than
+    ``sys.get_int_max_str_digits()`` digits): refused as it is read, not later as an internal error."""
+    for text in (f"a: 1\nb: {digits}\n", f"a: 1\nb: !!int {digits}\n"):
+        with pytest.raises(yaml.YAMLError) as refused:
+            yaml.load(text, Loader=StrictLoader)
+        assert "integer too long" in str(refused.value) and "line 2" in str(refused.value)
+    assert yaml.load("a: 0xff\nb: 1:30\nc: 0b101\n", Loader=StrictLoader) == {"a": 255, "b": 90, "c": 5}
