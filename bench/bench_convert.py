@@ -127,17 +127,20 @@ SMOKE_PODS = 500
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: at least 1")
+        raise argparse.ArgumentTypeError(f"{text}: a whole number, at least 1")
     return value
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("n", type=int, nargs="?", help="pods to convert (default 10,000; 500 with --smoke)")
+    parser.add_argument("n", type=_positive, nargs="?", help="pods to convert (default 10,000; 500 with --smoke)")
     parser.add_argument("--rounds", type=_positive, help="rounds of the three runs (default 5; 1 with --smoke)")
-    parser.add_argument("--mb", type=int, help="also convert an input of about this many MB and print its peak RSS")
+    parser.add_argument("--mb", type=_positive, help="also convert an input of about this many MB, print its peak RSS")
     parser.add_argument(
         "--smoke",
         action="store_true",
