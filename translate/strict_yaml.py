@@ -117,14 +117,14 @@ def _integer(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     decimal it refuses to read it, in another base it reads it and refuses to print it later)."""
     if len(str(node.value)) > MAX_INTEGER_TEXT:
         raise _too_long(node)
+    limit = sys.get_int_max_str_digits()
     try:
         value = int(loader.construct_yaml_int(node))
     except (ValueError, IndexError) as exc:
         digits = str(node.value).replace("_", "").lstrip("+-")
-        if not (digits.isdigit() and len(digits) > sys.get_int_max_str_digits() > 0):
+        if not (digits.isdigit() and len(digits) > limit > 0):
             raise _refused(node, "an integer") from exc
         raise _too_long(node) from exc
-    limit = sys.get_int_max_str_digits()
     if limit and value.bit_length() > int(limit * math.log2(10)):  # below 2**that: at most `limit` digits
         raise _too_long(node)
     return value
